@@ -1,0 +1,1 @@
+"""Telegram adapter and composition root: the only package importing aiogram or settings."""

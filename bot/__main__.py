@@ -1,0 +1,6 @@
+"""`python -m bot` — same as the `support-bot` console script."""
+
+from bot.cli import main
+
+if __name__ == "__main__":
+    main()

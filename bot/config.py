@@ -1,0 +1,198 @@
+"""Settings from the environment and `.env`, validated once at start-up.
+
+This is the only module that reads configuration; everything else receives plain
+values through constructors. A bad setting becomes one readable line (see
+`SettingsError`) instead of a traceback, and secrets are `SecretStr` so they never
+show up in a repr, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlparse
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+_WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+
+
+class BotMode(StrEnum):
+    POLLING = "polling"
+    WEBHOOK = "webhook"
+
+
+class SettingsError(Exception):
+    """A human-readable, single-line description of what is wrong with the settings."""
+
+
+def _split_csv(value: Any) -> Any:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+def _check_http_url(value: str | None, *, https_only: bool = False) -> str | None:
+    if value is None or value == "":
+        return None
+    parsed = urlparse(value)
+    allowed = ("https",) if https_only else ("http", "https")
+    if parsed.scheme not in allowed or not parsed.netloc:
+        kind = "an https:// URL" if https_only else "an http(s):// URL"
+        raise ValueError(f"expected {kind}")
+    return value.rstrip("/")
+
+
+class Settings(BaseSettings):
+    """Every setting of the bot; names match the environment variables."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        case_sensitive=False,
+        extra="ignore",
+    )
+
+    # Telegram
+    bot_token: SecretStr
+    telegram_api_url: str | None = None
+    bot_mode: BotMode = BotMode.POLLING
+    webhook_url: str | None = None
+    webhook_path: str = "/telegram/webhook"
+    webhook_secret: SecretStr | None = None
+    web_host: str = "127.0.0.1"
+    web_port: int = Field(default=8080, ge=1, le=65535)
+    admin_ids: Annotated[frozenset[int], NoDecode] = frozenset()
+
+    # LLM
+    openai_api_key: SecretStr
+    openai_base_url: str | None = None
+    openai_model: str = Field(default="gpt-4o-mini", min_length=1)
+    openai_fallback_models: Annotated[tuple[str, ...], NoDecode] = ()
+    openai_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    openai_max_retries: int = Field(default=1, ge=0, le=5)
+    parallel_tool_calls: bool = True
+
+    # Conversation and tools
+    database_path: Path = Path("data/bot.sqlite3")
+    tool_max_steps: int = Field(default=3, ge=1, le=5)
+    turn_timeout_s: float = Field(default=60.0, gt=0, le=600)
+    history_token_budget: int = Field(default=2000, ge=200, le=100_000)
+    summary_max_tokens: int = Field(default=300, ge=50, le=4000)
+    max_input_chars: int = Field(default=2000, ge=1, le=4096)
+    order_lookups_per_hour: int = Field(default=10, ge=1, le=10_000)
+
+    # Limits and operations
+    user_messages_per_minute: int = Field(default=10, ge=1, le=1000)
+    user_messages_per_day: int = Field(default=300, ge=1, le=100_000)
+    max_concurrent_turns: int = Field(default=200, ge=1, le=10_000)
+    shutdown_grace_s: float = Field(default=30.0, ge=0, le=600)
+    seed_demo_data: bool = True
+    log_level: str = "INFO"
+
+    @field_validator("admin_ids", mode="before")
+    @classmethod
+    def _parse_admin_ids(cls, value: Any) -> Any:
+        items = _split_csv(value)
+        if isinstance(items, list):
+            try:
+                return frozenset(int(item) for item in items)
+            except ValueError:
+                raise ValueError(
+                    "expected comma-separated Telegram user ids, e.g. 123,456"
+                ) from None
+        return items
+
+    @field_validator("openai_fallback_models", mode="before")
+    @classmethod
+    def _parse_fallback_models(cls, value: Any) -> Any:
+        items = _split_csv(value)
+        return tuple(items) if isinstance(items, list) else items
+
+    @field_validator("telegram_api_url", "openai_base_url")
+    @classmethod
+    def _check_optional_url(cls, value: str | None) -> str | None:
+        return _check_http_url(value)
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _check_webhook_url(cls, value: str | None) -> str | None:
+        return _check_http_url(value, https_only=True)
+
+    @field_validator("webhook_path")
+    @classmethod
+    def _check_webhook_path(cls, value: str) -> str:
+        if not value.startswith("/") or any(ch.isspace() for ch in value):
+            raise ValueError("expected a path starting with '/', e.g. /telegram/webhook")
+        return value
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _check_webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or value.get_secret_value() == "":
+            return None
+        if not _WEBHOOK_SECRET_RE.fullmatch(value.get_secret_value()):
+            raise ValueError("expected 1-256 characters of A-Z, a-z, 0-9, _ and -")
+        return value
+
+    @field_validator("bot_token", "openai_api_key")
+    @classmethod
+    def _check_not_blank(cls, value: SecretStr) -> SecretStr:
+        if not value.get_secret_value().strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_log_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ValueError("expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return level
+
+    @model_validator(mode="after")
+    def _check_webhook_mode(self) -> Settings:
+        if self.bot_mode is BotMode.WEBHOOK:
+            if self.webhook_url is None:
+                raise ValueError(
+                    "WEBHOOK_URL: required when BOT_MODE=webhook (an https:// URL)"
+                )
+            if self.webhook_secret is None:
+                raise ValueError(
+                    "WEBHOOK_SECRET: required when BOT_MODE=webhook "
+                    "(1-256 characters of A-Z, a-z, 0-9, _ and -)"
+                )
+        return self
+
+    @property
+    def webhook_full_url(self) -> str:
+        """The URL Telegram posts to: WEBHOOK_URL followed by WEBHOOK_PATH."""
+        return f"{self.webhook_url or ''}{self.webhook_path}"
+
+
+def _describe(error: dict[str, Any]) -> str:
+    location = [str(part) for part in error.get("loc", ()) if part != "__root__"]
+    message = str(error.get("msg", "invalid value"))
+    message = message.removeprefix("Value error, ")
+    if not location:
+        # model-level errors already start with the setting's name
+        return message
+    name = location[0].upper()
+    if error.get("type") == "missing":
+        return f"{name}: required but not set"
+    return f"{name}: {message}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings or raise `SettingsError` with one line naming the setting.
+
+    The input values are never part of the message, so a mistyped secret is not echoed.
+    """
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(_describe(error) for error in exc.errors(include_input=False))
+        raise SettingsError(f"invalid settings: {problems}") from None

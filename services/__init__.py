@@ -1,0 +1,1 @@
+"""Application logic without Telegram: LLM client, bounded tool loop, chat service, stats."""

@@ -1,0 +1,1 @@
+"""The LLM boundary: typed requests/responses and errors, so nothing above imports openai."""

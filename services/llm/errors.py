@@ -1,0 +1,33 @@
+"""The LLM client's own errors; SDK exceptions are translated into these at the boundary."""
+
+from __future__ import annotations
+
+
+class LLMError(Exception):
+    """Base class; `code` is stable and safe to store and to show in /stats."""
+
+    code = "llm_error"
+
+    def __init__(self, message: str, *, model: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+
+
+class LLMRateLimited(LLMError):
+    code = "rate_limited"
+
+
+class LLMTimeout(LLMError):
+    code = "timeout"
+
+
+class LLMUnavailable(LLMError):
+    code = "unavailable"
+
+
+class LLMRequestRejected(LLMError):
+    code = "request_rejected"
+
+
+class LLMAuthenticationError(LLMError):
+    code = "authentication"

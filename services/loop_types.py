@@ -1,0 +1,122 @@
+"""What one bounded tool loop produced, and how it can fail.
+
+Shared by the loop (which fills it), the chat service (which stores it) and the bot
+(which turns a failure into a polite message). A failed loop still carries the records
+it made, so started tool calls and model calls keep their audit rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from tools.base import AuditRecord
+
+
+class StopReason(StrEnum):
+    COMPLETED = "completed"  # the model answered with text
+    TRUNCATED = "truncated"  # finish_reason == "length" with text
+    REFUSED = "refused"  # refusal or content_filter: the bot sends its own polite text
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallRecord:
+    """One row of `llm_calls`."""
+
+    purpose: str  # "chat" | "summary"
+    requested_model: str
+    model: str | None
+    started_at: float
+    latency_ms: float
+    status: str  # "ok" | "error"
+    error_code: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    response_id: str | None = None
+
+    @property
+    def fallback(self) -> bool:
+        return self.model is not None and self.model != self.requested_model
+
+
+@dataclass(slots=True)
+class LoopTrace:
+    """Everything recorded so far in one turn; kept even when the turn fails."""
+
+    model_steps: int = 0
+    tool_names: list[str] = field(default_factory=list)
+    audit_records: list[AuditRecord] = field(default_factory=list)
+    model_calls: list[ModelCallRecord] = field(default_factory=list)
+    response_ids: list[str] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoopResult:
+    text: str
+    stop_reason: StopReason
+    trace: LoopTrace
+    prompt_ref: str  # "<prompt id>@<version>"
+
+    @property
+    def model_steps(self) -> int:
+        return self.trace.model_steps
+
+    @property
+    def tool_names(self) -> list[str]:
+        return self.trace.tool_names
+
+
+class TurnError(Exception):
+    """A turn that could not produce an answer; `code` is stored and drives the reply."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, trace: LoopTrace | None = None) -> None:
+        super().__init__(message)
+        self.trace = trace or LoopTrace()
+
+
+class TurnUnavailable(TurnError):
+    """The model could not be reached or refused service (429, 5xx, timeouts, auth)."""
+
+    code = "unavailable"
+
+    def __init__(self, message: str, *, code: str = "unavailable", trace: LoopTrace | None = None):
+        super().__init__(message, trace=trace)
+        self.code = code
+
+
+class TurnTimeout(TurnError):
+    """The whole turn exceeded TURN_TIMEOUT_S; in-flight work was cancelled."""
+
+    code = "turn_timeout"
+
+
+class ProtocolError(TurnError):
+    """The model answered in a way the loop cannot accept (e.g. empty text, tools on last step)."""
+
+    code = "protocol_error"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnReply:
+    """What the chat service hands back to the Telegram layer for one customer message.
+
+    `text` is the model's answer when `error_code` is None and the stop reason is not
+    `refused`; otherwise the bot picks its own polite text from `error_code` /
+    `stop_reason`, so nothing internal reaches the customer.
+    """
+
+    turn_id: str
+    text: str | None
+    stop_reason: StopReason | None
+    error_code: str | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.error_code is None and self.stop_reason is not StopReason.REFUSED

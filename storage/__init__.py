@@ -1,0 +1,1 @@
+"""SQLite persistence through aiosqlite: connection, migrations, repositories. No business rules."""

@@ -1,0 +1,133 @@
+"""Settings: every rule of the foundation issue, and that secrets are never echoed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import BotMode, SettingsError, load_settings
+
+BASE = {"BOT_TOKEN": "1:secret-token", "OPENAI_API_KEY": "sk-secret-key"}
+
+
+def make(monkeypatch: pytest.MonkeyPatch, **env: str):
+    for key, value in {**BASE, **env}.items():
+        monkeypatch.setenv(key, value)
+    return load_settings()
+
+
+def error_for(monkeypatch: pytest.MonkeyPatch, **env: str) -> str:
+    with pytest.raises(SettingsError) as info:
+        make(monkeypatch, **env)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make(monkeypatch)
+    assert settings.bot_mode is BotMode.POLLING
+    assert settings.tool_max_steps == 3
+    assert settings.database_path == Path("data/bot.sqlite3")
+    assert settings.admin_ids == frozenset()
+    assert settings.telegram_api_url is None and settings.openai_base_url is None
+    assert settings.max_input_chars == 2000
+    assert settings.order_lookups_per_hour == 10
+    assert settings.turn_timeout_s == 60
+
+
+def test_secrets_are_hidden_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make(monkeypatch)
+    assert "secret-token" not in repr(settings)
+    assert "sk-secret-key" not in str(settings)
+    assert settings.bot_token.get_secret_value() == "1:secret-token"
+
+
+def test_missing_token_and_key_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings()
+    assert "BOT_TOKEN" in str(info.value)
+    assert "OPENAI_API_KEY" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("123,456", {123, 456}), (" 123 , 456 ", {123, 456}), ("", set()), ("42", {42})],
+)
+def test_admin_ids(monkeypatch: pytest.MonkeyPatch, raw: str, expected: set[int]) -> None:
+    assert make(monkeypatch, ADMIN_IDS=raw).admin_ids == frozenset(expected)
+
+
+def test_admin_ids_rejects_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "ADMIN_IDS" in error_for(monkeypatch, ADMIN_IDS="123,bob")
+
+
+def test_fallback_models_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make(monkeypatch, OPENAI_FALLBACK_MODELS="a-model, b-model")
+    assert settings.openai_fallback_models == ("a-model", "b-model")
+
+
+def test_bot_mode_must_be_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "BOT_MODE" in error_for(monkeypatch, BOT_MODE="carrier-pigeon")
+
+
+def test_webhook_mode_requires_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = error_for(monkeypatch, BOT_MODE="webhook", WEBHOOK_SECRET="abc")
+    assert "WEBHOOK_URL" in message
+
+
+def test_webhook_url_must_be_https(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = error_for(
+        monkeypatch, BOT_MODE="webhook", WEBHOOK_URL="http://example.org", WEBHOOK_SECRET="abc"
+    )
+    assert "WEBHOOK_URL" in message and "https" in message
+
+
+def test_webhook_mode_requires_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = error_for(monkeypatch, BOT_MODE="webhook", WEBHOOK_URL="https://example.org")
+    assert "WEBHOOK_SECRET" in message
+
+
+@pytest.mark.parametrize("secret", ["has space", "x" * 257, "semi;colon", "ключ"])
+def test_webhook_secret_charset_and_length(monkeypatch: pytest.MonkeyPatch, secret: str) -> None:
+    message = error_for(
+        monkeypatch, BOT_MODE="webhook", WEBHOOK_URL="https://example.org", WEBHOOK_SECRET=secret
+    )
+    assert "WEBHOOK_SECRET" in message
+    assert secret not in message
+
+
+def test_valid_webhook(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make(
+        monkeypatch,
+        BOT_MODE="webhook",
+        WEBHOOK_URL="https://bot.example.org/",
+        WEBHOOK_SECRET="A-z_09" * 10,
+    )
+    assert settings.bot_mode is BotMode.WEBHOOK
+    assert settings.webhook_full_url == "https://bot.example.org/telegram/webhook"
+
+
+@pytest.mark.parametrize("steps", ["0", "6", "three"])
+def test_tool_max_steps_range(monkeypatch: pytest.MonkeyPatch, steps: str) -> None:
+    assert "TOOL_MAX_STEPS" in error_for(monkeypatch, TOOL_MAX_STEPS=steps)
+
+
+@pytest.mark.parametrize("steps", ["1", "5"])
+def test_tool_max_steps_bounds_accepted(monkeypatch: pytest.MonkeyPatch, steps: str) -> None:
+    assert make(monkeypatch, TOOL_MAX_STEPS=steps).tool_max_steps == int(steps)
+
+
+@pytest.mark.parametrize("name", ["TELEGRAM_API_URL", "OPENAI_BASE_URL"])
+def test_optional_urls(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    assert name in error_for(monkeypatch, **{name: "not a url"})
+    settings = make(monkeypatch, **{name: "http://127.0.0.1:8081/"})
+    assert getattr(settings, name.lower()) == "http://127.0.0.1:8081"
+
+
+def test_reads_dotenv_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("BOT_TOKEN=1:from-file\nOPENAI_API_KEY=k\nADMIN_IDS=7\n")
+    settings = load_settings()
+    assert settings.bot_token.get_secret_value() == "1:from-file"
+    assert settings.admin_ids == frozenset({7})

@@ -1,0 +1,1 @@
+"""The shop's tools: definitions, registry (allow-list), executor with access control."""

@@ -1,0 +1,113 @@
+"""Contracts shared by every tool and by the loop that asks for them.
+
+The model only *proposes* a `ToolCall`; the executor decides whether and how it runs
+and always answers with a `ToolOutcome`: a JSON string for the model plus an
+`AuditRecord` for the database. Caller identity lives in `ToolContext`, set by the
+application from Telegram, never from model output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from storage.shop import ShopRepository
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+ResultT = TypeVar("ResultT", bound=BaseModel)
+
+
+class AuditStatus(StrEnum):
+    SUCCESS = "success"
+    BUSINESS_ERROR = "business_error"
+    REJECTED = "rejected"
+    TIMEOUT = "timeout"
+    TECHNICAL_ERROR = "technical_error"
+
+
+class ErrorCode(StrEnum):
+    """Codes the model sees in `{"ok": false, "error": {"code": ...}}`."""
+
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    NOT_FOUND = "not_found"
+    RATE_LIMITED = "rate_limited"
+    TIMEOUT = "timeout"
+    UNAVAILABLE = "unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call as the model proposed it: the raw arguments string is untrusted."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Who is asking (from Telegram) and what data the tools may use."""
+
+    user_id: int
+    chat_id: int
+    shop: ShopRepository
+    turn_id: str | None = None
+    session_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One row of the tool audit: no raw arguments or results (they may hold personal data)."""
+
+    call_id: str
+    tool_name: str
+    user_id: int
+    chat_id: int
+    turn_id: str | None
+    session_id: int | None
+    started_at: float  # unix seconds
+    duration_ms: float
+    status: AuditStatus
+    error_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """The executor's answer to one call: `content` goes to the model as a `tool` message."""
+
+    call_id: str
+    tool_name: str
+    content: str
+    ok: bool
+    audit: AuditRecord
+
+
+class ToolBusinessError(Exception):
+    """Raised by a handler for a problem the model must explain (e.g. `rate_limited`)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+Handler = Callable[[ArgsT, ToolContext], Awaitable[ResultT]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool(Generic[ArgsT, ResultT]):
+    """A tool definition; the registry validates it on registration."""
+
+    name: str
+    description: str
+    arguments_model: type[ArgsT]
+    result_model: type[ResultT]
+    handler: Handler[ArgsT, ResultT]
+    timeout_s: float = 5.0
+    read_only: bool = True
