@@ -1,0 +1,214 @@
+"""What happened in each turn, stored for `/stats` and for audit.
+
+One turn is written in ONE transaction: its `turns` row, the audit rows of its tool
+calls, the usage rows of its model calls and, when the turn was answered, its history
+pair. So the records and the history never disagree, and a crash leaves either all of a
+turn or none of it. Unknown token counts stay NULL, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import aiosqlite
+
+from storage.conversations import insert_pair
+from storage.database import Database
+
+
+class AuditRecord(Protocol):
+    """What a tool-call audit row needs (tools.base.AuditRecord has this shape).
+
+    Described structurally because storage imports nothing from the layers above it.
+    """
+
+    @property
+    def call_id(self) -> str: ...
+    @property
+    def tool_name(self) -> str: ...
+    @property
+    def user_id(self) -> int: ...
+    @property
+    def chat_id(self) -> int: ...
+    @property
+    def started_at(self) -> float: ...
+    @property
+    def duration_ms(self) -> float: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def error_code(self) -> str | None: ...
+
+
+class ModelCallRecord(Protocol):
+    """What a model-usage row needs (services.loop_types.ModelCallRecord has this shape)."""
+
+    @property
+    def purpose(self) -> str: ...
+    @property
+    def requested_model(self) -> str: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def fallback(self) -> bool: ...
+    @property
+    def started_at(self) -> float: ...
+    @property
+    def latency_ms(self) -> float: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def error_code(self) -> str | None: ...
+    @property
+    def finish_reason(self) -> str | None: ...
+    @property
+    def prompt_tokens(self) -> int | None: ...
+    @property
+    def completion_tokens(self) -> int | None: ...
+    @property
+    def total_tokens(self) -> int | None: ...
+    @property
+    def response_id(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One row of `turns`."""
+
+    id: str
+    session_id: int
+    chat_id: int
+    user_id: int
+    started_at: float  # unix seconds
+    duration_ms: float
+    status: str  # "answered" | "failed"
+    stop_reason: str | None  # completed | truncated | refused | error
+    error_code: str | None
+    model_steps: int
+    tool_calls: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    total_tokens: int | None
+    prompt: str  # system prompt id@version
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPair:
+    """The user message and the final answer that an answered turn adds to history."""
+
+    user_text: str
+    assistant_text: str
+
+
+class TurnRecorder:
+    """Writes `turns`, `tool_calls` and `llm_calls` rows."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def save_turn(
+        self,
+        turn: TurnRecord,
+        *,
+        audit_records: Sequence[AuditRecord] = (),
+        model_calls: Sequence[ModelCallRecord] = (),
+        history: HistoryPair | None = None,
+    ) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO turns(id, session_id, chat_id, user_id, started_at, duration_ms, "
+                "status, stop_reason, error_code, model_steps, tool_calls, prompt_tokens, "
+                "completion_tokens, total_tokens, prompt) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    turn.id,
+                    turn.session_id,
+                    turn.chat_id,
+                    turn.user_id,
+                    turn.started_at,
+                    turn.duration_ms,
+                    turn.status,
+                    turn.stop_reason,
+                    turn.error_code,
+                    turn.model_steps,
+                    turn.tool_calls,
+                    turn.prompt_tokens,
+                    turn.completion_tokens,
+                    turn.total_tokens,
+                    turn.prompt,
+                ),
+            )
+            for audit in audit_records:
+                await _insert_audit(conn, audit, turn)
+            for call in model_calls:
+                await _insert_model_call(conn, call, turn_id=turn.id, session_id=turn.session_id)
+            if history is not None:
+                await insert_pair(
+                    conn,
+                    session_id=turn.session_id,
+                    user_text=history.user_text,
+                    assistant_text=history.assistant_text,
+                    turn_id=turn.id,
+                    created_at=turn.started_at + turn.duration_ms / 1000.0,
+                )
+
+    async def save_model_call(
+        self, call: ModelCallRecord, *, session_id: int | None, turn_id: str | None = None
+    ) -> None:
+        """A model call outside a turn's transaction (the summarizer's)."""
+        async with self._db.transaction() as conn:
+            await _insert_model_call(conn, call, turn_id=turn_id, session_id=session_id)
+
+
+async def _insert_audit(conn: aiosqlite.Connection, audit: AuditRecord, turn: TurnRecord) -> None:
+    # the turn's own ids win: the audit row belongs to the turn it is stored with
+    await conn.execute(
+        "INSERT INTO tool_calls(turn_id, session_id, chat_id, user_id, call_id, tool_name, "
+        "started_at, duration_ms, status, error_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            turn.id,
+            turn.session_id,
+            audit.chat_id,
+            audit.user_id,
+            audit.call_id,
+            audit.tool_name,
+            audit.started_at,
+            audit.duration_ms,
+            str(audit.status),
+            audit.error_code,
+        ),
+    )
+
+
+async def _insert_model_call(
+    conn: aiosqlite.Connection,
+    call: ModelCallRecord,
+    *,
+    turn_id: str | None,
+    session_id: int | None,
+) -> None:
+    await conn.execute(
+        "INSERT INTO llm_calls(turn_id, session_id, purpose, requested_model, model, fallback, "
+        "started_at, latency_ms, status, error_code, finish_reason, prompt_tokens, "
+        "completion_tokens, total_tokens, response_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            turn_id,
+            session_id,
+            call.purpose,
+            call.requested_model,
+            call.model,
+            1 if call.fallback else 0,
+            call.started_at,
+            call.latency_ms,
+            call.status,
+            call.error_code,
+            call.finish_reason,
+            call.prompt_tokens,
+            call.completion_tokens,
+            call.total_tokens,
+            call.response_id,
+        ),
+    )
