@@ -1,0 +1,255 @@
+"""SQL for the shop data the tools read: orders, return policies, shop texts, lookups.
+
+No business rules live here: who may see an order, how product names are normalised
+and how many lookups are allowed are decided in `tools/`; this module stores and
+fetches rows exactly as it is told. Every write runs in `Database.transaction()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from storage.database import Database
+from storage.demo_data import DEMO_ORDERS, DEMO_RETURN_POLICIES
+from storage.shop_records import (
+    ORDER_COLUMNS,
+    ImportCounts,
+    OrderRecord,
+    OrderUpsert,
+    ReturnPolicyRecord,
+    ReturnPolicyUpsert,
+)
+
+__all__ = [
+    "ORDER_COLUMNS",
+    "ImportCounts",
+    "OrderRecord",
+    "OrderUpsert",
+    "ReturnPolicyRecord",
+    "ReturnPolicyUpsert",
+    "ShopRepository",
+]
+
+
+class ShopRepository:
+    """Reads and writes of the shop tables on one `Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    # -- orders -------------------------------------------------------------------
+
+    async def get_order(self, order_id: str) -> OrderRecord | None:
+        row = await self._db.fetch_one(
+            "SELECT order_id, status, owner_telegram_id, updated_at, pickup_point, expected_date"
+            " FROM orders WHERE order_id = ?",
+            (order_id,),
+        )
+        if row is None:
+            return None
+        return OrderRecord(
+            order_id=row["order_id"],
+            status=row["status"],
+            owner_telegram_id=row["owner_telegram_id"],
+            updated_at=row["updated_at"],
+            pickup_point=row["pickup_point"],
+            expected_date=row["expected_date"],
+        )
+
+    async def record_order_lookup(
+        self, *, user_id: int, order_id: str, now: float, since: float, max_distinct: int
+    ) -> bool:
+        """Record that `user_id` looked up `order_id` unless that would exceed a bound.
+
+        Atomically: an order this user already looked up after `since` is refreshed and
+        allowed; a new one is recorded only while fewer than `max_distinct` distinct
+        orders were looked up after `since`. Returns whether the lookup was recorded.
+        Rows older than `since` are dropped on the way.
+        """
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM order_lookups WHERE user_id = ? AND looked_up_at <= ?",
+                (user_id, since),
+            )
+            async with conn.execute(
+                "SELECT 1 FROM order_lookups WHERE user_id = ? AND order_id = ?",
+                (user_id, order_id),
+            ) as cursor:
+                seen = await cursor.fetchone() is not None
+            if not seen:
+                async with conn.execute(
+                    "SELECT COUNT(*) FROM order_lookups WHERE user_id = ?", (user_id,)
+                ) as cursor:
+                    row = await cursor.fetchone()
+                if row is not None and int(row[0]) >= max_distinct:
+                    return False
+            await conn.execute(
+                "INSERT INTO order_lookups(user_id, order_id, looked_up_at) VALUES (?, ?, ?)"
+                " ON CONFLICT(user_id, order_id)"
+                " DO UPDATE SET looked_up_at = excluded.looked_up_at",
+                (user_id, order_id, now),
+            )
+            return True
+
+    # -- return policies and texts ------------------------------------------------
+
+    async def find_return_policy(self, key: str) -> ReturnPolicyRecord | None:
+        """The policy whose product name equals `key`, else the one with that alias."""
+        row = await self._db.fetch_one(
+            "SELECT product, display_name, return_days, conditions FROM return_policies"
+            " WHERE product = ?",
+            (key,),
+        )
+        if row is None:
+            row = await self._db.fetch_one(
+                "SELECT p.product, p.display_name, p.return_days, p.conditions"
+                " FROM return_policy_aliases AS a"
+                " JOIN return_policies AS p ON p.product = a.product WHERE a.alias = ?",
+                (key,),
+            )
+        if row is None:
+            return None
+        aliases = await self._db.fetch_all(
+            "SELECT alias FROM return_policy_aliases WHERE product = ? ORDER BY alias",
+            (row["product"],),
+        )
+        return ReturnPolicyRecord(
+            product=row["product"],
+            display_name=row["display_name"],
+            return_days=row["return_days"],
+            conditions=row["conditions"],
+            aliases=tuple(a["alias"] for a in aliases),
+        )
+
+    async def get_text(self, key: str) -> str | None:
+        row = await self._db.fetch_one("SELECT value FROM shop_texts WHERE key = ?", (key,))
+        return None if row is None else str(row["value"])
+
+    # -- demo data and import -----------------------------------------------------
+
+    async def seed_demo_data(self) -> bool:
+        """Insert the demo orders/policies into whichever of the tables is empty.
+
+        Returns True when anything was inserted; never touches a table that has rows,
+        so a shop's real data is never mixed with the demo.
+        """
+        inserted = False
+        async with self._db.transaction() as conn:
+            async with conn.execute("SELECT COUNT(*) FROM orders") as cursor:
+                orders_empty = (await cursor.fetchone())[0] == 0
+            async with conn.execute("SELECT COUNT(*) FROM return_policies") as cursor:
+                policies_empty = (await cursor.fetchone())[0] == 0
+            if orders_empty:
+                for order in DEMO_ORDERS:
+                    await conn.execute(
+                        "INSERT INTO orders(order_id, status, owner_telegram_id, updated_at,"
+                        " pickup_point, expected_date) VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            order.order_id,
+                            order.status,
+                            order.owner_telegram_id,
+                            order.updated_at,
+                            order.pickup_point,
+                            order.expected_date,
+                        ),
+                    )
+                inserted = True
+            if policies_empty:
+                for policy in DEMO_RETURN_POLICIES:
+                    await conn.execute(
+                        "INSERT INTO return_policies(product, display_name, return_days,"
+                        " conditions) VALUES (?, ?, ?, ?)",
+                        (
+                            policy.product,
+                            policy.display_name,
+                            policy.return_days,
+                            policy.conditions,
+                        ),
+                    )
+                    for alias in policy.aliases:
+                        await conn.execute(
+                            "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)",
+                            (alias, policy.product),
+                        )
+                inserted = True
+        return inserted
+
+    async def import_shop_data(
+        self,
+        *,
+        orders: Sequence[OrderUpsert],
+        policies: Sequence[ReturnPolicyUpsert],
+        texts: Mapping[str, str | None],
+    ) -> ImportCounts:
+        """Upsert everything in ONE transaction: either all of it is written or none.
+
+        `texts` maps a shop-text key to its new value, or None to remove it. An alias is
+        moved to the policy that lists it, and a policy given with aliases has exactly
+        those aliases afterwards.
+        """
+        counts = ImportCounts()
+        async with self._db.transaction() as conn:
+            for order in orders:
+                columns = [c for c in ORDER_COLUMNS if c in order.values]
+                unknown = set(order.values) - set(ORDER_COLUMNS)
+                if unknown:
+                    raise ValueError(f"unknown order columns: {sorted(unknown)}")
+                params = [order.values[c] for c in columns]
+                async with conn.execute(
+                    "SELECT 1 FROM orders WHERE order_id = ?", (order.order_id,)
+                ) as cursor:
+                    exists = await cursor.fetchone() is not None
+                if exists:
+                    if columns:
+                        assignments = ", ".join(f"{c} = ?" for c in columns)
+                        await conn.execute(
+                            f"UPDATE orders SET {assignments} WHERE order_id = ?",
+                            (*params, order.order_id),
+                        )
+                    counts.orders_updated += 1
+                else:
+                    names = ", ".join(("order_id", *columns))
+                    marks = ", ".join("?" for _ in range(len(columns) + 1))
+                    await conn.execute(
+                        f"INSERT INTO orders({names}) VALUES ({marks})",
+                        (order.order_id, *params),
+                    )
+                    counts.orders_inserted += 1
+            for policy in policies:
+                async with conn.execute(
+                    "SELECT 1 FROM return_policies WHERE product = ?", (policy.product,)
+                ) as cursor:
+                    exists = await cursor.fetchone() is not None
+                await conn.execute(
+                    "INSERT INTO return_policies(product, display_name, return_days, conditions)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT(product) DO UPDATE SET"
+                    " display_name = excluded.display_name, return_days = excluded.return_days,"
+                    " conditions = excluded.conditions",
+                    (policy.product, policy.display_name, policy.return_days, policy.conditions),
+                )
+                if policy.aliases is not None:
+                    await conn.execute(
+                        "DELETE FROM return_policy_aliases WHERE product = ?", (policy.product,)
+                    )
+                    for alias in policy.aliases:
+                        await conn.execute(
+                            "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)"
+                            " ON CONFLICT(alias) DO UPDATE SET product = excluded.product",
+                            (alias, policy.product),
+                        )
+                if exists:
+                    counts.policies_updated += 1
+                else:
+                    counts.policies_inserted += 1
+            for key, value in texts.items():
+                if value is None:
+                    await conn.execute("DELETE FROM shop_texts WHERE key = ?", (key,))
+                    counts.texts_cleared.append(key)
+                else:
+                    await conn.execute(
+                        "INSERT INTO shop_texts(key, value) VALUES (?, ?)"
+                        " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        (key, value),
+                    )
+                    counts.texts_set.append(key)
+        return counts

@@ -1,0 +1,57 @@
+"""Plain rows exchanged with `ShopRepository` (no behaviour, no rules)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+# Order columns an import may set (besides the key); also the whitelist for dynamic SQL.
+ORDER_COLUMNS = ("status", "owner_telegram_id", "updated_at", "pickup_point", "expected_date")
+
+
+@dataclass(frozen=True, slots=True)
+class OrderRecord:
+    order_id: str
+    status: str
+    owner_telegram_id: int | None = None
+    updated_at: str | None = None
+    pickup_point: str | None = None
+    expected_date: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OrderUpsert:
+    """Set `values` (a subset of ORDER_COLUMNS) on the order; columns not given keep theirs."""
+
+    order_id: str
+    values: Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class ReturnPolicyRecord:
+    product: str  # the lookup key (already normalised by the caller)
+    display_name: str
+    return_days: int
+    conditions: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReturnPolicyUpsert:
+    """A policy to insert or replace; `aliases=None` keeps the stored aliases."""
+
+    product: str
+    display_name: str
+    return_days: int
+    conditions: str
+    aliases: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True)
+class ImportCounts:
+    orders_inserted: int = 0
+    orders_updated: int = 0
+    policies_inserted: int = 0
+    policies_updated: int = 0
+    texts_set: list[str] = field(default_factory=list)
+    texts_cleared: list[str] = field(default_factory=list)

@@ -1,0 +1,217 @@
+"""Runs the calls the model proposed — or refuses them — and always answers each one.
+
+The model's output is untrusted: the name must be on the registry's allow-list and the
+arguments must pass the tool's pydantic model before any handler runs. Whatever
+happens, each call gets a JSON result tied to its call id (so the model can correct
+itself or explain the problem) and an audit record (so the operator can see what ran).
+Internals never reach the model: a technical failure is logged here with the call id
+and the model only learns that the tool is temporarily unavailable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tools.base import (
+    AuditRecord,
+    AuditStatus,
+    ErrorCode,
+    Tool,
+    ToolBusinessError,
+    ToolCall,
+    ToolContext,
+    ToolOutcome,
+)
+from tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+UNAVAILABLE_MESSAGE = "The tool is temporarily unavailable. Try again later or tell the customer."
+TIMEOUT_MESSAGE = "The tool did not answer in time. Try again later or tell the customer."
+_MAX_ECHOED_NAME = 64
+_NOT_AN_OBJECT = 'arguments must be a JSON object like {"field": "value"}'
+
+
+def _result_json(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def _error_json(code: str, message: str) -> str:
+    return _result_json({"ok": False, "error": {"code": code, "message": message}})
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Field-level problems the model can act on, e.g. `order_id: must be exactly 4 digits`.
+
+    The rejected values are never echoed (they may be long or hold personal data).
+    """
+    problems: list[str] = []
+    for item in error.errors(include_url=False, include_input=False, include_context=False):
+        field = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
+        kind = item.get("type")
+        if kind == "missing":
+            text = "required field is missing"
+        elif kind == "extra_forbidden":
+            text = "unexpected field, remove it"
+        else:
+            text = str(item.get("msg", "invalid value")).removeprefix("Value error, ")
+        problems.append(f"{field}: {text}")
+    return "; ".join(problems)
+
+
+class ToolExecutor:
+    """Validates, authorises (through each tool's handler and context), runs and audits."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._registry = registry
+        self._wall_clock = wall_clock
+        self._monotonic = monotonic
+
+    async def execute_batch(
+        self, calls: Sequence[ToolCall], context: ToolContext
+    ) -> list[ToolOutcome]:
+        """All calls of one model response; outcomes come back in the calls' order.
+
+        Read-only calls are independent, so they run concurrently. If any call names a
+        tool that changes data, the whole batch runs one call at a time in order, so
+        later calls see the effects of earlier ones. A failing call never affects the
+        others: each gets its own outcome.
+        """
+        if not calls:
+            return []
+        if all(self._is_read_only(call) for call in calls):
+            return list(await asyncio.gather(*(self.execute(call, context) for call in calls)))
+        return [await self.execute(call, context) for call in calls]
+
+    def _is_read_only(self, call: ToolCall) -> bool:
+        tool = self._registry.get(call.name)
+        # an unknown tool never runs, so it cannot change anything
+        return tool is None or tool.read_only
+
+    async def execute(self, call: ToolCall, context: ToolContext) -> ToolOutcome:
+        """One call. Never raises for anything the model caused (only cancellation)."""
+        started_at = self._wall_clock()
+        started = self._monotonic()
+
+        def finish(
+            content: str, status: AuditStatus, error_code: str | None, tool_name: str
+        ) -> ToolOutcome:
+            audit = AuditRecord(
+                call_id=call.id,
+                tool_name=tool_name,
+                user_id=context.user_id,
+                chat_id=context.chat_id,
+                turn_id=context.turn_id,
+                session_id=context.session_id,
+                started_at=started_at,
+                duration_ms=max(0.0, (self._monotonic() - started) * 1000.0),
+                status=status,
+                error_code=error_code,
+            )
+            return ToolOutcome(
+                call_id=call.id,
+                tool_name=tool_name,
+                content=content,
+                ok=status is AuditStatus.SUCCESS,
+                audit=audit,
+            )
+
+        tool = self._registry.get(call.name)
+        if tool is None:
+            allowed = ", ".join(self._registry.names) or "none"
+            shown = str(call.name)[:_MAX_ECHOED_NAME]
+            message = f"Unknown tool '{shown}'. Allowed tools: {allowed}."
+            return finish(
+                _error_json(ErrorCode.UNKNOWN_TOOL, message),
+                AuditStatus.REJECTED,
+                ErrorCode.UNKNOWN_TOOL,
+                shown,
+            )
+
+        arguments, problem = self._parse_arguments(tool, call.arguments)
+        if arguments is None:
+            return finish(
+                _error_json(ErrorCode.INVALID_ARGUMENTS, problem),
+                AuditStatus.REJECTED,
+                ErrorCode.INVALID_ARGUMENTS,
+                tool.name,
+            )
+
+        timeout = asyncio.timeout(tool.timeout_s)
+        try:
+            async with timeout:
+                result = await tool.handler(arguments, context)
+        except ToolBusinessError as exc:
+            return finish(
+                _error_json(exc.code, exc.message),
+                AuditStatus.BUSINESS_ERROR,
+                exc.code,
+                tool.name,
+            )
+        except TimeoutError:
+            if timeout.expired():
+                log.warning(
+                    "tool %s call %s timed out after %ss", tool.name, call.id, tool.timeout_s
+                )
+                return finish(
+                    _error_json(ErrorCode.TIMEOUT, TIMEOUT_MESSAGE),
+                    AuditStatus.TIMEOUT,
+                    ErrorCode.TIMEOUT,
+                    tool.name,
+                )
+            log.exception("tool %s call %s failed", tool.name, call.id)
+            return self._unavailable(finish, tool)
+        except Exception:
+            log.exception("tool %s call %s failed", tool.name, call.id)
+            return self._unavailable(finish, tool)
+
+        if not isinstance(result, tool.result_model):
+            log.error(
+                "tool %s call %s returned %s instead of %s",
+                tool.name,
+                call.id,
+                type(result).__name__,
+                tool.result_model.__name__,
+            )
+            return self._unavailable(finish, tool)
+        try:
+            content = _result_json({"ok": True, "data": result.model_dump(mode="json")})
+        except Exception:
+            log.exception("tool %s call %s returned an unserialisable result", tool.name, call.id)
+            return self._unavailable(finish, tool)
+        return finish(content, AuditStatus.SUCCESS, None, tool.name)
+
+    @staticmethod
+    def _unavailable(finish: Callable[..., ToolOutcome], tool: Tool[Any, Any]) -> ToolOutcome:
+        return finish(
+            _error_json(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE),
+            AuditStatus.TECHNICAL_ERROR,
+            ErrorCode.UNAVAILABLE,
+            tool.name,
+        )
+
+    @staticmethod
+    def _parse_arguments(tool: Tool[Any, Any], raw: str) -> tuple[BaseModel | None, str]:
+        try:
+            decoded = json.loads(raw) if raw is not None else None
+        except (TypeError, ValueError):
+            return None, f"{_NOT_AN_OBJECT}; got text that is not valid JSON"
+        if not isinstance(decoded, dict):
+            return None, _NOT_AN_OBJECT
+        try:
+            return tool.arguments_model.model_validate(decoded), ""
+        except ValidationError as exc:
+            return None, describe_validation_error(exc)

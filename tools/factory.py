@@ -1,0 +1,20 @@
+"""Builds the tool allow-list of one application instance (no module-level registry)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tools.order_status import order_status_tool
+from tools.registry import ToolRegistry
+from tools.return_policy import return_policy_tool
+
+
+def build_registry(
+    *, order_lookups_per_hour: int = 10, clock: Callable[[], float] = time.time
+) -> ToolRegistry:
+    """A fresh registry with the shop's tools: order status and return policy."""
+    registry = ToolRegistry()
+    registry.register(order_status_tool(lookups_per_hour=order_lookups_per_hour, clock=clock))
+    registry.register(return_policy_tool())
+    return registry

@@ -1,0 +1,129 @@
+"""`get_order_status`: where is my order — for the customer who owns it.
+
+Access is decided here from the caller identity in `ToolContext` (Telegram), never from
+the model's arguments. An order someone else owns is indistinguishable from an order
+that does not exist, so the tool cannot be used to probe which numbers are real. The
+number of distinct orders one caller may look up per rolling hour is bounded, and
+every lookup counts — found, hidden or missing — because otherwise probing is free.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import date, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tools.base import ErrorCode, Tool, ToolBusinessError, ToolContext
+
+GET_ORDER_STATUS = "get_order_status"
+LOOKUP_WINDOW_S = 3600.0
+NOT_FOUND_MESSAGE = (
+    "No order with this number was found for this customer. Ask the customer to check "
+    "the number; orders are shown only to the customer who placed them."
+)
+RATE_LIMITED_MESSAGE = (
+    "The customer has checked too many different orders in the last hour. "
+    "Ask them to try again later; orders already checked can still be asked about."
+)
+
+DESCRIPTION = (
+    "Get the current status of one of the customer's orders by its 4-digit number: "
+    "processing, in transit, ready for pickup, delivered or cancelled, plus the last "
+    "update time, pickup point and expected delivery date when known. Use it when the "
+    "customer asks where an order is, when it will arrive or whether it can be picked up. "
+    "If the customer did not give a 4-digit order number, ask for it instead of guessing."
+)
+
+
+class OrderStatus(StrEnum):
+    PROCESSING = "processing"
+    IN_TRANSIT = "in_transit"
+    READY_FOR_PICKUP = "ready_for_pickup"
+    DELIVERED = "delivered"
+    CANCELLED = "cancelled"
+
+
+class GetOrderStatusArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    order_id: str = Field(
+        description="The order number: exactly 4 digits, e.g. 8041, without any prefix.",
+    )
+
+    @field_validator("order_id")
+    @classmethod
+    def _four_digits(cls, value: str) -> str:
+        if len(value) != 4 or not value.isascii() or not value.isdigit():
+            raise ValueError("must be exactly 4 digits, e.g. 8041")
+        return value
+
+
+class OrderStatusResult(BaseModel):
+    order_id: str
+    found: bool
+    status: OrderStatus | None = None
+    updated_at: datetime | None = None
+    pickup_point: str | None = None
+    expected_date: date | None = None
+    message: str
+
+
+class OrderStatusHandler:
+    """The handler, configured with the lookup bound and a clock (injectable for tests)."""
+
+    def __init__(self, *, lookups_per_hour: int, clock: Callable[[], float] = time.time) -> None:
+        if lookups_per_hour < 1:
+            raise ValueError("lookups_per_hour must be at least 1")
+        self._limit = lookups_per_hour
+        self._clock = clock
+
+    async def __call__(
+        self, arguments: GetOrderStatusArguments, context: ToolContext
+    ) -> OrderStatusResult:
+        now = self._clock()
+        # A repeat lookup of an order already checked within the hour does not use up
+        # another slot (the customer asking twice is normal); a new number does, whether
+        # or not it exists or belongs to the caller.
+        allowed = await context.shop.record_order_lookup(
+            user_id=context.user_id,
+            order_id=arguments.order_id,
+            now=now,
+            since=now - LOOKUP_WINDOW_S,
+            max_distinct=self._limit,
+        )
+        if not allowed:
+            raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
+        order = await context.shop.get_order(arguments.order_id)
+        visible = order is not None and (
+            order.owner_telegram_id is None or order.owner_telegram_id == context.user_id
+        )
+        if order is None or not visible:
+            return OrderStatusResult(
+                order_id=arguments.order_id, found=False, message=NOT_FOUND_MESSAGE
+            )
+        return OrderStatusResult(
+            order_id=order.order_id,
+            found=True,
+            status=OrderStatus(order.status),
+            updated_at=order.updated_at,
+            pickup_point=order.pickup_point,
+            expected_date=order.expected_date,
+            message="Order found.",
+        )
+
+
+def order_status_tool(
+    *, lookups_per_hour: int, clock: Callable[[], float] = time.time
+) -> Tool[GetOrderStatusArguments, OrderStatusResult]:
+    return Tool(
+        name=GET_ORDER_STATUS,
+        description=DESCRIPTION,
+        arguments_model=GetOrderStatusArguments,
+        result_model=OrderStatusResult,
+        handler=OrderStatusHandler(lookups_per_hour=lookups_per_hour, clock=clock),
+        timeout_s=5.0,
+        read_only=True,
+    )
