@@ -177,10 +177,10 @@ class FakeTelegramServer:
         return len(self._updates)
 
     async def wait_for_messages(
-        self, chat_id: int, count: int = 1, *, timeout: float = 10.0
+        self, chat_id: int, count: int = 1, *, within: float = 10.0
     ) -> list[SentMessage]:
         """Wait until at least `count` messages reached `chat_id`; return them all."""
-        await self._wait(lambda: len(self.messages_to(chat_id)) >= count, timeout)
+        await self._wait(lambda: len(self.messages_to(chat_id)) >= count, within)
         return self.messages_to(chat_id)
 
     async def wait_for_call(
@@ -188,29 +188,29 @@ class FakeTelegramServer:
         method: str,
         predicate: Callable[[ApiCall], bool] = lambda _call: True,
         *,
-        timeout: float = 10.0,
+        within: float = 10.0,
     ) -> ApiCall:
         """Wait until the bot made a matching call; return the first such call."""
 
         def found() -> ApiCall | None:
             return next((c for c in self.calls_of(method) if predicate(c)), None)
 
-        await self._wait(lambda: found() is not None, timeout)
+        await self._wait(lambda: found() is not None, within)
         call = found()
         assert call is not None
         return call
 
-    async def wait_until(self, condition: Callable[[], bool], *, timeout: float = 10.0) -> None:
-        await self._wait(condition, timeout)
+    async def wait_until(self, condition: Callable[[], bool], *, within: float = 10.0) -> None:
+        await self._wait(condition, within)
 
-    async def _wait(self, condition: Callable[[], bool], timeout: float) -> None:
+    async def _wait(self, condition: Callable[[], bool], within: float) -> None:
         """Re-check `condition` after every change; TimeoutError when it stays false."""
 
         async def until() -> None:
             while not condition():
                 await self._changed.wait()
 
-        await asyncio.wait_for(until(), timeout)
+        await asyncio.wait_for(until(), within)
 
     def _notify(self) -> None:
         # wake every waiter, then arm a fresh event for the next change
