@@ -43,3 +43,7 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
         yield database
     finally:
         await database.close()
+
+
+# The fake OpenAI server as a fixture for every test package (tests/fakes/openai_server.py).
+from tests.fakes.openai_server import fake_openai  # noqa: E402, F401

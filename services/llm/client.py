@@ -1,0 +1,198 @@
+"""`ChatModel` over the official `AsyncOpenAI` client, with a fallback chain of models.
+
+This is the only module that imports `openai`. SDK exceptions are translated into
+`services.llm.errors` here, so the loop and the chat service never depend on the SDK.
+The SDK's own retries (`max_retries`) run first for each model; when a model still
+fails with something another model might not hit (429, 5xx, timeout, connection
+error), the same request goes to the next model of `fallback_models`, in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from services.llm.errors import (
+    LLMAuthenticationError,
+    LLMError,
+    LLMRateLimited,
+    LLMRequestRejected,
+    LLMTimeout,
+    LLMUnavailable,
+)
+from services.llm.types import LLMResponse, Message, ToolChoice
+from tools.base import ToolCall
+
+log = logging.getLogger(__name__)
+
+# Errors another model (or provider behind a gateway) may not have: worth a fallback.
+_FALLBACK_ERRORS: tuple[type[LLMError], ...] = (LLMRateLimited, LLMTimeout, LLMUnavailable)
+
+# Response-only fields of an assistant message that requests must not carry back.
+_RESPONSE_ONLY_FIELDS = ("annotations", "audio", "function_call")
+
+
+class OpenAIChatModel:
+    """Chat Completions through `AsyncOpenAI`; answers `LLMResponse` or raises `LLMError`."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None = None,
+        fallback_models: Sequence[str] = (),
+        timeout_s: float = 30.0,
+        max_retries: int = 1,
+    ) -> None:
+        if not model:
+            raise ValueError("model must not be empty")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        self._model = model
+        self._chain: tuple[str, ...] = (model, *(m for m in fallback_models if m and m != model))
+        self._client = AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=max_retries,
+        )
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The primary model followed by the fallbacks, in the order they are tried."""
+        return self._chain
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> LLMResponse:
+        params: dict[str, Any] = {"messages": list(messages)}
+        if tools:
+            params["tools"] = list(tools)
+            if tool_choice is not None:
+                params["tool_choice"] = tool_choice
+            if parallel_tool_calls is not None:
+                params["parallel_tool_calls"] = parallel_tool_calls
+        return await self._create_with_fallback(params)
+
+    async def complete_text(
+        self, messages: Sequence[Message], *, max_tokens: int | None = None
+    ) -> LLMResponse:
+        params: dict[str, Any] = {"messages": list(messages)}
+        if max_tokens is not None:
+            params["max_completion_tokens"] = max_tokens
+        return await self._create_with_fallback(params)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def _create_with_fallback(self, params: dict[str, Any]) -> LLMResponse:
+        started = time.perf_counter()
+        last_error: LLMError | None = None
+        for index, model in enumerate(self._chain):
+            try:
+                completion = await self._create(model, params)
+            except _FALLBACK_ERRORS as error:
+                last_error = error
+                if index + 1 < len(self._chain):
+                    log.warning(
+                        "model %s failed (%s); falling back to %s",
+                        model,
+                        error.code,
+                        self._chain[index + 1],
+                    )
+                continue
+            latency_ms = (time.perf_counter() - started) * 1000
+            return _to_response(completion, model=model, requested=self._model, latency=latency_ms)
+        assert last_error is not None  # the chain is never empty
+        raise last_error
+
+    async def _create(self, model: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self._client.chat.completions.create(model=model, **params)
+        except openai.APIError as error:
+            raise _translate(error, model) from error
+        except openai.OpenAIError as error:  # e.g. a client-side configuration problem
+            raise LLMError(f"LLM client error ({type(error).__name__})", model=model) from error
+
+
+def _translate(error: openai.APIError, model: str) -> LLMError:
+    """Map an SDK error to our own class; messages stay free of keys and bodies."""
+    if isinstance(error, openai.APITimeoutError):
+        return LLMTimeout(f"model {model} timed out", model=model)
+    if isinstance(error, openai.APIConnectionError):
+        return LLMUnavailable(f"model {model} unreachable (connection error)", model=model)
+    if isinstance(error, openai.APIResponseValidationError):
+        return LLMUnavailable(f"model {model} sent an unreadable response", model=model)
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        detail = f"model {model}: HTTP {status}"
+        if status == 429:
+            return LLMRateLimited(f"{detail} (rate limited)", model=model)
+        if status in (401, 403):
+            return LLMAuthenticationError(f"{detail} (authentication)", model=model)
+        if status == 408 or status >= 500:
+            return LLMUnavailable(f"{detail} (provider error)", model=model)
+        return LLMRequestRejected(f"{detail} (request rejected)", model=model)
+    return LLMError(f"model {model}: {type(error).__name__}", model=model)
+
+
+def _to_response(completion: Any, *, model: str, requested: str, latency: float) -> LLMResponse:
+    """Reduce a ChatCompletion to `LLMResponse`; `model` is the chain entry that answered."""
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise LLMUnavailable(f"model {model} returned no choices", model=model)
+    choice = choices[0]
+    message = choice.message
+    calls = tuple(
+        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+        for call in (message.tool_calls or ())
+        if getattr(call, "type", "function") == "function" and getattr(call, "function", None)
+    )
+    usage = completion.usage
+    return LLMResponse(
+        text=message.content,
+        refusal=message.refusal or None,
+        tool_calls=calls,
+        model=model,
+        finish_reason=choice.finish_reason,
+        prompt_tokens=getattr(usage, "prompt_tokens", None),
+        completion_tokens=getattr(usage, "completion_tokens", None),
+        total_tokens=getattr(usage, "total_tokens", None),
+        response_id=completion.id or None,
+        latency_ms=latency,
+        requested_model=requested,
+        raw_assistant_message=_assistant_message(message),
+    )
+
+
+def _assistant_message(message: Any) -> Message:
+    """The assistant message as received, ready to be sent back in the next request.
+
+    Provider-specific extras (e.g. reasoning or signature fields) are kept because some
+    providers require them back; fields that exist only in responses are dropped.
+    """
+    raw: dict[str, Any] = message.model_dump(mode="json", exclude_unset=True)
+    for name in _RESPONSE_ONLY_FIELDS:
+        raw.pop(name, None)
+    if raw.get("refusal") is None:
+        raw.pop("refusal", None)
+    if not raw.get("tool_calls"):
+        raw.pop("tool_calls", None)
+    raw["role"] = "assistant"
+    raw.setdefault("content", None)
+    return raw

@@ -1,0 +1,17 @@
+"""In-process test doubles shared by every package's unit tests."""
+
+from tests.doubles.scripted_llm import (
+    ScriptedLLM,
+    ScriptedRequest,
+    text_response,
+    tool_call,
+    tool_calls_response,
+)
+
+__all__ = [
+    "ScriptedLLM",
+    "ScriptedRequest",
+    "text_response",
+    "tool_call",
+    "tool_calls_response",
+]

@@ -1,0 +1,448 @@
+"""A fake OpenAI Chat Completions server (aiohttp) for the real `AsyncOpenAI` client.
+
+In tests: the `fake_openai` fixture starts it on a free loopback port; point the client
+at `server.base_url`. Every request body is recorded in `server.requests`. Behaviour is
+a handler, a function from the request body to a reply (sync or async):
+
+    server.handler = lambda body: completion(text="Здравствуйте!")
+    server.handler = sequence(completion(tool_calls=[fake_call(...)]), completion(text="..."))
+    server.handler = lambda body: error(429)
+
+To keep a request in flight, return `completion(..., hold=event)` (or await anything in
+an async handler) and release it with `event.set()`; `await server.wait_for_requests(n)`
+waits until the n-th request has arrived. No sleeps are needed in tests.
+
+As a process (end-to-end tests, the benchmark), with a keyword script that behaves like
+a well-mannered model (see `default_script`):
+
+    python -m tests.fakes.openai_server --port 0 --latency-ms 50
+
+prints `listening on http://127.0.0.1:PORT/v1` once ready. Run it with the repository
+root as the working directory (or on PYTHONPATH). Extra endpoints for such tests:
+`GET /_fake/requests` (recorded bodies), `POST /_fake/reset`, and
+`POST /_fake/fail {"status": 500, "times": 1}` (the next N completions fail).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import inspect
+import json
+import re
+import signal
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+Body = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FakeReply:
+    """What the server answers to one request."""
+
+    status: int = 200
+    body: Any = None  # dict → JSON; str → sent as is (e.g. to test malformed JSON)
+    headers: dict[str, str] = field(default_factory=dict)
+    hold: asyncio.Event | None = None  # answer only once this is set
+
+
+Handler = Callable[[Body], FakeReply | Awaitable[FakeReply]]
+
+
+def fake_call(name: str, arguments: dict[str, Any] | str, *, id: str | None = None) -> Body:
+    """One `tool_calls` entry; pass a string to send malformed or odd arguments verbatim."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return {
+        "id": id or f"call_{uuid.uuid4().hex[:12]}",
+        "type": "function",
+        "function": {"name": name, "arguments": raw},
+    }
+
+
+def completion(
+    *,
+    text: str | None = None,
+    tool_calls: Iterable[Body] = (),
+    finish_reason: str | None = None,
+    refusal: str | None = None,
+    usage: tuple[int, int] | None = (12, 7),
+    model: str | None = None,
+    id: str | None = None,
+    hold: asyncio.Event | None = None,
+) -> FakeReply:
+    """A 200 chat.completion; finish_reason defaults to tool_calls/stop from the content.
+
+    `model=None` echoes the requested model. `usage=None` omits the usage object.
+    """
+    calls = list(tool_calls)
+    message: Body = {"role": "assistant", "content": text, "refusal": refusal}
+    if calls:
+        message["tool_calls"] = calls
+    body: Body = {
+        "id": id or f"chatcmpl-{uuid.uuid4().hex[:16]}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
+                "logprobs": None,
+            }
+        ],
+    }
+    if usage is not None:
+        prompt, done = usage
+        body["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": done,
+            "total_tokens": prompt + done,
+        }
+    return FakeReply(body=body, hold=hold)
+
+
+def error(
+    status: int,
+    message: str = "fake error",
+    *,
+    code: str | None = None,
+    retry: bool = False,
+    hold: asyncio.Event | None = None,
+) -> FakeReply:
+    """An OpenAI-style error. By default tells the SDK not to retry (`x-should-retry`),
+    so tests see exactly one request per model; pass `retry=True` to let the SDK retry."""
+    body = {"error": {"message": message, "type": "fake_error", "param": None, "code": code}}
+    headers = {} if retry else {"x-should-retry": "false"}
+    return FakeReply(status=status, body=body, headers=headers, hold=hold)
+
+
+def sequence(*replies: FakeReply | Handler) -> Handler:
+    """A handler answering with the given replies (or handlers) in order; extra requests
+    get a 500 that names the problem, so an unexpected call fails the test visibly."""
+    queue = list(replies)
+
+    async def handler(body: Body) -> FakeReply:
+        if not queue:
+            return error(500, "fake_openai: no scripted reply left")
+        item = queue.pop(0)
+        if isinstance(item, FakeReply):
+            return item
+        result = item(body)
+        return await result if inspect.isawaitable(result) else result
+
+    return handler
+
+
+def by_model(replies: dict[str, FakeReply | Handler]) -> Handler:
+    """A handler choosing by the requested model (fallback tests)."""
+
+    async def handler(body: Body) -> FakeReply:
+        item = replies.get(str(body.get("model")))
+        if item is None:
+            return error(404, f"unknown model {body.get('model')}")
+        if isinstance(item, FakeReply):
+            return item
+        result = item(body)
+        return await result if inspect.isawaitable(result) else result
+
+    return handler
+
+
+# --------------------------------------------------------------------------- default script
+
+_ORDER_RE = re.compile(r"(?<!\d)\d{4}(?!\d)")
+_RETURN_WORDS = ("вернуть", "возврат", "return")
+_ORDER_WORDS = ("заказ", "order", "посылк")
+_PRODUCTS = {
+    "кофемашин": "кофемашина",
+    "наушник": "наушники",
+    "клавиатур": "клавиатура",
+    "coffee machine": "кофемашина",
+    "headphones": "наушники",
+    "keyboard": "клавиатура",
+}
+
+
+def _is_russian(text: str) -> bool:
+    return re.search(r"[а-яё]", text.lower()) is not None
+
+
+def _wanted_calls(text: str) -> list[tuple[str, dict[str, str]]]:
+    lowered = text.lower()
+    wanted: list[tuple[str, dict[str, str]]] = [
+        ("get_order_status", {"order_id": number}) for number in _ORDER_RE.findall(text)
+    ]
+    if any(word in lowered for word in _RETURN_WORDS):
+        product = next((name for stem, name in _PRODUCTS.items() if stem in lowered), None)
+        if product is None:
+            match = re.search(r"(?:вернуть|return)\s+([\w-]{2,})", lowered)
+            product = match.group(1) if match else "товар"
+        wanted.append(("get_return_policy", {"product": product}))
+    return wanted
+
+
+def _text_of(message: Body) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _answer_from_results(results: list[Any], russian: bool) -> str:
+    parts: list[str] = []
+    for result in results:
+        if isinstance(result, dict) and result.get("ok") is True:
+            data = result.get("data") or {}
+            if data.get("found") is False:
+                parts.append(("не найдено: " if russian else "not found: ") + _compact(data))
+            else:
+                parts.append(_compact(data))
+        elif isinstance(result, dict) and isinstance(result.get("error"), dict):
+            code = result["error"].get("code", "error")
+            parts.append(("ошибка " if russian else "error ") + str(code))
+        else:
+            parts.append(str(result))
+    head = "По данным магазина: " if russian else "According to the shop: "
+    return head + "; ".join(parts)
+
+
+def _compact(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(", ", ": "))
+
+
+def default_script(body: Body) -> FakeReply:
+    """Behaves like a careful support model, driven by keywords of the last user message.
+
+    Order numbers → `get_order_status`, "вернуть"/"return" → `get_return_policy`, both →
+    both calls in one response (or one per response when `parallel_tool_calls` is false);
+    once every wanted call has a result → a text answer quoting the data. A question
+    about an order without a number → asks for the 4-digit number. Requests without
+    tools (summaries) → a short summary of the user messages.
+    """
+    messages: list[Body] = list(body.get("messages") or [])
+    last_user_index = max(
+        (i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1
+    )
+    user_text = _text_of(messages[last_user_index]) if last_user_index >= 0 else ""
+    russian = _is_russian(user_text)
+
+    if not body.get("tools"):
+        users = [_text_of(m) for m in messages if m.get("role") == "user"]
+        summary = " ".join(users)[-600:]
+        return completion(text=("Кратко: " if russian else "Summary: ") + summary)
+
+    turn = messages[last_user_index + 1 :]
+    made: list[tuple[str, dict[str, Any]]] = []
+    for message in turn:
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                arguments = {}
+            made.append((str(function.get("name")), arguments))
+    results = []
+    for message in turn:
+        if message.get("role") == "tool":
+            try:
+                results.append(json.loads(_text_of(message)))
+            except ValueError:
+                results.append(_text_of(message))
+
+    pending = [call for call in _wanted_calls(user_text) if call not in made]
+    if pending and body.get("tool_choice") != "none":
+        if body.get("parallel_tool_calls") is False:
+            pending = pending[:1]
+        return completion(tool_calls=[fake_call(name, args) for name, args in pending])
+    if results:
+        return completion(text=_answer_from_results(results, russian))
+    lowered = user_text.lower()
+    if any(word in lowered for word in _ORDER_WORDS):
+        text = (
+            "Подскажите, пожалуйста, 4-значный номер заказа?"
+            if russian
+            else "Could you tell me your 4-digit order number?"
+        )
+        return completion(text=text)
+    greeting = "Здравствуйте! Чем могу помочь?" if russian else "Hello! How can I help you?"
+    return completion(text=greeting)
+
+
+# --------------------------------------------------------------------------- the server
+
+
+class FakeOpenAIServer:
+    """POST /v1/chat/completions answered by `handler`; every body kept in `requests`."""
+
+    def __init__(self, handler: Handler | None = None, *, latency_ms: float = 0.0) -> None:
+        self.handler: Handler = handler or default_script
+        self.latency_ms = latency_ms
+        self.requests: list[Body] = []
+        self.headers: list[dict[str, str]] = []
+        self._fail_status = 0
+        self._fail_times = 0
+        self._arrived: asyncio.Condition | None = None
+        self._closing = asyncio.Event()
+        self._inflight: set[asyncio.Task[Any]] = set()
+        self._runner: web.AppRunner | None = None
+        self.host = "127.0.0.1"
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def chat_requests(self) -> list[Body]:
+        """Requests that offered tools (chat turns), as opposed to plain-text summaries."""
+        return [r for r in self.requests if r.get("tools")]
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> FakeOpenAIServer:
+        self._arrived = asyncio.Condition()
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_get("/_fake/requests", self._list_requests)
+        app.router.add_post("/_fake/reset", self._reset)
+        app.router.add_post("/_fake/fail", self._fail)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        self.host, self.port = sock.getsockname()[:2]
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        await web.SockSite(self._runner, sock, shutdown_timeout=1.0).start()
+        return self
+
+    async def close(self) -> None:
+        self._closing.set()
+        for task in list(self._inflight):
+            task.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def wait_for_requests(self, count: int, within_s: float = 10.0) -> None:
+        """Bounded wait until at least `count` requests have arrived."""
+        assert self._arrived is not None, "server not started"
+        async with asyncio.timeout(within_s), self._arrived:
+            await self._arrived.wait_for(lambda: len(self.requests) >= count)
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            return await self._answer(request)
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _json_response(error(400, "invalid JSON body"))
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        assert self._arrived is not None
+        async with self._arrived:
+            self._arrived.notify_all()
+        if self.latency_ms > 0:
+            await asyncio.sleep(self.latency_ms / 1000)  # simulated model latency (bench)
+        if self._fail_times > 0:
+            self._fail_times -= 1
+            return _json_response(error(self._fail_status, "scripted failure"))
+        result = self.handler(body)
+        reply = await result if inspect.isawaitable(result) else result
+        if reply.hold is not None:
+            await _first_of(reply.hold, self._closing)
+        if isinstance(reply.body, dict) and "choices" in reply.body:
+            if reply.body.get("model") is None:
+                reply = replace(reply, body={**reply.body, "model": body.get("model")})
+        return _json_response(reply)
+
+    async def _list_requests(self, request: web.Request) -> web.Response:
+        return web.json_response(self.requests)
+
+    async def _reset(self, request: web.Request) -> web.Response:
+        self.requests.clear()
+        self.headers.clear()
+        self._fail_times = 0
+        return web.json_response({"ok": True})
+
+    async def _fail(self, request: web.Request) -> web.Response:
+        payload = await request.json()
+        self._fail_status = int(payload.get("status", 500))
+        self._fail_times = int(payload.get("times", 1))
+        return web.json_response({"ok": True})
+
+
+def _json_response(reply: FakeReply) -> web.Response:
+    if isinstance(reply.body, str):
+        return web.Response(
+            status=reply.status,
+            text=reply.body,
+            headers=reply.headers,
+            content_type="application/json",
+        )
+    return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+
+
+async def _first_of(*events: asyncio.Event) -> None:
+    waiters = [asyncio.create_task(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+@pytest.fixture
+async def fake_openai() -> AsyncIterator[FakeOpenAIServer]:
+    """A started fake on a free loopback port, with the default keyword script."""
+    server = await FakeOpenAIServer().start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+# --------------------------------------------------------------------------- process mode
+
+
+async def _serve(host: str, port: int, latency_ms: float) -> None:
+    server = await FakeOpenAIServer(latency_ms=latency_ms).start(host, port)
+    print(f"listening on {server.base_url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake OpenAI Chat Completions server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    asyncio.run(_serve(args.host, args.port, args.latency_ms))
+
+
+if __name__ == "__main__":
+    main()
