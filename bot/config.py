@@ -196,3 +196,25 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         problems = "; ".join(_describe(error) for error in exc.errors(include_input=False))
         raise SettingsError(f"invalid settings: {problems}") from None
+
+
+class StorageSettings(BaseSettings):
+    """Only what offline commands such as `import-data` need: no token or API key."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        case_sensitive=False,
+        extra="ignore",
+    )
+
+    database_path: Path = Path("data/bot.sqlite3")
+
+
+def load_database_path(**overrides: Any) -> Path:
+    """DATABASE_PATH from the environment or `.env`; `SettingsError` names a bad value."""
+    try:
+        return StorageSettings(**overrides).database_path
+    except ValidationError as exc:
+        problems = "; ".join(_describe(error) for error in exc.errors(include_input=False))
+        raise SettingsError(f"invalid settings: {problems}") from None

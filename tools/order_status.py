@@ -38,6 +38,13 @@ DESCRIPTION = (
 )
 
 
+def check_order_id(value: str) -> str:
+    """Order numbers are exactly 4 ASCII digits (the message is shown to the model)."""
+    if len(value) != 4 or not value.isascii() or not value.isdigit():
+        raise ValueError("must be exactly 4 digits, e.g. 8041")
+    return value
+
+
 class OrderStatus(StrEnum):
     PROCESSING = "processing"
     IN_TRANSIT = "in_transit"
@@ -56,9 +63,7 @@ class GetOrderStatusArguments(BaseModel):
     @field_validator("order_id")
     @classmethod
     def _four_digits(cls, value: str) -> str:
-        if len(value) != 4 or not value.isascii() or not value.isdigit():
-            raise ValueError("must be exactly 4 digits, e.g. 8041")
-        return value
+        return check_order_id(value)
 
 
 class OrderStatusResult(BaseModel):
