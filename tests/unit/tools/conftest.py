@@ -1,0 +1,50 @@
+"""Fixtures for tool tests: a real shop repository on a SQLite file, caller contexts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from storage.database import Database
+from storage.shop import ShopRepository
+from tools.base import ToolContext
+
+
+class FakeClock:
+    """Wall-clock seconds that only move when a test says so."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def shop(db: Database) -> ShopRepository:
+    repository = ShopRepository(db)
+    await repository.seed_demo_data()
+    return repository
+
+
+@pytest.fixture
+def context_for(shop: ShopRepository) -> Callable[..., ToolContext]:
+    def make(user_id: int = 1001, chat_id: int | None = None) -> ToolContext:
+        return ToolContext(
+            user_id=user_id,
+            chat_id=user_id if chat_id is None else chat_id,
+            shop=shop,
+            turn_id="turn-1",
+            session_id=7,
+        )
+
+    return make
