@@ -1,0 +1,326 @@
+"""The bounded tool loop: the application, not the model, decides how far a turn goes.
+
+One turn is at most `max_steps` model calls. Every step but the last offers the tools
+with `tool_choice="auto"`; the last one says `"none"`, so a tool only runs while a
+model step remains to read its result and a turn normally ends with text. All calls
+of one response run through the executor's batch form (independent reads run
+concurrently) and each gets exactly one `tool` message, in call order, tied to its id.
+A call that already failed in this turn is not run again: the model gets the earlier
+error. The whole turn has a deadline; on expiry in-flight work is cancelled and what
+was started keeps its records.
+
+Usage rule: token counts are summed over the model calls that returned a response; if
+any of those responses did not report a count, that total is None (unknown stays
+unknown — a partial sum would look exact). Failed model calls return no usage and add
+nothing; they are still recorded in `trace.model_calls` with status "error".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from services.llm.errors import LLMError
+from services.llm.types import ChatModel, LLMResponse, Message, ToolChoice
+from services.loop_types import (
+    LoopResult,
+    LoopTrace,
+    ModelCallRecord,
+    ProtocolError,
+    StopReason,
+    TurnTimeout,
+    TurnUnavailable,
+)
+from tools.base import AuditRecord, AuditStatus, ToolCall, ToolContext, ToolOutcome
+from tools.executor import ToolExecutor
+from tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+MAX_STEPS_LIMIT = 5
+REPEATED_CALL_CODE = "repeated_failed_call"
+CANCELLED_CODE = "cancelled"
+TURN_TIMEOUT_CODE = "turn_timeout"
+_MAX_NAME = 64
+
+
+@dataclass
+class _Turn:
+    """State of one `run`: the private conversation, the trace, what already failed."""
+
+    conversation: list[Message]
+    context: ToolContext
+    deadline: asyncio.Timeout
+    trace: LoopTrace = field(default_factory=LoopTrace)
+    responses: list[LLMResponse] = field(default_factory=list)
+    failed: dict[tuple[str, str], ToolOutcome] = field(default_factory=dict)
+
+    def cancel_code(self) -> str:
+        return TURN_TIMEOUT_CODE if self.deadline.expired() else CANCELLED_CODE
+
+
+class BoundedToolLoop:
+    """Runs one customer turn against a `ChatModel` and the tool executor."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        registry: ToolRegistry,
+        executor: ToolExecutor,
+        *,
+        max_steps: int = 3,
+        turn_timeout_s: float = 60.0,
+        parallel_tool_calls: bool = True,
+    ) -> None:
+        if not 1 <= max_steps <= MAX_STEPS_LIMIT:
+            raise ValueError(f"max_steps must be between 1 and {MAX_STEPS_LIMIT}")
+        if turn_timeout_s <= 0:
+            raise ValueError("turn_timeout_s must be positive")
+        self._model = model
+        self._registry = registry
+        self._executor = executor
+        self._max_steps = max_steps
+        self._turn_timeout_s = turn_timeout_s
+        self._parallel_tool_calls = parallel_tool_calls
+
+    @property
+    def max_steps(self) -> int:
+        return self._max_steps
+
+    async def run(
+        self, messages: Sequence[Message], context: ToolContext, *, prompt_ref: str
+    ) -> LoopResult:
+        """Answer the conversation in `messages` (never mutated).
+
+        Raises `TurnUnavailable` (the model failed), `TurnTimeout` (the deadline passed)
+        or `ProtocolError` (an answer the loop cannot accept); each carries the trace.
+        """
+        deadline = asyncio.timeout(self._turn_timeout_s)
+        turn = _Turn(conversation=copy.deepcopy(list(messages)), context=context, deadline=deadline)
+        try:
+            async with deadline:
+                text, stop_reason = await self._steps(turn)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            log.warning(
+                "turn %s exceeded %.1fs after %d model steps",
+                context.turn_id,
+                self._turn_timeout_s,
+                turn.trace.model_steps,
+            )
+            raise TurnTimeout(
+                f"turn exceeded {self._turn_timeout_s:g}s", trace=turn.trace
+            ) from None
+        return LoopResult(
+            text=text, stop_reason=stop_reason, trace=turn.trace, prompt_ref=prompt_ref
+        )
+
+    async def _steps(self, turn: _Turn) -> tuple[str, StopReason]:
+        for step in range(1, self._max_steps + 1):
+            final = step == self._max_steps
+            response = await self._call_model(turn, "none" if final else "auto")
+            finish = response.finish_reason
+
+            if response.refusal or finish == "content_filter":
+                return (response.text or "").strip(), StopReason.REFUSED
+            if finish == "tool_calls":
+                if final:
+                    raise self._protocol(turn, "tool calls on the final step (tool_choice none)")
+                if not response.tool_calls:
+                    raise self._protocol(turn, "finish_reason tool_calls without tool calls")
+                await self._run_tools(turn, response)
+                continue
+            if finish in ("stop", "length"):
+                if response.tool_calls:
+                    raise self._protocol(turn, f"finish_reason {finish} with tool calls")
+                text = (response.text or "").strip()
+                if not text:
+                    raise self._protocol(turn, f"finish_reason {finish} with empty text")
+                reason = StopReason.COMPLETED if finish == "stop" else StopReason.TRUNCATED
+                return text, reason
+            raise self._protocol(turn, f"unexpected finish_reason {finish!r}")
+        raise AssertionError("unreachable: the final step always returns or raises")
+
+    # ------------------------------------------------------------------ model calls
+
+    async def _call_model(self, turn: _Turn, tool_choice: ToolChoice) -> LLMResponse:
+        schemas = self._registry.schemas()
+        offer_tools = bool(schemas)
+        started_at = time.time()
+        started = time.perf_counter()
+        turn.trace.model_steps += 1
+
+        def record(status: str, error_code: str | None, response: LLMResponse | None) -> None:
+            turn.trace.model_calls.append(
+                ModelCallRecord(
+                    purpose="chat",
+                    requested_model=(response and response.requested_model)
+                    or self._model.model_name,
+                    model=response.model if response else None,
+                    started_at=started_at,
+                    latency_ms=(time.perf_counter() - started) * 1000,
+                    status=status,
+                    error_code=error_code,
+                    finish_reason=response.finish_reason if response else None,
+                    prompt_tokens=response.prompt_tokens if response else None,
+                    completion_tokens=response.completion_tokens if response else None,
+                    total_tokens=response.total_tokens if response else None,
+                    response_id=response.response_id if response else None,
+                )
+            )
+
+        try:
+            response = await self._model.complete(
+                turn.conversation,
+                tools=schemas if offer_tools else None,
+                tool_choice=tool_choice if offer_tools else None,
+                parallel_tool_calls=(
+                    self._parallel_tool_calls if offer_tools and tool_choice != "none" else None
+                ),
+            )
+        except LLMError as error:
+            record("error", error.code, None)
+            log.warning("model call failed: %s (%s)", error.code, error)
+            raise TurnUnavailable(str(error), code=error.code, trace=turn.trace) from error
+        except asyncio.CancelledError:
+            record("error", turn.cancel_code(), None)
+            raise
+        record("ok", None, response)
+        turn.responses.append(response)
+        if response.response_id:
+            turn.trace.response_ids.append(response.response_id)
+        self._sum_usage(turn)
+        return response
+
+    @staticmethod
+    def _sum_usage(turn: _Turn) -> None:
+        def total(values: list[int | None]) -> int | None:
+            return None if any(v is None for v in values) else sum(v for v in values if v)
+
+        turn.trace.prompt_tokens = total([r.prompt_tokens for r in turn.responses])
+        turn.trace.completion_tokens = total([r.completion_tokens for r in turn.responses])
+        turn.trace.total_tokens = total([r.total_tokens for r in turn.responses])
+
+    @staticmethod
+    def _protocol(turn: _Turn, problem: str) -> ProtocolError:
+        log.warning("model broke the tool protocol: %s", problem)
+        return ProtocolError(problem, trace=turn.trace)
+
+    # ------------------------------------------------------------------ tool calls
+
+    async def _run_tools(self, turn: _Turn, response: LLMResponse) -> None:
+        turn.conversation.append(_assistant_message(response))
+        calls = response.tool_calls
+        outcomes: dict[str, ToolOutcome] = {}
+        to_run: list[ToolCall] = []
+        for call in calls:
+            earlier = turn.failed.get(_call_key(call))
+            if earlier is not None:
+                outcomes[call.id] = self._repeat(turn, call, earlier)
+            else:
+                to_run.append(call)
+
+        if to_run:
+            started_at = time.time()
+            started = time.perf_counter()
+            try:
+                ran = await self._executor.execute_batch(to_run, turn.context)
+            except asyncio.CancelledError:
+                # The batch was cut by the deadline: every started call keeps a record.
+                code = turn.cancel_code()
+                for call in to_run:
+                    self._note_executed(turn, call.name)
+                    turn.trace.audit_records.append(
+                        _audit(turn.context, call, started_at, started, AuditStatus.TIMEOUT, code)
+                    )
+                raise
+            for call, outcome in zip(to_run, ran, strict=True):
+                outcomes[call.id] = outcome
+                self._note_executed(turn, outcome.tool_name)
+                if not outcome.ok:
+                    turn.failed[_call_key(call)] = outcome
+
+        ran_ids = {call.id for call in to_run}
+        for call in calls:
+            outcome = outcomes[call.id]
+            if call.id in ran_ids:
+                turn.trace.audit_records.append(outcome.audit)
+            turn.conversation.append(
+                {"role": "tool", "tool_call_id": call.id, "content": outcome.content}
+            )
+
+    def _note_executed(self, turn: _Turn, name: str) -> None:
+        if self._registry.get(name) is not None:
+            turn.trace.tool_names.append(name)
+
+    @staticmethod
+    def _repeat(turn: _Turn, call: ToolCall, earlier: ToolOutcome) -> ToolOutcome:
+        """The earlier error for a repeated failing call, under the new call id."""
+        log.info("tool %s: repeated failing call %s not run again", earlier.tool_name, call.id)
+        now = time.perf_counter()
+        audit = _audit(
+            turn.context, call, time.time(), now, AuditStatus.REJECTED, REPEATED_CALL_CODE
+        )
+        turn.trace.audit_records.append(audit)
+        return ToolOutcome(
+            call_id=call.id,
+            tool_name=earlier.tool_name,
+            content=earlier.content,
+            ok=False,
+            audit=audit,
+        )
+
+
+def _call_key(call: ToolCall) -> tuple[str, str]:
+    """Tool name + arguments, JSON-normalised so key order and spacing do not matter."""
+    try:
+        normalised = json.dumps(json.loads(call.arguments), sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        normalised = call.arguments
+    return call.name, normalised
+
+
+def _assistant_message(response: LLMResponse) -> Message:
+    """The assistant message exactly as received, or rebuilt when a double gave none."""
+    if response.raw_assistant_message is not None:
+        return copy.deepcopy(response.raw_assistant_message)
+    return {
+        "role": "assistant",
+        "content": response.text,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in response.tool_calls
+        ],
+    }
+
+
+def _audit(
+    context: ToolContext,
+    call: ToolCall,
+    started_at: float,
+    started: float,
+    status: AuditStatus,
+    error_code: str,
+) -> AuditRecord:
+    return AuditRecord(
+        call_id=call.id,
+        tool_name=str(call.name)[:_MAX_NAME],
+        user_id=context.user_id,
+        chat_id=context.chat_id,
+        turn_id=context.turn_id,
+        session_id=context.session_id,
+        started_at=started_at,
+        duration_ms=max(0.0, (time.perf_counter() - started) * 1000),
+        status=status,
+        error_code=error_code,
+    )
