@@ -1,0 +1,266 @@
+"""Folds history that left the window into the session's running summary.
+
+Runs in the background after a turn has been answered, so it never delays a reply.
+What it folds is exactly what can no longer be in any future window: the stored pairs
+older than the newest pairs that fit HISTORY_TOKEN_BUDGET (the window only shrinks from
+the old end as pairs are added, and it never includes messages a summary covers). The
+summary records the last message it covers, so history and summary never overlap.
+
+At most one summarisation runs per session; a failure (model error, empty answer) keeps
+the previous summary and the pairs stay unfolded, so the next turn's run retries them.
+Each model call leaves an `llm_calls` row with purpose 'summary'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from typing import Protocol
+
+from services.history import (
+    HistoryPair,
+    select_window,
+    to_pairs,
+    truncate_to_tokens,
+    window_read_limit,
+)
+from services.llm.types import ChatModel, LLMResponse, Message
+from services.loop_types import ModelCallRecord
+from storage.conversations import ConversationRepository
+from storage.records import TurnRecorder
+
+log = logging.getLogger(__name__)
+
+SUMMARY_PROMPT_ID = "conversation_summary"
+SUMMARY_PURPOSE = "summary"
+
+
+class RenderedPromptLike(Protocol):
+    @property
+    def text(self) -> str: ...
+    @property
+    def ref(self) -> str: ...
+
+
+class PromptRenderer(Protocol):
+    """The part of services.prompts.PromptRegistry this package uses."""
+
+    def render(self, prompt_id: str, /, **variables: object) -> RenderedPromptLike: ...
+
+
+class SummaryOutcome(StrEnum):
+    NOTHING_TO_FOLD = "nothing_to_fold"
+    UPDATED = "updated"
+    FAILED = "failed"
+
+
+class ConversationSummarizer:
+    """Keeps each session's summary up to date with what fell out of its window."""
+
+    def __init__(
+        self,
+        *,
+        model: ChatModel,
+        prompts: PromptRenderer,
+        conversations: ConversationRepository,
+        recorder: TurnRecorder,
+        history_token_budget: int,
+        summary_max_tokens: int,
+        max_chunks_per_run: int = 4,
+        max_concurrent: int = 4,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._model = model
+        self._prompts = prompts
+        self._conversations = conversations
+        self._recorder = recorder
+        self._budget = history_token_budget
+        self._max_tokens = summary_max_tokens
+        # the prompt asks for words; about two tokens per word (a Russian word with its
+        # space is ~7-8 characters at ~4 characters per token) keeps the model's own
+        # length near the cap, and the result is still cut to the cap afterwards
+        self._max_words = max(10, summary_max_tokens // 2)
+        self._max_chunks = max_chunks_per_run
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._clock = clock
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._closing = False
+
+    # --- background scheduling ------------------------------------------------------
+
+    def schedule(self, session_id: int) -> bool:
+        """Start a background catch-up for the session unless one is already running."""
+        if self._closing:
+            return False
+        running = self._tasks.get(session_id)
+        if running is not None and not running.done():
+            return False
+        task = asyncio.create_task(self._background(session_id), name=f"summary-{session_id}")
+        self._tasks[session_id] = task
+        task.add_done_callback(lambda done: self._forget(session_id, done))
+        return True
+
+    def _forget(self, session_id: int, task: asyncio.Task[None]) -> None:
+        if self._tasks.get(session_id) is task:
+            del self._tasks[session_id]
+
+    async def _background(self, session_id: int) -> None:
+        try:
+            async with self._slots:
+                await self.catch_up(session_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a background task has nobody to raise to
+            log.exception("summary of session %s failed", session_id)
+
+    async def wait_idle(self) -> None:
+        """Wait until no summarisation is running (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
+    async def aclose(self, timeout_s: float = 10.0) -> None:
+        """Refuse new work, wait up to `timeout_s` for running summaries, cancel the rest."""
+        self._closing = True
+        tasks = list(self._tasks.values())
+        if not tasks:
+            return
+        _done, pending = await asyncio.wait(tasks, timeout=timeout_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            log.warning("cancelled %d unfinished summaries at shutdown", len(pending))
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    # --- the work -------------------------------------------------------------------
+
+    async def catch_up(self, session_id: int) -> SummaryOutcome:
+        """Fold chunk after chunk until nothing is left, a call fails, or the run limit."""
+        outcome = SummaryOutcome.NOTHING_TO_FOLD
+        for _ in range(self._max_chunks):
+            outcome = await self.fold_once(session_id)
+            if outcome is not SummaryOutcome.UPDATED:
+                break
+        return outcome
+
+    async def fold_once(self, session_id: int) -> SummaryOutcome:
+        """Fold the oldest unsummarised pairs that left the window (one bounded chunk)."""
+        summary = await self._conversations.summary(session_id)
+        covers = summary.covers_message_id if summary is not None else 0
+        pairs = await self._pairs_to_fold(session_id, covers)
+        if not pairs:
+            return SummaryOutcome.NOTHING_TO_FOLD
+        rendered = self._prompts.render(SUMMARY_PROMPT_ID, max_words=self._max_words)
+        messages: list[Message] = [
+            {"role": "system", "content": rendered.text},
+            {
+                "role": "user",
+                "content": summary_request_text(
+                    summary.content if summary is not None else None, pairs
+                ),
+            },
+        ]
+        text = await self._call_model(session_id, messages)
+        if text is None:
+            return SummaryOutcome.FAILED
+        await self._conversations.save_summary(
+            session_id,
+            content=truncate_to_tokens(text, self._max_tokens),
+            covers_message_id=pairs[-1].last_id,
+            prompt_ref=rendered.ref,
+        )
+        return SummaryOutcome.UPDATED
+
+    async def _pairs_to_fold(self, session_id: int, covers: int) -> list[HistoryPair]:
+        recent = await self._conversations.recent_messages(
+            session_id, after_id=covers, limit=window_read_limit(self._budget)
+        )
+        if not recent:
+            return []
+        window = select_window(to_pairs(recent), self._budget)
+        # everything older than the window's first message; with an empty window (the
+        # newest pair alone exceeds the budget) that is everything read
+        before_id = window[0].first_id if window else recent[-1].id + 1
+        candidates = await self._conversations.messages_between(
+            session_id,
+            after_id=covers,
+            before_id=before_id,
+            limit=window_read_limit(self._budget),
+        )
+        chunk: list[HistoryPair] = []
+        used = 0
+        for pair in to_pairs(candidates):
+            if chunk and used + pair.tokens > self._budget:
+                break
+            chunk.append(pair)
+            used += pair.tokens
+        return chunk
+
+    async def _call_model(self, session_id: int, messages: list[Message]) -> str | None:
+        started_at = self._clock()
+        t0 = time.perf_counter()
+        try:
+            response = await self._model.complete_text(messages, max_tokens=self._max_tokens)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            code = str(getattr(error, "code", "") or "error")
+            log.warning("summary call for session %s failed: %s", session_id, code)
+            await self._record(
+                session_id,
+                ModelCallRecord(
+                    purpose=SUMMARY_PURPOSE,
+                    requested_model=self._model.model_name,
+                    model=None,
+                    started_at=started_at,
+                    latency_ms=(time.perf_counter() - t0) * 1000.0,
+                    status="error",
+                    error_code=code,
+                ),
+            )
+            return None
+        text = (response.text or "").strip()
+        error_code = None if text else "empty_summary"
+        await self._record(session_id, _usage(response, started_at, t0, error_code))
+        if error_code is not None:
+            log.warning("summary call for session %s returned no text", session_id)
+            return None
+        return text
+
+    async def _record(self, session_id: int, call: ModelCallRecord) -> None:
+        try:
+            await self._recorder.save_model_call(call, session_id=session_id)
+        except Exception:  # losing a usage row must not lose the summary
+            log.exception("could not record the summary call of session %s", session_id)
+
+
+def _usage(
+    response: LLMResponse, started_at: float, t0: float, error_code: str | None
+) -> ModelCallRecord:
+    latency_ms = response.latency_ms or (time.perf_counter() - t0) * 1000.0
+    return ModelCallRecord(
+        purpose=SUMMARY_PURPOSE,
+        requested_model=response.requested_model or response.model,
+        model=response.model,
+        started_at=started_at,
+        latency_ms=latency_ms,
+        status="ok" if error_code is None else "error",
+        error_code=error_code,
+        finish_reason=response.finish_reason,
+        prompt_tokens=response.prompt_tokens,
+        completion_tokens=response.completion_tokens,
+        total_tokens=response.total_tokens,
+        response_id=response.response_id,
+    )
+
+
+def summary_request_text(previous: str | None, pairs: Sequence[HistoryPair]) -> str:
+    """The data the summary prompt works on: the previous summary and the pairs to fold."""
+    lines = ["<previous_summary>", previous or "", "</previous_summary>", "<messages>"]
+    for pair in pairs:
+        lines.append(f"customer: {pair.user.content}")
+        lines.append(f"assistant: {pair.assistant.content}")
+    lines.append("</messages>")
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+"""The token estimate is deterministic; the window keeps whole pairs, newest first."""
+
+from __future__ import annotations
+
+from services.history import (
+    HistoryPair,
+    estimate_tokens,
+    message_tokens,
+    select_window,
+    to_pairs,
+    truncate_to_tokens,
+    window_read_limit,
+)
+from storage.conversations import StoredMessage
+
+
+def _msg(id: int, role: str, content: str) -> StoredMessage:
+    return StoredMessage(
+        id=id, session_id=1, role=role, content=content, turn_id=None, created_at=0.0
+    )
+
+
+def _pairs(*sizes: int) -> list[HistoryPair]:
+    """Pairs whose user and assistant contents have the given character lengths."""
+    messages: list[StoredMessage] = []
+    for index, size in enumerate(sizes):
+        messages.append(_msg(2 * index + 1, "user", "u" * size))
+        messages.append(_msg(2 * index + 2, "assistant", "a" * size))
+    return to_pairs(messages)
+
+
+def test_estimate_is_quarter_of_characters_rounded_up_plus_overhead() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+    assert message_tokens("Привет") == 2 + 4
+    assert message_tokens("x" * 400) == message_tokens("y" * 400) == 104
+
+
+def test_truncate_fits_the_estimate() -> None:
+    text = "слово " * 500
+    cut = truncate_to_tokens(text, 50)
+    assert estimate_tokens(cut) <= 50 and text.startswith(cut)
+    assert truncate_to_tokens("short", 50) == "short"
+
+
+def test_orphans_at_the_edge_of_a_read_are_dropped() -> None:
+    messages = [
+        _msg(4, "assistant", "orphan answer"),
+        _msg(5, "user", "q"),
+        _msg(6, "assistant", "a"),
+        _msg(7, "user", "unanswered"),
+    ]
+    pairs = to_pairs(messages)
+    assert [(p.user.id, p.assistant.id) for p in pairs] == [(5, 6)]
+
+
+def test_window_takes_newest_whole_pairs_that_fit() -> None:
+    pairs = _pairs(40, 40, 40, 40)  # each pair: 2 * (10 + 4) = 28 tokens
+    window = select_window(pairs, budget_tokens=60)
+    assert [p.user.id for p in window] == [5, 7]  # the two newest, oldest first
+    assert sum(p.tokens for p in window) <= 60
+    for pair in window:  # never a half pair
+        assert (pair.user.role, pair.assistant.role) == ("user", "assistant")
+
+
+def test_window_stops_at_the_first_pair_that_does_not_fit() -> None:
+    # the middle pair is too big: older small pairs are NOT pulled in around it
+    pairs = _pairs(8, 400, 8)
+    window = select_window(pairs, budget_tokens=100)
+    assert [p.user.id for p in window] == [5]
+
+
+def test_window_is_empty_when_the_newest_pair_alone_is_too_big() -> None:
+    assert select_window(_pairs(8, 4000), budget_tokens=100) == []
+    assert select_window([], budget_tokens=100) == []
+
+
+def test_read_limit_is_enough_for_any_window() -> None:
+    budget = 200
+    tiny = _pairs(*([1] * 100))  # 10 tokens per pair
+    window = select_window(tiny, budget)
+    assert 2 * len(window) <= window_read_limit(budget)
