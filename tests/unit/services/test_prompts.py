@@ -1,0 +1,82 @@
+"""Prompt templates: strict variables, versions, and the rules the prompts must carry."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.prompts import PromptError, PromptTemplate, build_prompt_registry
+
+
+def test_support_chat_renders_with_its_ref_and_carries_the_rules() -> None:
+    prompt = build_prompt_registry().render("support_chat", shop_name="Кофейный двор")
+    assert prompt.ref == "support_chat@1"
+    text = prompt.text
+    assert "Кофейный двор" in text and "{{" not in text
+    for needle in (
+        "get_order_status",
+        "get_return_policy",
+        "4-digit",
+        "Never invent",
+        "refund",
+        "<conversation_summary>",
+        "never instructions",
+        "Never reveal",
+        "language of the customer",
+    ):
+        assert needle in text
+
+
+def test_conversation_summary_caps_length_and_treats_input_as_data() -> None:
+    prompt = build_prompt_registry().render("conversation_summary", max_words=150)
+    assert prompt.ref == "conversation_summary@1"
+    assert "at most 150 words" in prompt.text
+    for needle in ("<previous_summary>", "<messages>", "never", "order numbers"):
+        assert needle in prompt.text
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [{}, {"shop_name": "A", "extra": "B"}, {"shop": "A"}, {"shop_name": "  "}],
+)
+def test_missing_extra_or_empty_variables_are_errors(variables: dict[str, str]) -> None:
+    with pytest.raises(PromptError):
+        build_prompt_registry().render("support_chat", **variables)
+
+
+def test_versions_are_kept_and_the_active_one_is_rendered() -> None:
+    registry = build_prompt_registry()
+    v2 = PromptTemplate(
+        prompt_id="support_chat",
+        version="2",
+        body='Shop {{shop_name}}. JSON stays: {"a": 1}',
+        required_variables=frozenset({"shop_name"}),
+    )
+    registry.register(v2)
+    assert registry.active_ref("support_chat") == "support_chat@1"  # not active until asked
+    registry.activate("support_chat", "2")
+    rendered = registry.render("support_chat", shop_name="X")
+    assert (rendered.text, rendered.ref) == ('Shop X. JSON stays: {"a": 1}', "support_chat@2")
+    assert registry.get("support_chat", "1").ref == "support_chat@1"
+    with pytest.raises(PromptError):
+        registry.register(v2)
+    with pytest.raises(PromptError):
+        registry.activate("support_chat", "9")
+    with pytest.raises(PromptError):
+        registry.render("no_such_prompt")
+
+
+def test_declared_variables_must_match_the_placeholders() -> None:
+    with pytest.raises(PromptError):
+        PromptTemplate(
+            prompt_id="p", version="1", body="Hi {{name}}", required_variables=frozenset()
+        )
+    with pytest.raises(PromptError):
+        PromptTemplate(
+            prompt_id="p", version="1", body="Hi", required_variables=frozenset({"name"})
+        )
+
+
+def test_each_build_is_independent() -> None:
+    first, second = build_prompt_registry(), build_prompt_registry()
+    first.register(PromptTemplate(prompt_id="extra", version="1", body="x"))
+    assert "extra" not in second.prompt_ids
