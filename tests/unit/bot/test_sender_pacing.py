@@ -1,0 +1,182 @@
+"""Pacing of the sender in virtual time: per-chat order and spacing, the global rate.
+
+A session double answers instantly (no network), and a discrete-event clock wakes the
+earliest sleeper only after every runnable task has reached its next sleep, so the
+recorded request times are exactly the times the sender chose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiogram import Bot
+from aiogram.client.session.base import BaseSession
+from aiogram.methods import SendChatAction, SendMessage, TelegramMethod
+from aiogram.types import Chat, Message
+
+from bot.sender import Sender
+
+
+class VirtualTime:
+    """Sleeps resolve in target order; the clock jumps to each sleeper's wake-up time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._heap: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, delay: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._heap, (self.now + max(0.0, delay), next(self._seq), future))
+        await future
+
+    async def run(self, work: Awaitable[Any]) -> Any:
+        task = asyncio.ensure_future(work)
+        while not task.done():
+            for _ in range(50):  # let every runnable task reach its next sleep
+                await asyncio.sleep(0)
+            if self._heap and not task.done():
+                target, _, future = heapq.heappop(self._heap)
+                self.now = max(self.now, target)
+                future.set_result(None)
+        return task.result()
+
+
+class InstantSession(BaseSession):
+    """Answers every request at once and records (method, chat, text, virtual time)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        super().__init__()
+        self._clock = clock
+        self.requests: list[tuple[str, Any, str | None, float]] = []
+        self._ids = itertools.count(1)
+
+    async def make_request(
+        self,
+        bot: Bot,
+        method: TelegramMethod[Any],
+        timeout: int | None = None,  # noqa: ASYNC109
+    ) -> Any:
+        chat_id = getattr(method, "chat_id", None)
+        text = getattr(method, "text", None)
+        self.requests.append((method.__api_method__, chat_id, text, self._clock()))
+        if isinstance(method, SendMessage):
+            return Message(
+                message_id=next(self._ids),
+                date=0,
+                chat=Chat(id=int(method.chat_id), type="private"),
+                text=method.text,
+            )
+        return True
+
+    async def close(self) -> None:
+        return None
+
+    async def stream_content(self, *args: Any, **kwargs: Any) -> AsyncIterator[bytes]:
+        raise NotImplementedError
+        yield b""
+
+
+@pytest.fixture
+def vtime() -> VirtualTime:
+    return VirtualTime()
+
+
+@pytest.fixture
+def session(vtime: VirtualTime) -> InstantSession:
+    return InstantSession(vtime.clock)
+
+
+@pytest.fixture
+def sender(vtime: VirtualTime, session: InstantSession) -> Sender:
+    bot = Bot(token="123456:TEST-TOKEN", session=session)
+    return Sender(
+        bot,
+        per_chat_interval_s=1.0,
+        global_per_second=25.0,
+        clock=vtime.clock,
+        sleep=vtime.sleep,
+    )
+
+
+def times_in(session: InstantSession, chat_id: int) -> list[float]:
+    """Virtual times of the messages (not chat actions) sent to `chat_id`."""
+    return [
+        at
+        for name, chat, _text, at in session.requests
+        if chat == chat_id and name == "sendMessage"
+    ]
+
+
+async def test_one_chat_gets_one_message_per_interval_in_call_order(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    await vtime.run(asyncio.gather(*(sender.send_text(1, f"part {i}") for i in range(4))))
+
+    texts = [text for _name, chat, text, _at in session.requests if chat == 1]
+    assert texts == ["part 0", "part 1", "part 2", "part 3"]
+    times = times_in(session, 1)
+    assert all(b - a >= 1.0 for a, b in itertools.pairwise(times))
+
+
+async def test_a_busy_chat_does_not_delay_other_chats(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    await vtime.run(
+        asyncio.gather(
+            *(sender.send_text(1, f"long answer {i}") for i in range(5)),
+            sender.send_text(2, "short answer"),
+        )
+    )
+
+    [chat_2_time] = times_in(session, 2)
+    assert chat_2_time < times_in(session, 1)[1]  # not queued behind chat 1's backlog
+
+
+async def test_global_rate_holds_across_many_chats(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    await vtime.run(asyncio.gather(*(sender.send_text(c, "hi") for c in range(1, 101))))
+
+    times = sorted(at for *_rest, at in session.requests)
+    assert len(times) == 100
+    # never more than 25 requests inside any one-second window
+    for i, start in enumerate(times):
+        in_window = sum(1 for t in times[i:] if t < start + 1.0)
+        assert in_window <= 25
+
+
+async def test_typing_indicator_is_not_queued_behind_a_chats_messages(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    async def scenario() -> None:
+        first = asyncio.ensure_future(
+            asyncio.gather(*(sender.send_text(1, f"m{i}") for i in range(3)))
+        )
+        await sender.call(SendChatAction(chat_id=1, action="typing"))
+        await first
+
+    await vtime.run(scenario())
+
+    action_time = next(at for name, *_rest, at in session.requests if name == "sendChatAction")
+    assert action_time < times_in(session, 1)[-1]
+
+
+async def test_idle_chats_are_forgotten(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    await vtime.run(asyncio.gather(*(sender.send_text(c, "hello") for c in range(1, 51))))
+    assert sender.tracked_chats > 0
+
+    vtime.now += 10.0  # every chat is idle past its interval
+    await vtime.run(sender.send_text(999, "hello"))
+
+    assert sender.tracked_chats == 1
