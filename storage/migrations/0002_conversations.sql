@@ -81,3 +81,19 @@ CREATE TABLE llm_calls (
     response_id       TEXT
 );
 CREATE INDEX llm_calls_started_at ON llm_calls(started_at, purpose);
+
+-- indexes for /stats (storage/stats.py): every figure is an index range or walk, never a
+-- sort of the whole history. Partial indexes hold only the rare rows a figure needs.
+CREATE INDEX tool_calls_stats_status ON tool_calls(tool_name, status, started_at, error_code);
+CREATE INDEX tool_calls_stats_duration ON tool_calls(tool_name, duration_ms, started_at, status);
+CREATE INDEX turns_stats_totals
+    ON turns(started_at, model_steps, tool_calls, prompt_tokens, completion_tokens);
+CREATE INDEX turns_stats_unusual ON turns(started_at, status, stop_reason, error_code)
+    WHERE status <> 'answered' OR stop_reason IS NOT 'completed';
+CREATE INDEX turns_stats_chat ON turns(chat_id, started_at);
+CREATE INDEX turns_stats_user ON turns(user_id, started_at);
+CREATE INDEX turns_stats_duration ON turns(duration_ms, started_at);
+CREATE INDEX llm_calls_stats_fallback ON llm_calls(started_at)
+    WHERE purpose = 'chat' AND fallback = 1;
+CREATE INDEX llm_calls_stats_summary ON llm_calls(started_at, status) WHERE purpose = 'summary';
+CREATE INDEX sessions_stats_reset ON sessions(closed_at) WHERE close_reason = 'reset';
