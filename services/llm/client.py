@@ -106,6 +106,10 @@ class OpenAIChatModel:
         for index, model in enumerate(self._chain):
             try:
                 completion = await self._create(model, params)
+                latency_ms = (time.perf_counter() - started) * 1000
+                return _to_response(
+                    completion, model=model, requested=self._model, latency=latency_ms
+                )
             except _FALLBACK_ERRORS as error:
                 last_error = error
                 if index + 1 < len(self._chain):
@@ -115,9 +119,6 @@ class OpenAIChatModel:
                         error.code,
                         self._chain[index + 1],
                     )
-                continue
-            latency_ms = (time.perf_counter() - started) * 1000
-            return _to_response(completion, model=model, requested=self._model, latency=latency_ms)
         assert last_error is not None  # the chain is never empty
         raise last_error
 

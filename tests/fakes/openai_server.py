@@ -119,9 +119,10 @@ def error(
     hold: asyncio.Event | None = None,
 ) -> FakeReply:
     """An OpenAI-style error. By default tells the SDK not to retry (`x-should-retry`),
-    so tests see exactly one request per model; pass `retry=True` to let the SDK retry."""
+    so tests see exactly one request per model; `retry=True` lets the SDK retry at once."""
     body = {"error": {"message": message, "type": "fake_error", "param": None, "code": code}}
-    headers = {} if retry else {"x-should-retry": "false"}
+    # a retry is asked to come back after 1 ms instead of the SDK's backoff
+    headers = {"retry-after-ms": "1"} if retry else {"x-should-retry": "false"}
     return FakeReply(status=status, body=body, headers=headers, hold=hold)
 
 
@@ -321,7 +322,7 @@ class FakeOpenAIServer:
         self.host, self.port = sock.getsockname()[:2]
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        await web.SockSite(self._runner, sock, shutdown_timeout=1.0).start()
+        await web.SockSite(self._runner, sock).start()
         return self
 
     async def close(self) -> None:
