@@ -288,9 +288,7 @@ async def test_batch_with_a_writing_tool_runs_sequentially_in_order() -> None:
     ]
     outcomes = await executor.execute_batch(calls, CONTEXT)
     assert [o.call_id for o in outcomes] == ["a", "b", "c"]
-    assert events == [
-        "start 0001", "end 0001", "start 0002", "end 0002", "start 0003", "end 0003"
-    ]
+    assert events == ["start 0001", "end 0001", "start 0002", "end 0002", "start 0003", "end 0003"]
 
 
 async def test_empty_batch() -> None:

@@ -89,8 +89,17 @@ def assert_strict(tool_schema: dict[str, Any]) -> None:
                 check_objects(item)
 
     check_objects(parameters)
-    rejected = {"minLength", "maxLength", "pattern", "minimum", "maximum", "minItems",
-                "maxItems", "format", "default"}
+    rejected = {
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "minItems",
+        "maxItems",
+        "format",
+        "default",
+    }
     text = json.dumps(parameters)
     for keyword in rejected:
         assert f'"{keyword}"' not in text, keyword

@@ -1,0 +1,214 @@
+"""Shop-data import: whole-document validation, all-or-nothing upserts, demo seeding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.data_import import run_import
+from storage.database import Database
+from storage.shop import ShopRepository
+from tools.shop_data import ShopDataError, plan_import
+
+VALID: dict[str, Any] = {
+    "orders": [
+        {
+            "order_id": "1234",
+            "status": "in_transit",
+            "owner_telegram_id": 42,
+            "expected_date": "2026-12-01",
+            "updated_at": "2026-11-29T10:00:00+03:00",
+        },
+        {"order_id": "8041", "status": "delivered"},
+    ],
+    "return_policies": [
+        {
+            "product": "  Ноутбук ",
+            "return_days": 14,
+            "conditions": "Без следов использования.",
+            "aliases": ["Laptop", "ноутбука"],
+        }
+    ],
+    "general_return_policy": "Остальные товары — 7 дней.",
+}
+
+
+def problems_of(document: Any) -> list[str]:
+    with pytest.raises(ShopDataError) as caught:
+        plan_import(document)
+    return caught.value.problems
+
+
+def test_problems_name_the_record_and_the_field() -> None:
+    problems = problems_of(
+        {
+            "orders": [
+                {"order_id": "8041", "status": "in_transit"},
+                {"order_id": "12a4", "status": "lost", "owner": 1},
+                {"order_id": "7777", "status": "delivered", "owner_telegram_id": True},
+            ],
+            "return_policies": [{"product": "x", "return_days": -1}],
+            "shop": {},
+        }
+    )
+    joined = "\n".join(problems)
+    assert "orders[1] (order_id '12a4').order_id: must be exactly 4 digits" in joined
+    assert "orders[1] (order_id '12a4').status: Input should be 'processing'" in joined
+    assert "orders[1] (order_id '12a4').owner: unknown field" in joined
+    assert "orders[2] (order_id '7777').owner_telegram_id:" in joined
+    assert "return_policies[0] (product 'x').product:" in joined
+    assert "return_policies[0] (product 'x').return_days:" in joined
+    assert "return_policies[0] (product 'x').conditions: required field is missing" in joined
+    assert "shop: unknown field" in joined
+    assert not any(p.startswith("orders[0]") for p in problems)
+
+
+def test_duplicates_across_records_are_problems() -> None:
+    problems = problems_of(
+        {
+            "orders": [
+                {"order_id": "1111", "status": "delivered"},
+                {"order_id": "1111", "status": "cancelled"},
+            ],
+            "return_policies": [
+                {"product": "Ноутбук", "return_days": 3, "conditions": "c", "aliases": ["laptop"]},
+                {"product": "планшет", "return_days": 3, "conditions": "c", "aliases": ["LAPTOP"]},
+                {"product": "НОУТБУК ", "return_days": 3, "conditions": "c"},
+            ],
+        }
+    )
+    assert any(p.startswith("orders[1] (order_id '1111').order_id: duplicate") for p in problems)
+    assert any(p.startswith("return_policies[1]") and "aliases[0]" in p for p in problems)
+    assert any(p.startswith("return_policies[2]") and ".product: same name" in p for p in problems)
+
+
+@pytest.mark.parametrize("document", [[], "x", 3, None])
+def test_document_must_be_an_object(document: Any) -> None:
+    assert problems_of(document)[0].startswith("document:")
+
+
+def test_plan_normalises_names_and_keeps_omitted_fields_out() -> None:
+    plan = plan_import(VALID)
+    assert plan.orders[0].values["owner_telegram_id"] == 42
+    assert plan.orders[1].values == {"status": "delivered"}
+    policy = plan.policies[0]
+    assert (policy.product, policy.display_name) == ("ноутбук", "Ноутбук")
+    assert policy.aliases == ("laptop", "ноутбука")
+    assert plan.texts == {"general_return_policy": "Остальные товары — 7 дней."}
+
+
+async def test_reimport_updates_and_omitted_fields_keep_their_values(db: Database) -> None:
+    shop = ShopRepository(db)
+    first = await shop.import_shop_data(**vars_of(plan_import(VALID)))
+    assert (first.orders_inserted, first.orders_updated) == (2, 0)
+    assert (first.policies_inserted, first.policies_updated) == (1, 0)
+
+    update = {
+        "orders": [{"order_id": "1234", "status": "delivered"}],
+        "return_policies": [{"product": "ноутбук", "return_days": 30, "conditions": "Новые."}],
+    }
+    second = await shop.import_shop_data(**vars_of(plan_import(update)))
+    assert (second.orders_inserted, second.orders_updated) == (0, 1)
+    assert (second.policies_inserted, second.policies_updated) == (0, 1)
+    order = await shop.get_order("1234")
+    assert order is not None and order.status == "delivered"
+    assert order.owner_telegram_id == 42  # a re-import without the owner keeps it private
+    policy = await shop.find_return_policy("laptop")  # aliases kept when not given
+    assert policy is not None and policy.return_days == 30
+
+    cleared = {"orders": [{"order_id": "1234", "status": "delivered", "owner_telegram_id": None}]}
+    await shop.import_shop_data(**vars_of(plan_import(cleared)))
+    order = await shop.get_order("1234")
+    assert order is not None and order.owner_telegram_id is None
+
+
+async def test_seed_fills_only_empty_tables_once(db: Database) -> None:
+    shop = ShopRepository(db)
+    await shop.import_shop_data(**vars_of(plan_import({"orders": VALID["orders"]})))
+    assert await shop.seed_demo_data() is True  # policies were empty
+    assert await shop.get_order("9912") is None  # orders had the shop's own rows
+    assert (await shop.get_order("8041")).status == "delivered"  # type: ignore[union-attr]
+    policy = await shop.find_return_policy("кофемашина")
+    assert policy is not None and policy.return_days == 14
+    assert await shop.seed_demo_data() is False
+
+
+async def test_seed_on_an_empty_database(db: Database) -> None:
+    shop = ShopRepository(db)
+    assert await shop.seed_demo_data() is True
+    statuses = {oid: (await shop.get_order(oid)).status for oid in ("8041", "7718", "9912")}  # type: ignore[union-attr]
+    assert statuses == {"8041": "in_transit", "7718": "delivered", "9912": "ready_for_pickup"}
+    for oid in statuses:
+        assert (await shop.get_order(oid)).owner_telegram_id is None  # type: ignore[union-attr]
+
+
+async def test_run_import_writes_nothing_when_any_record_is_invalid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "shop.sqlite3"
+    monkeypatch.setenv("DATABASE_PATH", str(database))
+    document = json.loads(json.dumps(VALID))
+    document["orders"].append({"order_id": "99999", "status": "in_transit"})
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
+
+    assert await run_import(str(path)) == 1
+    err = capsys.readouterr().err
+    assert "orders[2] (order_id '99999').order_id: must be exactly 4 digits" in err
+    assert "nothing was written" in err
+    if database.exists():
+        db = await Database.open(database)
+        try:
+            assert await db.fetch_one("SELECT 1 FROM orders") is None
+            assert await db.fetch_one("SELECT 1 FROM return_policies") is None
+        finally:
+            await db.close()
+
+
+async def test_run_import_reports_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_PATH", str(tmp_path / "shop.sqlite3"))
+    path = tmp_path / "shop.json"
+    path.write_text(json.dumps(VALID, ensure_ascii=False), encoding="utf-8")
+    assert await run_import(str(path)) == 0
+    assert "orders: 2 inserted, 0 updated" in capsys.readouterr().out
+    assert await run_import(str(path)) == 0
+    out = capsys.readouterr().out
+    assert "orders: 0 inserted, 2 updated" in out
+    assert "return policies: 0 inserted, 1 updated" in out
+
+
+@pytest.mark.parametrize("content", ["{not json", "", "\udcff"])
+async def test_run_import_unreadable_or_not_json_is_status_2(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    content: str,
+) -> None:
+    monkeypatch.setenv("DATABASE_PATH", str(tmp_path / "shop.sqlite3"))
+    path = tmp_path / "shop.json"
+    path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    assert await run_import(str(path)) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    assert await run_import(str(tmp_path / "missing.json")) == 2
+
+
+def vars_of(plan: Any) -> dict[str, Any]:
+    return {"orders": plan.orders, "policies": plan.policies, "texts": plan.texts}
+
+
+async def test_a_database_error_midway_rolls_back_the_whole_import(db: Database) -> None:
+    from storage.shop import OrderUpsert
+
+    shop = ShopRepository(db)
+    orders = [
+        OrderUpsert(order_id="1111", values={"status": "delivered"}),
+        OrderUpsert(order_id="2222", values={"status": "lost"}),  # violates the CHECK
+    ]
+    with pytest.raises(Exception, match="CHECK"):
+        await shop.import_shop_data(orders=orders, policies=[], texts={})
+    assert await shop.get_order("1111") is None
