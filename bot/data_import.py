@@ -32,8 +32,7 @@ def _error(text: str) -> None:
 def _summary(counts: ImportCounts) -> str:
     parts = [
         f"orders: {counts.orders_inserted} inserted, {counts.orders_updated} updated",
-        f"return policies: {counts.policies_inserted} inserted, "
-        f"{counts.policies_updated} updated",
+        f"return policies: {counts.policies_inserted} inserted, {counts.policies_updated} updated",
     ]
     parts += [f"{key} set" for key in counts.texts_set]
     parts += [f"{key} removed" for key in counts.texts_cleared]
@@ -66,9 +65,7 @@ async def run_import(path: str) -> int:
     except ShopDataError as exc:
         for problem in exc.problems:
             _error(problem)
-        print(
-            f"nothing was written: {len(exc.problems)} problem(s) in {path}", file=sys.stderr
-        )
+        print(f"nothing was written: {len(exc.problems)} problem(s) in {path}", file=sys.stderr)
         return EXIT_INVALID_DATA
 
     try:

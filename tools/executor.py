@@ -119,7 +119,7 @@ class ToolExecutor:
                 started_at=started_at,
                 duration_ms=max(0.0, (self._monotonic() - started) * 1000.0),
                 status=status,
-                error_code=error_code,
+                error_code=None if error_code is None else str(error_code),
             )
             return ToolOutcome(
                 call_id=call.id,
