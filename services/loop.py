@@ -9,6 +9,10 @@ A call that already failed in this turn is not run again: the model gets the ear
 error. The whole turn has a deadline; on expiry in-flight work is cancelled and what
 was started keeps its records.
 
+`trace.tool_names` lists the tools whose handler ran, in execution order (calls the
+executor rejected — unknown tool, invalid arguments — and repeats of a failed call have
+audit records but no name there), so it matches what actually touched shop data.
+
 Usage rule: token counts are summed over the model calls that returned a response; if
 any of those responses did not report a count, that total is None (unknown stays
 unknown — a partial sum would look exact). Failed model calls return no usage and add
@@ -242,7 +246,8 @@ class BoundedToolLoop:
                 raise
             for call, outcome in zip(to_run, ran, strict=True):
                 outcomes[call.id] = outcome
-                self._note_executed(turn, outcome.tool_name)
+                if outcome.audit.status is not AuditStatus.REJECTED:  # its handler ran
+                    self._note_executed(turn, outcome.tool_name)
                 if not outcome.ok:
                     turn.failed[_call_key(call)] = outcome
 

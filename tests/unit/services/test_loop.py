@@ -11,7 +11,13 @@ from services.llm.errors import LLMRateLimited
 from services.llm.types import Message, ToolChoice
 from services.loop import BoundedToolLoop
 from services.loop_types import ProtocolError, StopReason, TurnTimeout, TurnUnavailable
-from tests.doubles import ScriptedLLM, text_response, tool_call, tool_calls_response
+from tests.doubles import (
+    ScriptedLLM,
+    assert_tool_messages_paired,
+    text_response,
+    tool_call,
+    tool_calls_response,
+)
 from tests.unit.services.loop_helpers import FakeTools, context
 from tools.base import AuditStatus
 
@@ -28,22 +34,6 @@ def make_loop(llm: ScriptedLLM, tools: FakeTools, **kwargs: object) -> BoundedTo
 
 def tool_results(messages: list[Message]) -> list[dict[str, object]]:
     return [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
-
-
-def assert_tool_messages_paired(messages: list[Message]) -> None:
-    """Each tool message answers a call of the nearest preceding assistant message, in
-    order, and every call of that message is answered."""
-    i = 0
-    while i < len(messages):
-        calls = messages[i].get("tool_calls") or []
-        if messages[i]["role"] == "assistant" and calls:
-            ids = [c["id"] for c in calls]
-            answered = [m["tool_call_id"] for m in messages[i + 1 : i + 1 + len(ids)]]
-            assert answered == ids
-            i += 1 + len(ids)
-            continue
-        assert messages[i]["role"] != "tool", f"orphan tool message at {i}"
-        i += 1
 
 
 async def test_plain_answer_is_one_step_without_tools() -> None:
