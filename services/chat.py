@@ -8,8 +8,9 @@ Decisions worth knowing:
 - Ordering. A chat's turns run one at a time in arrival order: `answer()` takes the
   chat's asyncio.Lock before its first await, and asyncio.Lock wakes waiters FIFO.
   Different chats run concurrently, at most `max_concurrent_turns` at once (excess turns
-  wait, none is dropped). A chat's lock is dropped as soon as nobody holds or waits for
-  it, so idle chats cost nothing.
+  wait, none is dropped). The slot is taken AFTER the chat's lock, so a chat flooding
+  messages queues on its own lock and never holds more than one slot. A chat's lock is
+  dropped as soon as nobody holds or waits for it, so idle chats cost nothing.
 - `/new` while a turn runs: `reset()` takes the same lock, so it WAITS for the running
   (and already queued) turns of that chat; their pairs land in the old session, then the
   old session is closed ('reset') and a new one opened. Nothing is cancelled, so the
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from services.history import HistoryPair, select_window, to_pairs, window_read_limit
+from services.limits import TurnSlots
 from services.llm.types import ChatModel, Message
 from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, TurnReply
 from services.summarizer import ConversationSummarizer, PromptRenderer
@@ -92,11 +94,10 @@ class ChatService:
         shop_name: str = DEFAULT_SHOP_NAME,
         history_token_budget: int = 2000,
         max_concurrent_turns: int = 200,
+        turn_slots: TurnSlots | None = None,
         summary_shutdown_timeout_s: float = 10.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if max_concurrent_turns < 1:
-            raise ValueError("max_concurrent_turns must be at least 1")
         self._loop = loop
         self._prompts = prompts
         self._conversations = conversations
@@ -105,7 +106,8 @@ class ChatService:
         self._shop = shop
         self._shop_name = shop_name
         self._budget = history_token_budget
-        self._turn_slots = asyncio.Semaphore(max_concurrent_turns)
+        # a shared TurnSlots (e.g. the bot's, for its counters) wins over the bare number
+        self._turn_slots = turn_slots or TurnSlots(max_concurrent_turns)
         self._summary_shutdown_timeout_s = summary_shutdown_timeout_s
         self._clock = clock
         self._chat_locks: dict[int, _ChatLock] = {}
@@ -122,7 +124,7 @@ class ChatService:
         turn_id = uuid.uuid4().hex
         entry = self._enter_chat(chat_id)  # synchronous: queue position = call order
         try:
-            async with entry.lock, self._turn_slots:
+            async with entry.lock, self._turn_slots.slot():
                 return await self._run_turn(turn_id, chat_id, user_id, text)
         finally:
             self._leave_chat(chat_id, entry)
@@ -137,6 +139,10 @@ class ChatService:
             self._leave_chat(chat_id, entry)
         log.info("chat %s started a new session %s", chat_id, session_id)
         return session_id
+
+    async def wait_for_summaries(self) -> None:
+        """Wait until no background summary runs (tests and benchmarks)."""
+        await self._summarizer.wait_idle()
 
     async def aclose(self) -> None:
         """Wait (bounded) for background summaries; turns are the caller's to drain."""
@@ -361,6 +367,7 @@ def build_chat_service(
     history_token_budget: int = 2000,
     summary_max_tokens: int = 300,
     max_concurrent_turns: int = 200,
+    turn_slots: TurnSlots | None = None,
     summary_shutdown_timeout_s: float = 10.0,
 ) -> ChatService:
     """Wire the chat service and its storage and summarizer (for the composition root)."""
@@ -384,5 +391,6 @@ def build_chat_service(
         shop_name=shop_name,
         history_token_budget=history_token_budget,
         max_concurrent_turns=max_concurrent_turns,
+        turn_slots=turn_slots,
         summary_shutdown_timeout_s=summary_shutdown_timeout_s,
     )

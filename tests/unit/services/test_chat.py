@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from services.chat import ChatService
+from services.limits import TurnSlots
 from services.llm.types import LLMResponse, Message, ToolChoice
 from services.loop_types import (
     LoopResult,
@@ -74,7 +75,7 @@ def _service(
     *,
     budget: int = 2000,
     summary_llm: ScriptedLLM | None = None,
-    max_concurrent_turns: int = 200,
+    turn_slots: TurnSlots | None = None,
 ) -> tuple[ChatService, ConversationSummarizer]:
     conversations = ConversationRepository(db)
     recorder = TurnRecorder(db)
@@ -96,7 +97,7 @@ def _service(
         shop=ShopRepository(db),
         shop_name="Кофейный двор",
         history_token_budget=budget,
-        max_concurrent_turns=max_concurrent_turns,
+        turn_slots=turn_slots,
     )
     return service, summarizer
 
@@ -445,12 +446,13 @@ async def test_turns_beyond_the_concurrency_bound_wait_and_are_not_dropped(
         events.append(f"end {context.chat_id}")
         return "ok"
 
-    service, _ = _service(db, FakeLoop(answer=answer), max_concurrent_turns=1)
+    slots = TurnSlots(1)
+    service, _ = _service(db, FakeLoop(answer=answer), turn_slots=slots)
     first = asyncio.create_task(service.answer(chat_id=1, user_id=5, text="a"))
     second = asyncio.create_task(service.answer(chat_id=2, user_id=6, text="b"))
     # bounded polling for an observable condition: chat 2 is queued behind the bound
     async with asyncio.timeout(10):
-        while not (events and service.active_chats == 2):  # noqa: ASYNC110
+        while not (events and slots.waiting == 1):  # noqa: ASYNC110
             await asyncio.sleep(0)
     release.set()
     replies = await asyncio.gather(first, second)
