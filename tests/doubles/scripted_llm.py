@@ -116,7 +116,7 @@ class ScriptedLLM:
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, type) and issubclass(result, BaseException):
-            raise result()
+            raise result("scripted failure")
         if isinstance(result, BaseException):
             raise result
         if not isinstance(result, LLMResponse):
