@@ -27,6 +27,7 @@ from services.history import (
     truncate_to_tokens,
     window_read_limit,
 )
+from services.llm.errors import LLMError
 from services.llm.types import ChatModel, LLMResponse, Message
 from services.loop_types import ModelCallRecord
 from storage.conversations import ConversationRepository
@@ -206,8 +207,11 @@ class ConversationSummarizer:
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            code = str(getattr(error, "code", "") or "error")
-            log.warning("summary call for session %s failed: %s", session_id, code)
+            code = error.code if isinstance(error, LLMError) else "error"
+            if isinstance(error, LLMError):
+                log.warning("summary call for session %s failed: %s", session_id, code)
+            else:
+                log.exception("summary call for session %s failed unexpectedly", session_id)
             await self._record(
                 session_id,
                 ModelCallRecord(
@@ -256,11 +260,21 @@ def _usage(
     )
 
 
+_DATA_TAGS = ("previous_summary", "messages")
+
+
+def _defuse(text: str) -> str:
+    """Customer text cannot open or close the data blocks it is placed in."""
+    for tag in _DATA_TAGS:
+        text = text.replace(f"</{tag}>", f"(/{tag})").replace(f"<{tag}>", f"({tag})")
+    return text
+
+
 def summary_request_text(previous: str | None, pairs: Sequence[HistoryPair]) -> str:
     """The data the summary prompt works on: the previous summary and the pairs to fold."""
-    lines = ["<previous_summary>", previous or "", "</previous_summary>", "<messages>"]
+    lines = ["<previous_summary>", _defuse(previous or ""), "</previous_summary>", "<messages>"]
     for pair in pairs:
-        lines.append(f"customer: {pair.user.content}")
-        lines.append(f"assistant: {pair.assistant.content}")
+        lines.append(f"customer: {_defuse(pair.user.content)}")
+        lines.append(f"assistant: {_defuse(pair.assistant.content)}")
     lines.append("</messages>")
     return "\n".join(lines)
