@@ -74,6 +74,20 @@ class TurnLoop(Protocol):
 
 
 @dataclass(slots=True)
+class _Turn:
+    """What is known about the turn in progress (filled in as it goes)."""
+
+    id: str
+    chat_id: int
+    user_id: int
+    text: str
+    started_at: float  # unix seconds
+    t0: float  # perf_counter at the start, for the duration
+    session_id: int | None = None
+    prompt_ref: str = ""
+
+
+@dataclass(slots=True)
 class _ChatLock:
     lock: asyncio.Lock
     users: int = 0  # turns/resets holding or waiting for the lock
@@ -165,105 +179,67 @@ class ChatService:
     # --- one turn -------------------------------------------------------------------
 
     async def _run_turn(self, turn_id: str, chat_id: int, user_id: int, text: str) -> TurnReply:
-        started_at = self._clock()
-        t0 = time.perf_counter()
-        session_id: int | None = None
-        prompt_ref = ""
+        turn = _Turn(
+            id=turn_id,
+            chat_id=chat_id,
+            user_id=user_id,
+            text=text,
+            started_at=self._clock(),
+            t0=time.perf_counter(),
+        )
         try:
-            session_id = await self._conversations.open_session(chat_id)
-            summary = await self._conversations.summary(session_id)
-            window = await self._window(session_id, summary)
-            rendered = self._prompts.render(CHAT_PROMPT_ID, shop_name=self._shop_name)
-            prompt_ref = rendered.ref
-            messages = build_messages(rendered.text, summary, window, text)
-            context = ToolContext(
-                user_id=user_id,
-                chat_id=chat_id,
-                shop=self._shop,
-                turn_id=turn_id,
-                session_id=session_id,
-            )
-            try:
-                result = await self._loop.run(messages, context, prompt_ref=prompt_ref)
-            except TurnError as error:
-                log.info("turn %s failed: %s", turn_id, error.code)
-                await self._recorder.save_turn(
-                    self._turn_record(
-                        turn_id,
-                        session_id,
-                        chat_id,
-                        user_id,
-                        started_at,
-                        t0,
-                        trace=error.trace,
-                        prompt_ref=prompt_ref,
-                        stop_reason="error",
-                        error_code=error.code,
-                    ),
-                    audit_records=error.trace.audit_records,
-                    model_calls=error.trace.model_calls,
-                )
-                return TurnReply(
-                    turn_id=turn_id, text=None, stop_reason=None, error_code=error.code
-                )
+            result = await self._ask(turn)
+        except TurnError as error:
+            log.info("turn %s failed: %s", turn.id, error.code)
+            await self._save(turn, trace=error.trace, stop_reason="error", error_code=error.code)
+            return TurnReply(turn_id=turn.id, text=None, stop_reason=None, error_code=error.code)
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("turn %s of chat %s failed unexpectedly", turn_id, chat_id)
-            await self._record_internal_error(
-                turn_id, session_id, chat_id, user_id, started_at, t0, prompt_ref
-            )
+            log.exception("turn %s of chat %s failed unexpectedly", turn.id, chat_id)
+            if turn.session_id is not None:  # without a session the database is likely down
+                await self._save(
+                    turn, trace=LoopTrace(), stop_reason="error", error_code=INTERNAL_ERROR
+                )
             return TurnReply(
-                turn_id=turn_id, text=None, stop_reason=None, error_code=INTERNAL_ERROR
+                turn_id=turn.id, text=None, stop_reason=None, error_code=INTERNAL_ERROR
             )
-        return await self._finish_answered(
-            turn_id, session_id, chat_id, user_id, started_at, t0, text, result
-        )
 
-    async def _finish_answered(
-        self,
-        turn_id: str,
-        session_id: int,
-        chat_id: int,
-        user_id: int,
-        started_at: float,
-        t0: float,
-        text: str,
-        result: LoopResult,
-    ) -> TurnReply:
         refused = result.stop_reason is StopReason.REFUSED
         history = None if refused else StoredPair(user_text=text, assistant_text=result.text)
-        try:
-            await self._recorder.save_turn(
-                self._turn_record(
-                    turn_id,
-                    session_id,
-                    chat_id,
-                    user_id,
-                    started_at,
-                    t0,
-                    trace=result.trace,
-                    prompt_ref=result.prompt_ref,
-                    stop_reason=str(result.stop_reason),
-                    error_code=None,
-                ),
-                audit_records=result.trace.audit_records,
-                model_calls=result.trace.model_calls,
-                history=history,
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            # the customer still gets the answer the model gave; the loss is logged
-            log.exception("turn %s answered but could not be stored", turn_id)
-        else:
-            if history is not None:
-                self._summarizer.schedule(session_id)
+        turn.prompt_ref = result.prompt_ref
+        stored = await self._save(
+            turn,
+            trace=result.trace,
+            stop_reason=str(result.stop_reason),
+            error_code=None,
+            history=history,
+        )
+        if stored and history is not None:
+            self._summarizer.schedule(turn.session_id or 0)
+        # if storing failed the customer still gets the answer the model gave (logged)
         return TurnReply(
-            turn_id=turn_id,
+            turn_id=turn.id,
             text=None if refused else result.text,
             stop_reason=result.stop_reason,
         )
+
+    async def _ask(self, turn: _Turn) -> LoopResult:
+        """Assemble the prompt for the chat's session and run the loop on it."""
+        turn.session_id = await self._conversations.open_session(turn.chat_id)
+        summary = await self._conversations.summary(turn.session_id)
+        window = await self._window(turn.session_id, summary)
+        rendered = self._prompts.render(CHAT_PROMPT_ID, shop_name=self._shop_name)
+        turn.prompt_ref = rendered.ref
+        messages = build_messages(rendered.text, summary, window, turn.text)
+        context = ToolContext(
+            user_id=turn.user_id,
+            chat_id=turn.chat_id,
+            shop=self._shop,
+            turn_id=turn.id,
+            session_id=turn.session_id,
+        )
+        return await self._loop.run(messages, context, prompt_ref=rendered.ref)
 
     async def _window(self, session_id: int, summary: SessionSummary | None) -> list[HistoryPair]:
         covers = summary.covers_message_id if summary is not None else 0
@@ -272,27 +248,24 @@ class ChatService:
         )
         return select_window(to_pairs(recent), self._budget)
 
-    def _turn_record(
+    async def _save(
         self,
-        turn_id: str,
-        session_id: int,
-        chat_id: int,
-        user_id: int,
-        started_at: float,
-        t0: float,
+        turn: _Turn,
         *,
         trace: LoopTrace,
-        prompt_ref: str,
         stop_reason: str,
         error_code: str | None,
-    ) -> TurnRecord:
-        return TurnRecord(
-            id=turn_id,
-            session_id=session_id,
-            chat_id=chat_id,
-            user_id=user_id,
-            started_at=started_at,
-            duration_ms=(time.perf_counter() - t0) * 1000.0,
+        history: StoredPair | None = None,
+    ) -> bool:
+        """Store the turn's rows (and its pair); a storage failure is logged, not raised."""
+        assert turn.session_id is not None
+        record = TurnRecord(
+            id=turn.id,
+            session_id=turn.session_id,
+            chat_id=turn.chat_id,
+            user_id=turn.user_id,
+            started_at=turn.started_at,
+            duration_ms=(time.perf_counter() - turn.t0) * 1000.0,
             status="failed" if error_code is not None else "answered",
             stop_reason=stop_reason,
             error_code=error_code,
@@ -301,38 +274,21 @@ class ChatService:
             prompt_tokens=trace.prompt_tokens,
             completion_tokens=trace.completion_tokens,
             total_tokens=trace.total_tokens,
-            prompt=prompt_ref,
+            prompt=turn.prompt_ref,
         )
-
-    async def _record_internal_error(
-        self,
-        turn_id: str,
-        session_id: int | None,
-        chat_id: int,
-        user_id: int,
-        started_at: float,
-        t0: float,
-        prompt_ref: str,
-    ) -> None:
-        if session_id is None:
-            return  # no session, no row to hang the record on (the database is likely down)
         try:
             await self._recorder.save_turn(
-                self._turn_record(
-                    turn_id,
-                    session_id,
-                    chat_id,
-                    user_id,
-                    started_at,
-                    t0,
-                    trace=LoopTrace(),
-                    prompt_ref=prompt_ref,
-                    stop_reason="error",
-                    error_code=INTERNAL_ERROR,
-                )
+                record,
+                audit_records=trace.audit_records,
+                model_calls=trace.model_calls,
+                history=history,
             )
+        except asyncio.CancelledError:
+            raise
         except Exception:
-            log.exception("could not record failed turn %s", turn_id)
+            log.exception("could not store turn %s", turn.id)
+            return False
+        return True
 
 
 def build_messages(

@@ -503,3 +503,41 @@ async def test_reply_does_not_wait_for_the_summary(db: Database) -> None:
     stored = await ConversationRepository(db).summary(session or 0)
     assert stored is not None and stored.content == "earlier: questions 0-1"
     assert not summarizer.schedule(session or 0)  # closed
+
+
+class _BrokenRecorder(TurnRecorder):
+    async def save_turn(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk full")
+
+
+async def test_a_storage_failure_does_not_hide_the_outcome_from_the_customer(
+    db: Database,
+) -> None:
+    def fail(messages: list[Message], context: ToolContext) -> LoopResult:
+        if messages[-1]["content"] == "fail":
+            raise TurnUnavailable("down", code="unavailable")
+        return _done("the answer")
+
+    prompts = build_prompt_registry()
+    conversations = ConversationRepository(db)
+    recorder = _BrokenRecorder(db)
+    summarizer = ConversationSummarizer(
+        model=_summary_llm(),
+        prompts=prompts,
+        conversations=conversations,
+        recorder=recorder,
+        history_token_budget=2000,
+        summary_max_tokens=100,
+    )
+    service = ChatService(
+        loop=FakeLoop(answer=fail),
+        prompts=prompts,
+        conversations=conversations,
+        recorder=recorder,
+        summarizer=summarizer,
+        shop=ShopRepository(db),
+    )
+    answered = await service.answer(chat_id=1, user_id=5, text="hi")
+    failed = await service.answer(chat_id=1, user_id=5, text="fail")
+    assert answered.text == "the answer"
+    assert failed.error_code == "unavailable"
