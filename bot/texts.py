@@ -1,0 +1,126 @@
+"""The bot's own words, in Russian and English, picked by the user's Telegram language.
+
+A typed table instead of gettext catalogs: there are about fifteen fixed phrases and
+two languages; aiogram's i18n would add Babel, .po/.mo compilation and a build step for
+that. A frozen dataclass per language makes a missing translation a type error at import
+time (every field is required), and tests can iterate over all of them.
+Texts are written in the same Markdown subset the model uses (see `bot.formatting`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+DEFAULT_LANGUAGE = "ru"
+
+
+@dataclass(frozen=True, slots=True)
+class Texts:
+    start: str
+    help: str
+    new_session: str
+    text_only: str
+    empty_message: str
+    too_long: str  # {limit}
+    unknown_command: str
+    temporarily_unavailable: str
+    refused: str
+    apology: str
+    rate_limited_notice: str
+
+    def too_long_for(self, limit: int) -> str:
+        return self.too_long.format(limit=limit)
+
+
+RU = Texts(
+    start=(
+        "Здравствуйте! Я помощник поддержки магазина.\n\n"
+        "Я могу:\n"
+        "- подсказать, где сейчас ваш заказ;\n"
+        "- рассказать об условиях возврата.\n\n"
+        "Например, спросите:\n"
+        "- *Где сейчас находится заказ 8041?*\n"
+        "- *Можно ли вернуть наушники?*\n\n"
+        "Чтобы начать разговор заново, отправьте /new. Справка — /help."
+    ),
+    help=(
+        "Напишите вопрос обычным текстом — например, *«Где мой заказ 8041?»* "
+        "или *«Как вернуть товар?»*.\n\n"
+        "Команды:\n"
+        "- /start — что я умею\n"
+        "- /new — начать разговор заново\n"
+        "- /help — эта справка"
+    ),
+    new_session="Хорошо, начинаем с чистого листа. Чем могу помочь?",
+    text_only=(
+        "Извините, я понимаю только текстовые сообщения. Напишите, пожалуйста, вопрос текстом."
+    ),
+    empty_message="Кажется, сообщение пустое. Напишите, пожалуйста, ваш вопрос.",
+    too_long=(
+        "Сообщение слишком длинное — я читаю до {limit} символов. "
+        "Сократите его, пожалуйста, или разбейте на несколько."
+    ),
+    unknown_command="Такой команды я не знаю. Список команд — /help.",
+    temporarily_unavailable=(
+        "Сервис временно недоступен. Пожалуйста, попробуйте ещё раз через минуту."
+    ),
+    refused="Извините, с этим я помочь не могу. Спросите, пожалуйста, о заказе или возврате.",
+    apology="Извините, что-то пошло не так. Попробуйте, пожалуйста, ещё раз.",
+    rate_limited_notice=(
+        "Вы отправляете сообщения слишком часто. Я отвечу, когда пройдёт немного времени."
+    ),
+)
+
+EN = Texts(
+    start=(
+        "Hello! I am the shop's support assistant.\n\n"
+        "I can:\n"
+        "- tell you where your order is now;\n"
+        "- explain the return policy.\n\n"
+        "For example, ask:\n"
+        "- *Where is my order 8041 now?*\n"
+        "- *Can I return headphones?*\n\n"
+        "To start the conversation over, send /new. Help: /help."
+    ),
+    help=(
+        "Just write your question as text — for example, *“Where is my order 8041?”* "
+        "or *“How do I return an item?”*.\n\n"
+        "Commands:\n"
+        "- /start — what I can do\n"
+        "- /new — start the conversation over\n"
+        "- /help — this help"
+    ),
+    new_session="Done, we are starting fresh. How can I help?",
+    text_only="Sorry, I can read text messages only. Please write your question as text.",
+    empty_message="The message looks empty. Please write your question.",
+    too_long=(
+        "The message is too long: I read up to {limit} characters. "
+        "Please shorten it or split it into several messages."
+    ),
+    unknown_command="I don't know that command. See /help for the list.",
+    temporarily_unavailable=(
+        "The service is temporarily unavailable. Please try again in a minute."
+    ),
+    refused="Sorry, I can't help with that. Please ask about an order or a return.",
+    apology="Sorry, something went wrong. Please try again.",
+    rate_limited_notice=(
+        "You are sending messages too often. I will answer again after a short pause."
+    ),
+)
+
+_BY_LANGUAGE: dict[str, Texts] = {"ru": RU, "en": EN}
+LANGUAGES = tuple(_BY_LANGUAGE)
+
+
+def texts_for(language_code: str | None) -> Texts:
+    """English for `en*`, Russian for everything else (the shop's default language)."""
+    primary = (language_code or "").split("-")[0].lower()
+    return _BY_LANGUAGE.get(primary, _BY_LANGUAGE[DEFAULT_LANGUAGE])
+
+
+def all_texts() -> dict[str, dict[str, str]]:
+    """Every phrase by language, for tests and reviews of the wording."""
+    return {
+        lang: {f.name: getattr(texts, f.name) for f in fields(Texts)}
+        for lang, texts in _BY_LANGUAGE.items()
+    }
