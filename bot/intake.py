@@ -1,0 +1,164 @@
+"""From "Telegram sent an update" to "the update was handled", crash-safe.
+
+1. `accept()` records a batch of raw updates in one committed transaction. Only after
+   it returns may the caller acknowledge them to Telegram (next `getUpdates` offset, or
+   the webhook's 200). A failure raises, so nothing is acknowledged.
+2. New ids are scheduled on a per-chat queue: one worker per busy chat processes that
+   chat's updates one at a time in arrival order; different chats run concurrently; a
+   worker ends as soon as its queue is empty, so idle chats cost nothing.
+3. A worker reads the row again before acting: `pending` → process it (the dispatcher),
+   `answered` → deliver the stored reply without calling the model, anything else →
+   already done. That check is what makes a redelivered or replayed id a no-op.
+4. `resume()` at start-up schedules every unfinished row left by a previous run.
+5. `drain()` at shutdown refuses new updates and waits (bounded) for running work;
+   whatever is cancelled stays unfinished in the inbox for the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from storage.inbox import ANSWERED, FAILED, PENDING, InboxRepository, InboxRow, NewUpdate
+
+log = logging.getLogger(__name__)
+
+RowHandler = Callable[[InboxRow], Awaitable[None]]
+ChatKey = tuple[str, int]
+
+
+class IntakeClosed(Exception):
+    """The bot is shutting down and takes no more updates (Telegram will redeliver)."""
+
+
+def describe_update(raw: dict[str, Any]) -> NewUpdate:
+    """Pick the update id, chat and user out of any update type, without validating it."""
+    update_id = int(raw["update_id"])
+    chat_id: int | None = None
+    user_id: int | None = None
+    for key, value in raw.items():
+        if key == "update_id" or not isinstance(value, dict):
+            continue
+        chat = value.get("chat")
+        if chat is None and isinstance(value.get("message"), dict):  # callback_query
+            chat = value["message"].get("chat")
+        sender = value.get("from") or value.get("user")
+        if isinstance(chat, dict) and isinstance(chat.get("id"), int):
+            chat_id = chat["id"]
+        if isinstance(sender, dict) and isinstance(sender.get("id"), int):
+            user_id = sender["id"]
+        break
+    return NewUpdate(update_id=update_id, chat_id=chat_id, user_id=user_id, payload=raw)
+
+
+def _chat_key(chat_id: int | None, update_id: int) -> ChatKey:
+    # updates without a chat do not need ordering; each gets its own queue
+    return ("chat", chat_id) if chat_id is not None else ("update", update_id)
+
+
+class Intake:
+    """The inbox's in-process side: record, schedule per chat, process once, drain."""
+
+    def __init__(
+        self,
+        inbox: InboxRepository,
+        *,
+        process: RowHandler,
+        deliver: RowHandler,
+    ) -> None:
+        self._inbox = inbox
+        self._process = process
+        self._deliver = deliver
+        self._queues: dict[ChatKey, deque[int]] = {}
+        self._workers: dict[ChatKey, asyncio.Task[None]] = {}
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def busy_chats(self) -> int:
+        return len(self._workers)
+
+    async def accept(self, raw_updates: Sequence[dict[str, Any]]) -> list[int]:
+        """Durably record the batch, then schedule the new ones; returns the new ids.
+
+        Raises `IntakeClosed` during shutdown and any database error as is: in both
+        cases the caller must not acknowledge the batch.
+        """
+        if self._closed:
+            raise IntakeClosed
+        described = [describe_update(raw) for raw in raw_updates]
+        fresh = set(await self._inbox.record(described))
+        for update in described:
+            if update.update_id in fresh:
+                self._schedule(_chat_key(update.chat_id, update.update_id), update.update_id)
+            else:
+                log.info("update %s was already recorded; not processed again", update.update_id)
+        return [u.update_id for u in described if u.update_id in fresh]
+
+    async def resume(self) -> int:
+        """Schedule what a previous run left unfinished; returns how many rows."""
+        rows = await self._inbox.unfinished()
+        for row in rows:
+            self._schedule(_chat_key(row.chat_id, row.update_id), row.update_id)
+        if rows:
+            log.info("resuming %d unfinished update(s) from the inbox", len(rows))
+        return len(rows)
+
+    def _schedule(self, key: ChatKey, update_id: int) -> None:
+        queue = self._queues.setdefault(key, deque())
+        queue.append(update_id)
+        if key not in self._workers:
+            self._workers[key] = asyncio.create_task(
+                self._work(key, queue), name=f"chat-worker-{key[0]}-{key[1]}"
+            )
+
+    async def _work(self, key: ChatKey, queue: deque[int]) -> None:
+        try:
+            while queue:
+                await self._handle(queue[0])
+                queue.popleft()
+        finally:
+            # no await since the last `while` check: a new update for this chat either
+            # joined this queue in time or will start a fresh worker. If the worker was
+            # cancelled, the rest of its queue is still unfinished in the inbox.
+            self._workers.pop(key, None)
+            self._queues.pop(key, None)
+
+    async def _handle(self, update_id: int) -> None:
+        row = await self._inbox.get(update_id)
+        if row is None:
+            return
+        try:
+            if row.status == PENDING:
+                await self._process(row)
+            elif row.status == ANSWERED:
+                await self._deliver(row)
+        except Exception:
+            log.exception("update %s could not be handled", update_id)
+            await self._inbox.finish(update_id, FAILED, reason="internal_error")
+
+    async def drain(self, grace_s: float) -> bool:
+        """Stop accepting; wait up to `grace_s` for running work. True if all finished."""
+        self._closed = True
+        deadline = asyncio.get_running_loop().time() + grace_s
+        while self._workers:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                break
+            await asyncio.wait(list(self._workers.values()), timeout=remaining)
+        unfinished = list(self._workers.values())
+        for task in unfinished:
+            task.cancel()
+        if unfinished:
+            await asyncio.gather(*unfinished, return_exceptions=True)
+            log.warning(
+                "shutdown grace period over: %d chat(s) left unfinished in the inbox",
+                len(unfinished),
+            )
+        return not unfinished

@@ -1,0 +1,184 @@
+"""Replies go through the inbox: store first, then send, then record what Telegram said.
+
+Handlers never send answers themselves. They get an `Outbox` bound to the update being
+handled and hand it the answer; the `Responder` stores the formatted parts in the inbox
+row (status `answered`), sends them one by one through the `Sender`, and records each
+Telegram message id as it arrives. If the process dies between storing and sending, the
+next start delivers the stored parts without calling the model again, continuing after
+the last part Telegram accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
+
+from aiogram.enums import ChatAction
+from aiogram.methods import SendChatAction, TelegramMethod
+
+from bot.formatting import Rendered, markdown_to_messages
+from storage.inbox import (
+    DELIVERED,
+    FAILED,
+    IGNORED,
+    UNKNOWN,
+    InboxRepository,
+    InboxRow,
+    StoredReply,
+)
+
+log = logging.getLogger(__name__)
+
+TYPING_REFRESH_S = 4.0  # Telegram shows "typing…" for about 5 s per chat action
+
+
+class SendResultLike(Protocol):
+    @property
+    def status(self) -> str: ...
+    @property
+    def message_id(self) -> int | None: ...
+    @property
+    def reason(self) -> str | None: ...
+
+
+class TextSender(Protocol):
+    """What the responder needs from bot.sender.Sender."""
+
+    async def send_text(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        parse_mode: str | None = None,
+        plain_text: str | None = None,
+        reply_to_message_id: int | None = None,
+    ) -> SendResultLike: ...
+
+    async def call(self, method: TelegramMethod[bool]) -> bool: ...
+
+
+class Responder:
+    """Stores and delivers replies recorded in the inbox."""
+
+    def __init__(self, inbox: InboxRepository, sender: TextSender) -> None:
+        self._inbox = inbox
+        self._sender = sender
+
+    def outbox(self, row: InboxRow, *, reply_to_message_id: int | None = None) -> Outbox:
+        return Outbox(self, row, reply_to_message_id=reply_to_message_id)
+
+    async def reply(
+        self, row: InboxRow, parts: Sequence[StoredReply], *, turn_id: str | None = None
+    ) -> None:
+        """Store the reply (pending → answered), then deliver it."""
+        if not await self._inbox.store_reply(row.update_id, parts, turn_id=turn_id):
+            log.warning("update %s already has a reply; not answering twice", row.update_id)
+            return
+        stored = await self._inbox.get(row.update_id)
+        if stored is not None:
+            await self.deliver(stored)
+
+    async def ignore(self, row: InboxRow, reason: str) -> None:
+        """Nothing will be sent for this update."""
+        await self._inbox.finish(row.update_id, IGNORED, reason=reason)
+
+    async def deliver(self, row: InboxRow) -> None:
+        """Send the parts Telegram has not accepted yet; finish the row."""
+        if row.chat_id is None:
+            await self._inbox.finish(row.update_id, FAILED, reason="no_chat")
+            return
+        for part in row.undelivered:
+            try:
+                result = await self._sender.send_text(
+                    row.chat_id,
+                    part.html,
+                    parse_mode="HTML",
+                    plain_text=part.plain,
+                    reply_to_message_id=part.reply_to_message_id,
+                )
+            except Exception:
+                log.exception("sending the reply to update %s failed", row.update_id)
+                await self._inbox.finish(row.update_id, FAILED, reason="send_error")
+                return
+            if result.status == "delivered" and result.message_id is not None:
+                await self._inbox.add_message_id(row.update_id, result.message_id)
+                continue
+            status = UNKNOWN if result.status == "unknown" else FAILED
+            log.warning(
+                "reply to update %s in chat %s: %s (%s)",
+                row.update_id,
+                row.chat_id,
+                status,
+                result.reason,
+            )
+            await self._inbox.finish(row.update_id, status, reason=result.reason or status)
+            return
+        await self._inbox.finish(row.update_id, DELIVERED)
+
+    @contextlib.asynccontextmanager
+    async def typing(self, chat_id: int) -> AsyncIterator[None]:
+        """Show "typing…" in the chat until the block ends (refreshed every few seconds)."""
+
+        async def keep_typing() -> None:
+            while True:
+                try:
+                    await self._sender.call(
+                        SendChatAction(chat_id=chat_id, action=ChatAction.TYPING)
+                    )
+                except Exception as exc:  # cosmetic: never fail a turn over it
+                    log.debug("chat action failed in chat %s: %s", chat_id, type(exc).__name__)
+                await asyncio.sleep(TYPING_REFRESH_S)
+
+        task = asyncio.create_task(keep_typing(), name=f"typing-{chat_id}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+class Outbox:
+    """The reply channel of one inbox row, handed to handlers through workflow data."""
+
+    def __init__(
+        self, responder: Responder, row: InboxRow, *, reply_to_message_id: int | None
+    ) -> None:
+        self._responder = responder
+        self._row = row
+        self._reply_to = reply_to_message_id
+        self.used = False
+
+    @property
+    def update_id(self) -> int:
+        return self._row.update_id
+
+    async def send(self, markdown: str, *, turn_id: str | None = None) -> None:
+        """Answer the update with text in the Markdown subset of `bot.formatting`."""
+        await self.send_rendered(markdown_to_messages(markdown), turn_id=turn_id)
+
+    async def send_rendered(self, parts: Sequence[Rendered], *, turn_id: str | None = None) -> None:
+        if self.used:
+            log.warning("update %s answered twice by handlers; keeping the first", self.update_id)
+            return
+        self.used = True
+        stored = [
+            StoredReply(
+                html=part.html,
+                plain=part.plain,
+                reply_to_message_id=self._reply_to if index == 0 else None,
+            )
+            for index, part in enumerate(parts)
+        ]
+        if not stored:
+            await self.ignore("empty_reply")
+            return
+        await self._responder.reply(self._row, stored, turn_id=turn_id)
+
+    async def ignore(self, reason: str) -> None:
+        """Nothing will be sent for this update (e.g. silenced by a limit)."""
+        self.used = True
+        await self._responder.ignore(self._row, reason)

@@ -1,0 +1,178 @@
+"""SQL for the durable inbox (`updates` table): record, reply, deliver, finish.
+
+Status changes are guarded by the expected current status in the WHERE clause, so a
+step that runs twice (a replay after a crash, a redelivered update) changes nothing the
+second time; callers learn from the returned bool whether the row moved.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from storage.database import Database
+
+PENDING = "pending"
+ANSWERED = "answered"
+DELIVERED = "delivered"
+FAILED = "failed"
+UNKNOWN = "unknown"
+IGNORED = "ignored"
+FINAL_STATUSES = frozenset({DELIVERED, FAILED, UNKNOWN, IGNORED})
+
+
+@dataclass(frozen=True, slots=True)
+class NewUpdate:
+    """An update as received, before it is stored."""
+
+    update_id: int
+    chat_id: int | None
+    user_id: int | None
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredReply:
+    """One outgoing message of a reply: formatted text and its plain fallback."""
+
+    html: str
+    plain: str
+    reply_to_message_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InboxRow:
+    update_id: int
+    chat_id: int | None
+    user_id: int | None
+    received_at: float
+    payload: dict[str, Any]
+    status: str
+    reply: tuple[StoredReply, ...]
+    message_ids: tuple[int, ...]
+    turn_id: str | None
+    reason: str | None
+
+    @property
+    def undelivered(self) -> tuple[StoredReply, ...]:
+        """Reply parts not yet accepted by Telegram (delivery resumes from here)."""
+        return self.reply[len(self.message_ids) :]
+
+
+_COLUMNS = (
+    "update_id, chat_id, user_id, received_at, payload, status, reply, message_ids, turn_id, reason"
+)
+
+
+def _row(record: Any) -> InboxRow:
+    reply = json.loads(record["reply"]) if record["reply"] else []
+    return InboxRow(
+        update_id=int(record["update_id"]),
+        chat_id=record["chat_id"],
+        user_id=record["user_id"],
+        received_at=float(record["received_at"]),
+        payload=json.loads(record["payload"]),
+        status=str(record["status"]),
+        reply=tuple(StoredReply(**part) for part in reply),
+        message_ids=tuple(json.loads(record["message_ids"] or "[]")),
+        turn_id=record["turn_id"],
+        reason=record["reason"],
+    )
+
+
+class InboxRepository:
+    """The `updates` table; one method per state change."""
+
+    def __init__(self, db: Database, *, clock: Any = time.time) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def record(self, updates: Sequence[NewUpdate]) -> list[int]:
+        """Insert the batch in ONE committed transaction; return the ids that were new.
+
+        An id already present (a redelivery or a replay) is left untouched.
+        """
+        if not updates:
+            return []
+        now = self._clock()
+        fresh: list[int] = []
+        async with self._db.transaction() as conn:
+            for update in updates:
+                cursor = await conn.execute(
+                    "INSERT OR IGNORE INTO updates "
+                    "(update_id, chat_id, user_id, received_at, payload) VALUES (?, ?, ?, ?, ?)",
+                    (
+                        update.update_id,
+                        update.chat_id,
+                        update.user_id,
+                        now,
+                        json.dumps(update.payload, ensure_ascii=False, separators=(",", ":")),
+                    ),
+                )
+                if cursor.rowcount == 1:
+                    fresh.append(update.update_id)
+        return fresh
+
+    async def get(self, update_id: int) -> InboxRow | None:
+        record = await self._db.fetch_one(
+            f"SELECT {_COLUMNS} FROM updates WHERE update_id = ?", (update_id,)
+        )
+        return _row(record) if record is not None else None
+
+    async def unfinished(self) -> list[InboxRow]:
+        """Pending and answered rows, oldest first (the order they arrived in)."""
+        records = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM updates WHERE status IN (?, ?) "
+            "ORDER BY received_at, update_id",
+            (PENDING, ANSWERED),
+        )
+        return [_row(r) for r in records]
+
+    async def store_reply(
+        self, update_id: int, parts: Sequence[StoredReply], *, turn_id: str | None = None
+    ) -> bool:
+        """pending → answered with the reply; False if the row was not pending."""
+        reply = json.dumps(
+            [
+                {"html": p.html, "plain": p.plain, "reply_to_message_id": p.reply_to_message_id}
+                for p in parts
+            ],
+            ensure_ascii=False,
+        )
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE updates SET status = ?, reply = ?, turn_id = ?, answered_at = ? "
+                "WHERE update_id = ? AND status = ?",
+                (ANSWERED, reply, turn_id, self._clock(), update_id, PENDING),
+            )
+            return cursor.rowcount == 1
+
+    async def add_message_id(self, update_id: int, message_id: int) -> None:
+        """One more reply part was accepted by Telegram."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE updates SET message_ids = json_insert(message_ids, '$[#]', ?) "
+                "WHERE update_id = ? AND status = ?",
+                (message_id, update_id, ANSWERED),
+            )
+
+    async def finish(self, update_id: int, status: str, *, reason: str | None = None) -> bool:
+        """Move an unfinished row to a final status; False if it was already final."""
+        if status not in FINAL_STATUSES:
+            raise ValueError(f"not a final status: {status}")
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE updates SET status = ?, reason = ?, finished_at = ? "
+                "WHERE update_id = ? AND status IN (?, ?)",
+                (status, reason, self._clock(), update_id, PENDING, ANSWERED),
+            )
+            return cursor.rowcount == 1
+
+    async def count_by_status(self) -> dict[str, int]:
+        records = await self._db.fetch_all(
+            "SELECT status, COUNT(*) AS n FROM updates GROUP BY status"
+        )
+        return {str(r["status"]): int(r["n"]) for r in records}

@@ -1,0 +1,223 @@
+"""The durable inbox: recorded before acknowledged, once per update id, in order per chat."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pytest
+
+from bot.intake import Intake, IntakeClosed, describe_update
+from bot.responder import Responder
+from storage.database import Database
+from storage.inbox import InboxRepository, InboxRow, StoredReply
+
+
+def update(update_id: int, chat_id: int, text: str = "hi") -> dict:
+    return {
+        "update_id": update_id,
+        "message": {
+            "message_id": update_id,
+            "date": 0,
+            "chat": {"id": chat_id, "type": "private"},
+            "from": {"id": chat_id, "is_bot": False, "first_name": "A"},
+            "text": text,
+        },
+    }
+
+
+@dataclass
+class Recorder:
+    """Process/deliver callbacks that record calls and can be made to wait."""
+
+    inbox: InboxRepository
+    processed: list[int] = field(default_factory=list)
+    delivered: list[int] = field(default_factory=list)
+    gates: dict[int, asyncio.Event] = field(default_factory=dict)
+    started: dict[int, asyncio.Event] = field(default_factory=dict)
+    done: defaultdict[int, asyncio.Event] = field(
+        default_factory=lambda: defaultdict(asyncio.Event)
+    )
+
+    def gate(self, update_id: int) -> asyncio.Event:
+        self.started[update_id] = asyncio.Event()
+        self.gates[update_id] = asyncio.Event()
+        return self.gates[update_id]
+
+    async def process(self, row: InboxRow) -> None:
+        if row.update_id in self.started:
+            self.started[row.update_id].set()
+            await self.gates[row.update_id].wait()
+        self.processed.append(row.update_id)
+        self.done[row.update_id].set()
+        await self.inbox.finish(row.update_id, "ignored", reason="test")
+
+    async def deliver(self, row: InboxRow) -> None:
+        self.delivered.append(row.update_id)
+        await self.inbox.finish(row.update_id, "delivered")
+
+
+@pytest.fixture
+def inbox(db: Database) -> InboxRepository:
+    return InboxRepository(db)
+
+
+@pytest.fixture
+def recorder(inbox: InboxRepository) -> Recorder:
+    return Recorder(inbox)
+
+
+@pytest.fixture
+def intake(inbox: InboxRepository, recorder: Recorder) -> Intake:
+    return Intake(inbox, process=recorder.process, deliver=recorder.deliver)
+
+
+async def settle(intake: Intake) -> None:
+    assert await intake.drain(10.0)
+
+
+def test_describe_update_finds_chat_and_user_in_any_update_type() -> None:
+    described = describe_update(update(7, 42))
+    assert (described.update_id, described.chat_id, described.user_id) == (7, 42, 42)
+    callback = {
+        "update_id": 8,
+        "callback_query": {"id": "x", "from": {"id": 5}, "message": {"chat": {"id": 9}}},
+    }
+    assert describe_update(callback).chat_id == 9
+    assert describe_update({"update_id": 9, "poll": {"id": "p"}}).chat_id is None
+
+
+async def test_accept_commits_before_returning(intake: Intake, inbox: InboxRepository) -> None:
+    fresh = await intake.accept([update(1, 10), update(2, 11)])
+    assert fresh == [1, 2]
+    row = await inbox.get(1)
+    assert row is not None and row.payload["message"]["text"] == "hi"
+    await settle(intake)
+
+
+async def test_a_redelivered_update_is_processed_once(intake: Intake, recorder: Recorder) -> None:
+    await intake.accept([update(5, 10)])
+    assert await intake.accept([update(5, 10)]) == []
+    await settle(intake)
+    assert recorder.processed == [5]
+
+
+async def test_ids_need_not_increase(intake: Intake, recorder: Recorder) -> None:
+    await intake.accept([update(900, 10)])
+    await intake.accept([update(100, 11)])  # smaller id, new update: still processed
+    await settle(intake)
+    assert sorted(recorder.processed) == [100, 900]
+
+
+async def test_one_chat_in_order_other_chats_concurrently(
+    intake: Intake, recorder: Recorder
+) -> None:
+    first = recorder.gate(1)
+    await intake.accept([update(1, 10), update(2, 10), update(3, 20)])
+    await asyncio.wait_for(recorder.started[1].wait(), 5)
+    # chat 20 is not blocked by chat 10's running turn
+    await asyncio.wait_for(recorder.done[3].wait(), 5)
+    assert 2 not in recorder.processed  # chat 10's second update waits for the first
+    first.set()
+    await settle(intake)
+    assert recorder.processed.index(1) < recorder.processed.index(2)
+    assert intake.busy_chats == 0
+
+
+async def test_resume_processes_pending_and_delivers_stored_replies_without_processing(
+    inbox: InboxRepository, recorder: Recorder, intake: Intake
+) -> None:
+    from storage.inbox import NewUpdate
+
+    await inbox.record([NewUpdate(1, 10, 10, update(1, 10)), NewUpdate(2, 11, 11, update(2, 11))])
+    await inbox.store_reply(2, [StoredReply("a", "a")])
+    await inbox.record([NewUpdate(3, 12, 12, update(3, 12))])
+    await inbox.finish(3, "delivered")
+    assert await intake.resume() == 2
+    await settle(intake)
+    assert recorder.processed == [1]
+    assert recorder.delivered == [2]
+
+
+async def test_drain_refuses_new_updates_and_leaves_unfinished_ones_pending(
+    intake: Intake, recorder: Recorder, inbox: InboxRepository
+) -> None:
+    recorder.gate(1)
+    await intake.accept([update(1, 10)])
+    await asyncio.wait_for(recorder.started[1].wait(), 5)
+    assert await intake.drain(0.0) is False
+    with pytest.raises(IntakeClosed):
+        await intake.accept([update(2, 10)])
+    row = await inbox.get(1)
+    assert row is not None and row.status == "pending"
+    assert await inbox.get(2) is None
+
+
+@dataclass
+class FakeResult:
+    status: str
+    message_id: int | None = None
+    reason: str | None = None
+
+
+class ScriptedSender:
+    def __init__(self, *results: FakeResult) -> None:
+        self.results = list(results)
+        self.sent: list[tuple[int, str, str | None]] = []
+
+    async def send_text(
+        self, chat_id, text, *, parse_mode=None, plain_text=None, reply_to_message_id=None
+    ):  # type: ignore[no-untyped-def]
+        self.sent.append((chat_id, text, plain_text))
+        return self.results.pop(0)
+
+    async def call(self, method):  # type: ignore[no-untyped-def]
+        return True
+
+
+async def stored_row(inbox: InboxRepository, update_id: int = 1) -> InboxRow:
+    from storage.inbox import NewUpdate
+
+    await inbox.record([NewUpdate(update_id, 10, 10, update(update_id, 10))])
+    row = await inbox.get(update_id)
+    assert row is not None
+    return row
+
+
+async def test_reply_is_stored_then_sent_and_message_ids_recorded(inbox: InboxRepository) -> None:
+    sender = ScriptedSender(FakeResult("delivered", 71), FakeResult("delivered", 72))
+    responder = Responder(inbox, sender)
+    row = await stored_row(inbox)
+    await responder.reply(row, [StoredReply("<b>a</b>", "a"), StoredReply("b", "b")], turn_id="t1")
+    done = await inbox.get(1)
+    assert done is not None
+    assert (done.status, done.message_ids, done.turn_id) == ("delivered", (71, 72), "t1")
+    assert [s[2] for s in sender.sent] == ["a", "b"]
+    # a second reply to the same update is refused: never answered twice
+    await responder.reply(row, [StoredReply("again", "again")])
+    assert len(sender.sent) == 2
+
+
+async def test_delivery_resumes_after_the_last_accepted_part(inbox: InboxRepository) -> None:
+    row = await stored_row(inbox)
+    await inbox.store_reply(1, [StoredReply("a", "a"), StoredReply("b", "b")])
+    await inbox.add_message_id(1, 71)  # part one reached Telegram, then the process died
+    sender = ScriptedSender(FakeResult("delivered", 72))
+    stored = await inbox.get(row.update_id)
+    assert stored is not None
+    await Responder(inbox, sender).deliver(stored)
+    assert [s[1] for s in sender.sent] == ["b"]
+    final = await inbox.get(1)
+    assert final is not None and final.message_ids == (71, 72) and final.status == "delivered"
+
+
+async def test_unknown_send_outcome_is_recorded_not_retried(inbox: InboxRepository) -> None:
+    row = await stored_row(inbox)
+    sender = ScriptedSender(FakeResult("unknown", None, "read_timeout"))
+    await Responder(inbox, sender).reply(row, [StoredReply("a", "a"), StoredReply("b", "b")])
+    final = await inbox.get(1)
+    assert final is not None
+    assert (final.status, final.reason) == ("unknown", "read_timeout")
+    assert len(sender.sent) == 1
+    assert await inbox.unfinished() == []  # not resent on the next start either
