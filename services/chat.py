@@ -23,6 +23,10 @@ Decisions worth knowing:
 - Records. Every turn (answered or failed) leaves a `turns` row with its tool-call audit
   rows and model-call rows; for an answered turn the history pair is written in the same
   transaction.
+- Failures. `answer()` never raises for a failed turn: a TurnError comes back as
+  TurnReply(error_code=<its code>), anything unexpected is logged with the turn id and
+  comes back as "internal_error". If only storing the records fails, the customer still
+  gets the outcome (answer or error code) and the failure is logged.
 - Bounded cost. The request is instruction + summary (<= SUMMARY_MAX_TOKENS) + window
   (<= HISTORY_TOKEN_BUDGET) + the new message (<= MAX_INPUT_CHARS, enforced by the bot),
   however long the conversation is; the reads behind it are bounded too.
