@@ -21,6 +21,13 @@ prints `listening on http://127.0.0.1:PORT/v1` once ready. Run it with the repos
 root as the working directory (or on PYTHONPATH). Extra endpoints for such tests:
 `GET /_fake/requests` (recorded bodies), `POST /_fake/reset`, and
 `POST /_fake/fail {"status": 500, "times": 1}` (the next N completions fail).
+
+For the benchmark (bench/): `GET /_fake/timings?after=N` lists a light record per
+completion (arrival and answer times, the fake's own time in ms, whether tools were
+offered, how many tool calls it answered with, the size of the prompt and the last user
+message) so the bench can subtract "time inside the model" from end-to-end latency;
+`POST /_fake/config {"latency_ms": 1000}` changes the simulated latency at run time; and
+`--no-bodies` stops keeping whole request bodies (a long load run would hold them all).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import json
 import re
 import signal
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -286,10 +294,18 @@ def default_script(body: Body) -> FakeReply:
 class FakeOpenAIServer:
     """POST /v1/chat/completions answered by `handler`; every body kept in `requests`."""
 
-    def __init__(self, handler: Handler | None = None, *, latency_ms: float = 0.0) -> None:
+    def __init__(
+        self,
+        handler: Handler | None = None,
+        *,
+        latency_ms: float = 0.0,
+        keep_bodies: bool = True,
+    ) -> None:
         self.handler: Handler = handler or default_script
         self.latency_ms = latency_ms
+        self.keep_bodies = keep_bodies
         self.requests: list[Body] = []
+        self.timings: list[Body] = []
         self.headers: list[dict[str, str]] = []
         self._fail_status = 0
         self._fail_times = 0
@@ -316,6 +332,8 @@ class FakeOpenAIServer:
         app.router.add_get("/_fake/requests", self._list_requests)
         app.router.add_post("/_fake/reset", self._reset)
         app.router.add_post("/_fake/fail", self._fail)
+        app.router.add_get("/_fake/timings", self._list_timings)
+        app.router.add_post("/_fake/config", self._config)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
@@ -354,8 +372,10 @@ class FakeOpenAIServer:
             body = await request.json()
         except ValueError:
             return _json_response(error(400, "invalid JSON body"))
-        self.requests.append(body)
-        self.headers.append(dict(request.headers))
+        arrived = time.time()
+        if self.keep_bodies:
+            self.requests.append(body)
+            self.headers.append(dict(request.headers))
         assert self._arrived is not None
         async with self._arrived:
             self._arrived.notify_all()
@@ -371,14 +391,26 @@ class FakeOpenAIServer:
         if isinstance(reply.body, dict) and "choices" in reply.body:
             if reply.body.get("model") is None:
                 reply = replace(reply, body={**reply.body, "model": body.get("model")})
+        self.timings.append(_timing(body, reply, arrived, time.time()))
         return _json_response(reply)
 
     async def _list_requests(self, request: web.Request) -> web.Response:
         return web.json_response(self.requests)
 
+    async def _list_timings(self, request: web.Request) -> web.Response:
+        after = int(request.query.get("after", "0"))
+        return web.json_response(self.timings[after:])
+
+    async def _config(self, request: web.Request) -> web.Response:
+        payload = await request.json()
+        if "latency_ms" in payload:
+            self.latency_ms = float(payload["latency_ms"])
+        return web.json_response({"ok": True, "latency_ms": self.latency_ms})
+
     async def _reset(self, request: web.Request) -> web.Response:
         self.requests.clear()
         self.headers.clear()
+        self.timings.clear()
         self._fail_times = 0
         return web.json_response({"ok": True})
 
@@ -387,6 +419,33 @@ class FakeOpenAIServer:
         self._fail_status = int(payload.get("status", 500))
         self._fail_times = int(payload.get("times", 1))
         return web.json_response({"ok": True})
+
+
+def _timing(body: Body, reply: FakeReply, arrived: float, answered: float) -> Body:
+    """The bench's light record of one completion (no message contents except the last
+    user message, which carries the bench's turn marker)."""
+    messages: list[Body] = list(body.get("messages") or [])
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    calls = 0
+    if isinstance(reply.body, dict):
+        for choice in reply.body.get("choices") or []:
+            calls += len((choice.get("message") or {}).get("tool_calls") or [])
+    prompt_chars = sum(len(_text_of(m)) for m in messages)
+    tools_chars = len(json.dumps(body.get("tools") or [], ensure_ascii=False))
+    return {
+        "arrived": arrived,
+        "answered": answered,
+        "model_ms": (answered - arrived) * 1000.0,
+        "status": reply.status,
+        "tools": bool(body.get("tools")),
+        "parallel_tool_calls": body.get("parallel_tool_calls"),
+        "tool_choice": body.get("tool_choice"),
+        "tool_calls": calls,
+        "messages": len(messages),
+        "prompt_chars": prompt_chars,
+        "tools_chars": tools_chars,
+        "last_user": _text_of(last_user)[:200] if last_user is not None else "",
+    }
 
 
 def _json_response(reply: FakeReply) -> web.Response:
@@ -422,8 +481,10 @@ async def fake_openai() -> AsyncIterator[FakeOpenAIServer]:
 # --------------------------------------------------------------------------- process mode
 
 
-async def _serve(host: str, port: int, latency_ms: float) -> None:
-    server = await FakeOpenAIServer(latency_ms=latency_ms).start(host, port)
+async def _serve(host: str, port: int, latency_ms: float, keep_bodies: bool = True) -> None:
+    server = await FakeOpenAIServer(latency_ms=latency_ms, keep_bodies=keep_bodies).start(
+        host, port
+    )
     print(f"listening on {server.base_url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -441,8 +502,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument(
+        "--no-bodies",
+        action="store_true",
+        help="do not keep request bodies (long bench runs); timings are always kept",
+    )
     args = parser.parse_args(argv)
-    asyncio.run(_serve(args.host, args.port, args.latency_ms))
+    asyncio.run(_serve(args.host, args.port, args.latency_ms, keep_bodies=not args.no_bodies))
 
 
 if __name__ == "__main__":
