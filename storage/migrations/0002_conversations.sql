@@ -84,7 +84,8 @@ CREATE INDEX llm_calls_started_at ON llm_calls(started_at, purpose);
 
 -- indexes for /stats (storage/stats.py): every figure is an index range or walk, never a
 -- sort of the whole history. Partial indexes hold only the rare rows a figure needs.
-CREATE INDEX tool_calls_stats_status ON tool_calls(tool_name, status, started_at, error_code);
+CREATE INDEX tool_calls_stats_status
+    ON tool_calls(tool_name, status, started_at, error_code, duration_ms);
 CREATE INDEX tool_calls_stats_duration ON tool_calls(tool_name, duration_ms, started_at, status);
 CREATE INDEX turns_stats_totals
     ON turns(started_at, model_steps, tool_calls, prompt_tokens, completion_tokens);

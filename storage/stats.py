@@ -1,0 +1,377 @@
+"""The aggregates behind `/stats`, computed inside SQLite over a period [since, until).
+
+Every figure is an SQL aggregate over an index range, so `/stats all` stays fast on a
+history of millions of rows without pulling them into Python:
+
+- tool-call counts come from range counts on (tool_name, status, started_at), one per
+  tool, status and chart bucket — index stepping only, no sort;
+- percentiles are one `ORDER BY duration LIMIT 1 OFFSET k`: on a long period a walk of
+  a (…, duration_ms, …) index from whichever end is nearer to the rank, on a short one
+  a sort of the period's own index range (SORT_LIMIT decides);
+- distinct chats and users: a skip-scan (next id after the previous one, EXISTS in the
+  period) on a long period instead of a DISTINCT sort, a plain DISTINCT on a short one;
+- turn failures are read from a partial index that holds only the unusual turns.
+
+The indexes live at the end of `migrations/0002_conversations.sql`. `since=None` means
+"from the beginning". Percentiles use the nearest-rank definition: the value at rank
+ceil(p·n) in ascending order, so they are always values that really occurred.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from storage.database import Database
+
+# The audit statuses a tool call can have (the CHECK constraint of tool_calls.status).
+TOOL_STATUSES = ("success", "business_error", "rejected", "timeout", "technical_error")
+_NO_LOWER_BOUND = float("-inf")
+_NO_CODE = "unknown"  # key for a business error / rejection stored without a code
+# Up to this many rows in the period, sorting them beats walking a whole ordered index.
+SORT_LIMIT = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFigures:
+    """One tool over the period. Rejected calls never ran, so durations leave them out."""
+
+    tool_name: str
+    calls: int
+    success: int
+    business_errors: dict[str, int]  # error code -> calls
+    rejected: dict[str, int]  # unknown_tool / invalid_arguments -> calls
+    timeouts: int
+    technical_errors: int
+    p50_ms: float | None
+    p95_ms: float | None
+
+    @property
+    def business_error_total(self) -> int:
+        return sum(self.business_errors.values())
+
+    @property
+    def rejected_total(self) -> int:
+        return sum(self.rejected.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBucketCount:
+    """Calls of one tool with one status inside chart bucket number `bucket`."""
+
+    tool_name: str
+    status: str
+    bucket: int
+    calls: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUsage:
+    tools: list[ToolFigures]
+    buckets: list[ToolBucketCount]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFigures:
+    """Turns started in the period. Token sums cover only turns whose usage is known."""
+
+    count: int = 0
+    chats: int = 0
+    users: int = 0
+    answered: int = 0
+    failed: int = 0
+    answered_by_stop_reason: dict[str, int] = field(default_factory=dict)
+    failed_by_error: dict[str, int] = field(default_factory=dict)
+    model_steps_total: int = 0
+    model_steps_max: int | None = None
+    tool_calls_total: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_known: int = 0
+    usage_unknown: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFigures:
+    """Model calls in the period that matter to an admin."""
+
+    fallback_answers: int = 0  # chat calls answered by a fallback model
+    summaries_ok: int = 0
+    summaries_failed: int = 0
+
+
+def nearest_rank(percent: int, count: int) -> int:
+    """1-based rank of the `percent`-th percentile among `count` values (integer maths)."""
+    return max(1, (percent * count + 99) // 100)
+
+
+class StatsRepository:
+    """Read-only SQL for `/stats`; knows tables and indexes, not what the figures mean."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def first_activity(self) -> float | None:
+        """When the first turn or tool call started (None on an empty history)."""
+        row = await self._db.fetch_one(
+            "SELECT MIN(t) FROM ("
+            " SELECT MIN(started_at) AS t FROM turns"
+            " UNION ALL SELECT MIN(started_at) FROM tool_calls)"
+        )
+        return None if row is None or row[0] is None else float(row[0])
+
+    async def tool_usage(
+        self, since: float | None, until: float, *, bucket_s: float, bucket_start: float
+    ) -> ToolUsage:
+        """Per-tool figures plus counts per chart bucket.
+
+        Buckets are [bucket_start + i·bucket_s, …+bucket_s) clipped to [since, until);
+        `bucket_start` must be <= every call counted, so together they cover the period.
+        """
+        if bucket_s <= 0:
+            raise ValueError("bucket_s must be positive")
+        low = _NO_LOWER_BOUND if since is None else since
+        rows = await self._db.fetch_all(
+            """
+            WITH RECURSIVE
+              names(name) AS (
+                SELECT MIN(tool_name) FROM tool_calls
+                UNION ALL
+                SELECT (SELECT MIN(tool_name) FROM tool_calls WHERE tool_name > names.name)
+                FROM names WHERE names.name IS NOT NULL
+              ),
+              statuses(status) AS (
+                VALUES ('success'), ('business_error'), ('rejected'), ('timeout'),
+                       ('technical_error')
+              ),
+              buckets(i, lo, hi) AS (
+                SELECT 0, MAX(?1, ?2), MIN(?1 + ?3, ?4)
+                UNION ALL
+                SELECT i + 1, hi, MIN(?1 + (i + 2) * ?3, ?4)
+                FROM buckets WHERE hi < ?4
+              )
+            SELECT name, status, i,
+                   (SELECT COUNT(*) FROM tool_calls AS c
+                    WHERE c.tool_name = names.name AND c.status = statuses.status
+                      AND c.started_at >= buckets.lo AND c.started_at < buckets.hi) AS calls
+            FROM names, statuses, buckets
+            WHERE name IS NOT NULL AND calls > 0
+            """,
+            (bucket_start, low, bucket_s, until),
+        )
+        buckets = [ToolBucketCount(r[0], r[1], int(r[2]), int(r[3])) for r in rows]
+        by_tool: dict[str, dict[str, int]] = {}
+        for b in buckets:
+            statuses = by_tool.setdefault(b.tool_name, dict.fromkeys(TOOL_STATUSES, 0))
+            statuses[b.status] += b.calls
+        tools = []
+        for name in sorted(by_tool):
+            counts = by_tool[name]
+            business = await self._error_codes(name, "business_error", low, until, counts)
+            rejected = await self._error_codes(name, "rejected", low, until, counts)
+            ran = sum(counts.values()) - counts["rejected"]
+            p50 = await self._tool_duration_at(name, low, until, 50, ran)
+            p95 = await self._tool_duration_at(name, low, until, 95, ran)
+            tools.append(
+                ToolFigures(
+                    tool_name=name,
+                    calls=sum(counts.values()),
+                    success=counts["success"],
+                    business_errors=business,
+                    rejected=rejected,
+                    timeouts=counts["timeout"],
+                    technical_errors=counts["technical_error"],
+                    p50_ms=p50,
+                    p95_ms=p95,
+                )
+            )
+        return ToolUsage(tools=tools, buckets=buckets)
+
+    async def _error_codes(
+        self, tool: str, status: str, low: float, until: float, counts: dict[str, int]
+    ) -> dict[str, int]:
+        if counts[status] == 0:
+            return {}
+        rows = await self._db.fetch_all(
+            "SELECT COALESCE(error_code, ?), COUNT(*) FROM tool_calls"
+            " WHERE tool_name = ? AND status = ? AND started_at >= ? AND started_at < ?"
+            " GROUP BY 1 ORDER BY 2 DESC, 1",
+            (_NO_CODE, tool, status, low, until),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    async def _tool_duration_at(
+        self, tool: str, low: float, until: float, percent: int, count: int
+    ) -> float | None:
+        if count == 0:
+            return None
+        rank = nearest_rank(percent, count)
+        if count <= SORT_LIMIT:
+            # few rows in the period: read its index range and sort it
+            row = await self._db.fetch_one(
+                "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_stats_status"
+                " WHERE tool_name = ?"
+                " AND status IN ('success', 'business_error', 'timeout', 'technical_error')"
+                " AND started_at >= ? AND started_at < ?"
+                " ORDER BY duration_ms LIMIT 1 OFFSET ?",
+                (tool, low, until, rank - 1),
+            )
+            return None if row is None else float(row[0])
+        # many rows: walk (tool_name, duration_ms, …) in order from the nearer end; `+`
+        # keeps the planner off the time index, whose sort would cost more than the walk
+        ascending = rank - 1 <= count - rank
+        row = await self._db.fetch_one(
+            "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_stats_duration"
+            " WHERE tool_name = ? AND status <> 'rejected'"
+            " AND +started_at >= ? AND +started_at < ?"
+            f" ORDER BY duration_ms {'ASC' if ascending else 'DESC'} LIMIT 1 OFFSET ?",
+            (tool, low, until, rank - 1 if ascending else count - rank),
+        )
+        return None if row is None else float(row[0])
+
+    async def turn_figures(self, since: float | None, until: float) -> TurnFigures:
+        low = _NO_LOWER_BOUND if since is None else since
+        totals = await self._db.fetch_one(
+            """
+            SELECT COUNT(*),
+                   SUM(model_steps), MAX(model_steps), SUM(tool_calls),
+                   SUM(prompt_tokens) FILTER (WHERE completion_tokens IS NOT NULL),
+                   SUM(completion_tokens) FILTER (WHERE prompt_tokens IS NOT NULL),
+                   COUNT(*) FILTER (WHERE prompt_tokens IS NULL OR completion_tokens IS NULL)
+            FROM turns WHERE started_at >= ? AND started_at < ?
+            """,
+            (low, until),
+        )
+        count = int(totals[0]) if totals else 0
+        if not totals or count == 0:
+            return TurnFigures()
+        # Only unusual turns are in this partial index; the WHERE repeats its condition.
+        unusual = await self._db.fetch_all(
+            """
+            SELECT status, stop_reason, error_code, COUNT(*) FROM turns
+            WHERE (status <> 'answered' OR stop_reason IS NOT 'completed')
+              AND started_at >= ? AND started_at < ?
+            GROUP BY 1, 2, 3
+            """,
+            (low, until),
+        )
+        answered_by: dict[str, int] = {}
+        failed_by: dict[str, int] = {}
+        unusual_total = 0
+        for status, stop_reason, error_code, n in unusual:
+            unusual_total += n
+            if status == "answered":
+                key = stop_reason or _NO_CODE
+                answered_by[key] = answered_by.get(key, 0) + n
+            else:
+                key = error_code or stop_reason or _NO_CODE
+                failed_by[key] = failed_by.get(key, 0) + n
+        completed = count - unusual_total
+        if completed:
+            answered_by = {"completed": completed, **answered_by}
+        unknown = int(totals[6])
+        chats, users = await self._distinct_chats_and_users(low, until, count)
+        return TurnFigures(
+            count=count,
+            chats=chats,
+            users=users,
+            answered=sum(answered_by.values()),
+            failed=sum(failed_by.values()),
+            answered_by_stop_reason=dict(sorted(answered_by.items(), key=lambda kv: -kv[1])),
+            failed_by_error=dict(sorted(failed_by.items(), key=lambda kv: -kv[1])),
+            model_steps_total=int(totals[1] or 0),
+            model_steps_max=None if totals[2] is None else int(totals[2]),
+            tool_calls_total=int(totals[3] or 0),
+            p50_ms=await self._turn_duration_at(low, until, 50, count),
+            p95_ms=await self._turn_duration_at(low, until, 95, count),
+            prompt_tokens=int(totals[4] or 0),
+            completion_tokens=int(totals[5] or 0),
+            usage_known=count - unknown,
+            usage_unknown=unknown,
+        )
+
+    async def _distinct_chats_and_users(
+        self, low: float, until: float, count: int
+    ) -> tuple[int, int]:
+        if count <= SORT_LIMIT:
+            row = await self._db.fetch_one(
+                "SELECT COUNT(DISTINCT chat_id), COUNT(DISTINCT user_id) FROM turns"
+                " WHERE started_at >= ? AND started_at < ?",
+                (low, until),
+            )
+            return (int(row[0]), int(row[1])) if row else (0, 0)
+        chats = await self._skip_scan_count("chat_id", low, until)
+        users = await self._skip_scan_count("user_id", low, until)
+        return chats, users
+
+    async def _skip_scan_count(self, column: str, low: float, until: float) -> int:
+        """Distinct ids with a turn in the period: jump id to id, check each with EXISTS."""
+        if column not in ("chat_id", "user_id"):  # a column name cannot be a parameter
+            raise ValueError(column)
+        row = await self._db.fetch_one(
+            f"""
+            WITH RECURSIVE ids(id) AS (
+              SELECT MIN({column}) FROM turns
+              UNION ALL
+              SELECT (SELECT MIN({column}) FROM turns WHERE {column} > ids.id)
+              FROM ids WHERE ids.id IS NOT NULL
+            )
+            SELECT COUNT(*) FROM ids
+            WHERE id IS NOT NULL AND EXISTS (
+              SELECT 1 FROM turns AS t
+              WHERE t.{column} = ids.id AND t.started_at >= ? AND t.started_at < ?)
+            """,
+            (low, until),
+        )
+        return int(row[0]) if row else 0
+
+    async def _turn_duration_at(
+        self, low: float, until: float, percent: int, count: int
+    ) -> float | None:
+        rank = nearest_rank(percent, count)
+        if count <= SORT_LIMIT:
+            row = await self._db.fetch_one(
+                "SELECT duration_ms FROM turns WHERE started_at >= ? AND started_at < ?"
+                " ORDER BY +duration_ms LIMIT 1 OFFSET ?",
+                (low, until, rank - 1),
+            )
+            return None if row is None else float(row[0])
+        ascending = rank - 1 <= count - rank
+        row = await self._db.fetch_one(
+            "SELECT duration_ms FROM turns INDEXED BY turns_stats_duration"
+            " WHERE +started_at >= ? AND +started_at < ?"
+            f" ORDER BY duration_ms {'ASC' if ascending else 'DESC'} LIMIT 1 OFFSET ?",
+            (low, until, rank - 1 if ascending else count - rank),
+        )
+        return None if row is None else float(row[0])
+
+    async def model_figures(self, since: float | None, until: float) -> ModelFigures:
+        low = _NO_LOWER_BOUND if since is None else since
+        fallback = await self._db.fetch_one(
+            "SELECT COUNT(*) FROM llm_calls"
+            " WHERE purpose = 'chat' AND fallback = 1 AND started_at >= ? AND started_at < ?",
+            (low, until),
+        )
+        summaries = await self._db.fetch_all(
+            "SELECT status, COUNT(*) FROM llm_calls"
+            " WHERE purpose = 'summary' AND started_at >= ? AND started_at < ?"
+            " GROUP BY status",
+            (low, until),
+        )
+        by_status = {str(r[0]): int(r[1]) for r in summaries}
+        return ModelFigures(
+            fallback_answers=int(fallback[0]) if fallback else 0,
+            summaries_ok=by_status.get("ok", 0),
+            summaries_failed=by_status.get("error", 0),
+        )
+
+    async def resets(self, since: float | None, until: float) -> int:
+        """Sessions closed by `/new` in the period."""
+        low = _NO_LOWER_BOUND if since is None else since
+        row = await self._db.fetch_one(
+            "SELECT COUNT(*) FROM sessions"
+            " WHERE close_reason = 'reset' AND closed_at >= ? AND closed_at < ?",
+            (low, until),
+        )
+        return int(row[0]) if row else 0
