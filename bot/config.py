@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     web_host: str = "127.0.0.1"
     web_port: int = Field(default=8080, ge=1, le=65535)
     admin_ids: Annotated[frozenset[int], NoDecode] = frozenset()
+    # Bot API requests per second over all chats. Telegram allows about 30; raise it only
+    # against a local Bot API server or a fake (the benchmark does, see docs/benchmarks.md).
+    telegram_global_sends_per_s: float = Field(default=25.0, gt=0, le=100_000)
 
     # LLM
     openai_api_key: SecretStr
