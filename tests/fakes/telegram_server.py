@@ -14,8 +14,10 @@ never on sleeps; every wait is bounded by a timeout.
 from __future__ import annotations
 
 import asyncio
+import html
 import itertools
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -70,6 +72,13 @@ class SentMessage:
     parse_mode: str | None
     params: dict[str, Any]
     kind: str = "text"  # "text" | "photo"
+
+    @property
+    def plain_text(self) -> str:
+        """What the customer reads: HTML tags removed and entities decoded."""
+        if self.parse_mode != "HTML":
+            return self.text
+        return html.unescape(re.sub(r"<[^>]+>", "", self.text))
 
 
 @dataclass(slots=True)

@@ -1,0 +1,295 @@
+"""Composition root: builds every object from `Settings`, wires them, runs, shuts down.
+
+Start-up order matters for the inbox guarantees: the database opens first (a newer
+schema or a bad setting ends the process with one line and status 2), then the inbox
+resumes what a previous run left unfinished, and only then does the bot take new
+updates (polling or webhook). Shutdown reverses it: stop taking updates, let in-flight
+turns finish within SHUTDOWN_GRACE_S, then close the chat service, the Telegram session
+and the database. Whatever did not finish stays in the inbox for the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from aiogram import Bot, Dispatcher
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.methods import SetMyCommands, SetWebhook
+from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefault
+from aiohttp import web
+
+from bot.config import BotMode, Settings
+from bot.filters import LanguageMiddleware
+from bot.intake import Intake
+from bot.polling import Poller
+from bot.processing import UpdateProcessor
+from bot.responder import Responder
+from bot.routers import get_routers
+from bot.sender import Sender
+from bot.webhook import build_web_app
+from services.chat import CHAT_PROMPT_ID, DEFAULT_SHOP_NAME, ChatService, build_chat_service
+from services.limits import UserMessageLimiter
+from services.llm.client import OpenAIChatModel
+from services.loop import BoundedToolLoop
+from services.output_guard import SystemPromptGuard
+from services.prompts import build_prompt_registry
+from services.stats import StatsService
+from storage.database import Database
+from storage.inbox import InboxRepository
+from storage.migrations import MigrationError
+from storage.shop import ShopRepository
+from storage.stats import StatsRepository
+from tools.executor import ToolExecutor
+from tools.factory import build_registry
+
+log = logging.getLogger("bot")
+
+EXIT_CONFIG = 2
+
+# (command, Russian description, English description)
+CUSTOMER_COMMANDS = (
+    ("start", "Что умеет бот", "What the bot can do"),
+    ("help", "Справка", "Help"),
+    ("new", "Начать разговор заново", "Start the conversation over"),
+)
+ADMIN_COMMANDS = (("stats", "Статистика инструментов", "Tool usage statistics"),)
+
+
+@dataclass(slots=True)
+class Application:
+    """Everything `run` starts and later closes."""
+
+    settings: Settings
+    db: Database
+    bot: Bot
+    dispatcher: Dispatcher
+    sender: Sender
+    chat_service: ChatService
+    model: OpenAIChatModel
+    intake: Intake
+    tool_names: tuple[str, ...]
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # aiogram logs one INFO line per update; keep it, but not the HTTP chatter
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def build_bot(settings: Settings) -> Bot:
+    if settings.telegram_api_url:
+        session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
+    else:
+        session = AiohttpSession()
+    return Bot(settings.bot_token.get_secret_value(), session=session)
+
+
+async def build_application(settings: Settings, db: Database) -> Application:
+    """Wire every object; nothing here talks to Telegram or the model yet."""
+    shop = ShopRepository(db)
+    if settings.seed_demo_data and await shop.seed_demo_data():
+        log.info("demo shop data seeded")
+
+    model = OpenAIChatModel(
+        api_key=settings.openai_api_key.get_secret_value(),
+        model=settings.openai_model,
+        base_url=settings.openai_base_url,
+        fallback_models=settings.openai_fallback_models,
+        timeout_s=settings.openai_timeout_s,
+        max_retries=settings.openai_max_retries,
+    )
+    registry = build_registry(order_lookups_per_hour=settings.order_lookups_per_hour)
+    loop = BoundedToolLoop(
+        model,
+        registry,
+        ToolExecutor(registry),
+        max_steps=settings.tool_max_steps,
+        turn_timeout_s=settings.turn_timeout_s,
+        parallel_tool_calls=settings.parallel_tool_calls,
+    )
+    prompts = build_prompt_registry()
+    chat_service = build_chat_service(
+        db=db,
+        loop=loop,
+        model=model,
+        prompts=prompts,
+        shop=shop,
+        history_token_budget=settings.history_token_budget,
+        summary_max_tokens=settings.summary_max_tokens,
+        max_concurrent_turns=settings.max_concurrent_turns,
+    )
+    guard = SystemPromptGuard(prompts.render(CHAT_PROMPT_ID, shop_name=DEFAULT_SHOP_NAME).text)
+
+    bot = build_bot(settings)
+    sender = Sender(bot, global_per_second=settings.telegram_global_sends_per_s)
+    inbox = InboxRepository(db)
+    responder = Responder(inbox, sender)
+
+    dispatcher = Dispatcher(
+        chat_service=chat_service,
+        limiter=UserMessageLimiter(
+            per_minute=settings.user_messages_per_minute,
+            per_day=settings.user_messages_per_day,
+        ),
+        guard=guard,
+        responder=responder,
+        stats=StatsService(StatsRepository(db), clock=time.time),
+        max_input_chars=settings.max_input_chars,
+    )
+    dispatcher.update.outer_middleware(LanguageMiddleware())
+    dispatcher.include_routers(*get_routers(admin_ids=settings.admin_ids))
+
+    intake = Intake(
+        inbox,
+        process=UpdateProcessor(bot, dispatcher, responder),
+        deliver=responder.deliver,
+    )
+    return Application(
+        settings=settings,
+        db=db,
+        bot=bot,
+        dispatcher=dispatcher,
+        sender=sender,
+        chat_service=chat_service,
+        model=model,
+        intake=intake,
+        tool_names=registry.names,
+    )
+
+
+async def set_commands(app: Application) -> None:
+    """The commands menu; optional, so a failure is a warning, never a stop."""
+
+    def commands(items: tuple[tuple[str, str, str], ...], english: bool) -> list[BotCommand]:
+        return [BotCommand(command=c, description=en if english else ru) for c, ru, en in items]
+
+    calls: list[SetMyCommands] = []
+    for english, language in ((False, None), (True, "en")):
+        calls.append(
+            SetMyCommands(
+                commands=commands(CUSTOMER_COMMANDS, english),
+                scope=BotCommandScopeDefault(),
+                language_code=language,
+            )
+        )
+        for admin_id in sorted(app.settings.admin_ids):
+            calls.append(
+                SetMyCommands(
+                    commands=commands(CUSTOMER_COMMANDS + ADMIN_COMMANDS, english),
+                    scope=BotCommandScopeChat(chat_id=admin_id),
+                    language_code=language,
+                )
+            )
+    for call in calls:
+        try:
+            await app.sender.call(call)
+        except Exception as exc:
+            log.warning("could not set the commands menu (%s); continuing", type(exc).__name__)
+            return
+
+
+@contextlib.asynccontextmanager
+async def receiving(app: Application) -> AsyncIterator[None]:
+    """Take updates (polling or webhook) inside the block; stop taking them on exit."""
+    settings = app.settings
+    allowed = app.dispatcher.resolve_used_update_types()
+    if settings.bot_mode is BotMode.POLLING:
+        poller = Poller(app.bot, app.intake, allowed_updates=allowed)
+        await poller.prepare()
+        task = asyncio.create_task(poller.run(), name="polling")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return
+
+    secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
+    web_app = build_web_app(intake=app.intake, db=app.db, path=settings.webhook_path, secret=secret)
+    runner = web.AppRunner(web_app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, settings.web_host, settings.web_port)
+        await site.start()
+        await app.sender.call(
+            SetWebhook(
+                url=settings.webhook_full_url,
+                secret_token=secret,
+                allowed_updates=allowed,
+                drop_pending_updates=False,
+            )
+        )
+        yield
+    finally:
+        await runner.cleanup()
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def run(settings: Settings) -> None:
+    """Run the bot until SIGTERM/SIGINT; see the module docstring for the order of steps."""
+    configure_logging(settings.log_level)
+    try:
+        db = await Database.open(settings.database_path)
+    except MigrationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
+
+    app: Application | None = None
+    try:
+        stop = _stop_event()
+        app = await build_application(settings, db)
+        log.info(
+            "starting: mode=%s model=%s database=%s tools=%s",
+            settings.bot_mode.value,
+            settings.openai_model,
+            settings.database_path,
+            ",".join(app.tool_names),
+        )
+        await app.intake.resume()
+        await set_commands(app)
+        async with receiving(app):
+            log.info("ready")
+            await stop.wait()
+            log.info("stopping: no new updates; waiting for running turns")
+        finished = await app.intake.drain(settings.shutdown_grace_s)
+        log.info("turns %s", "finished" if finished else "left for the next start")
+    finally:
+        if app is not None:
+            await _close(app)
+        else:
+            await db.close()
+        log.info("stopped")
+
+
+async def _close(app: Application) -> None:
+    for name, closing in (
+        ("chat service", app.chat_service.aclose),
+        ("model client", app.model.aclose),
+        ("telegram session", app.bot.session.close),
+        ("database", app.db.close),
+    ):
+        try:
+            await closing()
+        except Exception:
+            log.exception("closing the %s failed", name)

@@ -1,0 +1,93 @@
+"""Long polling that acknowledges an update only after the inbox has committed it.
+
+aiogram's own polling advances the offset as soon as it reads a batch, so a crash
+mid-turn loses the message. Here the offset — which confirms updates to Telegram on the
+next `getUpdates` — moves past a batch only after `Intake.accept` has committed it.
+Until then Telegram keeps the updates and sends them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from aiogram import Bot
+from aiogram.methods import DeleteWebhook, GetUpdates
+from aiogram.types import Update
+
+from bot.intake import Intake, IntakeClosed
+
+log = logging.getLogger(__name__)
+
+POLL_TIMEOUT_S = 25
+BACKOFF_START_S = 0.5
+BACKOFF_MAX_S = 30.0
+
+
+def raw_update(update: Update) -> dict[str, Any]:
+    """The update as Telegram's JSON (field aliases such as "from"), without unset fields."""
+    return update.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class Poller:
+    """Reads updates with `getUpdates` until cancelled."""
+
+    def __init__(
+        self,
+        bot: Bot,
+        intake: Intake,
+        *,
+        allowed_updates: list[str],
+        poll_timeout_s: int = POLL_TIMEOUT_S,
+    ) -> None:
+        self._bot = bot
+        self._intake = intake
+        self._allowed_updates = allowed_updates
+        self._poll_timeout_s = poll_timeout_s
+        self._offset: int | None = None
+
+    async def prepare(self) -> None:
+        """Remove a webhook if one is set, keeping the updates Telegram holds for us."""
+        await self._with_backoff(
+            "deleteWebhook", lambda: self._bot(DeleteWebhook(drop_pending_updates=False))
+        )
+
+    async def run(self) -> None:
+        """Poll forever (cancel the task to stop); network errors back off and retry."""
+        while True:
+            updates = await self._with_backoff("getUpdates", self._fetch)
+            if not updates:
+                continue
+            raw = [raw_update(update) for update in updates]
+            try:
+                await self._intake.accept(raw)
+            except IntakeClosed:
+                return
+            except Exception:
+                # not acknowledged: the same batch comes back with the next getUpdates
+                log.exception("could not record %d update(s); retrying", len(raw))
+                await asyncio.sleep(BACKOFF_START_S)
+                continue
+            self._offset = max(update.update_id for update in updates) + 1
+
+    async def _fetch(self) -> list[Update]:
+        method = GetUpdates(
+            offset=self._offset,
+            timeout=self._poll_timeout_s,
+            allowed_updates=self._allowed_updates,
+        )
+        timeout = int((self._bot.session.timeout or 60) + self._poll_timeout_s)
+        return await self._bot(method, request_timeout=timeout)
+
+    async def _with_backoff(self, what: str, call: Any) -> Any:
+        delay = BACKOFF_START_S
+        while True:
+            try:
+                return await call()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("%s failed (%s); retrying in %.1f s", what, type(exc).__name__, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX_S)

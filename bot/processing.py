@@ -1,0 +1,42 @@
+"""Feeds one inbox row to the aiogram dispatcher with its reply channel.
+
+Handlers receive `outbox` (bound to this row) and `inbox_update_id` through the
+workflow data. A row no handler answered (an edited message, a group message not meant
+for the bot, an update type the bot does not use) is finished as `ignored`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiogram import Bot, Dispatcher
+from aiogram.enums import ChatType
+from aiogram.types import Update
+
+from bot.responder import Responder
+from storage.inbox import InboxRow
+
+log = logging.getLogger(__name__)
+
+
+class UpdateProcessor:
+    def __init__(self, bot: Bot, dispatcher: Dispatcher, responder: Responder) -> None:
+        self._bot = bot
+        self._dispatcher = dispatcher
+        self._responder = responder
+
+    async def __call__(self, row: InboxRow) -> None:
+        update = Update.model_validate(row.payload, context={"bot": self._bot})
+        message = update.message
+        # in groups the answer quotes the question, so it is clear whom it answers
+        reply_to = (
+            message.message_id
+            if message is not None and message.chat.type != ChatType.PRIVATE
+            else None
+        )
+        outbox = self._responder.outbox(row, reply_to_message_id=reply_to)
+        await self._dispatcher.feed_update(
+            self._bot, update, outbox=outbox, inbox_update_id=row.update_id
+        )
+        if not outbox.used:
+            await self._responder.ignore(row, "not_handled")

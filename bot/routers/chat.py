@@ -1,0 +1,84 @@
+"""Customer messages: text goes to the chat service, anything else gets a polite note.
+
+Cheap checks come first and never reach the model: per-user limits, empty text, text
+over MAX_INPUT_CHARS, non-text content. The typing indicator covers the whole turn.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from aiogram import Bot, F, Router
+from aiogram.types import Message
+
+from bot.filters import AddressedToBot, strip_bot_mention
+from bot.replies import LeakGuard, customer_text
+from bot.responder import Outbox, Responder
+from bot.texts import Texts
+from services.chat import ChatService
+
+
+class LimitDecisionLike(Protocol):
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def notify(self) -> bool: ...
+
+
+class MessageLimiter(Protocol):
+    def check(self, user_id: int) -> LimitDecisionLike: ...
+
+
+async def _within_limits(
+    message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
+) -> bool:
+    user_id = message.from_user.id if message.from_user else message.chat.id
+    decision = limiter.check(user_id)
+    if decision.allowed:
+        return True
+    if decision.notify:
+        await outbox.send(texts.rate_limited_notice)
+    else:
+        await outbox.ignore("user_rate_limited")
+    return False
+
+
+def build_chat_router() -> Router:
+    router = Router(name="chat")
+    router.message.filter(AddressedToBot())
+
+    @router.message(F.text)
+    async def on_text(
+        message: Message,
+        bot: Bot,
+        outbox: Outbox,
+        texts: Texts,
+        chat_service: ChatService,
+        limiter: MessageLimiter,
+        guard: LeakGuard,
+        responder: Responder,
+        max_input_chars: int,
+    ) -> None:
+        if not await _within_limits(message, outbox, texts, limiter):
+            return
+        text = (await strip_bot_mention(message.text or "", bot)).strip()
+        if not text:
+            await outbox.send(texts.empty_message)
+            return
+        if len(text) > max_input_chars:
+            await outbox.send(texts.too_long_for(max_input_chars))
+            return
+        user_id = message.from_user.id if message.from_user else message.chat.id
+        async with responder.typing(message.chat.id):
+            reply = await chat_service.answer(chat_id=message.chat.id, user_id=user_id, text=text)
+        await outbox.send(customer_text(reply, texts, guard), turn_id=reply.turn_id)
+
+    @router.message()
+    async def on_other(
+        message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
+    ) -> None:
+        if not await _within_limits(message, outbox, texts, limiter):
+            return
+        await outbox.send(texts.text_only)
+
+    return router

@@ -1,0 +1,46 @@
+"""/start, /help, /new, and the reply to commands the bot does not know."""
+
+from __future__ import annotations
+
+from aiogram import F, Router
+from aiogram.filters import Command, CommandStart
+from aiogram.types import Message
+
+from bot.filters import AddressedToBot
+from bot.responder import Outbox
+from bot.texts import Texts
+from services.chat import ChatService
+
+
+def build_commands_router() -> Router:
+    router = Router(name="commands")
+    router.message.filter(AddressedToBot())
+
+    @router.message(CommandStart())
+    async def start(message: Message, outbox: Outbox, texts: Texts) -> None:
+        await outbox.send(texts.start)
+
+    @router.message(Command("help"))
+    async def help_(message: Message, outbox: Outbox, texts: Texts) -> None:
+        await outbox.send(texts.help)
+
+    @router.message(Command("new"))
+    async def new(
+        message: Message, outbox: Outbox, texts: Texts, chat_service: ChatService
+    ) -> None:
+        await chat_service.reset(message.chat.id)
+        await outbox.send(texts.new_session)
+
+    return router
+
+
+def build_unknown_command_router() -> Router:
+    """Included after every command router (admin too): the fall-through for "/anything"."""
+    router = Router(name="unknown_command")
+    router.message.filter(AddressedToBot())
+
+    @router.message(F.text.startswith("/"))
+    async def unknown(message: Message, outbox: Outbox, texts: Texts) -> None:
+        await outbox.send(texts.unknown_command)
+
+    return router

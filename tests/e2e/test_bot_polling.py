@@ -1,0 +1,176 @@
+"""The real bot process in polling mode, driven through the fake Bot API and fake model."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from tests.e2e.conftest import StartBot
+from tests.fakes.openai_server import FakeOpenAIServer, default_script
+from tests.fakes.telegram_server import (
+    FakeTelegramServer,
+    edited_message_update,
+    message_update,
+    sticker_update,
+)
+
+CHAT = 1001
+
+
+def last_user_text(body: dict) -> str:
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    return str(users[-1]["content"])
+
+
+async def test_start_up_deletes_webhook_keeping_updates_and_sets_commands(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer
+) -> None:
+    bot = await start_bot(ADMIN_IDS="777")
+    delete = await fake_telegram.wait_for_call("deleteWebhook")
+    assert delete.params.get("drop_pending_updates") in (None, False)
+    poll = await fake_telegram.wait_for_call("getUpdates")
+    assert poll.params["allowed_updates"] == ["message"]
+    commands = fake_telegram.calls_of("setMyCommands")
+    names = [[c["command"] for c in call.params["commands"]] for call in commands]
+    assert ["start", "help", "new"] in names
+    admin = [c for c in commands if c.params.get("scope", {}).get("chat_id") == 777]
+    assert admin and [c["command"] for c in admin[0].params["commands"]][-1] == "stats"
+    startup = [line for line in bot.lines if "starting:" in line]
+    assert len(startup) == 1
+    assert "mode=polling" in startup[0] and "fake-model" in startup[0]
+    assert "get_order_status" in startup[0]
+    assert fake_telegram.token not in bot.output and "sk-test" not in bot.output
+
+
+async def test_start_help_and_unknown_command(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
+) -> None:
+    await start_bot()
+    fake_telegram.enqueue_update(message_update(CHAT, text="/start"))
+    [start] = await fake_telegram.wait_for_messages(CHAT, 1)
+    assert "/new" in start.plain_text and "8041" in start.plain_text
+    assert start.parse_mode == "HTML"
+
+    fake_telegram.enqueue_update(message_update(CHAT, text="/help", language_code="en"))
+    fake_telegram.enqueue_update(message_update(CHAT, text="/stats"))
+    messages = await fake_telegram.wait_for_messages(CHAT, 3)
+    assert "Commands" in messages[1].plain_text  # English for an English-speaking user
+    assert "/help" in messages[2].plain_text  # /stats is unknown to a non-admin
+    assert fake_openai.requests == []
+
+
+async def test_order_question_gets_the_status_from_the_shop_data(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, database_path: Path
+) -> None:
+    await start_bot()
+    fake_telegram.enqueue_update(
+        message_update(CHAT, text="Где сейчас находится заказ 8041?", user_id=CHAT)
+    )
+    [answer] = await fake_telegram.wait_for_messages(CHAT, 1)
+    with sqlite3.connect(database_path) as conn:
+        [(status,)] = conn.execute("SELECT status FROM orders WHERE order_id = '8041'")
+    assert "8041" in answer.plain_text
+    assert status in answer.plain_text
+    actions = fake_telegram.calls_of("sendChatAction")
+    assert actions and actions[0].params["action"] == "typing"
+
+
+async def test_question_without_number_asks_for_it(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer
+) -> None:
+    await start_bot()
+    fake_telegram.enqueue_update(message_update(CHAT, text="Где мой заказ?"))
+    [answer] = await fake_telegram.wait_for_messages(CHAT, 1)
+    assert "номер заказа" in answer.plain_text
+
+
+async def test_new_starts_without_earlier_history(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
+) -> None:
+    await start_bot()
+    fake_telegram.enqueue_update(message_update(CHAT, text="Привет, меня зовут Анна"))
+    await fake_telegram.wait_for_messages(CHAT, 1)
+    fake_telegram.enqueue_update(message_update(CHAT, text="/new"))
+    messages = await fake_telegram.wait_for_messages(CHAT, 2)
+    assert "чистого листа" in messages[1].plain_text
+    fake_telegram.enqueue_update(message_update(CHAT, text="Как дела?"))
+    await fake_telegram.wait_for_messages(CHAT, 3)
+    last = fake_openai.chat_requests[-1]
+    contents = " ".join(str(m.get("content")) for m in last["messages"])
+    assert "Как дела?" in contents
+    assert "Анна" not in contents
+
+
+async def test_sticker_long_text_and_edits_never_reach_the_model(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
+) -> None:
+    await start_bot()
+    fake_telegram.enqueue_update(sticker_update(CHAT))
+    [sticker_reply] = await fake_telegram.wait_for_messages(CHAT, 1)
+    assert "текстов" in sticker_reply.plain_text
+    fake_telegram.enqueue_update(message_update(CHAT, text="я" * 5000))
+    messages = await fake_telegram.wait_for_messages(CHAT, 2)
+    assert "2000" in messages[1].plain_text
+    fake_telegram.enqueue_update(edited_message_update(CHAT, "заказ 8041?"))
+    fake_telegram.enqueue_update(message_update(CHAT, text="/help"))
+    messages = await fake_telegram.wait_for_messages(CHAT, 3)
+    assert "/new" in messages[2].plain_text
+    assert len(fake_telegram.messages_to(CHAT)) == 3  # the edit got no answer
+    assert fake_openai.requests == []
+
+
+async def test_group_answers_only_messages_meant_for_the_bot(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
+) -> None:
+    await start_bot()
+    group = -5005
+    fake_telegram.enqueue_update(message_update(group, text="всем привет", user_id=11))
+    fake_telegram.enqueue_update(
+        message_update(
+            group,
+            text="@shop_support_test_bot где заказ?",
+            user_id=11,
+            entities=[{"type": "mention", "offset": 0, "length": 22}],
+        )
+    )
+    [answer] = await fake_telegram.wait_for_messages(group, 1)
+    assert "номер заказа" in answer.plain_text
+    assert len(fake_openai.chat_requests) == 1
+    assert last_user_text(fake_openai.chat_requests[0]) == "где заказ?"
+
+
+async def test_formatting_rejected_by_telegram_is_sent_as_plain_text(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
+) -> None:
+    from tests.fakes.openai_server import completion
+
+    fake_openai.handler = lambda body: completion(text="**Готово**: заказ <8041> в пути")
+    fake_telegram.reject_html = True
+    await start_bot()
+    fake_telegram.enqueue_update(message_update(CHAT, text="Что с заказом?"))
+    [answer] = await fake_telegram.wait_for_messages(CHAT, 1)
+    assert answer.parse_mode is None
+    assert answer.text == "Готово: заказ <8041> в пути"
+
+
+async def test_sigterm_during_a_turn_still_sends_the_answer(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
+) -> None:
+    release = asyncio.Event()
+
+    async def held(body: dict) -> object:
+        await release.wait()
+        return default_script(body)
+
+    fake_openai.handler = held
+    bot = await start_bot()
+    fake_telegram.enqueue_update(message_update(CHAT, text="Где сейчас находится заказ 8041?"))
+    await fake_openai.wait_for_requests(1)
+    assert bot.proc is not None
+    bot.proc.terminate()
+    await bot.wait_for_line("stopping")
+    release.set()
+    assert await bot.wait_exit() == 0
+    [answer] = fake_telegram.messages_to(CHAT)
+    assert "8041" in answer.plain_text
