@@ -296,7 +296,7 @@ _EN = _Words(
     timeouts="timeouts",
     technical="technical errors",
     duration="p50 / p95",
-    unknown_tools="unknown tools ({n} names)",
+    unknown_tools="unknown tool names: {n}",
     turns_title="TURNS",
     turns="turns",
     chats_users="chats / users",
@@ -332,7 +332,7 @@ _RU = _Words(
     timeouts="таймауты",
     technical="тех. сбои",
     duration="p50 / p95",
-    unknown_tools="неизвестные ({n} назв.)",
+    unknown_tools="неизвестные названия: {n}",
     turns_title="ХОДЫ ДИАЛОГА",
     turns="ходов",
     chats_users="чатов / польз.",
@@ -384,11 +384,19 @@ def _share(part: int, whole: int, lang: str) -> str:
 
 
 def _duration_pair(p50: float | None, p95: float | None, w: _Words, lang: str) -> str:
+    """`34 / 133 ms`, `2.0 / 4.6 s`, or `850 ms / 1.2 s` when the units differ."""
     if p50 is None or p95 is None:
         return "—"
-    if p95 < 1000:
-        return f"{round(p50)} / {round(p95)} {w.ms}"
-    return f"{_dec(p50 / 1000, lang, 1)} / {_dec(p95 / 1000, lang, 1)} {w.s}"
+
+    def one(value: float) -> tuple[str, str]:
+        if value < 1000:
+            return str(round(value)), w.ms
+        return _dec(value / 1000, lang, 1), w.s
+
+    (a, unit_a), (b, unit_b) = one(p50), one(p95)
+    if unit_a == unit_b:
+        return f"{a} / {b} {unit_a}"
+    return f"{a} {unit_a} / {b} {unit_b}"
 
 
 def _kv(label: str, value: str, indent: int = 1) -> str:

@@ -124,13 +124,19 @@ def _panel(
     n = chart.bucket_count
     totals = [sum(series[s][i] for s in TOOL_STATUSES) for i in range(n)]
     peak = max(totals) if totals else 0
-    draw.text((MARGIN_LEFT, top + 4), f"{tool}  ({sum(totals):,} calls)", font=font, fill=INK)
+    draw.text(
+        (MARGIN_LEFT, top + 4),
+        f"{tool}  ({sum(totals):,} {'call' if sum(totals) == 1 else 'calls'})",
+        font=font,
+        fill=INK,
+    )
 
     plot_top = top + 28
     plot_bottom = plot_top + PLOT_H
     left, right = MARGIN_LEFT, WIDTH - MARGIN_RIGHT
     scale = max(peak, 1)
-    for fraction in (0.0, 0.5, 1.0):
+    fractions = (0.0, 0.5, 1.0) if scale >= 4 else (0.0, 1.0)
+    for fraction in fractions:
         y = plot_bottom - round(fraction * PLOT_H)
         draw.line((left, y, right, y), fill=GRID, width=1)
         label = f"{round(fraction * scale):,}"

@@ -1,0 +1,162 @@
+"""`/stats` through a real aiogram Dispatcher and Bot, against the fake Bot API over HTTP.
+
+Updates are fed with `Dispatcher.feed_update`; the bot's requests go to the aiohttp fake
+(`TelegramAPIServer.from_base`), which records what an admin would see. A stand-in
+fall-through router plays the bot's unknown-command reply, included after the admin
+router exactly as `bot.routers.get_routers` orders them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiogram import Bot, Dispatcher, F, Router
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.dispatcher.event.bases import UNHANDLED
+from aiogram.types import Message, Update
+
+from bot.routers.admin import build_admin_router
+from services.stats import StatsReport, StatsService
+from storage.database import Database
+from storage.stats import StatsRepository
+from tests.fakes.telegram_server import FakeTelegramServer, message_update
+from tests.fakes.telegram_server import fake_telegram as fake_telegram
+from tests.unit.storage.test_stats import UNTIL, _seed
+
+ADMIN = 7001
+CUSTOMER = 7002
+UNKNOWN_COMMAND = "Sorry, I don't know this command."
+
+
+@pytest.fixture
+async def bot(fake_telegram: FakeTelegramServer) -> AsyncIterator[Bot]:
+    session = AiohttpSession(api=TelegramAPIServer.from_base(fake_telegram.base_url))
+    bot = Bot(token=fake_telegram.token, session=session)
+    try:
+        yield bot
+    finally:
+        await session.close()
+
+
+def _dispatcher(db: Database, **router_options: Any) -> Dispatcher:
+    # the clock puts "now" just after the seeded rows, so 24h covers all of them
+    dispatcher = Dispatcher(stats=StatsService(StatsRepository(db), clock=lambda: UNTIL))
+    dispatcher.include_router(build_admin_router(frozenset({ADMIN}), **router_options))
+    fallback = Router(name="unknown_command")
+
+    @fallback.message(F.text.startswith("/"))
+    async def unknown(message: Message) -> None:
+        await message.answer(UNKNOWN_COMMAND)
+
+    dispatcher.include_router(fallback)
+    return dispatcher
+
+
+async def _send(
+    dispatcher: Dispatcher, bot: Bot, text: str, *, user: int = ADMIN, lang: str = "en"
+) -> None:
+    payload = message_update(user, text=text, user_id=user, language_code=lang)
+    await dispatcher.feed_update(bot, Update.model_validate(payload, context={"bot": bot}))
+
+
+async def test_admin_gets_the_table_and_the_chart(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer
+):
+    await _seed(db)
+    await _send(_dispatcher(db), bot, "/stats 24h")
+
+    texts = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "text"]
+    photos = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "photo"]
+    assert len(texts) == 1 and len(photos) == 1
+    table = texts[0]
+    assert table.parse_mode == "HTML" and table.text.startswith("<pre>")
+    assert "/stats · last 24 hours" in table.plain_text
+    assert "get_order_status" in table.plain_text
+    assert "TURNS" in table.plain_text
+    photo = photos[0]
+    assert photo.text.startswith("Tool calls by status, last 24 hours: ")
+    assert "\n" not in photo.text  # a one-line caption
+    reference = photo.params["photo"]  # aiogram uploads the file as a form part
+    assert reference.startswith("attach://")
+    upload = photo.params[reference.removeprefix("attach://")]
+    assert upload["filename"] == "stats.png" and upload["size"] > 5_000
+    # the photo comes after the table
+    assert fake_telegram.messages_to(ADMIN)[-1].kind == "photo"
+
+
+async def test_admin_gets_russian_for_a_russian_client(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer
+):
+    await _seed(db)
+    await _send(_dispatcher(db), bot, "/stats", lang="ru")
+    [table] = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "text"]
+    assert "/stats · за 24 часа" in table.plain_text
+
+
+async def test_non_admin_stats_is_an_unknown_command(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer
+):
+    await _seed(db)
+    await _send(_dispatcher(db), bot, "/stats", user=CUSTOMER)
+    [reply] = fake_telegram.messages_to(CUSTOMER)
+    assert reply.text == UNKNOWN_COMMAND
+    assert fake_telegram.calls_of("sendPhoto") == []
+
+
+async def test_no_admins_configured_means_no_stats(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer
+):
+    dispatcher = Dispatcher(stats=StatsService(StatsRepository(db), clock=lambda: UNTIL))
+    dispatcher.include_router(build_admin_router(frozenset()))
+    result = await dispatcher.feed_update(
+        bot,
+        Update.model_validate(
+            message_update(ADMIN, text="/stats", user_id=ADMIN), context={"bot": bot}
+        ),
+    )
+    assert result is UNHANDLED  # the router did not take the update
+    assert fake_telegram.messages == []
+
+
+@pytest.mark.parametrize("argument", ["week", "24h please", "1h"])
+async def test_bad_period_gets_a_one_line_usage_hint(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer, argument: str
+):
+    await _seed(db)
+    await _send(_dispatcher(db), bot, f"/stats {argument}")
+    [reply] = fake_telegram.messages_to(ADMIN)
+    assert reply.text == "Usage: /stats [24h|7d|30d|all] (default 24h)"
+    assert fake_telegram.calls_of("sendPhoto") == []
+
+
+async def test_empty_database_says_no_data_and_sends_no_chart(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer
+):
+    await _send(_dispatcher(db), bot, "/stats all")
+    [reply] = fake_telegram.messages_to(ADMIN)
+    assert reply.plain_text.endswith("No data for this period yet.")
+    assert fake_telegram.calls_of("sendPhoto") == []
+
+
+async def test_chart_failure_still_sends_the_table(
+    db: Database,
+    bot: Bot,
+    fake_telegram: FakeTelegramServer,
+    caplog: pytest.LogCaptureFixture,
+):
+    await _seed(db)
+
+    def broken(report: StatsReport) -> bytes:
+        raise RuntimeError("font missing")
+
+    with caplog.at_level(logging.ERROR, logger="bot.routers.admin"):
+        await _send(_dispatcher(db, chart_renderer=broken), bot, "/stats")
+
+    [table] = fake_telegram.messages_to(ADMIN)
+    assert "get_order_status" in table.plain_text
+    assert fake_telegram.calls_of("sendPhoto") == []
+    assert "stats chart rendering failed" in caplog.text
