@@ -69,6 +69,8 @@ class Settings(BaseSettings):
     # Bot API requests per second over all chats. Telegram allows about 30; raise it only
     # against a local Bot API server or a fake (the benchmark does, see docs/benchmarks.md).
     telegram_global_sends_per_s: float = Field(default=25.0, gt=0, le=100_000)
+    # Seconds between two messages to one chat (Telegram allows about one per second).
+    telegram_chat_interval_s: float = Field(default=1.0, ge=0, le=60)
 
     # LLM
     openai_api_key: SecretStr
