@@ -134,7 +134,11 @@ async def build_application(settings: Settings, db: Database) -> Application:
     guard = SystemPromptGuard(prompts.render(CHAT_PROMPT_ID, shop_name=DEFAULT_SHOP_NAME).text)
 
     bot = build_bot(settings)
-    sender = Sender(bot, global_per_second=settings.telegram_global_sends_per_s)
+    sender = Sender(
+        bot,
+        per_chat_interval_s=settings.telegram_chat_interval_s,
+        global_per_second=settings.telegram_global_sends_per_s,
+    )
     inbox = InboxRepository(db)
     responder = Responder(inbox, sender)
 
