@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -84,8 +84,18 @@ def _history(
                 status, code, _ = rng.choices(OUTCOMES, outcome_weights)[0]
             duration = rng.lognormvariate(3.5, 0.8) if status != "timeout" else 5000.0
             tool_rows.append(
-                (turn_id, session_id, chat_id, user_id, f"call_{turn_no}_{i}", name, at,
-                 round(duration, 2), status, code)
+                (
+                    turn_id,
+                    session_id,
+                    chat_id,
+                    user_id,
+                    f"call_{turn_no}_{i}",
+                    name,
+                    at,
+                    round(duration, 2),
+                    status,
+                    code,
+                )
             )
         made += n_tools
         failed = rng.random() < 0.02
@@ -95,27 +105,58 @@ def _history(
             fallback = 1 if rng.random() < 0.01 else 0
             ok = not (failed and step == steps - 1)
             llm_rows.append(
-                (turn_id, session_id, "chat", "gpt-4o-mini",
-                 ("gpt-4.1-mini" if fallback else "gpt-4o-mini") if ok else None,
-                 fallback if ok else 0, started + step, rng.lognormvariate(6.8, 0.4),
-                 "ok" if ok else "error", None if ok else "unavailable",
-                 "stop" if ok else None, None if unknown_usage else 900,
-                 None if unknown_usage else 60, None if unknown_usage else 960)
+                (
+                    turn_id,
+                    session_id,
+                    "chat",
+                    "gpt-4o-mini",
+                    ("gpt-4.1-mini" if fallback else "gpt-4o-mini") if ok else None,
+                    fallback if ok else 0,
+                    started + step,
+                    rng.lognormvariate(6.8, 0.4),
+                    "ok" if ok else "error",
+                    None if ok else "unavailable",
+                    "stop" if ok else None,
+                    None if unknown_usage else 900,
+                    None if unknown_usage else 60,
+                    None if unknown_usage else 960,
+                )
             )
         if rng.random() < 0.03:
             llm_rows.append(
-                (None, session_id, "summary", "gpt-4o-mini", "gpt-4o-mini", 0, started + 5,
-                 rng.lognormvariate(7.0, 0.3), "ok" if rng.random() < 0.97 else "error",
-                 None, "stop", 1500, 200, 1700)
+                (
+                    None,
+                    session_id,
+                    "summary",
+                    "gpt-4o-mini",
+                    "gpt-4o-mini",
+                    0,
+                    started + 5,
+                    rng.lognormvariate(7.0, 0.3),
+                    "ok" if rng.random() < 0.97 else "error",
+                    None,
+                    "stop",
+                    1500,
+                    200,
+                    1700,
+                )
             )
         turn_row = (
-            turn_id, session_id, chat_id, user_id, started,
+            turn_id,
+            session_id,
+            chat_id,
+            user_id,
+            started,
             round(rng.lognormvariate(7.6, 0.5), 1),
             "failed" if failed else "answered",
             None if failed else ("completed" if rng.random() < 0.98 else "truncated"),
-            "unavailable" if failed else None, steps, n_tools,
-            None if unknown_usage else 900 * steps, None if unknown_usage else 60 * steps,
-            None if unknown_usage else 960 * steps, "support_chat@1",
+            "unavailable" if failed else None,
+            steps,
+            n_tools,
+            None if unknown_usage else 900 * steps,
+            None if unknown_usage else 60 * steps,
+            None if unknown_usage else 960 * steps,
+            "support_chat@1",
         )
         yield "turn", turn_row, tool_rows, llm_rows
 
@@ -186,7 +227,7 @@ def fill(path: Path, tool_calls: int, now: float, seed: int = 7) -> dict[str, in
     return counts
 
 
-async def measure(path: Path, now: float, repeats: int) -> None:
+async def measure(path: Path, now: float, repeats: int, show: bool) -> None:
     db = await Database.open(path)
     try:
         service = StatsService(StatsRepository(db), clock=lambda: now)
@@ -212,8 +253,8 @@ async def measure(path: Path, now: float, repeats: int) -> None:
                 f" table {table_s * 1000:.1f} ms ({len(chunks)} msg);"
                 f" chart {chart_s * 1000:.1f} ms ({len(png):,} B)"
             )
-        if len(sys.argv) > 1 and "--show" in sys.argv:
-            print("\n".join(service.render_table(report, "en")))
+        if show:
+            print("\n\n".join(service.render_table(report, "en")))
     finally:
         await db.close()
 
@@ -244,7 +285,9 @@ async def main() -> None:
                 + ", ".join(f"{v:,} {k}" for k, v in counts.items())
                 + f"; file {path.stat().st_size / 1e6:.0f} MB"
             )
-        await measure(path, now, args.repeats)
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"load average before measuring: {load} ({os.cpu_count()} CPUs)")
+        await measure(path, now, args.repeats, args.show)
 
 
 if __name__ == "__main__":

@@ -124,32 +124,32 @@ class StatsService:
         return Period(key=key, since=None if length is None else until - length, until=until)
 
     async def report(self, period: Period) -> StatsReport:
-        start = period.since
-        if start is None:
-            start = await self._repo.first_activity()
-            if start is None or start >= period.until:
-                return StatsReport(period=period, since=start, until=period.until)
-        bucket_s = choose_bucket(period.until - start)
-        usage = await self._repo.tool_usage(
-            period.since, period.until, bucket_s=bucket_s, bucket_start=start
-        )
-        known, unknown = _split_invented_tools(usage.tools)
+        since, until = period.since, period.until
+        turns = await self._repo.turn_figures(since, until)
+        models = await self._repo.model_figures(since, until)
+        resets = await self._repo.resets(since, until)
+        # "all" starts at the first turn or tool call; the chart's buckets start there too
+        start = since if since is not None else await self._repo.first_activity()
+        if start is None or start >= until:
+            return StatsReport(
+                period=period, since=start, until=until, turns=turns, models=models, resets=resets
+            )
+        bucket_s = choose_bucket(until - start)
+        usage = await self._repo.tool_usage(since, until, bucket_s=bucket_s, bucket_start=start)
+        known, invented = _split_invented_tools(usage.tools)
         known.sort(key=lambda t: (-t.calls, t.tool_name))
-        merged = _merge_unknown(unknown)
-        chart = _chart_data(
-            usage.buckets, known, {t.tool_name for t in unknown}, start, bucket_s, period.until
-        )
+        invented_names = {t.tool_name for t in invented}
         return StatsReport(
             period=period,
             since=start,
-            until=period.until,
+            until=until,
             tools=tuple(known),
-            unknown_tools=merged,
-            unknown_tool_names=len(unknown),
-            turns=await self._repo.turn_figures(period.since, period.until),
-            models=await self._repo.model_figures(period.since, period.until),
-            resets=await self._repo.resets(period.since, period.until),
-            chart=chart,
+            unknown_tools=_merge_unknown(invented),
+            unknown_tool_names=len(invented),
+            turns=turns,
+            models=models,
+            resets=resets,
+            chart=_chart_data(usage.buckets, known, invented_names, start, bucket_s, until),
         )
 
     def usage_hint(self, lang: str) -> str:

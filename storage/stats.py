@@ -145,6 +145,13 @@ class StatsRepository:
                 VALUES ('success'), ('business_error'), ('rejected'), ('timeout'),
                        ('technical_error')
               ),
+              pairs(name, status) AS (  -- only what occurred in the period: one seek each
+                SELECT name, status FROM names, statuses
+                WHERE name IS NOT NULL AND EXISTS (
+                  SELECT 1 FROM tool_calls AS c
+                  WHERE c.tool_name = names.name AND c.status = statuses.status
+                    AND c.started_at >= MAX(?1, ?2) AND c.started_at < ?4)
+              ),
               buckets(i, lo, hi) AS (
                 SELECT 0, MAX(?1, ?2), MIN(?1 + ?3, ?4)
                 UNION ALL
@@ -153,10 +160,10 @@ class StatsRepository:
               )
             SELECT name, status, i,
                    (SELECT COUNT(*) FROM tool_calls AS c
-                    WHERE c.tool_name = names.name AND c.status = statuses.status
+                    WHERE c.tool_name = pairs.name AND c.status = pairs.status
                       AND c.started_at >= buckets.lo AND c.started_at < buckets.hi) AS calls
-            FROM names, statuses, buckets
-            WHERE name IS NOT NULL AND calls > 0
+            FROM pairs, buckets
+            WHERE calls > 0
             """,
             (bucket_start, low, bucket_s, until),
         )

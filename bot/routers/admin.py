@@ -47,7 +47,7 @@ def build_admin_router(
             return
         report = await stats.report(period)
         chart: bytes | None = None
-        if not report.is_empty:
+        if report.tool_calls_total:  # nothing to draw otherwise; the table says 0
             try:
                 chart = await asyncio.to_thread(chart_renderer, report)
             except Exception:  # the table is still worth sending

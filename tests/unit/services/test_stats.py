@@ -163,3 +163,16 @@ def test_long_tables_are_split_under_the_message_limit(db: Database):
 )
 def test_chart_buckets_fit_a_phone(span: float, bucket: float):
     assert choose_bucket(span) == bucket
+
+
+async def test_a_period_with_only_resets_is_not_empty(db: Database):
+    async with db.transaction() as conn:
+        await conn.execute(
+            "INSERT INTO sessions (chat_id, opened_at, closed_at, close_reason)"
+            " VALUES (5, 10.0, 20.0, 'reset')"
+        )
+    service = _service(db, now=100.0)
+    report = await service.report(service.parse_period("all"))
+    assert not report.is_empty and report.resets == 1 and report.tool_calls_total == 0
+    text = "\n".join(service.render_table(report, "en"))
+    assert "/new resets" in text and "No data" not in text
