@@ -68,6 +68,8 @@ class ChartData:
 
 @dataclass(frozen=True, slots=True)
 class StatsReport:
+    """Every figure of one `/stats` answer; the table and the chart are drawn from it."""
+
     period: Period
     since: float | None  # the period's start, or the first activity for "all"
     until: float
