@@ -97,6 +97,11 @@ class Hold:
     def release(self) -> None:
         self.released.set()
 
+    @property
+    def idle(self) -> bool:
+        """No request is waiting on this hold (e.g. its killed client was disconnected)."""
+        return self.waiting == 0
+
 
 def _decode(name: str, raw: str) -> Any:
     if name in _JSON_FIELDS:
@@ -281,7 +286,11 @@ class FakeTelegramServer:
         if hold is not None:
             hold.waiting += 1
             hold.arrived.set()
-            await hold.released.wait()
+            try:
+                await hold.released.wait()
+            finally:
+                hold.waiting -= 1  # released, or cancelled because the client went away
+                self._notify()
             if request.transport is None or request.transport.is_closing():
                 raise asyncio.CancelledError
         if self._retry_after:

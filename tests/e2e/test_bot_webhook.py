@@ -1,0 +1,144 @@
+"""The real bot process in webhook mode: secret mandatory, 200 only after the commit."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.e2e.conftest import StartBot
+from tests.e2e.harness import WEBHOOK_PATH, WEBHOOK_SECRET, free_port, webhook_env
+from tests.fakes.openai_server import FakeOpenAIServer, default_script
+from tests.fakes.telegram_server import FakeTelegramServer, message_update
+
+CHAT = 2002
+
+
+@pytest.fixture
+def port() -> int:
+    return free_port()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def post(
+    http: aiohttp.ClientSession, port: int, update: dict, secret: str | None = WEBHOOK_SECRET
+) -> int:
+    headers = {"X-Telegram-Bot-Api-Secret-Token": secret} if secret is not None else {}
+    url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
+    async with http.post(url, json=update, headers=headers) as response:
+        return response.status
+
+
+def turns_started(openai: FakeOpenAIServer) -> list[dict]:
+    """Model requests that open a turn (the last message is the customer's)."""
+    return [r for r in openai.chat_requests if r["messages"][-1]["role"] == "user"]
+
+
+def inbox_ids(database: Path) -> set[int]:
+    with sqlite3.connect(database) as conn:
+        return {row[0] for row in conn.execute("SELECT update_id FROM updates")}
+
+
+async def test_webhook_is_registered_with_secret_and_used_update_types(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    fake_telegram: FakeTelegramServer,
+    port: int,
+    http: aiohttp.ClientSession,
+) -> None:
+    bot = await start_bot(webhook_env(bot_base_env, port))
+    call = await fake_telegram.wait_for_call("setWebhook")
+    assert call.params["url"] == "https://bot.example.test" + WEBHOOK_PATH
+    assert call.params["secret_token"] == WEBHOOK_SECRET
+    assert call.params["allowed_updates"] == ["message"]
+    assert not call.params.get("drop_pending_updates")
+    assert fake_telegram.calls_of("getUpdates") == []
+    async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+        assert response.status == 200
+    assert WEBHOOK_SECRET not in bot.output
+
+
+async def test_right_secret_is_answered_wrong_or_missing_secret_is_not(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    port: int,
+    http: aiohttp.ClientSession,
+    database_path: Path,
+) -> None:
+    await start_bot(webhook_env(bot_base_env, port))
+    forged = message_update(CHAT, text="Где сейчас находится заказ 8041?")
+    assert await post(http, port, forged, secret="wrong") == 401
+    missing = message_update(CHAT, text="Где сейчас находится заказ 8041?")
+    assert await post(http, port, missing, secret=None) == 401
+
+    real = message_update(CHAT, text="Где сейчас находится заказ 8041?")
+    assert await post(http, port, real) == 200
+    assert real["update_id"] in inbox_ids(database_path)  # committed before the 200
+    [answer] = await fake_telegram.wait_for_messages(CHAT, 1)
+    assert "8041" in answer.plain_text
+    assert forged["update_id"] not in inbox_ids(database_path)
+    assert missing["update_id"] not in inbox_ids(database_path)
+    assert len(turns_started(fake_openai)) == 1
+
+
+async def test_an_update_posted_twice_is_answered_once(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    port: int,
+    http: aiohttp.ClientSession,
+) -> None:
+    await start_bot(webhook_env(bot_base_env, port))
+    update = message_update(CHAT, text="Где сейчас находится заказ 8041?")
+    statuses = await asyncio.gather(post(http, port, update), post(http, port, update))
+    assert statuses == [200, 200]
+    assert await post(http, port, update) == 200  # a late redelivery too
+    # a later update of the same chat is handled after the first, so once its reply
+    # is there, a second answer to the duplicate would be there as well
+    assert await post(http, port, message_update(CHAT, text="/help")) == 200
+    messages = await fake_telegram.wait_for_messages(CHAT, 2)
+    assert len(messages) == 2
+    assert "8041" in messages[0].plain_text and "/new" in messages[1].plain_text
+    assert len(turns_started(fake_openai)) == 1
+
+
+async def test_sigterm_in_webhook_mode_finishes_the_turn(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    port: int,
+    http: aiohttp.ClientSession,
+) -> None:
+    release = asyncio.Event()
+
+    async def held(body: dict) -> object:
+        await release.wait()
+        return default_script(body)
+
+    fake_openai.handler = held
+    bot = await start_bot(webhook_env(bot_base_env, port))
+    assert await post(http, port, message_update(CHAT, text="Где заказ 8041?")) == 200
+    await fake_openai.wait_for_requests(1)
+    assert bot.proc is not None
+    bot.proc.terminate()
+    await bot.wait_for_line("stopping")
+    # no longer taking updates: the web server is closed
+    with pytest.raises(aiohttp.ClientError):
+        await post(http, port, message_update(CHAT, text="/help"))
+    release.set()
+    assert await bot.wait_exit() == 0
+    [answer] = fake_telegram.messages_to(CHAT)
+    assert "8041" in answer.plain_text
