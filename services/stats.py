@@ -228,13 +228,12 @@ def _chart_data(
     bucket_s: float,
     until: float,
 ) -> ChartData:
-    count = max(1, math.ceil((until - start) / bucket_s))
+    # the SQL made the buckets; float rounding may give one more than the arithmetic here
+    count = max(1, math.ceil((until - start) / bucket_s), *(b.bucket + 1 for b in buckets))
     series: dict[tuple[str, str], list[int]] = {}
     for b in buckets:
         tool = UNKNOWN_TOOLS if b.tool_name in invented else b.tool_name
-        row = series.setdefault((tool, b.status), [0] * count)
-        if 0 <= b.bucket < count:
-            row[b.bucket] += b.calls
+        series.setdefault((tool, b.status), [0] * count)[b.bucket] += b.calls
     names = [t.tool_name for t in known] + ([UNKNOWN_TOOLS] if invented else [])
     return ChartData(
         bucket_start=start,
