@@ -55,6 +55,10 @@ SendStatus = Literal["delivered", "unknown", "failed"]
 # calls (sendChatAction, setMyCommands, getMe, deleteWebhook, ...) is safe to repeat.
 _NON_IDEMPOTENT_PREFIXES = ("send", "forward", "copy")
 _IDEMPOTENT_SENDS = frozenset({"sendChatAction"})
+# Cosmetic calls (the typing indicator, refreshed every few seconds by the caller) must
+# not crowd out answers: one attempt, and skipped when the global queue is long.
+_COSMETIC = frozenset({"sendChatAction"})
+_COSMETIC_MAX_BACKLOG_S = 0.5
 
 # Fragments of Telegram's descriptions when it cannot parse the requested formatting,
 # e.g. "Bad Request: can't parse entities: Can't find end of the entity starting at ...".
@@ -209,10 +213,15 @@ class Sender:
         Returns the method's result. When the call cannot succeed, the last aiogram
         exception is raised (a `TelegramAPIError` subclass), as `bot(method)` would.
         Only the global rate applies here, so a typing indicator is never queued behind
-        a chat's messages.
+        a chat's messages. A typing indicator (`sendChatAction`) is made once, without
+        retries, and is skipped — returning False — when the global queue already holds
+        more than half a second of requests, so under load indicators give way to answers.
         """
+        cosmetic = method.__api_method__ in _COSMETIC
+        if cosmetic and self._next_global_at - self._clock() > _COSMETIC_MAX_BACKLOG_S:
+            return False  # type: ignore[return-value]  # sendChatAction returns a bool
         try:
-            return await self._attempt(method)
+            return await self._attempt(method, attempts=1 if cosmetic else None)
         except _Outcome as outcome:
             raise outcome.cause from None
 
@@ -260,17 +269,25 @@ class Sender:
 
     # -- retries ----------------------------------------------------------------------
 
-    async def _attempt(self, method: TelegramMethod[T], slot: _ChatSlot | None = None) -> T:
+    async def _attempt(
+        self,
+        method: TelegramMethod[T],
+        slot: _ChatSlot | None = None,
+        *,
+        attempts: int | None = None,
+    ) -> T:
         """Call the method with bounded retries; raise `_Outcome` when it cannot succeed.
 
-        `slot` is the chat's pacing state when the call is a chat message.
+        `slot` is the chat's pacing state when the call is a chat message; `attempts`
+        overrides `max_attempts`.
         """
+        max_attempts = attempts or self._max_attempts
         name = method.__api_method__
         resend_is_visible = name.startswith(_NON_IDEMPOTENT_PREFIXES) and (
             name not in _IDEMPOTENT_SENDS
         )
-        for attempt in range(1, self._max_attempts + 1):
-            last = attempt == self._max_attempts
+        for attempt in range(1, max_attempts + 1):
+            last = attempt == max_attempts
             await self._global_turn()
             if slot is not None:
                 slot.next_at = self._clock() + self._per_chat_interval_s
@@ -284,7 +301,7 @@ class Sender:
                     name,
                     exc.retry_after,
                     attempt,
-                    self._max_attempts,
+                    max_attempts,
                 )
                 await self._sleep(float(exc.retry_after))
             except TelegramEntityTooLarge as exc:
@@ -302,7 +319,7 @@ class Sender:
                     _cause_name(exc),
                     delay,
                     attempt,
-                    self._max_attempts,
+                    max_attempts,
                 )
                 await self._sleep(delay)
             except TelegramServerError as exc:
@@ -315,7 +332,7 @@ class Sender:
                     name,
                     delay,
                     attempt,
-                    self._max_attempts,
+                    max_attempts,
                 )
                 await self._sleep(delay)
             except ClientDecodeError as exc:

@@ -16,7 +16,7 @@ from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import TelegramNetworkError
-from aiogram.methods import SendChatAction
+from aiogram.methods import GetMe, SendChatAction
 from aiohttp import web
 
 from bot.sender import Sender
@@ -252,7 +252,7 @@ async def test_messages_of_one_chat_arrive_in_call_order(
 async def test_call_retries_idempotent_methods_after_a_lost_response(
     telegram: RecordingTelegram, fake_time: FakeTime
 ) -> None:
-    """sendChatAction may be repeated freely, unlike sendMessage."""
+    """getMe (like setMyCommands, deleteWebhook) may be repeated freely, unlike sendMessage."""
     attempts = 0
 
     class FlakySession(AiohttpSession):
@@ -273,12 +273,35 @@ async def test_call_retries_idempotent_methods_after_a_lost_response(
     session = FlakySession(api=TelegramAPIServer.from_base(telegram.base_url))
     bot = Bot(token=telegram.token, session=session)
     try:
-        ok = await make_sender(bot, fake_time).call(SendChatAction(chat_id=7, action="typing"))
+        me = await make_sender(bot, fake_time).call(GetMe())
     finally:
         await bot.session.close()
 
-    assert ok is True
+    assert me.username == "shop_support_test_bot"
     assert attempts == 2
+
+
+async def test_a_typing_indicator_is_tried_once(
+    telegram: RecordingTelegram, fake_time: FakeTime
+) -> None:
+    """It is refreshed by the caller every few seconds; retrying it only costs slots."""
+    session = AiohttpSession(api=TelegramAPIServer.from_base(telegram.base_url))
+    attempts = 0
+
+    async def lose_the_response(make_request: Any, bot: Bot, method: Any) -> Any:
+        nonlocal attempts
+        attempts += 1
+        raise TelegramNetworkError(method=method, message="Request timeout error")
+
+    session.middleware(lose_the_response)
+    bot = Bot(token=telegram.token, session=session)
+    try:
+        with pytest.raises(TelegramNetworkError):
+            await make_sender(bot, fake_time).call(SendChatAction(chat_id=7, action="typing"))
+    finally:
+        await bot.session.close()
+
+    assert attempts == 1
 
 
 async def test_call_raises_the_telegram_error_when_it_cannot_succeed(

@@ -157,17 +157,18 @@ async def test_global_rate_holds_across_many_chats(
 async def test_typing_indicator_is_not_queued_behind_a_chats_messages(
     vtime: VirtualTime, session: InstantSession, sender: Sender
 ) -> None:
-    async def scenario() -> None:
-        first = asyncio.ensure_future(
+    async def scenario() -> float:
+        messages = asyncio.ensure_future(
             asyncio.gather(*(sender.send_text(1, f"m{i}") for i in range(3)))
         )
         await sender.call(SendChatAction(chat_id=1, action="typing"))
-        await first
+        returned_at = vtime.now
+        await messages
+        return returned_at
 
-    await vtime.run(scenario())
+    returned_at = await vtime.run(scenario())
 
-    action_time = next(at for name, *_rest, at in session.requests if name == "sendChatAction")
-    assert action_time < times_in(session, 1)[-1]
+    assert returned_at < times_in(session, 1)[-1]
 
 
 async def test_idle_chats_are_forgotten(
@@ -180,3 +181,31 @@ async def test_idle_chats_are_forgotten(
     await vtime.run(sender.send_text(999, "hello"))
 
     assert sender.tracked_chats == 1
+
+
+async def test_typing_indicators_are_skipped_while_answers_queue_for_the_global_rate(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    async def scenario() -> list[bool]:
+        answers = asyncio.ensure_future(
+            asyncio.gather(*(sender.send_text(c, "answer") for c in range(1, 31)))
+        )
+        await asyncio.sleep(0)  # the answers have reserved the next global slots
+        shown = [await sender.call(SendChatAction(chat_id=c, action="typing")) for c in (1, 2)]
+        await answers
+        return shown
+
+    shown = await vtime.run(scenario())
+
+    assert shown == [False, False]
+    assert [name for name, *_rest in session.requests].count("sendChatAction") == 0
+    assert len(session.requests) == 30
+
+
+async def test_a_typing_indicator_is_sent_when_the_rate_allows(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    shown = await vtime.run(sender.call(SendChatAction(chat_id=1, action="typing")))
+
+    assert shown is True
+    assert [name for name, *_rest in session.requests] == ["sendChatAction"]
