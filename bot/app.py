@@ -97,6 +97,15 @@ def build_bot(settings: Settings) -> Bot:
     return Bot(settings.bot_token.get_secret_value(), session=session)
 
 
+def build_dispatcher(*, admin_ids: frozenset[int], **services: object) -> Dispatcher:
+    """The dispatcher with its routers; `services` become workflow data for handlers
+    (chat_service, limiter, guard, responder, sender, stats, max_input_chars)."""
+    dispatcher = Dispatcher(**services)
+    dispatcher.update.outer_middleware(LanguageMiddleware())
+    dispatcher.include_routers(*get_routers(admin_ids=admin_ids))
+    return dispatcher
+
+
 async def build_application(settings: Settings, db: Database) -> Application:
     """Wire every object; nothing here talks to Telegram or the model yet."""
     shop = ShopRepository(db)
@@ -142,7 +151,8 @@ async def build_application(settings: Settings, db: Database) -> Application:
     inbox = InboxRepository(db)
     responder = Responder(inbox, sender)
 
-    dispatcher = Dispatcher(
+    dispatcher = build_dispatcher(
+        admin_ids=settings.admin_ids,
         chat_service=chat_service,
         limiter=UserMessageLimiter(
             per_minute=settings.user_messages_per_minute,
@@ -150,11 +160,10 @@ async def build_application(settings: Settings, db: Database) -> Application:
         ),
         guard=guard,
         responder=responder,
+        sender=sender,
         stats=StatsService(StatsRepository(db), clock=time.time),
         max_input_chars=settings.max_input_chars,
     )
-    dispatcher.update.outer_middleware(LanguageMiddleware())
-    dispatcher.include_routers(*get_routers(admin_ids=settings.admin_ids))
 
     intake = Intake(
         inbox,

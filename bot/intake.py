@@ -143,6 +143,11 @@ class Intake:
             log.exception("update %s could not be handled", update_id)
             await self._inbox.finish(update_id, FAILED, reason="internal_error")
 
+    async def join(self) -> None:
+        """Wait until every scheduled update has been handled (tests, benchmarks)."""
+        while self._workers:
+            await asyncio.wait(list(self._workers.values()))
+
     async def drain(self, grace_s: float) -> bool:
         """Stop accepting; wait up to `grace_s` for running work. True if all finished."""
         self._closed = True

@@ -2,7 +2,8 @@
 
 Handlers receive `outbox` (bound to this row) and `inbox_update_id` through the
 workflow data. A row no handler answered (an edited message, a group message not meant
-for the bot, an update type the bot does not use) is finished as `ignored`.
+for the bot, an update type the bot does not use) is finished as `ignored`, as is one
+whose handler sent its messages itself (the admin report, sent through `sender`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from aiogram import Bot, Dispatcher
+from aiogram.dispatcher.event.bases import UNHANDLED
 from aiogram.enums import ChatType
 from aiogram.types import Update
 
@@ -35,8 +37,10 @@ class UpdateProcessor:
             else None
         )
         outbox = self._responder.outbox(row, reply_to_message_id=reply_to)
-        await self._dispatcher.feed_update(
+        result = await self._dispatcher.feed_update(
             self._bot, update, outbox=outbox, inbox_update_id=row.update_id
         )
         if not outbox.used:
-            await self._responder.ignore(row, "not_handled")
+            # a handler that sent on its own (not through the outbox) is not tracked here
+            reason = "not_handled" if result is UNHANDLED else "sent_directly"
+            await self._responder.ignore(row, reason)

@@ -61,19 +61,31 @@ async def test_start_help_and_unknown_command(
 
 
 async def test_order_question_gets_the_status_from_the_shop_data(
-    start_bot: StartBot, fake_telegram: FakeTelegramServer, database_path: Path
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
 ) -> None:
+    release = asyncio.Event()
+
+    async def held(body: dict) -> object:
+        await release.wait()
+        return default_script(body)
+
+    fake_openai.handler = held
     await start_bot()
     fake_telegram.enqueue_update(
         message_update(CHAT, text="Где сейчас находится заказ 8041?", user_id=CHAT)
     )
+    # "typing…" shows while the model is still thinking
+    typing = await fake_telegram.wait_for_call("sendChatAction")
+    assert typing.params["chat_id"] == CHAT and typing.params["action"] == "typing"
+    release.set()
     [answer] = await fake_telegram.wait_for_messages(CHAT, 1)
     with sqlite3.connect(database_path) as conn:
         [(status,)] = conn.execute("SELECT status FROM orders WHERE order_id = '8041'")
     assert "8041" in answer.plain_text
     assert status in answer.plain_text
-    actions = fake_telegram.calls_of("sendChatAction")
-    assert actions and actions[0].params["action"] == "typing"
 
 
 async def test_question_without_number_asks_for_it(

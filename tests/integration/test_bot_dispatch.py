@@ -1,0 +1,180 @@
+"""Routers + inbox + responder + the real Sender and aiogram Bot against the fake Bot API.
+
+The chat service is a double here (the real one is covered end to end), so each test can
+decide what a turn returns or how it fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+
+from bot.app import build_dispatcher
+from bot.intake import Intake
+from bot.processing import UpdateProcessor
+from bot.responder import Responder
+from bot.sender import Sender
+from bot.texts import EN, RU
+from services.limits import UserMessageLimiter
+from services.loop_types import StopReason, TurnReply
+from services.output_guard import SystemPromptGuard
+from storage.database import Database
+from storage.inbox import InboxRepository
+from tests.fakes.telegram_server import FakeTelegramServer, message_update
+from tests.fakes.telegram_server import fake_telegram as fake_telegram
+
+CHAT = 77
+
+
+@dataclass
+class ChatDouble:
+    """Answers every turn with `reply`, or raises `error` (a bug in the service)."""
+
+    reply: TurnReply = field(
+        default_factory=lambda: TurnReply("turn-1", "**Заказ** в пути", StopReason.COMPLETED)
+    )
+    error: Exception | None = None
+    asked: list[str] = field(default_factory=list)
+    resets: list[int] = field(default_factory=list)
+
+    async def answer(self, *, chat_id: int, user_id: int, text: str) -> TurnReply:
+        self.asked.append(text)
+        if self.error is not None:
+            raise self.error
+        return self.reply
+
+    async def reset(self, chat_id: int) -> int:
+        self.resets.append(chat_id)
+        return 1
+
+
+@dataclass
+class Harness:
+    intake: Intake
+    chat: ChatDouble
+    inbox: InboxRepository
+
+    async def handle(self, update: dict) -> None:
+        await self.intake.accept([update])
+        await asyncio.wait_for(self.intake.join(), 10)
+
+
+@pytest.fixture
+async def harness(
+    db: Database,
+    fake_telegram: FakeTelegramServer,
+) -> AsyncIterator[Harness]:
+    bot = Bot(
+        fake_telegram.token,
+        session=AiohttpSession(api=TelegramAPIServer.from_base(fake_telegram.base_url)),
+    )
+    sender = Sender(bot, per_chat_interval_s=0.0)
+    inbox = InboxRepository(db)
+    responder = Responder(inbox, sender)
+    chat = ChatDouble()
+    dispatcher = build_dispatcher(
+        admin_ids=frozenset(),
+        chat_service=chat,
+        limiter=UserMessageLimiter(per_minute=3, per_day=100),
+        guard=SystemPromptGuard("You are a helpful support assistant of a shop " * 3),
+        responder=responder,
+        sender=sender,
+        stats=None,
+        max_input_chars=50,
+    )
+    intake = Intake(
+        inbox, process=UpdateProcessor(bot, dispatcher, responder), deliver=responder.deliver
+    )
+    yield Harness(intake, chat, inbox)
+    await bot.session.close()
+
+
+async def test_answer_is_formatted_and_the_row_delivered(
+    harness: Harness,
+    fake_telegram: FakeTelegramServer,
+) -> None:
+    update = message_update(CHAT, text="где заказ 8041?")
+    await harness.handle(update)
+    [message] = fake_telegram.messages_to(CHAT)
+    assert (message.text, message.parse_mode) == ("<b>Заказ</b> в пути", "HTML")
+    row = await harness.inbox.get(update["update_id"])
+    assert row is not None
+    assert (row.status, row.turn_id, row.message_ids) == ("delivered", "turn-1", (1,))
+
+
+async def test_a_failing_handler_gets_an_apology_and_the_error_is_logged(
+    harness: Harness,
+    fake_telegram: FakeTelegramServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    harness.chat.error = RuntimeError("secret internal detail")
+    update = message_update(CHAT, text="hello", language_code="en")
+    await harness.handle(update)
+    [message] = fake_telegram.messages_to(CHAT)
+    assert message.plain_text == EN.apology
+    assert "secret internal detail" not in message.text
+    assert any(str(update["update_id"]) in r.getMessage() for r in caplog.records)
+
+
+async def test_model_failure_codes_become_polite_texts(
+    harness: Harness,
+    fake_telegram: FakeTelegramServer,
+) -> None:
+    harness.chat.reply = TurnReply("t2", None, None, error_code="rate_limited")
+    await harness.handle(message_update(CHAT, text="где заказ?"))
+    [message] = fake_telegram.messages_to(CHAT)
+    assert message.plain_text == RU.temporarily_unavailable
+
+
+async def test_cheap_checks_never_reach_the_model(
+    harness: Harness,
+    fake_telegram: FakeTelegramServer,
+) -> None:
+    await harness.handle(message_update(CHAT, text="x" * 51))
+    await harness.handle(message_update(CHAT, text="   "))
+    await harness.handle(message_update(CHAT, extra={"location": {"latitude": 1, "longitude": 2}}))
+    texts = [m.plain_text for m in fake_telegram.messages_to(CHAT)]
+    assert texts == [RU.too_long_for(50), RU.empty_message, RU.text_only]
+    assert harness.chat.asked == []
+
+
+async def test_user_limit_sends_one_notice_then_silence(
+    harness: Harness,
+    fake_telegram: FakeTelegramServer,
+) -> None:
+    for _ in range(6):
+        await harness.handle(message_update(CHAT, text="где заказ?"))
+    texts = [m.plain_text for m in fake_telegram.messages_to(CHAT)]
+    assert texts.count(RU.rate_limited_notice) == 1
+    assert len(harness.chat.asked) == 3
+    assert len(texts) == 4
+
+
+async def test_group_reply_to_the_bot_is_answered_as_a_reply(
+    harness: Harness,
+    fake_telegram: FakeTelegramServer,
+) -> None:
+    group = -100
+    await harness.handle(message_update(group, text="просто болтаем", user_id=5))
+    update = message_update(group, text="а где заказ?", user_id=5, reply_to_bot=True)
+    await harness.handle(update)
+    [message] = fake_telegram.messages_to(group)
+    assert harness.chat.asked == ["а где заказ?"]
+    reply_to = message.params.get("reply_parameters") or {}
+    assert reply_to.get("message_id") == update["message"]["message_id"]
+
+
+async def test_new_resets_and_confirms(
+    harness: Harness,
+    fake_telegram: FakeTelegramServer,
+) -> None:
+    await harness.handle(message_update(CHAT, text="/new"))
+    assert harness.chat.resets == [CHAT]
+    [message] = fake_telegram.messages_to(CHAT)
+    assert message.plain_text == RU.new_session
