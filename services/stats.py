@@ -137,7 +137,12 @@ class StatsService:
                 period=period, since=start, until=until, turns=turns, models=models, resets=resets
             )
         bucket_s = choose_bucket(until - start)
-        usage = await self._repo.tool_usage(since, until, bucket_s=bucket_s, bucket_start=start)
+        # buckets end exactly at `until`, so the latest bar is whole; only the first, which
+        # begins before the first activity of "all", may be partly empty
+        bucket_start = until - math.ceil((until - start) / bucket_s) * bucket_s
+        usage = await self._repo.tool_usage(
+            since, until, bucket_s=bucket_s, bucket_start=bucket_start
+        )
         known, invented = _split_invented_tools(usage.tools)
         known.sort(key=lambda t: (-t.calls, t.tool_name))
         invented_names = {t.tool_name for t in invented}
@@ -151,7 +156,7 @@ class StatsService:
             turns=turns,
             models=models,
             resets=resets,
-            chart=_chart_data(usage.buckets, known, invented_names, start, bucket_s, until),
+            chart=_chart_data(usage.buckets, known, invented_names, bucket_start, bucket_s, until),
         )
 
     def usage_hint(self, lang: str) -> str:

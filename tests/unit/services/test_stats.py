@@ -71,8 +71,8 @@ async def test_report_over_a_seeded_period(db: Database):
     chart = report.chart
     assert chart is not None
     assert chart.tools == ("get_order_status", "get_return_policy", "(unknown tools)")
-    assert chart.bucket_start == SINCE
-    assert chart.bucket_count * chart.bucket_s >= UNTIL - SINCE
+    assert chart.bucket_start <= SINCE  # the bars end exactly at the end of the period
+    assert chart.bucket_start + chart.bucket_count * chart.bucket_s == UNTIL
     assert sum(sum(v) for v in chart.counts.values()) == 13
     assert sum(chart.series("get_order_status", "success")) == 4
 
@@ -176,3 +176,14 @@ async def test_a_period_with_only_resets_is_not_empty(db: Database):
     assert not report.is_empty and report.resets == 1 and report.tool_calls_total == 0
     text = "\n".join(service.render_table(report, "en"))
     assert "/new resets" in text and "No data" not in text
+
+
+@pytest.mark.parametrize(("arg", "bars"), [("24h", 24), ("7d", 28), ("30d", 30)])
+async def test_fixed_periods_draw_whole_bars(db: Database, arg: str, bars: int):
+    await _seed(db)
+    service = _service(db, now=UNTIL)
+    period = service.parse_period(arg)
+    report = await service.report(period)
+    assert report.chart is not None
+    assert report.chart.bucket_start == period.since
+    assert report.chart.bucket_count == bars
