@@ -9,12 +9,8 @@ user message, so several chats can run at once in one process.
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 import re
-import sqlite3
-import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +19,22 @@ import pytest
 
 from bot.texts import EN, RU
 from services.output_guard import SystemPromptGuard, normalised_words
-from tests.e2e.harness import WEBHOOK_PATH, WEBHOOK_SECRET, BotProcess, free_port, webhook_env
+from tests.e2e.chat_helpers import (
+    WAIT_S,
+    StartBot,
+    ask,
+    finished_sql,
+    import_shop,
+    last_user_text,
+    query,
+    results_for,
+    seen_text,
+    system_text,
+    tool_messages,
+    tool_step,
+    wait_for_db,
+)
+from tests.e2e.harness import WEBHOOK_PATH, WEBHOOK_SECRET, free_port, webhook_env
 from tests.fakes.openai_server import (
     Body,
     FakeOpenAIServer,
@@ -39,102 +50,6 @@ from tests.fakes.telegram_server import (
     message_update,
     sticker_update,
 )
-
-StartBot = Callable[..., Awaitable[BotProcess]]
-Script = Callable[[Body], FakeReply]
-
-WAIT_S = 20.0
-
-
-# ------------------------------------------------------------------------------ helpers
-def last_user_text(body: Body) -> str:
-    users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
-    content = users[-1].get("content") if users else ""
-    return content if isinstance(content, str) else ""
-
-
-def tool_messages(body: Body) -> list[dict[str, Any]]:
-    """Tool results given to the model after the last user message, parsed."""
-    messages = list(body.get("messages") or [])
-    last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-    return [json.loads(m["content"]) for m in messages[last_user:] if m.get("role") == "tool"]
-
-
-def system_text(body: Body) -> str:
-    return str(body["messages"][0]["content"])
-
-
-def results_for(openai: FakeOpenAIServer, user_text: str) -> list[dict[str, Any]]:
-    """Every tool result the model received while answering `user_text`."""
-    bodies = [b for b in openai.chat_requests if last_user_text(b) == user_text]
-    assert bodies, f"the model never saw {user_text!r}"
-    return tool_messages(bodies[-1])
-
-
-def tool_step(calls_for: Callable[[str], list[Body]], answer: Callable[[Body], str]) -> Script:
-    """A model that calls tools for the user's text once, then answers from the results."""
-
-    def script(body: Body) -> FakeReply:
-        if not body.get("tools"):
-            return completion(text="summary")
-        messages = body["messages"]
-        if messages[-1].get("role") != "tool" and body.get("tool_choice") != "none":
-            calls = calls_for(last_user_text(body))
-            if calls:
-                return completion(tool_calls=calls)
-        return completion(text=answer(body))
-
-    return script
-
-
-def seen_text(message_text: str) -> str:
-    """What the customer reads: the HTML the bot sent, without tags and entities."""
-    return html.unescape(re.sub(r"<[^>]+>", "", message_text))
-
-
-def query(database: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(database) as conn:
-        return list(conn.execute(sql, params))
-
-
-async def wait_for_db(database: Path, sql: str, expected: Any, *params: Any) -> None:
-    """Bounded wait until `sql` returns `expected` (the process writes asynchronously)."""
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            try:
-                if query(database, sql, *params) == expected:
-                    return
-            except sqlite3.OperationalError:  # locked for a moment by the bot's writer
-                pass
-            await asyncio.sleep(0.05)
-
-
-async def import_shop(env: dict[str, str], cwd: Path, shop: dict[str, Any]) -> None:
-    """Load shop data the way an owner does: `python -m bot import-data FILE`."""
-    file = cwd / "shop.json"
-    file.write_text(json.dumps(shop, ensure_ascii=False), encoding="utf-8")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        "import-data",
-        str(file),
-        env=env,
-        cwd=cwd,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, (out + err).decode()
-
-
-async def ask(telegram: FakeTelegramServer, chat_id: int, text: str, **kwargs: Any) -> str:
-    """Send one message and return the text of the next reply in that chat."""
-    before = len(telegram.messages_to(chat_id))
-    telegram.enqueue_update(message_update(chat_id, text=text, **kwargs))
-    messages = await telegram.wait_for_messages(chat_id, before + 1, within=WAIT_S)
-    return seen_text(messages[before].text)
-
 
 # ------------------------------------------------------------------ (a) other's orders
 OWNER, INTRUDER = 111, 222
@@ -433,14 +348,6 @@ async def test_a_message_of_invisible_characters_is_empty(
     assert fake_openai.chat_requests == []
 
 
-def finished_sql(update_ids: list[int]) -> str:
-    marks = ",".join("?" * len(update_ids))
-    return (
-        f"SELECT count(*) FROM updates WHERE update_id IN ({marks})"
-        " AND status NOT IN ('pending', 'answered')"
-    )
-
-
 UNPARSABLE = (
     {"update_id": 77_001, "some_future_update": {"id": 1, "chat": {"id": 607}}},
     {"update_id": 77_002, "message": {"message_id": 5, "chat": {"id": 608}}},
@@ -542,27 +449,3 @@ async def test_a_failing_model_gets_polite_replies_and_other_chats_are_served(
     for reply in replies.values():
         assert "sk-test" not in reply and "Traceback" not in reply and "error" not in reply
     assert bot.proc is not None and bot.proc.returncode is None
-
-
-# ------------------------------------------------------------ a flood from one account
-async def test_a_flooding_user_gets_one_notice_and_no_more_model_calls(
-    start_bot: StartBot,
-    fake_telegram: FakeTelegramServer,
-    fake_openai: FakeOpenAIServer,
-    database_path: Path,
-) -> None:
-    await start_bot(USER_MESSAGES_PER_MINUTE="2", USER_MESSAGES_PER_DAY="100")
-    flood = [f"Привет {i}" for i in range(6)]
-    update_ids = [fake_telegram.enqueue_update(message_update(801, text=t)) for t in flood]
-    await wait_for_db(database_path, finished_sql(update_ids), [(6,)], *update_ids)
-    other = await ask(fake_telegram, 802, "Привет")  # another customer is not affected
-
-    texts = [seen_text(m.text) for m in fake_telegram.messages_to(801)]
-    assert len(texts) == 3
-    assert texts[2] == seen_text(RU.rate_limited_notice)
-    assert sum(model_saw_text(fake_openai, t) for t in flood) == 2
-    assert other == "Здравствуйте! Чем могу помочь?"
-
-
-def model_saw_text(openai: FakeOpenAIServer, text: str) -> bool:
-    return any(last_user_text(b) == text for b in openai.chat_requests)

@@ -1,0 +1,78 @@
+"""Limits through the real process: per-user message limits and the concurrent-turn cap."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from bot.texts import RU
+from tests.e2e.chat_helpers import (
+    WAIT_S,
+    StartBot,
+    ask,
+    finished_sql,
+    last_user_text,
+    seen_text,
+    wait_for_db,
+)
+from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion, default_script
+from tests.fakes.telegram_server import FakeTelegramServer, message_update
+
+
+async def test_a_flooding_user_gets_one_notice_and_no_more_model_calls(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    await start_bot(USER_MESSAGES_PER_MINUTE="2", USER_MESSAGES_PER_DAY="100")
+    flood = [f"Привет {i}" for i in range(6)]
+    update_ids = [fake_telegram.enqueue_update(message_update(801, text=t)) for t in flood]
+    await wait_for_db(database_path, finished_sql(update_ids), [(6,)], *update_ids)
+    other = await ask(fake_telegram, 802, "Привет")  # another customer is not affected
+
+    texts = [seen_text(m.text) for m in fake_telegram.messages_to(801)]
+    assert len(texts) == 3
+    assert texts[2] == seen_text(RU.rate_limited_notice)
+    asked_model = {last_user_text(b) for b in fake_openai.chat_requests}
+    assert asked_model & set(flood) == set(flood[:2])
+    assert other == "Здравствуйте! Чем могу помочь?"
+
+
+async def test_turns_over_the_concurrency_cap_wait_and_are_all_answered(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    gate = asyncio.Event()
+
+    def hold_the_first(body: Body) -> FakeReply:
+        if last_user_text(body) == "first" and body.get("tools"):
+            return completion(text="first answer", hold=gate)
+        return default_script(body)
+
+    fake_openai.handler = hold_the_first
+    await start_bot(MAX_CONCURRENT_TURNS="1")
+    fake_telegram.enqueue_update(message_update(911, text="first"))
+    await fake_openai.wait_for_requests(1, within_s=WAIT_S)
+    waiting = [
+        fake_telegram.enqueue_update(message_update(chat_id, text="Где заказ 8041?"))
+        for chat_id in range(912, 917)
+    ]
+    # the five turns are recorded and started, but the only slot is taken
+    await wait_for_db(
+        database_path,
+        f"SELECT count(*) FROM updates WHERE update_id IN ({','.join('?' * 5)})",
+        [(5,)],
+        *waiting,
+    )
+    assert len(fake_openai.requests) == 1
+
+    gate.set()
+    first = await fake_telegram.wait_for_messages(911, within=WAIT_S)
+    others = [await fake_telegram.wait_for_messages(c, within=WAIT_S) for c in range(912, 917)]
+
+    assert seen_text(first[0].text) == "first answer"
+    assert all("8041" in seen_text(messages[0].text) for messages in others)  # none dropped
+    assert last_user_text(fake_openai.chat_requests[0]) == "first"
