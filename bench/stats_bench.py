@@ -272,7 +272,7 @@ async def main() -> None:
         path = args.keep or Path(tmp) / "stats-bench.sqlite3"
         if args.reuse and path.exists():
             conn = sqlite3.connect(path)
-            now = conn.execute("SELECT MAX(started_at) FROM turns").fetchone()[0] + 120
+            now = conn.execute("SELECT MAX(started_at) FROM turns").fetchone()[0]
             conn.close()
         else:
             path.unlink(missing_ok=True)
@@ -287,7 +287,8 @@ async def main() -> None:
             )
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"load average before measuring: {load} ({os.cpu_count()} CPUs)")
-        await measure(path, now, args.repeats, args.show)
+        # a minute of jitter puts the newest rows just after `now`: ask a little later
+        await measure(path, now + 120, args.repeats, args.show)
 
 
 if __name__ == "__main__":
