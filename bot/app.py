@@ -53,6 +53,9 @@ from tools.factory import build_registry
 log = logging.getLogger("bot")
 
 EXIT_CONFIG = 2
+# Telegram keeps an unconfirmed update for at most 24 hours, so a finished inbox row
+# older than this can never be redelivered; keeping it longer only keeps personal data.
+INBOX_RETENTION_S = 7 * 86_400.0
 
 # (command, Russian description, English description)
 CUSTOMER_COMMANDS = (
@@ -74,6 +77,7 @@ class Application:
     sender: Sender
     chat_service: ChatService
     model: OpenAIChatModel
+    inbox: InboxRepository
     intake: Intake
     tool_names: tuple[str, ...]
 
@@ -178,6 +182,7 @@ async def build_application(settings: Settings, db: Database) -> Application:
         sender=sender,
         chat_service=chat_service,
         model=model,
+        inbox=inbox,
         intake=intake,
         tool_names=registry.names,
     )
@@ -221,7 +226,6 @@ async def receiving(app: Application) -> AsyncIterator[None]:
     allowed = app.dispatcher.resolve_used_update_types()
     if settings.bot_mode is BotMode.POLLING:
         poller = Poller(app.bot, app.intake, allowed_updates=allowed)
-        await poller.prepare()
         task = asyncio.create_task(poller.run(), name="polling")
         try:
             yield
@@ -269,6 +273,7 @@ async def run(settings: Settings) -> None:
         raise SystemExit(EXIT_CONFIG) from None
 
     app: Application | None = None
+    token = settings.bot_token.get_secret_value()
     try:
         stop = _stop_event()
         app = await build_application(settings, db)
@@ -279,6 +284,9 @@ async def run(settings: Settings) -> None:
             settings.database_path,
             ",".join(app.tool_names),
         )
+        pruned = await app.inbox.prune(older_than_s=INBOX_RETENTION_S)
+        if pruned:
+            log.info("inbox: removed %d finished update(s) older than 7 days", pruned)
         await app.intake.resume()
         await set_commands(app)
         async with receiving(app):
@@ -287,6 +295,11 @@ async def run(settings: Settings) -> None:
             log.info("stopping: no new updates; waiting for running turns")
         finished = await app.intake.drain(settings.shutdown_grace_s)
         log.info("turns %s", "finished" if finished else "left for the next start")
+    except Exception as exc:
+        # one readable line; the traceback only at DEBUG (messages are scrubbed of the token)
+        log.debug("fatal error", exc_info=True)
+        log.error("fatal: %s: %s", type(exc).__name__, str(exc).replace(token, "<token>"))
+        raise SystemExit(1) from None
     finally:
         if app is not None:
             await _close(app)

@@ -32,7 +32,10 @@ class AddressedToBot(Filter):
         mention = f"@{me.username}".lower() if me.username else None
         for entity in message.entities or message.caption_entities or []:
             if entity.type == MessageEntityType.BOT_COMMAND:
-                return True
+                # "/help" is for every bot in the group, "/help@other_bot" is not for us
+                _, _, addressee = entity.extract_from(text).partition("@")
+                if not addressee or (mention is not None and f"@{addressee}".lower() == mention):
+                    return True
             if entity.type == MessageEntityType.MENTION and mention is not None:
                 value = entity.extract_from(text)
                 if value.lower() == mention:

@@ -54,7 +54,8 @@ class Poller:
         )
 
     async def run(self) -> None:
-        """Poll forever (cancel the task to stop); network errors back off and retry."""
+        """Remove any webhook, then poll until cancelled; network errors back off and retry."""
+        await self.prepare()
         while True:
             updates = await self._with_backoff("getUpdates", self._fetch)
             if not updates:

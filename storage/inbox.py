@@ -171,6 +171,16 @@ class InboxRepository:
             )
             return cursor.rowcount == 1
 
+    async def prune(self, *, older_than_s: float) -> int:
+        """Delete finished rows received more than `older_than_s` ago; returns how many."""
+        cutoff = self._clock() - older_than_s
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM updates WHERE received_at < ? AND status NOT IN (?, ?)",
+                (cutoff, PENDING, ANSWERED),
+            )
+            return cursor.rowcount
+
     async def count_by_status(self) -> dict[str, int]:
         records = await self._db.fetch_all(
             "SELECT status, COUNT(*) AS n FROM updates GROUP BY status"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 from pathlib import Path
 
-from tests.e2e.harness import BotProcess
+from tests.e2e.harness import WEBHOOK_SECRET, BotProcess, webhook_env
 
 
 async def test_database_newer_than_the_code_exits_2_with_one_line(
@@ -20,3 +21,18 @@ async def test_database_newer_than_the_code_exits_2_with_one_line(
     assert "newer" in process.lines[0] and "Traceback" not in process.output
     with sqlite3.connect(database_path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 999  # left untouched
+
+
+async def test_an_occupied_webhook_port_is_one_fatal_line_without_secrets(
+    bot_base_env: dict[str, str], tmp_path: Path
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        env = webhook_env(bot_base_env, busy.getsockname()[1])
+        process = await BotProcess(env, tmp_path).start()
+        assert await process.wait_exit() == 1
+    fatal = [line for line in process.lines if "fatal:" in line]
+    assert len(fatal) == 1, process.output
+    assert "Traceback" not in process.output
+    assert env["BOT_TOKEN"] not in process.output and WEBHOOK_SECRET not in process.output

@@ -178,3 +178,15 @@ async def test_new_resets_and_confirms(
     assert harness.chat.resets == [CHAT]
     [message] = fake_telegram.messages_to(CHAT)
     assert message.plain_text == RU.new_session
+
+
+async def test_group_commands_for_another_bot_are_left_alone(
+    harness: Harness, fake_telegram: FakeTelegramServer
+) -> None:
+    group = -101
+    await harness.handle(message_update(group, text="/help@other_bot", user_id=5))
+    await harness.handle(message_update(group, text="/weather@other_bot", user_id=5))
+    assert fake_telegram.messages_to(group) == []
+    await harness.handle(message_update(group, text="/help@shop_support_test_bot", user_id=5))
+    [message] = fake_telegram.messages_to(group)
+    assert "/new" in message.plain_text

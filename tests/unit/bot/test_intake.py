@@ -221,3 +221,16 @@ async def test_unknown_send_outcome_is_recorded_not_retried(inbox: InboxReposito
     assert (final.status, final.reason) == ("unknown", "read_timeout")
     assert len(sender.sent) == 1
     assert await inbox.unfinished() == []  # not resent on the next start either
+
+
+async def test_prune_removes_only_old_finished_rows(db: Database) -> None:
+    from storage.inbox import NewUpdate
+
+    now = [1_000_000.0]
+    inbox = InboxRepository(db, clock=lambda: now[0])
+    await inbox.record([NewUpdate(1, 10, 10, update(1, 10)), NewUpdate(2, 11, 11, update(2, 11))])
+    await inbox.finish(1, "delivered")  # row 2 stays pending
+    now[0] += 8 * 86_400
+    assert await inbox.prune(older_than_s=7 * 86_400) == 1
+    assert await inbox.get(1) is None
+    assert await inbox.get(2) is not None  # unfinished work is never pruned
