@@ -122,3 +122,12 @@ def finished_sql(update_ids: list[int]) -> str:
         f"SELECT count(*) FROM updates WHERE update_id IN ({marks})"
         " AND status NOT IN ('pending', 'answered')"
     )
+
+
+async def wait_for_log(bot: BotProcess, fragment: str) -> None:
+    """Bounded wait until the bot process has logged a line containing `fragment`."""
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            if any(fragment in line for line in bot.lines):
+                return
+            await asyncio.sleep(0.05)
