@@ -119,6 +119,7 @@ class Sender:
         per_chat_interval_s: float = 1.0,
         global_per_second: float = 25.0,
         max_attempts: int = 5,
+        max_network_attempts: int = 8,
         max_retry_after_s: float = 120.0,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 15.0,
@@ -133,6 +134,7 @@ class Sender:
         self._per_chat_interval_s = max(0.0, per_chat_interval_s)
         self._global_interval_s = 1.0 / global_per_second
         self._max_attempts = max_attempts
+        self._max_network_attempts = max(max_attempts, max_network_attempts)
         self._max_retry_after_s = max_retry_after_s
         self._backoff_base_s = backoff_base_s
         self._backoff_max_s = backoff_max_s
@@ -278,16 +280,22 @@ class Sender:
     ) -> T:
         """Call the method with bounded retries; raise `_Outcome` when it cannot succeed.
 
-        `slot` is the chat's pacing state when the call is a chat message; `attempts`
-        overrides `max_attempts`.
+        Flood control, server errors and bad responses get `max_attempts` in all; a
+        request that certainly never reached Telegram (no connection) may be repeated
+        more often, `max_network_attempts` (about 45 s of backoff by default), because
+        a short outage should not cost the customer the answer. `attempts` overrides
+        both; `slot` is the chat's pacing state when the call is a chat message.
         """
         max_attempts = attempts or self._max_attempts
+        max_network_attempts = attempts or self._max_network_attempts
         name = method.__api_method__
         resend_is_visible = name.startswith(_NON_IDEMPOTENT_PREFIXES) and (
             name not in _IDEMPOTENT_SENDS
         )
-        for attempt in range(1, max_attempts + 1):
-            last = attempt == max_attempts
+        attempt = 0
+        while True:
+            attempt += 1
+            last = attempt >= max_attempts
             await self._global_turn()
             if slot is not None:
                 slot.next_at = self._clock() + self._per_chat_interval_s
@@ -310,7 +318,8 @@ class Sender:
                 not_sent = _never_reached_telegram(exc)
                 if resend_is_visible and not not_sent:
                     raise _Outcome("unknown", _lost_response_reason(exc), exc) from None
-                if last:
+                limit = max_network_attempts if not_sent else max_attempts
+                if attempt >= limit:
                     raise _Outcome("failed", "network", exc) from None
                 delay = self._backoff(attempt)
                 logger.warning(
@@ -319,7 +328,7 @@ class Sender:
                     _cause_name(exc),
                     delay,
                     attempt,
-                    max_attempts,
+                    limit,
                 )
                 await self._sleep(delay)
             except TelegramServerError as exc:
@@ -354,7 +363,6 @@ class Sender:
                 raise _Outcome("failed", "bad_request", exc) from None
             except TelegramAPIError as exc:
                 raise _Outcome("failed", "telegram_error", exc) from None
-        raise AssertionError("unreachable: the last attempt always returns or raises")
 
     def _backoff(self, attempt: int) -> float:
         return float(min(self._backoff_max_s, self._backoff_base_s * 2 ** (attempt - 1)))

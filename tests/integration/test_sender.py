@@ -171,11 +171,13 @@ async def test_connection_refused_every_time_ends_failed(fake_time: FakeTime) ->
         port = probe.getsockname()[1]
     bot = make_bot(f"http://127.0.0.1:{port}", "123456:TEST-TOKEN")
     try:
-        result = await make_sender(bot, fake_time, max_attempts=3).send_text(7, "Hi")
+        sender = make_sender(bot, fake_time, max_attempts=3, max_network_attempts=4)
+        result = await sender.send_text(7, "Hi")
     finally:
         await bot.session.close()
 
     assert (result.status, result.reason) == ("failed", "network")
+    assert [s for s in fake_time.sleeps if s >= 0.5] == [0.5, 1.0, 2.0]  # 4 attempts
 
 
 async def test_read_timeout_is_unknown_and_not_resent(
