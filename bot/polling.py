@@ -14,7 +14,6 @@ from typing import Any
 
 from aiogram import Bot
 from aiogram.methods import DeleteWebhook, GetUpdates
-from aiogram.types import Update
 
 from bot.intake import Intake, IntakeClosed
 
@@ -25,9 +24,15 @@ BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 30.0
 
 
-def raw_update(update: Update) -> dict[str, Any]:
-    """The update as Telegram's JSON (field aliases such as "from"), without unset fields."""
-    return update.model_dump(mode="json", by_alias=True, exclude_unset=True)
+class GetRawUpdates(GetUpdates):
+    """getUpdates returning Telegram's JSON objects as they are.
+
+    Parsing happens later, one update at a time, when the update is processed: an
+    update aiogram cannot parse then fails alone (its row is marked failed) instead of
+    failing the whole batch forever, and the inbox stores exactly what Telegram sent.
+    """
+
+    __returning__ = list[dict[str, Any]]  # type: ignore[assignment]
 
 
 class Poller:
@@ -60,7 +65,7 @@ class Poller:
             updates = await self._with_backoff("getUpdates", self._fetch)
             if not updates:
                 continue
-            raw = [raw_update(update) for update in updates]
+            raw = [u for u in updates if isinstance(u.get("update_id"), int)]
             try:
                 await self._intake.accept(raw)
             except IntakeClosed:
@@ -70,10 +75,11 @@ class Poller:
                 log.exception("could not record %d update(s); retrying", len(raw))
                 await asyncio.sleep(BACKOFF_START_S)
                 continue
-            self._offset = max(update.update_id for update in updates) + 1
+            if raw:
+                self._offset = max(int(u["update_id"]) for u in raw) + 1
 
-    async def _fetch(self) -> list[Update]:
-        method = GetUpdates(
+    async def _fetch(self) -> list[dict[str, Any]]:
+        method = GetRawUpdates(
             offset=self._offset,
             timeout=self._poll_timeout_s,
             allowed_updates=self._allowed_updates,

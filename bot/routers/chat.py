@@ -6,6 +6,7 @@ over MAX_INPUT_CHARS, non-text content. The typing indicator covers the whole tu
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Protocol
 
 from aiogram import Bot, F, Router
@@ -43,6 +44,11 @@ async def _within_limits(
     return False
 
 
+def has_visible_text(text: str) -> bool:
+    """False for text made only of spaces and invisible format characters (U+200B…)."""
+    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
+
+
 def build_chat_router() -> Router:
     router = Router(name="chat")
     router.message.filter(AddressedToBot())
@@ -62,7 +68,7 @@ def build_chat_router() -> Router:
         if not await _within_limits(message, outbox, texts, limiter):
             return
         text = (await strip_bot_mention(message.text or "", bot)).strip()
-        if not text:
+        if not has_visible_text(text):
             await outbox.send(texts.empty_message)
             return
         if len(text) > max_input_chars:
