@@ -80,3 +80,31 @@ async def test_killed_after_the_reply_was_stored_sends_it_without_the_model(
     assert "8041" in answer
     assert len(fake_openai.requests) == model_calls  # the model was not asked again
     assert inbox_status(database_path, update_id) == "delivered"
+
+
+async def test_turn_cut_by_the_shutdown_grace_is_answered_after_restart(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    release = asyncio.Event()
+
+    async def held(body: dict) -> object:
+        await release.wait()
+        return default_script(body)
+
+    fake_openai.handler = held
+    bot = await start_bot(SHUTDOWN_GRACE_S="0.5")
+    update_id = fake_telegram.enqueue_update(message_update(CHAT, text=QUESTION))
+    await fake_openai.wait_for_requests(1)
+    assert await bot.terminate() == 0  # the model never answered: the grace ran out
+    await bot.wait_for_line("left for the next start")
+    assert inbox_status(database_path, update_id) == "pending"
+    assert fake_telegram.messages_to(CHAT) == []
+
+    fake_openai.handler = default_script
+    release.set()
+    await start_bot()
+    answer = await exactly_one_answer(fake_telegram)
+    assert "8041" in answer
