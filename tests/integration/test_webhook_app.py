@@ -1,0 +1,95 @@
+"""The webhook endpoint's answers decide whether Telegram redelivers: check each one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot.intake import IntakeClosed
+from bot.webhook import SECRET_HEADER, build_web_app
+from storage.database import Database
+
+SECRET = "s3cret-Value_1"
+PATH = "/tg/hook"
+
+
+class IntakeDouble:
+    def __init__(self) -> None:
+        self.accepted: list[dict[str, Any]] = []
+        self.error: Exception | None = None
+
+    async def accept(self, raw_updates: Sequence[dict[str, Any]]) -> list[int]:
+        if self.error is not None:
+            raise self.error
+        self.accepted.extend(raw_updates)
+        return [u["update_id"] for u in raw_updates]
+
+
+@pytest.fixture
+def intake() -> IntakeDouble:
+    return IntakeDouble()
+
+
+@pytest.fixture
+async def base_url(intake: IntakeDouble, db: Database) -> AsyncIterator[str]:
+    app = build_web_app(intake=intake, db=db, path=PATH, secret=SECRET)  # type: ignore[arg-type]
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+async def post(base_url: str, body: Any, secret: str | None = SECRET) -> int:
+    headers = {SECRET_HEADER: secret} if secret is not None else {}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(base_url + PATH, json=body, headers=headers) as response:
+            return response.status
+
+
+UPDATE = {"update_id": 5, "message": {"text": "hi"}}
+
+
+async def test_committed_update_gets_200(base_url: str, intake: IntakeDouble) -> None:
+    assert await post(base_url, UPDATE) == 200
+    assert intake.accepted == [UPDATE]
+
+
+@pytest.mark.parametrize("secret", [None, "", "wrong", SECRET + "x", SECRET.upper()])
+async def test_wrong_or_missing_secret_is_401_and_not_recorded(
+    base_url: str, intake: IntakeDouble, secret: str | None
+) -> None:
+    assert await post(base_url, UPDATE, secret=secret) == 401
+    assert intake.accepted == []
+
+
+async def test_failed_insert_is_500_so_telegram_redelivers(
+    base_url: str, intake: IntakeDouble
+) -> None:
+    intake.error = RuntimeError("database is locked")
+    assert await post(base_url, UPDATE) == 500
+
+
+async def test_shutting_down_is_503(base_url: str, intake: IntakeDouble) -> None:
+    intake.error = IntakeClosed()
+    assert await post(base_url, UPDATE) == 503
+
+
+@pytest.mark.parametrize("body", [[1, 2], {"no_id": 1}, {"update_id": "5"}])
+async def test_malformed_body_is_400(base_url: str, body: Any) -> None:
+    assert await post(base_url, body) == 400
+
+
+async def test_healthz_follows_the_database(base_url: str, db: Database) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.get(base_url + "/healthz") as response:
+            assert response.status == 200
+        await db.close()
+        async with http.get(base_url + "/healthz") as response:
+            assert response.status == 503
