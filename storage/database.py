@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -66,16 +67,37 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """Run the block as one write transaction; commit on success, roll back on error."""
+        """Run the block as one write transaction; commit on success, roll back on error.
+
+        Cancellation (a tool timeout, the turn deadline, shutdown) can arrive while BEGIN
+        or COMMIT is awaited. aiosqlite still runs a statement once it is queued, so a
+        cancelled BEGIN has opened the transaction all the same: it is rolled back here,
+        or every later write on the shared connection would fail with "cannot start a
+        transaction within a transaction". A failed COMMIT is rolled back for the same
+        reason; a cancelled COMMIT still commits in the connection's thread.
+        """
         async with self._write_lock:
-            await self._conn.execute("BEGIN IMMEDIATE")
             try:
+                await self._conn.execute("BEGIN IMMEDIATE")
                 yield self._conn
             except BaseException:
-                await self._conn.execute("ROLLBACK")
+                await self._rollback()
                 raise
-            else:
+            try:
                 await self._conn.execute("COMMIT")
+            except asyncio.CancelledError:
+                raise
+            except BaseException:
+                await self._rollback()
+                raise
+
+    async def _rollback(self) -> None:
+        """Roll back whatever is open; if nothing is (BEGIN itself failed), that is fine."""
+        try:
+            await self._conn.execute("ROLLBACK")
+        except sqlite3.OperationalError:
+            if self._conn.in_transaction:
+                log.exception("rollback failed; the connection is still in a transaction")
 
     async def fetch_one(self, sql: str, params: tuple[object, ...] = ()) -> aiosqlite.Row | None:
         async with self._conn.execute(sql, params) as cursor:

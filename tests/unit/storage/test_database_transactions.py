@@ -1,0 +1,69 @@
+"""A cancelled write must not leave the shared connection inside a transaction.
+
+Under load a tool's timeout (or the turn deadline) can cancel a write while its BEGIN
+is queued; the statement still runs in aiosqlite's thread. Found by the benchmark
+(docs/benchmarks.md): before the fix, every later write failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from storage.database import Database
+
+
+async def test_write_cancelled_during_begin_leaves_no_open_transaction(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = db.conn.execute
+    begin_queued = asyncio.Event()
+
+    def spy(sql: str, *args: Any) -> Any:
+        call = original(sql, *args)
+        if sql.startswith("BEGIN"):
+            begin_queued.set()
+        return call
+
+    monkeypatch.setattr(db.conn, "execute", spy)
+
+    async def write() -> None:
+        async with db.transaction() as conn:
+            await conn.execute("INSERT INTO sessions (chat_id, opened_at) VALUES (1, 0)")
+
+    task = asyncio.create_task(write())
+    await begin_queued.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    monkeypatch.undo()
+
+    async with db.transaction() as conn:
+        await conn.execute("INSERT INTO sessions (chat_id, opened_at) VALUES (2, 0)")
+    rows = await db.fetch_all("SELECT chat_id FROM sessions ORDER BY chat_id")
+    assert [r["chat_id"] for r in rows] == [2]
+    assert not db.conn.in_transaction
+
+
+async def test_write_cancelled_inside_the_block_is_rolled_back(db: Database) -> None:
+    inside = asyncio.Event()
+    never = asyncio.Event()
+
+    async def write() -> None:
+        async with db.transaction() as conn:
+            await conn.execute("INSERT INTO sessions (chat_id, opened_at) VALUES (1, 0)")
+            inside.set()
+            await never.wait()
+
+    task = asyncio.create_task(write())
+    await inside.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    async with db.transaction() as conn:
+        await conn.execute("INSERT INTO sessions (chat_id, opened_at) VALUES (3, 0)")
+    rows = await db.fetch_all("SELECT chat_id FROM sessions ORDER BY chat_id")
+    assert [r["chat_id"] for r in rows] == [3]
