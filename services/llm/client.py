@@ -5,6 +5,17 @@ This is the only module that imports `openai`. SDK exceptions are translated int
 The SDK's own retries (`max_retries`) run first for each model; when a model still
 fails with something another model might not hit (429, 5xx, timeout, connection
 error), the same request goes to the next model of `fallback_models`, in order.
+
+Two choices keep a request cheap in CPU (measured in bench/, see docs/benchmarks.md):
+- The conversation (`messages`) and the tool schemas travel in `extra_body`. The SDK's
+  `create()` walks every typed argument recursively against its TypedDict annotations
+  to rename aliased keys; chat-completion messages and tools have none, so the walk
+  changes nothing, yet it cost about 3-8 ms of CPU per request — the largest single
+  cost of a bot turn. `extra_body` is merged into the JSON body as is.
+- HTTP goes through the SDK's aiohttp transport (`DefaultAioHttpClient`; aiohttp is
+  already installed for aiogram). The default httpx pool scans every pooled
+  connection on each request, which grows with the number of concurrent model calls.
+  If the installed SDK has no aiohttp transport, the default client is used.
 """
 
 from __future__ import annotations
@@ -35,6 +46,8 @@ _FALLBACK_ERRORS: tuple[type[LLMError], ...] = (LLMRateLimited, LLMTimeout, LLMU
 
 # Response-only fields of an assistant message that requests must not carry back.
 _RESPONSE_ONLY_FIELDS = ("annotations", "audio", "function_call")
+# Large request fields sent verbatim in `extra_body` (see the module docstring).
+_PASSED_AS_IS = frozenset({"messages", "tools"})
 
 
 class OpenAIChatModel:
@@ -61,6 +74,7 @@ class OpenAIChatModel:
             base_url=base_url,
             timeout=timeout_s,
             max_retries=max_retries,
+            http_client=_aiohttp_client(timeout_s),
         )
 
     @property
@@ -123,18 +137,53 @@ class OpenAIChatModel:
         raise last_error
 
     async def _create(self, model: str, params: dict[str, Any]) -> Any:
+        typed = {k: v for k, v in params.items() if k not in _PASSED_AS_IS}
+        as_is = {k: v for k, v in params.items() if k in _PASSED_AS_IS}
         try:
-            return await self._client.chat.completions.create(model=model, **params)
+            # `messages=[]` is replaced by the real list from `extra_body` (see the
+            # module docstring: it skips the SDK's costly walk over the conversation)
+            return await self._client.chat.completions.create(
+                model=model, messages=[], extra_body=as_is, **typed
+            )
         except openai.APIError as error:
             raise _translate(error, model) from error
         except openai.OpenAIError as error:  # e.g. a client-side configuration problem
             raise LLMError(f"LLM client error ({type(error).__name__})", model=model) from error
 
 
+def _aiohttp_client(timeout_s: float) -> Any:
+    """The SDK's aiohttp transport when available, else None (the SDK's default)."""
+    factory = getattr(openai, "DefaultAioHttpClient", None)
+    if factory is None:
+        return None
+    try:
+        return factory(timeout=timeout_s)
+    except (ImportError, RuntimeError):  # the optional transport is not installed
+        return None
+
+
+def _connection_refused(error: BaseException) -> bool:
+    """True when a "timeout" is really a refused or reset connection.
+
+    The aiohttp transport reports every connection failure as a connect timeout; the
+    original OS error is still in the chain of causes.
+    """
+    seen: BaseException | None = error
+    for _ in range(10):  # causes form a short chain; bounded in case of a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _translate(error: openai.APIError, model: str) -> LLMError:
     """Map an SDK error to our own class; messages stay free of keys and bodies."""
-    if isinstance(error, openai.APITimeoutError):
+    if isinstance(error, openai.APITimeoutError) and not _connection_refused(error):
         return LLMTimeout(f"model {model} timed out", model=model)
+    if isinstance(error, openai.APITimeoutError):
+        return LLMUnavailable(f"model {model} unreachable (connection error)", model=model)
     if isinstance(error, openai.APIConnectionError):
         return LLMUnavailable(f"model {model} unreachable (connection error)", model=model)
     if isinstance(error, openai.APIResponseValidationError):
