@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
-from aiogram.methods import SetMyCommands, SetWebhook
+from aiogram.exceptions import TelegramUnauthorizedError
+from aiogram.methods import GetMe, SetMyCommands, SetWebhook
 from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefault
 from aiohttp import web
 
@@ -188,6 +189,22 @@ async def build_application(settings: Settings, db: Database) -> Application:
     )
 
 
+class TokenRejected(Exception):
+    """Telegram answered 401 Unauthorized: BOT_TOKEN is wrong or was revoked."""
+
+
+async def check_token(app: Application) -> None:
+    """Fail fast on a rejected token; any other problem is left to the retrying loops."""
+    try:
+        me = await app.sender.call(GetMe())
+    except TelegramUnauthorizedError:
+        raise TokenRejected("BOT_TOKEN was rejected by Telegram (401 Unauthorized)") from None
+    except Exception as exc:
+        log.warning("getMe failed (%s); continuing, updates will be retried", type(exc).__name__)
+        return
+    log.info("bot @%s (id %s)", me.username, me.id)
+
+
 async def set_commands(app: Application) -> None:
     """The commands menu; optional, so a failure is a warning, never a stop."""
 
@@ -287,6 +304,7 @@ async def run(settings: Settings) -> None:
         pruned = await app.inbox.prune(older_than_s=INBOX_RETENTION_S)
         if pruned:
             log.info("inbox: removed %d finished update(s) older than 7 days", pruned)
+        await check_token(app)
         await app.intake.resume()
         await set_commands(app)
         async with receiving(app):

@@ -36,3 +36,14 @@ async def test_an_occupied_webhook_port_is_one_fatal_line_without_secrets(
     assert len(fatal) == 1, process.output
     assert "Traceback" not in process.output
     assert env["BOT_TOKEN"] not in process.output and WEBHOOK_SECRET not in process.output
+
+
+async def test_a_token_telegram_rejects_is_one_fatal_line(
+    bot_base_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**bot_base_env, "BOT_TOKEN": "999:revoked-token"}
+    process = await BotProcess(env, tmp_path).start()
+    assert await process.wait_exit() == 1
+    fatal = [line for line in process.lines if "fatal:" in line]
+    assert len(fatal) == 1 and "BOT_TOKEN" in fatal[0], process.output
+    assert "revoked-token" not in process.output
