@@ -7,9 +7,9 @@ fails with something another model might not hit (429, 5xx, timeout, connection
 error), the same request goes to the next model of `fallback_models`, in order.
 
 Two choices keep a request cheap in CPU (measured in bench/, see docs/benchmarks.md):
-- The conversation (`messages`) and the tool schemas travel in `extra_body`. The SDK's
-  `create()` walks every typed argument recursively against its TypedDict annotations
-  to rename aliased keys; chat-completion messages and tools have none, so the walk
+- The request fields (conversation, tool schemas, tool options) travel in `extra_body`.
+  The SDK's `create()` walks every typed argument recursively against its TypedDict
+  annotations to rename aliased keys; chat-completion fields have none, so the walk
   changes nothing, yet it cost about 3-8 ms of CPU per request — the largest single
   cost of a bot turn. `extra_body` is merged into the JSON body as is.
 - HTTP goes through the SDK's aiohttp transport (`DefaultAioHttpClient`; aiohttp is
@@ -46,8 +46,6 @@ _FALLBACK_ERRORS: tuple[type[LLMError], ...] = (LLMRateLimited, LLMTimeout, LLMU
 
 # Response-only fields of an assistant message that requests must not carry back.
 _RESPONSE_ONLY_FIELDS = ("annotations", "audio", "function_call")
-# Large request fields sent verbatim in `extra_body` (see the module docstring).
-_PASSED_AS_IS = frozenset({"messages", "tools"})
 
 
 class OpenAIChatModel:
@@ -137,13 +135,11 @@ class OpenAIChatModel:
         raise last_error
 
     async def _create(self, model: str, params: dict[str, Any]) -> Any:
-        typed = {k: v for k, v in params.items() if k not in _PASSED_AS_IS}
-        as_is = {k: v for k, v in params.items() if k in _PASSED_AS_IS}
         try:
             # `messages=[]` is replaced by the real list from `extra_body` (see the
-            # module docstring: it skips the SDK's costly walk over the conversation)
+            # module docstring: it skips the SDK's costly walk over the request)
             return await self._client.chat.completions.create(
-                model=model, messages=[], extra_body=as_is, **typed
+                model=model, messages=[], extra_body=params
             )
         except openai.APIError as error:
             raise _translate(error, model) from error
