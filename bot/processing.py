@@ -3,7 +3,7 @@
 Handlers receive `outbox` (bound to this row) and `inbox_update_id` through the
 workflow data. A row no handler answered (an edited message, a group message not meant
 for the bot, an update type the bot does not use) is finished as `ignored`, as is one
-whose handler sent its messages itself (the admin report, sent through `sender`).
+whose handler sent its messages itself rather than through the outbox.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 The router's filter lets only admins in. For anyone else it does not handle the update
 at all, so a non-admin's /stats falls through to the unknown-command reply and reveals
 nothing. The figures come from `StatsService` (workflow data `stats`); this module only
-turns them into Telegram messages: the table as monospace text, then the chart as a
-photo. The chart is drawn in a worker thread, and a drawing failure costs the photo,
-never the text.
+turns them into Telegram messages: the table as monospace text through the update's
+`outbox` (stored in the inbox before it is sent, like every answer), then the chart as a
+photo through the shared `sender` (paced, flood control honoured). The chart is drawn
+in a worker thread, and a drawing failure costs the photo, never the text.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import logging
 from collections.abc import Callable
 
 from aiogram import F, Router
-from aiogram.enums import ParseMode
 from aiogram.filters import Command, CommandObject
-from aiogram.types import BufferedInputFile, Message, User
+from aiogram.types import Message, User
 
+from bot.formatting import Rendered
+from bot.responder import Outbox
+from bot.sender import Sender
 from bot.texts import DEFAULT_LANGUAGE, LANGUAGES
 from services.stats import StatsReport, StatsService, StatsUsageError
 from services.stats_chart import render_chart
@@ -38,12 +41,19 @@ def build_admin_router(
     router.message.filter(F.from_user.id.in_(admin_ids))
 
     @router.message(Command("stats"))
-    async def stats_command(message: Message, command: CommandObject, stats: StatsService) -> None:
+    async def stats_command(
+        message: Message,
+        command: CommandObject,
+        stats: StatsService,
+        outbox: Outbox,
+        sender: Sender,
+    ) -> None:
         lang = _language(message.from_user)
         try:
             period = stats.parse_period(command.args)
         except StatsUsageError:
-            await message.answer(stats.usage_hint(lang), parse_mode=None)
+            hint = stats.usage_hint(lang)
+            await outbox.send_rendered([Rendered(html.escape(hint), hint)])
             return
         report = await stats.report(period)
         chart: bytes | None = None
@@ -53,7 +63,9 @@ def build_admin_router(
             except Exception:  # the table is still worth sending
                 logger.exception("stats chart rendering failed; sending the table only")
         caption = stats.chart_caption(report, lang)
-        await _send_report(message, stats.render_table(report, lang), chart, caption)
+        await _send_report(
+            outbox, sender, message.chat.id, stats.render_table(report, lang), chart, caption
+        )
 
     return router
 
@@ -65,12 +77,16 @@ def _language(user: User | None) -> str:
 
 
 async def _send_report(
-    message: Message, chunks: list[str], chart: bytes | None, caption: str
+    outbox: Outbox,
+    sender: Sender,
+    chat_id: int,
+    chunks: list[str],
+    chart: bytes | None,
+    caption: str,
 ) -> None:
-    """Every send of /stats, in one place (the one to route through a shared sender)."""
-    for chunk in chunks:
-        await message.answer(f"<pre>{html.escape(chunk)}</pre>", parse_mode=ParseMode.HTML)
+    """Every send of /stats, in one place: the table is the stored answer, the chart extra."""
+    await outbox.send_rendered([Rendered(f"<pre>{html.escape(c)}</pre>", c) for c in chunks])
     if chart is not None:
-        await message.answer_photo(
-            BufferedInputFile(chart, filename="stats.png"), caption=caption, parse_mode=None
-        )
+        result = await sender.send_photo(chat_id, chart, caption=caption)
+        if result.status != "delivered":
+            logger.warning("stats chart to chat %s: %s (%s)", chat_id, result.status, result.reason)

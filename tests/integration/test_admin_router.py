@@ -1,15 +1,18 @@
-"""`/stats` through a real aiogram Dispatcher and Bot, against the fake Bot API over HTTP.
+"""`/stats` through the bot's real pipeline (inbox, dispatcher, responder, sender) and a real
+aiogram Bot, against the fake Bot API over HTTP.
 
-Updates are fed with `Dispatcher.feed_update`; the bot's requests go to the aiohttp fake
-(`TelegramAPIServer.from_base`), which records what an admin would see. A stand-in
-fall-through router plays the bot's unknown-command reply, included after the admin
+Updates enter through `Intake.accept` as polling hands them over; the bot's requests go
+to the aiohttp fake (`TelegramAPIServer.from_base`), which records what an admin would
+see. A stand-in fall-through router plays the bot's unknown-command reply, included after the admin
 router exactly as `bot.routers.get_routers` orders them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -19,9 +22,15 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.dispatcher.event.bases import UNHANDLED
 from aiogram.types import Message, Update
 
+from bot.formatting import Rendered
+from bot.intake import Intake
+from bot.processing import UpdateProcessor
+from bot.responder import Outbox, Responder
 from bot.routers.admin import build_admin_router
+from bot.sender import Sender
 from services.stats import StatsReport, StatsService
 from storage.database import Database
+from storage.inbox import InboxRepository, InboxRow
 from storage.stats import StatsRepository
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
@@ -42,32 +51,43 @@ async def bot(fake_telegram: FakeTelegramServer) -> AsyncIterator[Bot]:
         await session.close()
 
 
-def _dispatcher(db: Database, **router_options: Any) -> Dispatcher:
+@dataclass
+class Pipeline:
+    intake: Intake
+    inbox: InboxRepository
+
+    async def send(self, text: str, *, user: int = ADMIN, lang: str = "en") -> int:
+        payload = message_update(user, text=text, user_id=user, language_code=lang)
+        await self.intake.accept([payload])
+        await asyncio.wait_for(self.intake.join(), 10)
+        return int(payload["update_id"])
+
+
+def _pipeline(db: Database, bot: Bot, **router_options: Any) -> Pipeline:
+    sender = Sender(bot, per_chat_interval_s=0.0)
+    inbox = InboxRepository(db)
+    responder = Responder(inbox, sender)
     # the clock puts "now" just after the seeded rows, so 24h covers all of them
-    dispatcher = Dispatcher(stats=StatsService(StatsRepository(db), clock=lambda: UNTIL))
+    dispatcher = Dispatcher(
+        stats=StatsService(StatsRepository(db), clock=lambda: UNTIL), sender=sender
+    )
     dispatcher.include_router(build_admin_router(frozenset({ADMIN}), **router_options))
     fallback = Router(name="unknown_command")
 
     @fallback.message(F.text.startswith("/"))
-    async def unknown(message: Message) -> None:
-        await message.answer(UNKNOWN_COMMAND)
+    async def unknown(message: Message, outbox: Outbox) -> None:
+        await outbox.send_rendered([Rendered(UNKNOWN_COMMAND, UNKNOWN_COMMAND)])
 
     dispatcher.include_router(fallback)
-    return dispatcher
-
-
-async def _send(
-    dispatcher: Dispatcher, bot: Bot, text: str, *, user: int = ADMIN, lang: str = "en"
-) -> None:
-    payload = message_update(user, text=text, user_id=user, language_code=lang)
-    await dispatcher.feed_update(bot, Update.model_validate(payload, context={"bot": bot}))
+    process = UpdateProcessor(bot, dispatcher, responder)
+    return Pipeline(Intake(inbox, process=process, deliver=responder.deliver), inbox)
 
 
 async def test_admin_gets_the_table_and_the_chart(
     db: Database, bot: Bot, fake_telegram: FakeTelegramServer
 ):
     await _seed(db)
-    await _send(_dispatcher(db), bot, "/stats 24h")
+    update_id = await _pipeline(db, bot).send("/stats 24h")
 
     texts = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "text"]
     photos = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "photo"]
@@ -83,16 +103,19 @@ async def test_admin_gets_the_table_and_the_chart(
     reference = photo.params["photo"]  # aiogram uploads the file as a form part
     assert reference.startswith("attach://")
     upload = photo.params[reference.removeprefix("attach://")]
-    assert upload["filename"] == "stats.png" and upload["size"] > 5_000
+    assert upload["size"] > 5_000
     # the photo comes after the table
     assert fake_telegram.messages_to(ADMIN)[-1].kind == "photo"
+    # the table is the stored answer of the update, like every other reply
+    row = await _stored(db, update_id)
+    assert row.status == "delivered" and row.message_ids == (table.message_id,)
 
 
 async def test_admin_gets_russian_for_a_russian_client(
     db: Database, bot: Bot, fake_telegram: FakeTelegramServer
 ):
     await _seed(db)
-    await _send(_dispatcher(db), bot, "/stats", lang="ru")
+    await _pipeline(db, bot).send("/stats", lang="ru")
     [table] = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "text"]
     assert "/stats · за 24 часа" in table.plain_text
 
@@ -101,7 +124,7 @@ async def test_non_admin_stats_is_an_unknown_command(
     db: Database, bot: Bot, fake_telegram: FakeTelegramServer
 ):
     await _seed(db)
-    await _send(_dispatcher(db), bot, "/stats", user=CUSTOMER)
+    await _pipeline(db, bot).send("/stats", user=CUSTOMER)
     [reply] = fake_telegram.messages_to(CUSTOMER)
     assert reply.text == UNKNOWN_COMMAND
     assert fake_telegram.calls_of("sendPhoto") == []
@@ -127,7 +150,7 @@ async def test_bad_period_gets_a_one_line_usage_hint(
     db: Database, bot: Bot, fake_telegram: FakeTelegramServer, argument: str
 ):
     await _seed(db)
-    await _send(_dispatcher(db), bot, f"/stats {argument}")
+    await _pipeline(db, bot).send(f"/stats {argument}")
     [reply] = fake_telegram.messages_to(ADMIN)
     assert reply.text == "Usage: /stats [24h|7d|30d|all] (default 24h)"
     assert fake_telegram.calls_of("sendPhoto") == []
@@ -136,7 +159,7 @@ async def test_bad_period_gets_a_one_line_usage_hint(
 async def test_empty_database_says_no_data_and_sends_no_chart(
     db: Database, bot: Bot, fake_telegram: FakeTelegramServer
 ):
-    await _send(_dispatcher(db), bot, "/stats all")
+    await _pipeline(db, bot).send("/stats all")
     [reply] = fake_telegram.messages_to(ADMIN)
     assert reply.plain_text.endswith("No data for this period yet.")
     assert fake_telegram.calls_of("sendPhoto") == []
@@ -154,9 +177,15 @@ async def test_chart_failure_still_sends_the_table(
         raise RuntimeError("font missing")
 
     with caplog.at_level(logging.ERROR, logger="bot.routers.admin"):
-        await _send(_dispatcher(db, chart_renderer=broken), bot, "/stats")
+        await _pipeline(db, bot, chart_renderer=broken).send("/stats")
 
     [table] = fake_telegram.messages_to(ADMIN)
     assert "get_order_status" in table.plain_text
     assert fake_telegram.calls_of("sendPhoto") == []
     assert "stats chart rendering failed" in caplog.text
+
+
+async def _stored(db: Database, update_id: int) -> InboxRow:
+    row = await InboxRepository(db).get(update_id)
+    assert row is not None
+    return row
