@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 
 from bot.texts import EN, RU
 from services.output_guard import SystemPromptGuard, normalised_words
@@ -332,11 +331,6 @@ async def test_oversized_empty_and_unused_input_never_reach_the_model(
     assert bot.proc is not None and bot.proc.returncode is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bot/routers/chat.py: only str.strip() decides 'empty', so a message of "
-    "zero-width characters (U+200B, U+2060) is sent to the model",
-)
 async def test_a_message_of_invisible_characters_is_empty(
     start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
 ) -> None:
@@ -354,11 +348,6 @@ UNPARSABLE = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bot/polling.py: aiogram cannot parse the getUpdates batch (ClientDecodeError), "
-    "the poller retries the same batch forever and no update is processed again",
-)
 async def test_updates_aiogram_cannot_parse_do_not_stop_polling(
     start_bot: StartBot, fake_telegram: FakeTelegramServer, database_path: Path
 ) -> None:
