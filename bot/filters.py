@@ -18,6 +18,40 @@ from aiogram.types import Message, TelegramObject, User
 from bot.texts import texts_for
 
 
+class HasText(Filter):
+    """`F.text` as an async filter.
+
+    aiogram runs every plain (synchronous) filter, magic filters included, through
+    `asyncio.to_thread`: a worker-thread round trip per filter per update. The bench's
+    profile showed those hops among the bot's largest costs (docs/benchmarks.md), so the
+    filters every update meets are async.
+    """
+
+    async def __call__(self, message: Message) -> bool:
+        return bool(message.text)
+
+
+class IsCommand(Filter):
+    """The text (or caption) starts with "/"; cheap, so command filters see only commands."""
+
+    def __init__(self, *, captions: bool = True) -> None:
+        self._captions = captions
+
+    async def __call__(self, message: Message) -> bool:
+        text = message.text or (message.caption if self._captions else None) or ""
+        return text.startswith("/")
+
+
+class FromUsers(Filter):
+    """The sender is one of `user_ids` (an async `F.from_user.id.in_(...)`)."""
+
+    def __init__(self, user_ids: frozenset[int]) -> None:
+        self._user_ids = user_ids
+
+    async def __call__(self, message: Message) -> bool:
+        return message.from_user is not None and message.from_user.id in self._user_ids
+
+
 class AddressedToBot(Filter):
     """True for private chats and for group messages that mention or reply to the bot."""
 

@@ -16,10 +16,11 @@ import html
 import logging
 from collections.abc import Callable
 
-from aiogram import F, Router
+from aiogram import Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Message, User
 
+from bot.filters import FromUsers, IsCommand
 from bot.formatting import Rendered
 from bot.responder import Outbox
 from bot.sender import Sender
@@ -38,7 +39,7 @@ def build_admin_router(
     """`chart_renderer` is replaceable so tests can make the drawing fail."""
     router = Router(name="admin")
     # No admins configured -> the filter never matches and /stats is an unknown command.
-    router.message.filter(F.from_user.id.in_(admin_ids))
+    router.message.filter(IsCommand(), FromUsers(admin_ids))
 
     @router.message(Command("stats"))
     async def stats_command(

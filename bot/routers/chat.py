@@ -9,10 +9,10 @@ from __future__ import annotations
 import unicodedata
 from typing import Protocol
 
-from aiogram import Bot, F, Router
+from aiogram import Bot, Router
 from aiogram.types import Message
 
-from bot.filters import AddressedToBot, strip_bot_mention
+from bot.filters import AddressedToBot, HasText, strip_bot_mention
 from bot.replies import LeakGuard, customer_text
 from bot.responder import Outbox, Responder
 from bot.texts import Texts
@@ -53,7 +53,7 @@ def build_chat_router() -> Router:
     router = Router(name="chat")
     router.message.filter(AddressedToBot())
 
-    @router.message(F.text)
+    @router.message(HasText())
     async def on_text(
         message: Message,
         bot: Bot,

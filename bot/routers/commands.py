@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from aiogram import F, Router
+from aiogram import Router
 from aiogram.filters import Command, CommandStart
 from aiogram.types import Message
 
-from bot.filters import AddressedToBot
+from bot.filters import AddressedToBot, IsCommand
 from bot.responder import Outbox
 from bot.texts import Texts
 from services.chat import ChatService
@@ -14,7 +14,8 @@ from services.chat import ChatService
 
 def build_commands_router() -> Router:
     router = Router(name="commands")
-    router.message.filter(AddressedToBot())
+    # IsCommand first: plain questions skip the (costlier) command parsing entirely
+    router.message.filter(IsCommand(), AddressedToBot())
 
     @router.message(CommandStart())
     async def start(message: Message, outbox: Outbox, texts: Texts) -> None:
@@ -37,9 +38,9 @@ def build_commands_router() -> Router:
 def build_unknown_command_router() -> Router:
     """Included after every command router (admin too): the fall-through for "/anything"."""
     router = Router(name="unknown_command")
-    router.message.filter(AddressedToBot())
+    router.message.filter(IsCommand(captions=False), AddressedToBot())
 
-    @router.message(F.text.startswith("/"))
+    @router.message()
     async def unknown(message: Message, outbox: Outbox, texts: Texts) -> None:
         await outbox.send(texts.unknown_command)
 
