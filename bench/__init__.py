@@ -1,0 +1,1 @@
+"""Reproducible performance harness: `make bench` (see docs/benchmarks.md)."""
