@@ -13,7 +13,9 @@ application. Doing that in one place keeps every outgoing call honest about thre
 
 Sends are paced: one message per `per_chat_interval_s` in each chat, in call order, and at
 most `global_per_second` requests overall. Per-chat state exists only while a chat is
-busy or inside its interval, so idle chats cost no memory.
+busy or inside its interval, so idle chats cost no memory. Typing indicators are
+cosmetic: tried once, and skipped when the global queue is long, so they never delay
+an answer.
 """
 
 from __future__ import annotations
