@@ -22,5 +22,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# The whole-bot benchmark (docs/benchmarks.md); measures and reports, never fails on a
+# missed target. `make bench ARGS=--quick` for a one-minute smoke run.
+bench: $(STAMP)
+	$(BIN)/python -m bench.run $(ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
