@@ -92,6 +92,7 @@ def configure_logging(level: str) -> None:
     # aiogram logs one INFO line per update; keep it, but not the HTTP chatter
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # the openai SDK's HTTP client
 
 
 def build_bot(settings: Settings) -> Bot:
