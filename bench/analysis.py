@@ -115,6 +115,7 @@ class TurnCosts:
     model_ms: list[float]
     tool_ms: list[float]
     round_trips: dict[str, list[int]]  # per kind
+    rows: list[dict[str, Any]]  # one per answered turn, for a closer look (turns-*.jsonl)
 
 
 def turn_costs(
@@ -125,6 +126,7 @@ def turn_costs(
     tools = tool_time_by_update(db_path, (t.update_id for t in answered))
     e2e, own, model, tool = [], [], [], []
     trips: dict[str, list[int]] = defaultdict(list)
+    rows: list[dict[str, Any]] = []
     for turn in answered:
         assert turn.latency_s is not None
         m = models.get(turn.marker)
@@ -135,7 +137,21 @@ def turn_costs(
         tool.append(tool_ms)
         own.append(turn.latency_s * 1000.0 - model_ms - tool_ms)
         trips[turn.kind].append(m.round_trips if m else 0)
-    return TurnCosts(e2e, own, model, tool, dict(trips))
+        rows.append(
+            {
+                "chat": turn.chat_id,
+                "index": turn.index,
+                "kind": turn.kind,
+                "update_id": turn.update_id,
+                "sent_at": turn.sent_at,
+                "e2e_ms": e2e[-1],
+                "model_ms": model_ms,
+                "tool_ms": tool_ms,
+                "self_ms": own[-1],
+                "round_trips": m.round_trips if m else 0,
+            }
+        )
+    return TurnCosts(e2e, own, model, tool, dict(trips), rows)
 
 
 def throughput(turns: Sequence[Turn]) -> dict[str, float]:

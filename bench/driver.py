@@ -273,9 +273,21 @@ class Driver:
 
 
 async def closed_loop_chat(
-    driver: Driver, chat_id: int, kinds: Sequence[str], *, deadline: float
+    driver: Driver,
+    chat_id: int,
+    kinds: Sequence[str],
+    *,
+    deadline: float,
+    start_after_s: float = 0.0,
 ) -> None:
-    """One customer: ask, wait for the answer, ask the next question (bounded in time)."""
+    """One customer: ask, wait for the answer, ask the next question (bounded in time).
+
+    `start_after_s` staggers the customers' first questions: real customers do not all
+    press "send" in the same millisecond, and a synchronised start measures a thundering
+    herd rather than the bot.
+    """
+    if start_after_s > 0:
+        await asyncio.sleep(start_after_s)  # an arrival schedule, not a synchronisation
     for index, kind in enumerate(kinds):
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -52,6 +52,7 @@ from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
 TOKEN = "123456:BENCH-TOKEN"
 WEBHOOK_SECRET = "bench-secret_0123456789"
 WEBHOOK_PATH = "/telegram/webhook"
+STAGGER_S = 2.0  # customers of a closed-loop phase start spread over this many seconds
 
 
 @dataclass(frozen=True)
@@ -304,8 +305,9 @@ class Bench:
                         chat,
                         mixed_kinds(chat, messages) if kinds == "mix" else [kinds] * messages,
                         deadline=deadline,
+                        start_after_s=position * STAGGER_S / max(1, len(chats)),
                     )
-                    for chat in chats
+                    for position, chat in enumerate(chats)
                 )
             )
             turns = list(driver.turns)
@@ -342,6 +344,9 @@ class Bench:
         planned: int,
     ) -> dict[str, Any]:
         costs = turn_costs(turns, timings, run.database)
+        with (self.out / f"turns-{run.label}-{name}.jsonl").open("w") as raw:
+            for row in costs.rows:
+                raw.write(json.dumps(row) + "\n")
         answered = sum(1 for t in turns if t.ok)
         wrong = sum(1 for t in turns if t.reply_text is not None and not t.ok)
         missing = planned - answered - wrong
@@ -357,6 +362,9 @@ class Bench:
             "throughput": throughput(turns),
             "e2e_ms": pcts(costs.e2e_ms),
             "self_ms": pcts(costs.self_ms),
+            # each customer's first turn opens connections and sessions: reported apart
+            "self_ms_after_first_turn": pcts([r["self_ms"] for r in costs.rows if r["index"] > 0]),
+            "self_ms_first_turn": pcts([r["self_ms"] for r in costs.rows if r["index"] == 0]),
             "model_ms": pcts(costs.model_ms),
             "tool_ms": pcts(costs.tool_ms),
             "round_trips": {k: pcts([float(v) for v in vs]) for k, vs in costs.round_trips.items()},
@@ -620,6 +628,15 @@ async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
             )
             r["exit_code"] = await bench.stop_bot(run)
 
+        if only is not None and "latency" in only:  # the 50-chat latency phase alone
+            run = await bench.start_bot("latency")
+            r = {"startup": run.startup, "idle": run.idle}
+            runs["latency"] = r
+            r["latency"] = await bench.closed_loop(
+                run, "latency", range(1, plan.latency_chats + 1), plan.latency_messages
+            )
+            r["exit_code"] = await bench.stop_bot(run)
+
         if only is not None and "load" in only:  # the load phase alone, e.g. before/after a fix
             run = await bench.start_bot("load")
             r = {"startup": run.startup, "idle": run.idle}
@@ -724,22 +741,19 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
             f"{order['order_violations']} violations, {order['errors']} errors",
             order["errors"] == 0 and order["order_violations"] == 0,
         )
-    latency = _get(runs, "polling", "latency")
-    if latency:
-        s = latency["self_ms"]
+    for mode, lat in (
+        ("polling", _get(runs, "polling", "latency") or _get(runs, "latency", "latency")),
+        ("webhook", _get(runs, "webhook", "latency")),
+    ):
+        if not lat:
+            continue
+        s, w = lat["self_ms"], lat["self_ms_after_first_turn"]
         row(
-            f"bot self-time p50 <= 10 ms, p99 <= 50 ms at {plan.latency_chats} chats (polling)",
-            f"p50 {s['p50']:.1f} ms, p95 {s['p95']:.1f} ms, p99 {s['p99']:.1f} ms "
-            f"(e2e p50 {latency['e2e_ms']['p50']:.0f} ms; {latency['errors']} errors)",
-            s["p50"] <= 10 and s["p99"] <= 50,
-        )
-    wlat = _get(runs, "webhook", "latency")
-    if wlat:
-        s = wlat["self_ms"]
-        row(
-            f"bot self-time p50 <= 10 ms, p99 <= 50 ms at {plan.latency_chats} chats (webhook)",
-            f"p50 {s['p50']:.1f} ms, p95 {s['p95']:.1f} ms, p99 {s['p99']:.1f} ms "
-            f"({wlat['errors']} errors)",
+            f"bot self-time p50 <= 10 ms, p99 <= 50 ms at {plan.latency_chats} chats ({mode})",
+            f"all turns: p50 {s['p50']:.1f}, p95 {s['p95']:.1f}, p99 {s['p99']:.1f} ms; "
+            f"after each chat's first turn: p50 {w['p50']:.1f}, p95 {w['p95']:.1f}, "
+            f"p99 {w['p99']:.1f} ms (e2e p50 {lat['e2e_ms']['p50']:.0f} ms; "
+            f"{lat['errors']} errors)",
             s["p50"] <= 10 and s["p99"] <= 50,
         )
     wload = _get(runs, "webhook", "load")
@@ -833,7 +847,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, help="fake model latency (default 1000)")
     parser.add_argument(
         "--only",
-        help="comma-separated runs: polling,sequential,conversation,webhook,stats,load",
+        help="comma-separated runs: polling,sequential,conversation,webhook,stats"
+        " (and, only when named: latency, load)",
     )
     parser.add_argument("--profile", action="store_true", help="also run the bot under cProfile")
     parser.add_argument("--skip-stats", action="store_true", help="skip the /stats timing")
