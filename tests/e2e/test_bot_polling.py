@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from pathlib import Path
 
 from tests.e2e.conftest import StartBot
-from tests.fakes.openai_server import FakeOpenAIServer, default_script
+from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import (
     FakeTelegramServer,
     edited_message_update,
@@ -66,13 +65,7 @@ async def test_order_question_gets_the_status_from_the_shop_data(
     fake_openai: FakeOpenAIServer,
     database_path: Path,
 ) -> None:
-    release = asyncio.Event()
-
-    async def held(body: dict) -> object:
-        await release.wait()
-        return default_script(body)
-
-    fake_openai.handler = held
+    release = fake_openai.hold_answers()
     await start_bot()
     fake_telegram.enqueue_update(
         message_update(CHAT, text="Где сейчас находится заказ 8041?", user_id=CHAT)
@@ -169,13 +162,7 @@ async def test_formatting_rejected_by_telegram_is_sent_as_plain_text(
 async def test_sigterm_during_a_turn_still_sends_the_answer(
     start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
 ) -> None:
-    release = asyncio.Event()
-
-    async def held(body: dict) -> object:
-        await release.wait()
-        return default_script(body)
-
-    fake_openai.handler = held
+    release = fake_openai.hold_answers()
     bot = await start_bot()
     fake_telegram.enqueue_update(message_update(CHAT, text="Где сейчас находится заказ 8041?"))
     await fake_openai.wait_for_requests(1)

@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import WEBHOOK_PATH, WEBHOOK_SECRET, free_port, webhook_env
-from tests.fakes.openai_server import FakeOpenAIServer, default_script
+from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 
 CHAT = 2002
@@ -122,13 +122,7 @@ async def test_sigterm_in_webhook_mode_finishes_the_turn(
     port: int,
     http: aiohttp.ClientSession,
 ) -> None:
-    release = asyncio.Event()
-
-    async def held(body: dict) -> object:
-        await release.wait()
-        return default_script(body)
-
-    fake_openai.handler = held
+    release = fake_openai.hold_answers()
     bot = await start_bot(webhook_env(bot_base_env, port))
     assert await post(http, port, message_update(CHAT, text="Где заказ 8041?")) == 200
     await fake_openai.wait_for_requests(1)

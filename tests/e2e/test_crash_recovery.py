@@ -36,13 +36,7 @@ async def test_killed_mid_turn_answers_once_after_restart(
     fake_openai: FakeOpenAIServer,
     database_path: Path,
 ) -> None:
-    release = asyncio.Event()
-
-    async def held(body: dict) -> object:
-        await release.wait()
-        return default_script(body)
-
-    fake_openai.handler = held
+    release = fake_openai.hold_answers()
     bot = await start_bot()
     update_id = fake_telegram.enqueue_update(message_update(CHAT, text=QUESTION))
     await fake_openai.wait_for_requests(1)
@@ -88,13 +82,7 @@ async def test_turn_cut_by_the_shutdown_grace_is_answered_after_restart(
     fake_openai: FakeOpenAIServer,
     database_path: Path,
 ) -> None:
-    release = asyncio.Event()
-
-    async def held(body: dict) -> object:
-        await release.wait()
-        return default_script(body)
-
-    fake_openai.handler = held
+    release = fake_openai.hold_answers()
     bot = await start_bot(SHUTDOWN_GRACE_S="0.5")
     update_id = fake_telegram.enqueue_update(message_update(CHAT, text=QUESTION))
     await fake_openai.wait_for_requests(1)

@@ -320,6 +320,20 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
+    def hold_answers(self) -> asyncio.Event:
+        """Answer with the default script only once the returned event is set.
+
+        For tests that need a turn in flight (SIGTERM, SIGKILL, typing indicators).
+        """
+        release = asyncio.Event()
+
+        async def held(body: Body) -> FakeReply:
+            await release.wait()
+            return default_script(body)
+
+        self.handler = held
+        return release
+
     @property
     def chat_requests(self) -> list[Body]:
         """Requests that offered tools (chat turns), as opposed to plain-text summaries."""
