@@ -37,11 +37,10 @@ from bot.responder import Responder
 from bot.routers import get_routers
 from bot.sender import Sender
 from bot.webhook import build_web_app
-from services.chat import CHAT_PROMPT_ID, DEFAULT_SHOP_NAME, ChatService, build_chat_service
+from services.chat import ChatService, build_chat_service
 from services.limits import UserMessageLimiter
 from services.llm.client import OpenAIChatModel
 from services.loop import BoundedToolLoop
-from services.output_guard import SystemPromptGuard
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
 from storage.database import Database
@@ -106,7 +105,7 @@ def build_bot(settings: Settings) -> Bot:
 
 def build_dispatcher(*, admin_ids: frozenset[int], **services: object) -> Dispatcher:
     """The dispatcher with its routers; `services` become workflow data for handlers
-    (chat_service, limiter, guard, responder, sender, stats, max_input_chars)."""
+    (chat_service, limiter, responder, sender, stats, max_input_chars)."""
     dispatcher = Dispatcher(**services)
     dispatcher.update.outer_middleware(LanguageMiddleware())
     dispatcher.include_routers(*get_routers(admin_ids=admin_ids))
@@ -147,7 +146,6 @@ async def build_application(settings: Settings, db: Database) -> Application:
         summary_max_tokens=settings.summary_max_tokens,
         max_concurrent_turns=settings.max_concurrent_turns,
     )
-    guard = SystemPromptGuard(prompts.render(CHAT_PROMPT_ID, shop_name=DEFAULT_SHOP_NAME).text)
 
     bot = build_bot(settings)
     sender = Sender(
@@ -165,7 +163,6 @@ async def build_application(settings: Settings, db: Database) -> Application:
             per_minute=settings.user_messages_per_minute,
             per_day=settings.user_messages_per_day,
         ),
-        guard=guard,
         responder=responder,
         sender=sender,
         stats=StatsService(StatsRepository(db), clock=time.time),

@@ -1,20 +1,15 @@
 """Which words a customer sees for a finished turn: the model's answer or our own text.
 
 Failures never show anything internal: availability problems get "try again in a
-minute", a refusal gets a polite refusal, anything else a short apology. An answer that
-quotes the system instruction is replaced by the refusal (the guard checks the outgoing
-text, whatever the prompt said).
+minute", a refusal gets a polite refusal, anything else a short apology. (An answer that
+quotes the system instruction arrives here already withheld as a refusal: the chat
+service checks it before anything is stored.)
 """
 
 from __future__ import annotations
 
-import logging
-from typing import Protocol
-
 from bot.texts import Texts
 from services.loop_types import StopReason, TurnReply
-
-log = logging.getLogger(__name__)
 
 # error codes meaning "the model is not available right now" (loop and LLM client codes)
 UNAVAILABLE_CODES = frozenset(
@@ -22,11 +17,7 @@ UNAVAILABLE_CODES = frozenset(
 )
 
 
-class LeakGuard(Protocol):
-    def leaks(self, reply_text: str) -> bool: ...
-
-
-def customer_text(reply: TurnReply, texts: Texts, guard: LeakGuard) -> str:
+def customer_text(reply: TurnReply, texts: Texts) -> str:
     if reply.error_code is not None:
         if reply.error_code in UNAVAILABLE_CODES:
             return texts.temporarily_unavailable
@@ -35,7 +26,4 @@ def customer_text(reply: TurnReply, texts: Texts, guard: LeakGuard) -> str:
         return texts.refused
     if not reply.text or not reply.text.strip():
         return texts.apology
-    if guard.leaks(reply.text):
-        log.warning("turn %s: the answer quoted the system instruction; replaced", reply.turn_id)
-        return texts.refused
     return reply.text

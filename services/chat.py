@@ -20,6 +20,9 @@ Decisions worth knowing:
   the customer is shown the bot's own polite text, not the model's, so storing the
   model's refusal would put words in the history the customer never saw. Tool traffic is
   never history; it lives in the tool-call audit.
+- Private instruction. An answer that quotes the system instruction (services.output_guard)
+  is withheld: the customer gets the polite refusal, nothing enters the history, and the
+  turn is recorded with stop reason "withheld" so /stats shows the attempts.
 - Records. Every turn (answered or failed) leaves a `turns` row with its tool-call audit
   rows and model-call rows; for an answered turn the history pair is written in the same
   transaction.
@@ -46,6 +49,7 @@ from services.history import HistoryPair, select_window, to_pairs, window_read_l
 from services.limits import TurnSlots
 from services.llm.types import ChatModel, Message
 from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, TurnReply
+from services.output_guard import SystemPromptGuard
 from services.summarizer import ConversationSummarizer, PromptRenderer
 from storage.conversations import ConversationRepository, SessionSummary
 from storage.database import Database
@@ -61,6 +65,8 @@ log = logging.getLogger(__name__)
 CHAT_PROMPT_ID = "support_chat"
 DEFAULT_SHOP_NAME = "Online shop"
 INTERNAL_ERROR = "internal_error"
+# turns-row stop reason of an answer withheld because it quoted the system instruction
+WITHHELD = "withheld"
 
 SUMMARY_TAG = "conversation_summary"
 SUMMARY_DATA_NOTICE = (
@@ -89,6 +95,7 @@ class _Turn:
     t0: float  # perf_counter at the start, for the duration
     session_id: int | None = None
     prompt_ref: str = ""
+    instruction: str = ""  # the rendered system instruction, for the leak guard
 
 
 @dataclass(slots=True)
@@ -129,6 +136,7 @@ class ChatService:
         self._summary_shutdown_timeout_s = summary_shutdown_timeout_s
         self._clock = clock
         self._chat_locks: dict[int, _ChatLock] = {}
+        self._guards: dict[str, SystemPromptGuard] = {}  # per rendered instruction
 
     @property
     def active_chats(self) -> int:
@@ -210,23 +218,42 @@ class ChatService:
             )
 
         refused = result.stop_reason is StopReason.REFUSED
-        history = None if refused else StoredPair(user_text=text, assistant_text=result.text)
+        withheld = not refused and self._quotes_instruction(turn, result.text)
+        history = (
+            None if refused or withheld else StoredPair(user_text=text, assistant_text=result.text)
+        )
         turn.prompt_ref = result.prompt_ref
         stored = await self._save(
             turn,
             trace=result.trace,
-            stop_reason=str(result.stop_reason),
+            stop_reason=WITHHELD if withheld else str(result.stop_reason),
             error_code=None,
             history=history,
         )
         if stored and history is not None:
             self._summarizer.schedule(turn.session_id or 0)
         # if storing failed the customer still gets the answer the model gave (logged)
+        if withheld:  # the customer gets the bot's polite refusal instead
+            return TurnReply(turn_id=turn.id, text=None, stop_reason=StopReason.REFUSED)
         return TurnReply(
             turn_id=turn.id,
             text=None if refused else result.text,
             stop_reason=result.stop_reason,
         )
+
+    def _quotes_instruction(self, turn: _Turn, answer: str) -> bool:
+        """True when the answer repeats a passage of the system instruction.
+
+        Checked on the outgoing text, not only asked for in the prompt: a model talked
+        into printing its rules is stopped here, and the quote never enters the history.
+        """
+        guard = self._guards.get(turn.instruction)
+        if guard is None:
+            guard = self._guards[turn.instruction] = SystemPromptGuard(turn.instruction)
+        if not guard.leaks(answer):
+            return False
+        log.warning("turn %s: the answer quoted the system instruction; withheld", turn.id)
+        return True
 
     async def _ask(self, turn: _Turn) -> LoopResult:
         """Assemble the prompt for the chat's session and run the loop on it."""
@@ -235,6 +262,7 @@ class ChatService:
         window = await self._window(turn.session_id, summary)
         rendered = self._prompts.render(CHAT_PROMPT_ID, shop_name=self._shop_name)
         turn.prompt_ref = rendered.ref
+        turn.instruction = rendered.text
         messages = build_messages(rendered.text, summary, window, turn.text)
         context = ToolContext(
             user_id=turn.user_id,

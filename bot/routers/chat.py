@@ -13,7 +13,7 @@ from aiogram import Bot, Router
 from aiogram.types import Message
 
 from bot.filters import AddressedToBot, HasText, strip_bot_mention
-from bot.replies import LeakGuard, customer_text
+from bot.replies import customer_text
 from bot.responder import Outbox, Responder
 from bot.texts import Texts
 from services.chat import ChatService
@@ -61,7 +61,6 @@ def build_chat_router() -> Router:
         texts: Texts,
         chat_service: ChatService,
         limiter: MessageLimiter,
-        guard: LeakGuard,
         responder: Responder,
         max_input_chars: int,
     ) -> None:
@@ -77,7 +76,7 @@ def build_chat_router() -> Router:
         user_id = message.from_user.id if message.from_user else message.chat.id
         async with responder.typing(message.chat.id):
             reply = await chat_service.answer(chat_id=message.chat.id, user_id=user_id, text=text)
-        await outbox.send(customer_text(reply, texts, guard), turn_id=reply.turn_id)
+        await outbox.send(customer_text(reply, texts), turn_id=reply.turn_id)
 
     @router.message()
     async def on_other(

@@ -23,7 +23,6 @@ from bot.sender import Sender
 from bot.texts import EN, RU
 from services.limits import UserMessageLimiter
 from services.loop_types import StopReason, TurnReply
-from services.output_guard import SystemPromptGuard
 from storage.database import Database
 from storage.inbox import InboxRepository
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
@@ -82,7 +81,6 @@ async def harness(
         admin_ids=frozenset(),
         chat_service=chat,
         limiter=UserMessageLimiter(per_minute=3, per_day=100),
-        guard=SystemPromptGuard("You are a helpful support assistant of a shop " * 3),
         responder=responder,
         sender=sender,
         stats=None,
