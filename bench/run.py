@@ -546,6 +546,8 @@ async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
     plan = QUICK if args.quick else FULL
     if args.latency_ms is not None:
         plan = Plan(**{**plan.__dict__, "latency_ms": args.latency_ms})
+    if args.distinct_concurrency is not None:
+        plan = Plan(**{**plan.__dict__, "distinct_concurrency": args.distinct_concurrency})
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out or REPO_ROOT / "data" / "bench" / stamp)
     await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
@@ -635,6 +637,13 @@ async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
             r["latency"] = await bench.closed_loop(
                 run, "latency", range(1, plan.latency_chats + 1), plan.latency_messages
             )
+            r["exit_code"] = await bench.stop_bot(run)
+
+        if only is not None and "memory" in only:  # distinct chats on a fresh bot
+            run = await bench.start_bot("memory")
+            r = {"startup": run.startup, "idle": run.idle}
+            runs["memory"] = r
+            r["distinct_chats"] = await bench.distinct_chats(run, first_chat=1_000_001)
             r["exit_code"] = await bench.stop_bot(run)
 
         if only is not None and "load" in only:  # the load phase alone, e.g. before/after a fix
@@ -794,13 +803,19 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
             f"({growth * 100:+.1f} %); turn 1: {conv.get('tokens_at_1')}",
             abs(growth) <= 0.10,
         )
-    distinct = _get(runs, "polling", "distinct_chats")
-    if distinct:
+    for label, distinct in (
+        ("after the other polling phases", _get(runs, "polling", "distinct_chats")),
+        ("fresh bot", _get(runs, "memory", "distinct_chats")),
+    ):
+        if not distinct:
+            continue
         row(
-            f"RSS after {plan.distinct_chats:,} distinct chats <= 50 MB above idle",
+            f"RSS after {plan.distinct_chats:,} distinct chats <= 50 MB above idle ({label})",
             f"idle {distinct['idle_rss_mb']:.0f} MB; after: RSS {distinct['rss_mb_after']:.0f} MB"
             f" (+{distinct['rss_above_idle_mb']:.0f}), peak {distinct['hwm_mb_after']:.0f} MB"
-            f" (+{distinct['hwm_above_idle_mb']:.0f}); {distinct['errors']} errors",
+            f" (+{distinct['hwm_above_idle_mb']:.0f}); the phase itself added"
+            f" {distinct['rss_mb_after'] - distinct['rss_mb_before']:+.1f} MB;"
+            f" {distinct['errors']} errors",
             distinct["hwm_above_idle_mb"] <= 50 and plan.distinct_chats >= 10_000,
         )
     if load:
@@ -819,7 +834,8 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
         )
     starts = [
         v
-        for r in runs.values()
+        for name, r in runs.items()
+        if name != "profile"  # cProfile slows the start-up itself
         for k, v in (r.get("startup") or {}).items()
         if k == "start_to_first_getUpdates_s" and not math.isnan(v)
     ]
@@ -848,7 +864,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         help="comma-separated runs: polling,sequential,conversation,webhook,stats"
-        " (and, only when named: latency, load)",
+        " (and, only when named: latency, load, memory)",
+    )
+    parser.add_argument(
+        "--distinct-concurrency", type=int, help="customers at once in the distinct-chats phase"
     )
     parser.add_argument("--profile", action="store_true", help="also run the bot under cProfile")
     parser.add_argument("--skip-stats", action="store_true", help="skip the /stats timing")
