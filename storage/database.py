@@ -91,6 +91,18 @@ class Database:
                 await self._rollback()
                 raise
 
+    async def write(self, sql: str, params: tuple[object, ...] = ()) -> int:
+        """One write statement on its own; returns how many rows it changed.
+
+        A single statement is atomic in autocommit mode, so it needs no BEGIN/COMMIT:
+        one round trip to aiosqlite's thread instead of three (the inbox makes several
+        such updates per turn; see docs/benchmarks.md). It still takes the write lock,
+        so it never lands inside another coroutine's open transaction.
+        """
+        async with self._write_lock:
+            cursor = await self._conn.execute(sql, params)
+            return int(cursor.rowcount)
+
     async def _rollback(self) -> None:
         """Roll back whatever is open; if nothing is (BEGIN itself failed), that is fine."""
         try:

@@ -142,34 +142,31 @@ class InboxRepository:
             ],
             ensure_ascii=False,
         )
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "UPDATE updates SET status = ?, reply = ?, turn_id = ?, answered_at = ? "
-                "WHERE update_id = ? AND status = ?",
-                (ANSWERED, reply, turn_id, self._clock(), update_id, PENDING),
-            )
-            return cursor.rowcount == 1
+        changed = await self._db.write(
+            "UPDATE updates SET status = ?, reply = ?, turn_id = ?, answered_at = ? "
+            "WHERE update_id = ? AND status = ?",
+            (ANSWERED, reply, turn_id, self._clock(), update_id, PENDING),
+        )
+        return changed == 1
 
     async def add_message_id(self, update_id: int, message_id: int) -> None:
         """One more reply part was accepted by Telegram."""
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "UPDATE updates SET message_ids = json_insert(message_ids, '$[#]', ?) "
-                "WHERE update_id = ? AND status = ?",
-                (message_id, update_id, ANSWERED),
-            )
+        await self._db.write(
+            "UPDATE updates SET message_ids = json_insert(message_ids, '$[#]', ?) "
+            "WHERE update_id = ? AND status = ?",
+            (message_id, update_id, ANSWERED),
+        )
 
     async def finish(self, update_id: int, status: str, *, reason: str | None = None) -> bool:
         """Move an unfinished row to a final status; False if it was already final."""
         if status not in FINAL_STATUSES:
             raise ValueError(f"not a final status: {status}")
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "UPDATE updates SET status = ?, reason = ?, finished_at = ? "
-                "WHERE update_id = ? AND status IN (?, ?)",
-                (status, reason, self._clock(), update_id, PENDING, ANSWERED),
-            )
-            return cursor.rowcount == 1
+        changed = await self._db.write(
+            "UPDATE updates SET status = ?, reason = ?, finished_at = ? "
+            "WHERE update_id = ? AND status IN (?, ?)",
+            (status, reason, self._clock(), update_id, PENDING, ANSWERED),
+        )
+        return changed == 1
 
     async def prune(self, *, older_than_s: float) -> int:
         """Delete finished rows received more than `older_than_s` ago; returns how many."""

@@ -67,3 +67,29 @@ async def test_write_cancelled_inside_the_block_is_rolled_back(db: Database) -> 
         await conn.execute("INSERT INTO sessions (chat_id, opened_at) VALUES (3, 0)")
     rows = await db.fetch_all("SELECT chat_id FROM sessions ORDER BY chat_id")
     assert [r["chat_id"] for r in rows] == [3]
+
+
+async def test_single_statement_write_never_joins_an_open_transaction(db: Database) -> None:
+    inside = asyncio.Event()
+    release = asyncio.Event()
+
+    async def rolled_back() -> None:
+        async with db.transaction() as conn:
+            await conn.execute("INSERT INTO sessions (chat_id, opened_at) VALUES (1, 0)")
+            inside.set()
+            await release.wait()
+            raise RuntimeError("roll this transaction back")
+
+    holder = asyncio.create_task(rolled_back())
+    await inside.wait()
+    writer = asyncio.create_task(
+        db.write("INSERT INTO sessions (chat_id, opened_at) VALUES (?, ?)", (2, 0))
+    )
+    release.set()
+    with pytest.raises(RuntimeError):
+        await holder
+    assert await writer == 1
+
+    rows = await db.fetch_all("SELECT chat_id FROM sessions ORDER BY chat_id")
+    assert [r["chat_id"] for r in rows] == [2]  # the write survived the other's rollback
+    assert await db.write("UPDATE sessions SET closed_at = 1 WHERE chat_id = 99") == 0
