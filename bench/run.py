@@ -7,8 +7,8 @@ prints a results table with pass/fail per target of issue 9. Everything it start
 stopped when it ends, also on an error or Ctrl-C; every load loop is bounded in count and
 in time; all traffic stays on 127.0.0.1.
 
-    .venv/bin/python -m bench.run                 # the full run (about 10 minutes)
-    .venv/bin/python -m bench.run --quick         # a small smoke run (about 1 minute)
+    .venv/bin/python -m bench.run                 # the full run (about 15 minutes)
+    .venv/bin/python -m bench.run --quick         # a smoke run, no verdicts (about 3 minutes)
     .venv/bin/python -m bench.run --profile       # also profile the bot under load
 
 Results (JSON, the Markdown table, every process's log, the profile) go to
