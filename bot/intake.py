@@ -94,12 +94,15 @@ class Intake:
             raise IntakeClosed
         described = [describe_update(raw) for raw in raw_updates]
         fresh = set(await self._inbox.record(described))
+        scheduled: list[int] = []
         for update in described:
             if update.update_id in fresh:
+                fresh.discard(update.update_id)  # the same id twice in one batch: once
                 self._schedule(_chat_key(update.chat_id, update.update_id), update.update_id)
+                scheduled.append(update.update_id)
             else:
                 log.info("update %s was already recorded; not processed again", update.update_id)
-        return [u.update_id for u in described if u.update_id in fresh]
+        return scheduled
 
     async def resume(self) -> int:
         """Schedule what a previous run left unfinished; returns how many rows."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from bot.intake import IntakeClosed
-from bot.webhook import SECRET_HEADER, build_web_app
+from bot.webhook import SECRET_HEADER, GroupCommit, build_web_app
 from storage.database import Database
 
 SECRET = "s3cret-Value_1"
@@ -93,3 +94,55 @@ async def test_healthz_follows_the_database(base_url: str, db: Database) -> None
         await db.close()
         async with http.get(base_url + "/healthz") as response:
             assert response.status == 503
+
+
+class SlowIntake:
+    """Holds its first commit until `gate` opens; fails every commit if `error` is set."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[int]] = []
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+        self.error: Exception | None = None
+
+    async def accept(self, raw_updates: Sequence[dict[str, Any]]) -> list[int]:
+        self.batches.append([u["update_id"] for u in raw_updates])
+        self.entered.set()
+        if len(self.batches) == 1:
+            await self.gate.wait()
+        if self.error is not None:
+            raise self.error
+        return self.batches[-1]
+
+
+async def test_updates_arriving_during_a_commit_share_the_next_one() -> None:
+    intake = SlowIntake()
+    commits = GroupCommit(intake)  # type: ignore[arg-type]
+    first = asyncio.create_task(commits.accept({"update_id": 1}))
+    await intake.entered.wait()
+
+    async def open_gate() -> None:  # runs after both accepts below have queued
+        intake.gate.set()
+
+    await asyncio.gather(
+        commits.accept({"update_id": 2}), commits.accept({"update_id": 3}), open_gate()
+    )
+    await first
+    assert intake.batches == [[1], [2, 3]]  # one commit for the two that waited
+
+
+async def test_a_failed_shared_commit_fails_every_update_in_it() -> None:
+    intake = SlowIntake()
+    intake.gate.set()
+    intake.error = RuntimeError("database is locked")
+    commits = GroupCommit(intake)  # type: ignore[arg-type]
+    results = await asyncio.gather(
+        commits.accept({"update_id": 1}),
+        commits.accept({"update_id": 2}),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, RuntimeError) for r in results)
+    # nothing is stuck: the next update gets its own commit attempt
+    intake.error = None
+    await commits.accept({"update_id": 3})
+    assert intake.batches[-1] == [3]

@@ -103,6 +103,15 @@ async def test_a_redelivered_update_is_processed_once(intake: Intake, recorder: 
     assert recorder.processed == [5]
 
 
+async def test_the_same_update_twice_in_one_batch_is_processed_once(
+    intake: Intake, recorder: Recorder
+) -> None:
+    # concurrent webhook POSTs of one update can share a group commit
+    assert await intake.accept([update(6, 10), update(6, 10)]) == [6]
+    await settle(intake)
+    assert recorder.processed == [6]
+
+
 async def test_ids_need_not_increase(intake: Intake, recorder: Recorder) -> None:
     await intake.accept([update(900, 10)])
     await intake.accept([update(100, 11)])  # smaller id, new update: still processed
