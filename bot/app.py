@@ -17,8 +17,9 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
@@ -316,14 +317,21 @@ async def run(settings: Settings) -> None:
         pruned = await app.inbox.prune(older_than_s=INBOX_RETENTION_S)
         if pruned:
             log.info("inbox: removed %d finished update(s) older than 7 days", pruned)
-        await check_token(app)
-        await app.intake.resume()
-        await set_commands(app)
-        freeze_startup_objects()
-        async with receiving(app):
-            log.info("ready")
-            await stop.wait()
-            log.info("stopping: no new updates; waiting for running turns")
+        if await _first_of(_start(app), stop):
+            # the commands menu is optional and may retry for a while: never wait for it
+            menu = asyncio.create_task(set_commands(app), name="commands-menu")
+            freeze_startup_objects()
+            try:
+                async with receiving(app):
+                    log.info("ready")
+                    await stop.wait()
+                    log.info("stopping: no new updates; waiting for running turns")
+            finally:
+                menu.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await menu
+        else:
+            log.info("stopping during start-up")
         finished = await app.intake.drain(settings.shutdown_grace_s)
         log.info("turns %s", "finished" if finished else "left for the next start")
     except Exception as exc:
@@ -337,6 +345,32 @@ async def run(settings: Settings) -> None:
         else:
             await db.close()
         log.info("stopped")
+
+
+async def _start(app: Application) -> None:
+    """Fail fast on a rejected token, then resume what the previous run left unfinished."""
+    await check_token(app)
+    await app.intake.resume()
+
+
+async def _first_of(starting: Coroutine[Any, Any, None], stop: asyncio.Event) -> bool:
+    """Run the start-up steps unless SIGTERM comes first; True when they completed.
+
+    With Telegram unreachable the start-up calls retry for up to a minute, and a stop
+    request must not wait for that.
+    """
+    start_task = asyncio.create_task(starting, name="start-up")
+    stop_task = asyncio.create_task(stop.wait(), name="stop-wait")
+    await asyncio.wait({start_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (start_task, stop_task):
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if start_task.cancelled():
+        return False
+    start_task.result()  # a rejected token ends the process here
+    return True
 
 
 async def _close(app: Application) -> None:

@@ -30,6 +30,12 @@ async def test_start_up_deletes_webhook_keeping_updates_and_sets_commands(
     assert delete.params.get("drop_pending_updates") in (None, False)
     poll = await fake_telegram.wait_for_call("getUpdates")
     assert poll.params["allowed_updates"] == ["message"]
+    # the menu is set in the background (it is optional); the admin's scope comes last
+    await fake_telegram.wait_for_call(
+        "setMyCommands",
+        lambda c: c.params.get("scope", {}).get("chat_id") == 777
+        and c.params.get("language_code") == "en",
+    )
     commands = fake_telegram.calls_of("setMyCommands")
     names = [[c["command"] for c in call.params["commands"]] for call in commands]
     assert ["start", "help", "new"] in names

@@ -47,3 +47,18 @@ async def test_a_token_telegram_rejects_is_one_fatal_line(
     fatal = [line for line in process.lines if "fatal:" in line]
     assert len(fatal) == 1 and "BOT_TOKEN" in fatal[0], process.output
     assert "revoked-token" not in process.output
+
+
+async def test_sigterm_while_telegram_is_unreachable_stops_at_once(
+    bot_base_env: dict[str, str], tmp_path: Path
+) -> None:
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    env = {**bot_base_env, "TELEGRAM_API_URL": f"http://127.0.0.1:{port}"}
+    process = await BotProcess(env, tmp_path).start()
+    await process.wait_for_line("network error on getMe")  # start-up is retrying
+    # the retries would take about 45 s, longer than the wait; a stop must not wait for them
+    assert await process.terminate() == 0
+    assert "stopping during start-up" in process.output
+    assert "Traceback" not in process.output
