@@ -36,7 +36,7 @@ from bot.polling import Poller
 from bot.processing import UpdateProcessor
 from bot.responder import Responder
 from bot.routers import get_routers
-from bot.sender import Sender
+from bot.sender import RETRYABLE_FAILURES, Sender
 from bot.webhook import build_web_app
 from services.chat import ChatService, build_chat_service
 from services.limits import UserMessageLimiter
@@ -58,6 +58,9 @@ EXIT_CONFIG = 2
 # Telegram keeps an unconfirmed update for at most 24 hours, so a finished inbox row
 # older than this can never be redelivered; keeping it longer only keeps personal data.
 INBOX_RETENTION_S = 7 * 86_400.0
+# A stored answer that failed to send is retried on a later start only within a day:
+# after that it is more confusing than helpful to the customer.
+UNDELIVERED_RETRY_WINDOW_S = 86_400.0
 
 # (command, Russian description, English description)
 CUSTOMER_COMMANDS = (
@@ -348,8 +351,17 @@ async def run(settings: Settings) -> None:
 
 
 async def _start(app: Application) -> None:
-    """Fail fast on a rejected token, then resume what the previous run left unfinished."""
+    """Fail fast on a rejected token, then resume what the previous run left unfinished.
+
+    Answers that could not be delivered because Telegram was unreachable are tried again
+    (within the day Telegram itself would have kept the update), never re-asking the model.
+    """
     await check_token(app)
+    reopened = await app.inbox.reopen_failed(
+        reasons=RETRYABLE_FAILURES, newer_than_s=UNDELIVERED_RETRY_WINDOW_S
+    )
+    if reopened:
+        log.info("inbox: %d stored answer(s) that failed to send will be tried again", reopened)
     await app.intake.resume()
 
 

@@ -381,6 +381,13 @@ class Sender:
         return SendResult(status=outcome.status, message_id=None, reason=outcome.reason)
 
 
+# `failed` reasons that mean "Telegram certainly did not deliver it, and a later try may
+# work" (it was unreachable, overloaded or asked us to wait too long); a stored answer that
+# failed this way is tried again on the next start. Other reasons (blocked by the user,
+# bad request, …) would fail the same way again.
+RETRYABLE_FAILURES = frozenset({"network", "server_error", "flood_control"})
+
+
 def _delivered(message: Message) -> SendResult:
     return SendResult(status="delivered", message_id=message.message_id)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,6 +167,22 @@ class InboxRepository:
             (status, reason, self._clock(), update_id, PENDING, ANSWERED),
         )
         return changed == 1
+
+    async def reopen_failed(self, *, reasons: Collection[str], newer_than_s: float) -> int:
+        """failed → answered for stored replies that failed for one of `reasons`.
+
+        Which reasons mean "certainly not delivered, worth another try" is the sender's
+        knowledge, so the caller names them. Returns how many rows were reopened.
+        """
+        if not reasons:
+            return 0
+        marks = ",".join("?" * len(reasons))
+        return await self._db.write(
+            "UPDATE updates SET status = ?, reason = NULL, finished_at = NULL "
+            f"WHERE status = ? AND reply IS NOT NULL AND reason IN ({marks}) "
+            "AND received_at >= ?",
+            (ANSWERED, FAILED, *sorted(reasons), self._clock() - newer_than_s),
+        )
 
     async def prune(self, *, older_than_s: float) -> int:
         """Delete finished rows received more than `older_than_s` ago; returns how many."""

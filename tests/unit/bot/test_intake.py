@@ -243,3 +243,31 @@ async def test_prune_removes_only_old_finished_rows(db: Database) -> None:
     assert await inbox.prune(older_than_s=7 * 86_400) == 1
     assert await inbox.get(1) is None
     assert await inbox.get(2) is not None  # unfinished work is never pruned
+
+
+async def test_answers_telegram_never_got_are_sent_on_the_next_start(db: Database) -> None:
+    from bot.sender import RETRYABLE_FAILURES
+    from storage.inbox import NewUpdate
+
+    now = [1_000_000.0]
+    inbox = InboxRepository(db, clock=lambda: now[0])
+    # 1: Telegram was unreachable until the process stopped; 2: the user blocked the bot;
+    # 3: unreachable too, but two days ago
+    await inbox.record([NewUpdate(3, 12, 12, update(3, 12))])
+    now[0] += 2 * 86_400
+    await inbox.record([NewUpdate(i, 10 + i, 10 + i, update(i, 10 + i)) for i in (1, 2)])
+    for update_id, reason in ((1, "network"), (2, "forbidden"), (3, "network")):
+        await inbox.store_reply(update_id, [StoredReply("ответ", "ответ")])
+        await inbox.finish(update_id, "failed", reason=reason)
+
+    assert await inbox.reopen_failed(reasons=RETRYABLE_FAILURES, newer_than_s=86_400) == 1
+    sender = ScriptedSender(FakeResult("delivered", 81))
+    responder = Responder(inbox, sender)
+    recorder = Recorder(inbox)
+    intake = Intake(inbox, process=recorder.process, deliver=responder.deliver)
+    assert await intake.resume() == 1
+    await settle(intake)
+    assert recorder.processed == []  # nothing handled again: no model call
+    assert [s[1] for s in sender.sent] == ["ответ"]  # the stored answer, as stored
+    statuses = {i: (await inbox.get(i)).status for i in (1, 2, 3)}  # type: ignore[union-attr]
+    assert statuses == {1: "delivered", 2: "failed", 3: "failed"}
