@@ -96,6 +96,7 @@ class _Turn:
     session_id: int | None = None
     prompt_ref: str = ""
     instruction: str = ""  # the rendered system instruction, for the leak guard
+    request_key: str | None = None
 
 
 @dataclass(slots=True)
@@ -145,13 +146,25 @@ class ChatService:
 
     # --- public API -----------------------------------------------------------------
 
-    async def answer(self, *, chat_id: int, user_id: int, text: str) -> TurnReply:
-        """Run one turn; never raises for a failed turn (see TurnReply.error_code)."""
+    async def answer(
+        self, *, chat_id: int, user_id: int, text: str, request_key: str | None = None
+    ) -> TurnReply:
+        """Run one turn; never raises for a failed turn (see TurnReply.error_code).
+
+        `request_key` names the request being answered (the bot passes its update id). If
+        a turn with that key was already answered — the process died after the answer was
+        stored but before it was handed on — the stored answer is returned again: no second
+        model call, no second history pair.
+        """
         turn_id = uuid.uuid4().hex
         entry = self._enter_chat(chat_id)  # synchronous: queue position = call order
         try:
             async with entry.lock, self._turn_slots.slot():
-                return await self._run_turn(turn_id, chat_id, user_id, text)
+                if request_key is not None:
+                    replayed = await self._replay(request_key)
+                    if replayed is not None:
+                        return replayed
+                return await self._run_turn(turn_id, chat_id, user_id, text, request_key)
         finally:
             self._leave_chat(chat_id, entry)
 
@@ -190,7 +203,23 @@ class ChatService:
 
     # --- one turn -------------------------------------------------------------------
 
-    async def _run_turn(self, turn_id: str, chat_id: int, user_id: int, text: str) -> TurnReply:
+    async def _replay(self, request_key: str) -> TurnReply | None:
+        prior = await self._recorder.answered_turn(request_key)
+        if prior is None:
+            return None
+        log.info("%s was already answered by turn %s; replaying", request_key, prior.turn_id)
+        if prior.answer is None:  # refused or withheld: the bot's own polite text again
+            return TurnReply(turn_id=prior.turn_id, text=None, stop_reason=StopReason.REFUSED)
+        stop = (
+            StopReason.TRUNCATED
+            if prior.stop_reason == StopReason.TRUNCATED
+            else StopReason.COMPLETED
+        )
+        return TurnReply(turn_id=prior.turn_id, text=prior.answer, stop_reason=stop)
+
+    async def _run_turn(
+        self, turn_id: str, chat_id: int, user_id: int, text: str, request_key: str | None
+    ) -> TurnReply:
         turn = _Turn(
             id=turn_id,
             chat_id=chat_id,
@@ -198,6 +227,7 @@ class ChatService:
             text=text,
             started_at=self._clock(),
             t0=time.perf_counter(),
+            request_key=request_key,
         )
         try:
             result = await self._ask(turn)
@@ -307,6 +337,7 @@ class ChatService:
             completion_tokens=trace.completion_tokens,
             total_tokens=trace.total_tokens,
             prompt=turn.prompt_ref,
+            request_key=turn.request_key,
         )
         try:
             await self._recorder.save_turn(

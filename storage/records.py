@@ -92,6 +92,16 @@ class TurnRecord:
     completion_tokens: int | None
     total_tokens: int | None
     prompt: str  # system prompt id@version
+    request_key: str | None = None  # what the turn answered (e.g. "telegram:<update_id>")
+
+
+@dataclass(frozen=True, slots=True)
+class AnsweredTurn:
+    """An answered turn found by its request key: what the customer was told."""
+
+    turn_id: str
+    stop_reason: str | None
+    answer: str | None  # None when nothing entered the history (refused, withheld)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +118,18 @@ class TurnRecorder:
     def __init__(self, db: Database) -> None:
         self._db = db
 
+    async def answered_turn(self, request_key: str) -> AnsweredTurn | None:
+        """The answered turn of `request_key`, if one was stored."""
+        row = await self._db.fetch_one(
+            "SELECT t.id, t.stop_reason, m.content FROM turns AS t "
+            "LEFT JOIN messages AS m ON m.turn_id = t.id AND m.role = 'assistant' "
+            "WHERE t.request_key = ? AND t.status = 'answered'",
+            (request_key,),
+        )
+        if row is None:
+            return None
+        return AnsweredTurn(turn_id=row[0], stop_reason=row[1], answer=row[2])
+
     async def save_turn(
         self,
         turn: TurnRecord,
@@ -120,8 +142,8 @@ class TurnRecorder:
             await conn.execute(
                 "INSERT INTO turns(id, session_id, chat_id, user_id, started_at, duration_ms, "
                 "status, stop_reason, error_code, model_steps, tool_calls, prompt_tokens, "
-                "completion_tokens, total_tokens, prompt) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "completion_tokens, total_tokens, prompt, request_key) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     turn.id,
                     turn.session_id,
@@ -138,6 +160,7 @@ class TurnRecorder:
                     turn.completion_tokens,
                     turn.total_tokens,
                     turn.prompt,
+                    turn.request_key,
                 ),
             )
             for audit in audit_records:

@@ -63,6 +63,7 @@ def build_chat_router() -> Router:
         limiter: MessageLimiter,
         responder: Responder,
         max_input_chars: int,
+        inbox_update_id: int,
     ) -> None:
         if not await _within_limits(message, outbox, texts, limiter):
             return
@@ -75,7 +76,13 @@ def build_chat_router() -> Router:
             return
         user_id = message.from_user.id if message.from_user else message.chat.id
         async with responder.typing(message.chat.id):
-            reply = await chat_service.answer(chat_id=message.chat.id, user_id=user_id, text=text)
+            reply = await chat_service.answer(
+                chat_id=message.chat.id,
+                user_id=user_id,
+                text=text,
+                # a replay of this update after a crash gets the stored answer, not a new one
+                request_key=f"telegram:{inbox_update_id}",
+            )
         await outbox.send(customer_text(reply, texts), turn_id=reply.turn_id)
 
     @router.message()

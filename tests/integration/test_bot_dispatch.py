@@ -42,7 +42,9 @@ class ChatDouble:
     asked: list[str] = field(default_factory=list)
     resets: list[int] = field(default_factory=list)
 
-    async def answer(self, *, chat_id: int, user_id: int, text: str) -> TurnReply:
+    async def answer(
+        self, *, chat_id: int, user_id: int, text: str, request_key: str | None = None
+    ) -> TurnReply:
         self.asked.append(text)
         if self.error is not None:
             raise self.error

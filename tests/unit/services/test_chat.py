@@ -290,6 +290,42 @@ async def test_answer_quoting_the_instruction_is_withheld_and_not_remembered(
     assert normal.text == "re: Где заказ 8041?"
 
 
+async def test_a_replayed_request_gets_the_stored_answer_without_a_model_call(
+    db: Database,
+) -> None:
+    loop = FakeLoop()
+    service, _ = _service(db, loop)
+    first = await service.answer(
+        chat_id=1, user_id=5, text="Где заказ 8041?", request_key="telegram:77"
+    )
+    # the process died before the answer was handed on; the update is handled again
+    again = await service.answer(
+        chat_id=1, user_id=5, text="Где заказ 8041?", request_key="telegram:77"
+    )
+    assert (again.turn_id, again.text) == (first.turn_id, first.text)
+    assert len(loop.requests) == 1
+    assert len(await db.fetch_all("SELECT * FROM messages")) == 2  # one pair, not two
+    # another request of the chat is a new turn as usual
+    await service.answer(chat_id=1, user_id=5, text="А 7718?", request_key="telegram:78")
+    assert len(loop.requests) == 2
+
+
+async def test_a_failed_request_is_tried_again_when_replayed(db: Database) -> None:
+    outcomes: list[object] = [TurnUnavailable("down", code="unavailable"), "now it works"]
+
+    def flaky(messages: list[Message], context: ToolContext) -> LoopResult | str:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return str(outcome)
+
+    service, _ = _service(db, FakeLoop(answer=flaky))
+    failed = await service.answer(chat_id=1, user_id=5, text="hi", request_key="telegram:9")
+    assert failed.error_code == "unavailable"
+    retried = await service.answer(chat_id=1, user_id=5, text="hi", request_key="telegram:9")
+    assert retried.text == "now it works"
+
+
 async def test_unexpected_error_is_an_internal_error_reply(
     db: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
