@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test check lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -16,8 +16,15 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python -m bot
 
-test: $(STAMP)
+# The static checks run first: a layer violation, a too-complex function (C901 > 12) or a
+# type error fails the suite before any test runs.
+test: check
 	$(BIN)/python -m pytest
+
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
