@@ -1,0 +1,193 @@
+"""Strict tool schemas: exactly what the model is sent, pinned byte for byte.
+
+The expected values were captured from the schemas generated through the openai SDK's
+`pydantic_function_tool` before `tools.schema` built them itself; the wire text (key
+order included) must not change, so the comparisons are of JSON text, not of dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.factory import build_registry
+from tools.schema import check_strict_schema, strict_tool_schema
+
+ORDER_STATUS_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_order_status",
+        "strict": True,
+        "parameters": {
+            "additionalProperties": False,
+            "properties": {
+                "order_id": {
+                    "description": (
+                        "The order number: exactly 4 digits, e.g. 8041, without any prefix."
+                    ),
+                    "type": "string",
+                }
+            },
+            "required": ["order_id"],
+            "type": "object",
+        },
+        "description": (
+            "Get the current status of one of the customer's orders by its 4-digit number: "
+            "processing, in transit, ready for pickup, delivered or cancelled, plus the last "
+            "update time, pickup point and expected delivery date when known. Use it when the "
+            "customer asks where an order is, when it will arrive or whether it can be picked "
+            "up. If the customer did not give a 4-digit order number, ask for it instead of "
+            "guessing."
+        ),
+    },
+}
+
+RETURN_POLICY_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_return_policy",
+        "strict": True,
+        "parameters": {
+            "additionalProperties": False,
+            "properties": {
+                "product": {
+                    "description": (
+                        "The product name or category as the customer wrote it, 2 to 100 "
+                        "characters, e.g. кофемашина or headphones."
+                    ),
+                    "type": "string",
+                }
+            },
+            "required": ["product"],
+            "type": "object",
+        },
+        "description": (
+            "Get the return period (in days) and the return conditions for a product. Use it "
+            "when the customer asks whether, until when or on what terms a product can be "
+            "returned. Pass only the product name, without the order number. If no specific "
+            "policy exists, the result says so and may include the shop's general return "
+            "policy."
+        ),
+    },
+}
+
+
+def wire(value: Any) -> str:
+    """The JSON text the registry keeps and the client sends (key order matters)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def test_shop_tool_schemas_are_exactly_what_is_sent_today() -> None:
+    assert [wire(s) for s in build_registry().schemas()] == [
+        wire(ORDER_STATUS_SCHEMA),
+        wire(RETURN_POLICY_SCHEMA),
+    ]
+
+
+# -- richer shapes: nested models, $defs, $ref with siblings, enums, optionals -------------
+
+
+class Colour(StrEnum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Inner(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    colour: Colour = Field(description="which colour")
+    tags: list[str] = Field(default_factory=list, max_length=3)
+
+
+class Deep(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    inner: Inner = Field(description="nested with a description")
+    maybe_inner: Inner | None = None
+    inners: list[Inner]
+    colour: Colour
+    mode: Literal["a", "b"] = "a"
+    count: int = Field(default=1, ge=0)
+    ratio: float | None = Field(default=None, description="r")
+
+
+class LooseOptional(BaseModel):
+    """A nested model that neither forbids extras nor requires anything."""
+
+    a: int = 1
+    b: str | None = None
+
+
+class WithLoose(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    loose: LooseOptional
+    described: LooseOptional = Field(description="inlined")
+
+
+INNER: dict[str, Any] = {
+    "additionalProperties": False,
+    "properties": {
+        "colour": {"description": "which colour", "enum": ["red", "blue"], "type": "string"},
+        "tags": {"items": {"type": "string"}, "type": "array"},
+    },
+    "required": ["colour", "tags"],
+    "type": "object",
+}
+
+DEEP_PARAMETERS: dict[str, Any] = {
+    "$defs": {"Colour": {"enum": ["red", "blue"], "type": "string"}, "Inner": INNER},
+    "additionalProperties": False,
+    "properties": {
+        # a $ref with a sibling keyword is inlined, the sibling first
+        "inner": {"description": "nested with a description", **INNER},
+        "maybe_inner": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "null"}]},
+        "inners": {"items": {"$ref": "#/$defs/Inner"}, "type": "array"},
+        "colour": {"$ref": "#/$defs/Colour"},
+        "mode": {"enum": ["a", "b"], "type": "string"},
+        "count": {"type": "integer"},
+        "ratio": {"anyOf": [{"type": "number"}, {"type": "null"}], "description": "r"},
+    },
+    "required": ["inner", "maybe_inner", "inners", "colour", "mode", "count", "ratio"],
+    "type": "object",
+}
+
+LOOSE: dict[str, Any] = {
+    "description": "A nested model that neither forbids extras nor requires anything.",
+    "properties": {
+        "a": {"type": "integer"},
+        "b": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    },
+    "type": "object",
+    # added where pydantic left them out: after the keys it wrote
+    "additionalProperties": False,
+    "required": ["a", "b"],
+}
+
+WITH_LOOSE_PARAMETERS: dict[str, Any] = {
+    "$defs": {"LooseOptional": LOOSE},
+    "additionalProperties": False,
+    "properties": {
+        "loose": {"$ref": "#/$defs/LooseOptional"},
+        "described": {**LOOSE, "description": "inlined"},
+    },
+    "required": ["loose", "described"],
+    "type": "object",
+}
+
+
+def test_nested_shapes_match_the_previously_generated_schemas() -> None:
+    for model, expected in ((Deep, DEEP_PARAMETERS), (WithLoose, WITH_LOOSE_PARAMETERS)):
+        schema = strict_tool_schema(name="t", description="d", arguments_model=model)
+        function = {"name": "t", "strict": True, "parameters": expected, "description": "d"}
+        assert wire(schema) == wire({"type": "function", "function": function})
+        check_strict_schema(schema["function"]["parameters"])
+
+
+def test_generation_does_not_change_the_model_schema() -> None:
+    before = wire(Deep.model_json_schema())
+    strict_tool_schema(name="t", description="d", arguments_model=Deep)
+    assert wire(Deep.model_json_schema()) == before
