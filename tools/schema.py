@@ -1,19 +1,21 @@
 """Chat Completions tool schemas in OpenAI *strict* mode, built from the arguments model.
 
-The openai SDK's `pydantic_function_tool` already makes every property required and
-closes every object (`additionalProperties: false`), but it keeps pydantic's value
-constraints (`minLength`, `maxLength`, `pattern`, `minimum`, ...). Strict mode rejects
-some of them and support for the rest varies by model and provider, so the schema sent
-to the model keeps only structural keywords. The full constraints stay in the pydantic
-model and are enforced again on the host by the executor; descriptions tell the model
-what a valid value looks like.
+Strict mode needs every object closed (`additionalProperties: false`) with all its
+properties required, so pydantic's schema is closed here the way the openai SDK's
+`pydantic_function_tool` did it (same keys, same order: the wire text did not change when
+this module stopped importing openai, which only the LLM client may import). Pydantic's
+value constraints (`minLength`, `maxLength`, `pattern`, `minimum`, ...) are then dropped:
+strict mode rejects some of them and support for the rest varies by model and provider,
+so the schema sent to the model keeps only structural keywords. The full constraints stay
+in the pydantic model and are enforced again on the host by the executor; descriptions
+tell the model what a valid value looks like.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-import openai
 from pydantic import BaseModel
 
 # Keywords that describe *shape*; everything else (value constraints, defaults, titles,
@@ -56,17 +58,59 @@ def _strip(node: Any) -> Any:
     return cleaned
 
 
+def _resolve_ref(root: dict[str, Any], ref: str) -> dict[str, Any]:
+    """The definition a local `#/...` reference points at."""
+    if not ref.startswith("#/"):
+        raise StrictSchemaError(f"unexpected $ref {ref!r}: only local #/ references are used")
+    node: Any = root
+    for key in ref[2:].split("/"):
+        node = node[key]
+    if not isinstance(node, dict):
+        raise StrictSchemaError(f"$ref {ref!r} does not point at a schema object")
+    return node
+
+
+def _close(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """Close every object in `node` (in place): no extra properties, all of them required.
+
+    A `$ref` with sibling keywords (a description on a nested model) is not allowed in
+    strict mode, so it is replaced by the definition it points at, the siblings winning.
+    """
+    for definition in node.get("$defs", {}).values():
+        _close(definition, root)
+    if node.get("type") == "object":
+        node.setdefault("additionalProperties", False)
+    properties = node.get("properties")
+    if isinstance(properties, dict):
+        node["required"] = list(properties)
+        node["properties"] = {name: _close(sub, root) for name, sub in properties.items()}
+    if isinstance(node.get("items"), dict):
+        node["items"] = _close(node["items"], root)
+    if isinstance(node.get("anyOf"), list):
+        node["anyOf"] = [_close(variant, root) for variant in node["anyOf"]]
+    all_of = node.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1:
+        node.update(_close(all_of[0], root))
+        node.pop("allOf")
+    elif isinstance(all_of, list):
+        node["allOf"] = [_close(entry, root) for entry in all_of]
+    ref = node.get("$ref")
+    if isinstance(ref, str) and len(node) > 1:
+        node.update({**_resolve_ref(root, ref), **node})
+        node.pop("$ref")
+        return _close(node, root)
+    return node
+
+
 def strict_tool_schema(
     *, name: str, description: str, arguments_model: type[BaseModel]
 ) -> dict[str, Any]:
     """The `tools` entry for one tool, checked with `check_strict_schema`."""
-    generated = openai.pydantic_function_tool(arguments_model, name=name, description=description)
-    function = dict(generated["function"])
-    function["parameters"] = _strip(function["parameters"])
-    function["strict"] = True
-    schema: dict[str, Any] = {"type": "function", "function": function}
-    check_strict_schema(function["parameters"])
-    return schema
+    schema = copy.deepcopy(arguments_model.model_json_schema())  # never pydantic's own copy
+    parameters: dict[str, Any] = _strip(_close(schema, root=schema))
+    check_strict_schema(parameters)
+    function = {"name": name, "strict": True, "parameters": parameters, "description": description}
+    return {"type": "function", "function": function}
 
 
 def check_strict_schema(node: Any, path: str = "$") -> None:
