@@ -51,6 +51,7 @@ from storage.shop import ShopRepository
 from storage.stats import StatsRepository
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
+from tools.shop.demo import seed_demo_shop
 
 log = logging.getLogger("bot")
 
@@ -119,7 +120,7 @@ def build_dispatcher(*, admin_ids: frozenset[int], **services: object) -> Dispat
 async def build_application(settings: Settings, db: Database) -> Application:
     """Wire every object; nothing here talks to Telegram or the model yet."""
     shop = ShopRepository(db)
-    if settings.seed_demo_data and await shop.seed_demo_data():
+    if settings.seed_demo_data and await seed_demo_shop(shop):
         log.info("demo shop data seeded")
 
     model = OpenAIChatModel(

@@ -18,7 +18,7 @@ from bot.config import SettingsError, load_database_path
 from storage.database import Database
 from storage.migrations import MigrationError
 from storage.shop import ImportCounts, ShopRepository
-from tools.shop_data import ShopDataError, plan_import
+from tools.shop.import_document import ShopDataError, plan_import
 
 EXIT_OK = 0
 EXIT_INVALID_DATA = 1

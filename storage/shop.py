@@ -1,16 +1,18 @@
 """SQL for the shop data the tools read: orders, return policies, shop texts, lookups.
 
 No business rules live here: who may see an order, how product names are normalised
-and how many lookups are allowed are decided in `tools/`; this module stores and
-fetches rows exactly as it is told. Every write runs in `Database.transaction()`.
+and how many lookups are allowed are decided in `tools/` (the shop's data rules and
+demo data in `tools.shop`); this module stores and fetches rows exactly as it is told.
+Every write runs in `Database.transaction()`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import aiosqlite
+
 from storage.database import Database
-from storage.demo_data import DEMO_ORDERS, DEMO_RETURN_POLICIES
 from storage.shop_records import (
     ORDER_COLUMNS,
     ImportCounts,
@@ -125,25 +127,25 @@ class ShopRepository:
         row = await self._db.fetch_one("SELECT value FROM shop_texts WHERE key = ?", (key,))
         return None if row is None else str(row["value"])
 
-    # -- demo data and import -----------------------------------------------------
+    # -- seeding and import --------------------------------------------------------
 
-    async def seed_demo_data(self) -> bool:
-        """Insert the demo orders/policies into whichever of the tables is empty.
+    async def seed_if_empty(
+        self, *, orders: Sequence[OrderRecord], policies: Sequence[ReturnPolicyRecord]
+    ) -> bool:
+        """Insert `orders` if the orders table is empty, `policies` (with their aliases)
+        if the policies table is empty, in one transaction.
 
         Returns True when anything was inserted; never touches a table that has rows,
-        so a shop's real data is never mixed with the demo.
+        so data already there (a shop's real data) is never mixed with seed data.
         """
-        inserted = False
         async with self._db.transaction() as conn:
-            async with conn.execute("SELECT COUNT(*) FROM orders") as cursor:
-                orders_empty = (await cursor.fetchone())[0] == 0
-            async with conn.execute("SELECT COUNT(*) FROM return_policies") as cursor:
-                policies_empty = (await cursor.fetchone())[0] == 0
-            if orders_empty:
-                for order in DEMO_ORDERS:
-                    await conn.execute(
-                        "INSERT INTO orders(order_id, status, owner_telegram_id, updated_at,"
-                        " pickup_point, expected_date) VALUES (?, ?, ?, ?, ?, ?)",
+            seed_orders = bool(orders) and await _is_empty(conn, "orders")
+            seed_policies = bool(policies) and await _is_empty(conn, "return_policies")
+            if seed_orders:
+                await conn.executemany(
+                    "INSERT INTO orders(order_id, status, owner_telegram_id, updated_at,"
+                    " pickup_point, expected_date) VALUES (?, ?, ?, ?, ?, ?)",
+                    [
                         (
                             order.order_id,
                             order.status,
@@ -151,28 +153,21 @@ class ShopRepository:
                             order.updated_at,
                             order.pickup_point,
                             order.expected_date,
-                        ),
-                    )
-                inserted = True
-            if policies_empty:
-                for policy in DEMO_RETURN_POLICIES:
-                    await conn.execute(
-                        "INSERT INTO return_policies(product, display_name, return_days,"
-                        " conditions) VALUES (?, ?, ?, ?)",
-                        (
-                            policy.product,
-                            policy.display_name,
-                            policy.return_days,
-                            policy.conditions,
-                        ),
-                    )
-                    for alias in policy.aliases:
-                        await conn.execute(
-                            "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)",
-                            (alias, policy.product),
                         )
-                inserted = True
-        return inserted
+                        for order in orders
+                    ],
+                )
+            if seed_policies:
+                await conn.executemany(
+                    "INSERT INTO return_policies(product, display_name, return_days,"
+                    " conditions) VALUES (?, ?, ?, ?)",
+                    [(p.product, p.display_name, p.return_days, p.conditions) for p in policies],
+                )
+                await conn.executemany(
+                    "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)",
+                    [(alias, p.product) for p in policies for alias in p.aliases],
+                )
+        return seed_orders or seed_policies
 
     async def import_shop_data(
         self,
@@ -253,3 +248,10 @@ class ShopRepository:
                     )
                     counts.texts_set.append(key)
         return counts
+
+
+async def _is_empty(conn: aiosqlite.Connection, table: str) -> bool:
+    """Whether `table` (a fixed name from this module, never input) has no rows."""
+    async with conn.execute(f"SELECT COUNT(*) FROM {table}") as cursor:
+        row = await cursor.fetchone()
+    return row is None or row[0] == 0

@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import date, datetime
-from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tools.base import ErrorCode, Tool, ToolBusinessError, ToolContext
+from tools.shop.rules import OrderStatus, check_order_id
 
 GET_ORDER_STATUS = "get_order_status"
 LOOKUP_WINDOW_S = 3600.0
@@ -36,21 +36,6 @@ DESCRIPTION = (
     "customer asks where an order is, when it will arrive or whether it can be picked up. "
     "If the customer did not give a 4-digit order number, ask for it instead of guessing."
 )
-
-
-def check_order_id(value: str) -> str:
-    """Order numbers are exactly 4 ASCII digits (the message is shown to the model)."""
-    if len(value) != 4 or not value.isascii() or not value.isdigit():
-        raise ValueError("must be exactly 4 digits, e.g. 8041")
-    return value
-
-
-class OrderStatus(StrEnum):
-    PROCESSING = "processing"
-    IN_TRANSIT = "in_transit"
-    READY_FOR_PICKUP = "ready_for_pickup"
-    DELIVERED = "delivered"
-    CANCELLED = "cancelled"
 
 
 class GetOrderStatusArguments(BaseModel):
@@ -109,14 +94,17 @@ class OrderStatusHandler:
             return OrderStatusResult(
                 order_id=arguments.order_id, found=False, message=NOT_FOUND_MESSAGE
             )
-        return OrderStatusResult(
-            order_id=order.order_id,
-            found=True,
-            status=OrderStatus(order.status),
-            updated_at=order.updated_at,
-            pickup_point=order.pickup_point,
-            expected_date=order.expected_date,
-            message="Order found.",
+        # Storage keeps dates as ISO text; validation turns them into date/datetime.
+        return OrderStatusResult.model_validate(
+            {
+                "order_id": order.order_id,
+                "found": True,
+                "status": OrderStatus(order.status),
+                "updated_at": order.updated_at,
+                "pickup_point": order.pickup_point,
+                "expected_date": order.expected_date,
+                "message": "Order found.",
+            }
         )
 
 

@@ -2,7 +2,7 @@
 
 Customers write product names in any case, with stray spaces and in different word
 forms ("наушники", "наушников", "headphones"), so names are normalised the same way
-on import and on lookup, and a policy may carry aliases.
+on import and on lookup (`tools.shop.rules`), and a policy may carry aliases.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from tools.base import Tool, ToolContext
+from tools.shop.rules import GENERAL_RETURN_POLICY_KEY, normalise_product_name
 
 GET_RETURN_POLICY = "get_return_policy"
-GENERAL_RETURN_POLICY_KEY = "general_return_policy"
 
 DESCRIPTION = (
     "Get the return period (in days) and the return conditions for a product. Use it "
@@ -22,11 +22,6 @@ DESCRIPTION = (
     "returned. Pass only the product name, without the order number. If no specific "
     "policy exists, the result says so and may include the shop's general return policy."
 )
-
-
-def normalise_product_name(name: str) -> str:
-    """Trim, casefold, collapse inner whitespace and treat 'ё' as 'е'."""
-    return " ".join(name.casefold().replace("ё", "е").split())
 
 
 class GetReturnPolicyArguments(BaseModel):

@@ -34,6 +34,7 @@ from tests.doubles import (
 )
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
+from tools.shop.demo import seed_demo_shop
 
 SUMMARY_MARK = "running summary"
 ORDER = re.compile(r"\b\d{4}\b")
@@ -91,7 +92,7 @@ async def _stack(
     summary_cap: int = 300,
 ) -> Stack:
     shop = ShopRepository(db)
-    await shop.seed_demo_data()
+    await seed_demo_shop(shop)
     registry = build_registry()
     loop = BoundedToolLoop(llm, registry, ToolExecutor(registry), max_steps=3)
     service = build_chat_service(

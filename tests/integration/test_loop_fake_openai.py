@@ -40,6 +40,7 @@ from tests.fakes.openai_server import (
 from tools.base import AuditStatus, ToolCall, ToolContext, ToolOutcome
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
+from tools.shop.demo import seed_demo_shop
 
 
 class SpyExecutor(ToolExecutor):
@@ -94,7 +95,7 @@ class Bench:
 @pytest.fixture
 async def bench(fake_openai: FakeOpenAIServer, db: Database) -> AsyncIterator[Bench]:
     shop = ShopRepository(db)
-    await shop.seed_demo_data()
+    await seed_demo_shop(shop)
     model = OpenAIChatModel(
         api_key="sk-test",
         model="primary",

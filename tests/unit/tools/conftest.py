@@ -9,6 +9,7 @@ import pytest
 from storage.database import Database
 from storage.shop import ShopRepository
 from tools.base import ToolContext
+from tools.shop.demo import seed_demo_shop
 
 
 class FakeClock:
@@ -32,7 +33,7 @@ def clock() -> FakeClock:
 @pytest.fixture
 async def shop(db: Database) -> ShopRepository:
     repository = ShopRepository(db)
-    await repository.seed_demo_data()
+    await seed_demo_shop(repository)
     return repository
 
 

@@ -11,7 +11,8 @@ import pytest
 from bot.data_import import run_import
 from storage.database import Database
 from storage.shop import ShopRepository
-from tools.shop_data import ShopDataError, plan_import
+from tools.shop.demo import seed_demo_shop
+from tools.shop.import_document import ShopDataError, plan_import
 
 VALID: dict[str, Any] = {
     "orders": [
@@ -128,17 +129,17 @@ async def test_reimport_updates_and_omitted_fields_keep_their_values(db: Databas
 async def test_seed_fills_only_empty_tables_once(db: Database) -> None:
     shop = ShopRepository(db)
     await shop.import_shop_data(**vars_of(plan_import({"orders": VALID["orders"]})))
-    assert await shop.seed_demo_data() is True  # policies were empty
+    assert await seed_demo_shop(shop) is True  # policies were empty
     assert await shop.get_order("9912") is None  # orders had the shop's own rows
     assert (await shop.get_order("8041")).status == "delivered"  # type: ignore[union-attr]
     policy = await shop.find_return_policy("кофемашина")
     assert policy is not None and policy.return_days == 14
-    assert await shop.seed_demo_data() is False
+    assert await seed_demo_shop(shop) is False
 
 
 async def test_seed_on_an_empty_database(db: Database) -> None:
     shop = ShopRepository(db)
-    assert await shop.seed_demo_data() is True
+    assert await seed_demo_shop(shop) is True
     statuses = {oid: (await shop.get_order(oid)).status for oid in ("8041", "7718", "9912")}  # type: ignore[union-attr]
     assert statuses == {"8041": "in_transit", "7718": "delivered", "9912": "ready_for_pickup"}
     for oid in statuses:

@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 import pytest
 
-from storage.demo_data import DEMO_RETURN_POLICIES
 from storage.shop import ReturnPolicyUpsert, ShopRepository
 from tools.base import ToolCall, ToolContext
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
-from tools.return_policy import normalise_product_name
+from tools.shop.demo import DEMO_RETURN_POLICIES
+from tools.shop.rules import normalise_product_name
 
 
 async def ask(context: ToolContext, product: str) -> dict[str, object]:

@@ -2,8 +2,9 @@
 
 `python -m bot import-data FILE.json` must write all of a file or nothing, so the whole
 document is validated here first and every problem is reported with the record and
-field it concerns. Product names and aliases are normalised exactly as
-`get_return_policy` normalises a customer's words, so what is imported is what is found.
+field it concerns. Order numbers, statuses and product names follow `tools.shop.rules`,
+the rules `get_return_policy` and `get_order_status` apply to a customer's words, so
+what is imported is what is found.
 
 Document (every top-level key optional, unknown keys rejected)::
 
@@ -37,8 +38,12 @@ from pydantic import (
 )
 
 from storage.shop_records import OrderUpsert, ReturnPolicyUpsert
-from tools.order_status import OrderStatus, check_order_id
-from tools.return_policy import GENERAL_RETURN_POLICY_KEY, normalise_product_name
+from tools.shop.rules import (
+    GENERAL_RETURN_POLICY_KEY,
+    OrderStatus,
+    check_order_id,
+    normalise_product_name,
+)
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 

@@ -1,15 +1,13 @@
-"""The demo shop from the course seeds, inserted when `SEED_DEMO_DATA` is on.
-
-Orders have no owner, so every user can try them. Policy names and aliases are stored
-already normalised (lowercase, single spaces), which is how lookups find them; a unit
-test in tests/unit/tools checks them against the tools' normaliser.
-"""
+"""The demo shop: its content is unchanged and it follows the shop's own rules."""
 
 from __future__ import annotations
 
 from storage.shop_records import OrderRecord, ReturnPolicyRecord
+from tools.shop.demo import DEMO_ORDERS, DEMO_RETURN_POLICIES
+from tools.shop.rules import OrderStatus, check_order_id
 
-DEMO_ORDERS: tuple[OrderRecord, ...] = (
+# The demo data exactly as it was stored before it moved from storage/ to tools/shop/.
+EXPECTED_ORDERS = (
     OrderRecord(order_id="8041", status="in_transit"),
     OrderRecord(order_id="7718", status="delivered"),
     OrderRecord(
@@ -18,8 +16,7 @@ DEMO_ORDERS: tuple[OrderRecord, ...] = (
         pickup_point="Демо-пункт выдачи, ул. Примерная, 1",
     ),
 )
-
-DEMO_RETURN_POLICIES: tuple[ReturnPolicyRecord, ...] = (
+EXPECTED_POLICIES = (
     ReturnPolicyRecord(
         product="кофемашина",
         display_name="Кофемашина",
@@ -42,3 +39,15 @@ DEMO_RETURN_POLICIES: tuple[ReturnPolicyRecord, ...] = (
         aliases=("клавиатуру", "клавиатуры", "клавиатур", "keyboard"),
     ),
 )
+
+
+def test_demo_content_is_unchanged() -> None:
+    assert DEMO_ORDERS == EXPECTED_ORDERS
+    assert DEMO_RETURN_POLICIES == EXPECTED_POLICIES
+
+
+def test_demo_orders_follow_the_order_rules() -> None:
+    for order in DEMO_ORDERS:
+        assert check_order_id(order.order_id) == order.order_id
+        assert type(order.status) is str and OrderStatus(order.status)
+        assert order.owner_telegram_id is None  # every user can try the demo

@@ -1,0 +1,71 @@
+"""The demo shop from the course seeds, inserted when `SEED_DEMO_DATA` is on.
+
+Orders have no owner, so every user can try them. Names and aliases are written as a
+person would and stored through the shop's own rules (`normalise_product_name`,
+`check_order_id`), so the demo is found exactly like imported data. It only fills
+tables that are empty: a shop's real data is never mixed with the demo.
+"""
+
+from __future__ import annotations
+
+from storage.shop import ShopRepository
+from storage.shop_records import OrderRecord, ReturnPolicyRecord
+from tools.shop.rules import OrderStatus, check_order_id, normalise_product_name
+
+
+def _order(order_id: str, status: OrderStatus, *, pickup_point: str | None = None) -> OrderRecord:
+    return OrderRecord(
+        order_id=check_order_id(order_id), status=status.value, pickup_point=pickup_point
+    )
+
+
+def _policy(
+    name: str, *, return_days: int, conditions: str, aliases: tuple[str, ...]
+) -> ReturnPolicyRecord:
+    return ReturnPolicyRecord(
+        product=normalise_product_name(name),
+        display_name=name,
+        return_days=return_days,
+        conditions=conditions,
+        aliases=tuple(normalise_product_name(alias) for alias in aliases),
+    )
+
+
+DEMO_ORDERS: tuple[OrderRecord, ...] = (
+    _order("8041", OrderStatus.IN_TRANSIT),
+    _order("7718", OrderStatus.DELIVERED),
+    _order(
+        "9912",
+        OrderStatus.READY_FOR_PICKUP,
+        pickup_point="Демо-пункт выдачи, ул. Примерная, 1",
+    ),
+)
+
+DEMO_RETURN_POLICIES: tuple[ReturnPolicyRecord, ...] = (
+    _policy(
+        "Кофемашина",
+        return_days=14,
+        conditions="Товар должен сохранить комплектность и не иметь следов использования.",
+        aliases=("кофемашину", "кофемашины", "кофемашин", "кофемашинка", "coffee machine"),
+    ),
+    _policy(
+        "Наушники",
+        return_days=7,
+        conditions="Возврат возможен при сохранении упаковки и товарного вида.",
+        aliases=("наушников", "наушник", "наушниками", "headphones", "earphones"),
+    ),
+    _policy(
+        "Клавиатура",
+        return_days=14,
+        conditions="Нужны комплектность и отсутствие механических повреждений.",
+        aliases=("клавиатуру", "клавиатуры", "клавиатур", "keyboard"),
+    ),
+)
+
+
+async def seed_demo_shop(shop: ShopRepository) -> bool:
+    """Insert the demo orders and policies into whichever of their tables is empty.
+
+    Returns True when anything was inserted.
+    """
+    return await shop.seed_if_empty(orders=DEMO_ORDERS, policies=DEMO_RETURN_POLICIES)
