@@ -720,17 +720,34 @@ def _get(data: dict[str, Any], *path: str) -> Any:
     return data
 
 
+Row = tuple[str, str, bool | None]  # target, what was measured, passed (None: no target)
+
+
 def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
     """One row per target of issue 9: what was measured and whether it passed."""
     runs = results.get("runs", {})
-    rows: list[dict[str, Any]] = []
-
     smoke = plan.load_chats < FULL.load_chats  # --quick: numbers only, no verdicts
+    found: list[Row] = [
+        *_throughput_rows(runs, plan),
+        *_latency_rows(runs, plan),
+        *_tool_rows(runs, plan),
+        *_memory_rows(runs, plan),
+        *_cost_rows(results, plan),
+        *_startup_rows(runs),
+    ]
+    return [
+        {"target": target, "measured": measured, "pass": None if smoke else passed}
+        for target, measured, passed in found
+    ]
 
-    def row(target: str, measured: str, passed: bool | None) -> None:
-        rows.append({"target": target, "measured": measured, "pass": None if smoke else passed})
 
-    load = _get(runs, "polling", "load") or _get(runs, "load", "load")
+def _load_phase(runs: dict[str, Any]) -> Any:
+    return _get(runs, "polling", "load") or _get(runs, "load", "load")
+
+
+def _throughput_rows(runs: dict[str, Any], plan: Plan) -> list[Row]:
+    rows: list[Row] = []
+    load = _load_phase(runs)
     if load:
         tput = load["throughput"]
         ok = (
@@ -739,21 +756,41 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
             and load["order_violations"] == 0
             and plan.load_chats >= 1000
         )
-        row(
-            f">= 120 turns/s with {plan.load_chats} concurrent chats, 0 errors, order kept",
-            f"{tput['overall']:.1f} turns/s overall, {tput['steady']:.1f} steady; "
-            f"{load['errors']} errors, {load['order_violations']} order violations "
-            f"({load['answered']}/{load['planned']} answered)",
-            ok,
+        rows.append(
+            (
+                f">= 120 turns/s with {plan.load_chats} concurrent chats, 0 errors, order kept",
+                f"{tput['overall']:.1f} turns/s overall, {tput['steady']:.1f} steady; "
+                f"{load['errors']} errors, {load['order_violations']} order violations "
+                f"({load['answered']}/{load['planned']} answered)",
+                ok,
+            )
         )
     order = _get(runs, "polling", "order")
     if order:
-        row(
-            "per-chat order kept (burst of questions per chat)",
-            f"{order['answered']}/{order['planned']} answered in order, "
-            f"{order['order_violations']} violations, {order['errors']} errors",
-            order["errors"] == 0 and order["order_violations"] == 0,
+        rows.append(
+            (
+                "per-chat order kept (burst of questions per chat)",
+                f"{order['answered']}/{order['planned']} answered in order, "
+                f"{order['order_violations']} violations, {order['errors']} errors",
+                order["errors"] == 0 and order["order_violations"] == 0,
+            )
         )
+    wload = _get(runs, "webhook", "load")
+    if wload:
+        tput = wload["throughput"]
+        rows.append(
+            (
+                f"(webhook) >= 120 turns/s with {plan.load_chats} chats, 0 errors",
+                f"{tput['overall']:.1f} turns/s overall, {tput['steady']:.1f} steady; "
+                f"{wload['errors']} errors",
+                tput["overall"] >= 120 and wload["errors"] == 0 and plan.load_chats >= 1000,
+            )
+        )
+    return rows
+
+
+def _latency_rows(runs: dict[str, Any], plan: Plan) -> list[Row]:
+    rows: list[Row] = []
     for mode, lat in (
         ("polling", _get(runs, "polling", "latency") or _get(runs, "latency", "latency")),
         ("webhook", _get(runs, "webhook", "latency")),
@@ -761,96 +798,126 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
         if not lat:
             continue
         s, w = lat["self_ms"], lat["self_ms_after_first_turn"]
-        row(
-            f"bot self-time p50 <= 10 ms, p99 <= 50 ms at {plan.latency_chats} chats ({mode})",
-            f"all turns: p50 {s['p50']:.1f}, p95 {s['p95']:.1f}, p99 {s['p99']:.1f} ms; "
-            f"after each chat's first turn: p50 {w['p50']:.1f}, p95 {w['p95']:.1f}, "
-            f"p99 {w['p99']:.1f} ms (e2e p50 {lat['e2e_ms']['p50']:.0f} ms; "
-            f"{lat['errors']} errors)",
-            s["p50"] <= 10 and s["p99"] <= 50,
+        rows.append(
+            (
+                f"bot self-time p50 <= 10 ms, p99 <= 50 ms at {plan.latency_chats} chats ({mode})",
+                f"all turns: p50 {s['p50']:.1f}, p95 {s['p95']:.1f}, p99 {s['p99']:.1f} ms; "
+                f"after each chat's first turn: p50 {w['p50']:.1f}, p95 {w['p95']:.1f}, "
+                f"p99 {w['p99']:.1f} ms (e2e p50 {lat['e2e_ms']['p50']:.0f} ms; "
+                f"{lat['errors']} errors)",
+                s["p50"] <= 10 and s["p99"] <= 50,
+            )
         )
-    wload = _get(runs, "webhook", "load")
-    if wload:
-        tput = wload["throughput"]
-        row(
-            f"(webhook) >= 120 turns/s with {plan.load_chats} chats, 0 errors",
-            f"{tput['overall']:.1f} turns/s overall, {tput['steady']:.1f} steady; "
-            f"{wload['errors']} errors",
-            tput["overall"] >= 120 and wload["errors"] == 0 and plan.load_chats >= 1000,
-        )
+    return rows
+
+
+def _tool_rows(runs: dict[str, Any], plan: Plan) -> list[Row]:
+    rows: list[Row] = []
     two = _get(runs, "polling", "two_tool_parallel")
     if two:
         trips = two["round_trips"].get("two", {}).get("p50", math.nan)
         wall = two["e2e_ms"]["p50"]
         tool = two["tool_ms"]["max"]
         expected = 2 * plan.latency_ms + tool
-        row(
-            "two-tool question: 2 model round trips (parallel), wall ~ 2 x latency + slowest tool",
-            f"{trips:.0f} round trips; wall p50 {wall:.0f} ms vs 2 x {plan.latency_ms:.0f} + "
-            f"{tool:.1f} = {expected:.0f} ms",
-            trips == 2 and wall <= expected + 0.1 * plan.latency_ms,
+        rows.append(
+            (
+                "two-tool question: 2 model round trips (parallel), "
+                "wall ~ 2 x latency + slowest tool",
+                f"{trips:.0f} round trips; wall p50 {wall:.0f} ms vs 2 x {plan.latency_ms:.0f} + "
+                f"{tool:.1f} = {expected:.0f} ms",
+                trips == 2 and wall <= expected + 0.1 * plan.latency_ms,
+            )
         )
     seq = _get(runs, "sequential", "two_tool_sequential")
     if seq:
         trips = seq["round_trips"].get("two", {}).get("p50", math.nan)
-        row(
-            "two-tool question with PARALLEL_TOOL_CALLS=false (for comparison)",
-            f"{trips:.0f} round trips; wall p50 {seq['e2e_ms']['p50']:.0f} ms",
-            None,
+        rows.append(
+            (
+                "two-tool question with PARALLEL_TOOL_CALLS=false (for comparison)",
+                f"{trips:.0f} round trips; wall p50 {seq['e2e_ms']['p50']:.0f} ms",
+                None,
+            )
         )
     conv = _get(runs, "conversation", "conversation")
     if conv and "growth_200_vs_50" in conv:
         growth = conv["growth_200_vs_50"]
-        row(
-            "prompt tokens at turn 200 within 10 % of turn 50",
-            f"turn 50: {conv['tokens_at_50']}, turn 200: {conv['tokens_at_200']} "
-            f"({growth * 100:+.1f} %); turn 1: {conv.get('tokens_at_1')}",
-            abs(growth) <= 0.10,
+        rows.append(
+            (
+                "prompt tokens at turn 200 within 10 % of turn 50",
+                f"turn 50: {conv['tokens_at_50']}, turn 200: {conv['tokens_at_200']} "
+                f"({growth * 100:+.1f} %); turn 1: {conv.get('tokens_at_1')}",
+                abs(growth) <= 0.10,
+            )
         )
+    return rows
+
+
+def _memory_rows(runs: dict[str, Any], plan: Plan) -> list[Row]:
+    rows: list[Row] = []
     for label, distinct in (
         ("after the other polling phases", _get(runs, "polling", "distinct_chats")),
         ("fresh bot", _get(runs, "memory", "distinct_chats")),
     ):
         if not distinct:
             continue
-        row(
-            f"RSS after {plan.distinct_chats:,} distinct chats <= 50 MB above idle ({label})",
-            f"idle {distinct['idle_rss_mb']:.0f} MB; after: RSS {distinct['rss_mb_after']:.0f} MB"
-            f" (+{distinct['rss_above_idle_mb']:.0f}), peak {distinct['hwm_mb_after']:.0f} MB"
-            f" (+{distinct['hwm_above_idle_mb']:.0f}); the phase itself added"
-            f" {distinct['rss_mb_after'] - distinct['rss_mb_before']:+.1f} MB;"
-            f" {distinct['errors']} errors",
-            distinct["hwm_above_idle_mb"] <= 50 and plan.distinct_chats >= 10_000,
+        rows.append(
+            (
+                f"RSS after {plan.distinct_chats:,} distinct chats <= 50 MB above idle ({label})",
+                f"idle {distinct['idle_rss_mb']:.0f} MB; after: RSS "
+                f"{distinct['rss_mb_after']:.0f} MB (+{distinct['rss_above_idle_mb']:.0f}), "
+                f"peak {distinct['hwm_mb_after']:.0f} MB (+{distinct['hwm_above_idle_mb']:.0f});"
+                f" the phase itself added"
+                f" {distinct['rss_mb_after'] - distinct['rss_mb_before']:+.1f} MB;"
+                f" {distinct['errors']} errors",
+                distinct["hwm_above_idle_mb"] <= 50 and plan.distinct_chats >= 10_000,
+            )
         )
+    return rows
+
+
+def _cost_rows(results: dict[str, Any], plan: Plan) -> list[Row]:
+    rows: list[Row] = []
+    load = _load_phase(results.get("runs", {}))
     if load:
-        row(
-            "CPU seconds per turn (measured, no target)",
-            f"{load['cpu_ms_per_turn']:.2f} ms CPU per turn under load "
-            f"({load['cpu_s']:.1f} s for {load['answered']} turns)",
-            None,
+        rows.append(
+            (
+                "CPU seconds per turn (measured, no target)",
+                f"{load['cpu_ms_per_turn']:.2f} ms CPU per turn under load "
+                f"({load['cpu_s']:.1f} s for {load['answered']} turns)",
+                None,
+            )
         )
     stats = results.get("stats")
     if stats and "all_ms" in stats:
-        row(
-            f"/stats all <= 1 s over {plan.stats_tool_calls:,} audit rows",
-            f"{stats['all_ms']:.0f} ms (median of 3)",
-            stats["all_ms"] <= 1000 and plan.stats_tool_calls >= 1_000_000,
+        rows.append(
+            (
+                f"/stats all <= 1 s over {plan.stats_tool_calls:,} audit rows",
+                f"{stats['all_ms']:.0f} ms (median of 3)",
+                stats["all_ms"] <= 1000 and plan.stats_tool_calls >= 1_000_000,
+            )
         )
-    starts = [
+    return rows
+
+
+def _startup_rows(runs: dict[str, Any]) -> list[Row]:
+    starts = sorted(
         v
         for name, r in runs.items()
         if name != "profile"  # cProfile slows the start-up itself
         for k, v in (r.get("startup") or {}).items()
         if k == "start_to_first_getUpdates_s" and not math.isnan(v)
-    ]
-    if starts:
-        row(
+    )
+    if not starts:
+        return []
+    median = starts[len(starts) // 2]
+    return [
+        (
             "start to first getUpdates <= 2 s",
-            f"median {sorted(starts)[len(starts) // 2]:.2f} s over {len(starts)} starts "
-            f"(min {min(starts):.2f}, max {max(starts):.2f})",
-            sorted(starts)[len(starts) // 2] <= 2.0,
+            f"median {median:.2f} s over {len(starts)} starts "
+            f"(min {starts[0]:.2f}, max {starts[-1]:.2f})",
+            median <= 2.0,
         )
-    return rows
+    ]
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
