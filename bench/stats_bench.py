@@ -23,8 +23,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from bot.stats_view.chart import render_chart
+from bot.stats_view.table import render_table
 from services.stats import StatsService
-from services.stats_chart import render_chart
 from storage.database import Database
 from storage.stats import StatsRepository
 
@@ -241,7 +242,7 @@ async def measure(path: Path, now: float, repeats: int, show: bool) -> None:
                 times.append(time.perf_counter() - t0)
             assert report is not None
             t0 = time.perf_counter()
-            chunks = service.render_table(report, "en")
+            chunks = render_table(report, "en")
             table_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             png = await asyncio.to_thread(render_chart, report)
@@ -254,7 +255,7 @@ async def measure(path: Path, now: float, repeats: int, show: bool) -> None:
                 f" chart {chart_s * 1000:.1f} ms ({len(png):,} B)"
             )
         if show:
-            print("\n\n".join(service.render_table(report, "en")))
+            print("\n\n".join(render_table(report, "en")))
     finally:
         await db.close()
 

@@ -15,7 +15,7 @@ from aiogram.enums import ChatType, MessageEntityType
 from aiogram.filters import Filter
 from aiogram.types import Message, TelegramObject, User
 
-from bot.texts import texts_for
+from bot.texts import language_for, texts_for
 
 
 class HasText(Filter):
@@ -91,7 +91,13 @@ async def strip_bot_mention(text: str, bot: Bot) -> str:
 
 
 class LanguageMiddleware(BaseMiddleware):
-    """Puts `texts` (the fixed phrases in the user's language) into the handler data."""
+    """The one place a reply's language is chosen: once per update, for every router.
+
+    Puts `language` (ours: "ru" or "en", by `bot.texts.language_for`) and `texts` (the
+    fixed phrases in it) into the handler data. It wraps the update, so the data an
+    error handler receives carries them too. No user (a channel post, say) means the
+    default language, as a missing `language_code` does.
+    """
 
     async def __call__(
         self,
@@ -100,5 +106,7 @@ class LanguageMiddleware(BaseMiddleware):
         data: dict[str, Any],
     ) -> Any:
         user: User | None = data.get("event_from_user")
-        data["texts"] = texts_for(user.language_code if user else None)
+        language = language_for(user.language_code if user else None)
+        data["language"] = language
+        data["texts"] = texts_for(language)
         return await handler(event, data)

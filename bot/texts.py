@@ -5,13 +5,20 @@ two languages; aiogram's i18n would add Babel, .po/.mo compilation and a build s
 that. A frozen dataclass per language makes a missing translation a type error at import
 time (every field is required), and tests can iterate over all of them.
 Texts are written in the same Markdown subset the model uses (see `bot.formatting`).
+
+`language_for` is the one rule that turns a Telegram user's `language_code` into the
+language of a reply; `bot.filters.LanguageMiddleware` applies it once per update and
+hands every handler its `language` and `texts` — no router decides it on its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Literal, get_args
 
-DEFAULT_LANGUAGE = "ru"
+Language = Literal["ru", "en"]
+LANGUAGES: tuple[Language, ...] = get_args(Language)
+DEFAULT_LANGUAGE: Language = "ru"  # the shop's own language
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,14 +115,21 @@ EN = Texts(
     ),
 )
 
-_BY_LANGUAGE: dict[str, Texts] = {"ru": RU, "en": EN}
-LANGUAGES = tuple(_BY_LANGUAGE)
+_BY_LANGUAGE: dict[Language, Texts] = {"ru": RU, "en": EN}
 
 
-def texts_for(language_code: str | None) -> Texts:
-    """English for `en*`, Russian for everything else (the shop's default language)."""
+def language_for(language_code: str | None) -> Language:
+    """English for `en*`, Russian for everything else, a missing code included."""
     primary = (language_code or "").split("-")[0].lower()
-    return _BY_LANGUAGE.get(primary, _BY_LANGUAGE[DEFAULT_LANGUAGE])
+    for language in LANGUAGES:
+        if primary == language:
+            return language
+    return DEFAULT_LANGUAGE
+
+
+def texts_for(language: Language) -> Texts:
+    """The fixed phrases of one of our languages (choose it with `language_for`)."""
+    return _BY_LANGUAGE[language]
 
 
 def all_texts() -> dict[str, dict[str, str]]:

@@ -1,10 +1,9 @@
-"""What an admin sees with `/stats`: a period, a typed report and a phone-sized table.
+"""The figures of `/stats`: a period, a typed report and the chart's buckets — numbers only.
 
 The storage layer counts; this module decides what the counts mean to a shop owner —
 which period, which chart buckets, which tool names are really the model inventing
-tools — and how the figures read on a phone: a monospace table about 34 characters
-wide, in Russian or English, split under Telegram's 4096-character limit. The text is
-plain; the Telegram layer wraps it in a monospace block.
+tools. How the figures read (the phone table, its Russian and English words, the PNG
+chart) is the Telegram layer's business: `bot.stats_view` draws them from this report.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from storage.stats import (
     ModelFigures,
@@ -29,13 +27,14 @@ PERIOD_SECONDS: dict[str, float | None] = {
     "all": None,
 }
 DEFAULT_PERIOD = "24h"
-TABLE_WIDTH = 34  # characters that fit a phone screen in a monospace block
-MESSAGE_LIMIT = 4000  # Telegram allows 4096; a margin for the caller's wrapping
 MAX_BARS = 31
 # Chart bucket widths to choose from, smallest first: the first that gives <= MAX_BARS.
 _BUCKET_CHOICES = tuple(
     h * 3600.0 for h in (1, 2, 3, 6, 12, 24, 48, 72, 7 * 24, 14 * 24, 30 * 24, 91 * 24, 365 * 24)
 )
+# The key the model's invented tool names are merged under (in `ChartData.tools` and
+# `StatsReport.unknown_tools`). It is a key, not wording: it can never be a registered
+# tool's name (those match ^[a-z][a-z0-9_]{0,63}$); the chart shows its own label for it.
 UNKNOWN_TOOLS = "(unknown tools)"
 
 
@@ -68,7 +67,7 @@ class ChartData:
 
 @dataclass(frozen=True, slots=True)
 class StatsReport:
-    """Every figure of one `/stats` answer; the table and the chart are drawn from it."""
+    """Every figure of one `/stats` answer; the bot draws the table and the chart from it."""
 
     period: Period
     since: float | None  # the period's start, or the first activity for "all"
@@ -159,34 +158,6 @@ class StatsService:
             chart=_chart_data(usage.buckets, known, invented_names, bucket_start, bucket_s, until),
         )
 
-    def usage_hint(self, lang: str) -> str:
-        return _words(lang).usage
-
-    def chart_caption(self, report: StatsReport, lang: str) -> str:
-        w = _words(lang)
-        return w.chart_caption.format(
-            period=w.periods[report.period.key], calls=_int(report.tool_calls_total, lang)
-        )
-
-    def render_table(self, report: StatsReport, lang: str) -> list[str]:
-        """The report as plain monospace text, split into messages under the limit."""
-        w = _words(lang)
-        header = [f"/stats · {w.periods[report.period.key]}", _range_line(report)]
-        if report.is_empty:
-            return ["\n".join([*header, "", w.no_data])]
-        blocks: list[list[str]] = [header]
-        if report.tool_calls_total:
-            blocks.append([_kv(w.tool_calls, _int(report.tool_calls_total, lang), indent=0)])
-            for tool in report.tools:
-                blocks.append(_tool_block(tool, tool.tool_name, w, lang))
-            if report.unknown_tools:
-                title = w.unknown_tools.format(n=report.unknown_tool_names)
-                blocks.append(_tool_block(report.unknown_tools, title, w, lang))
-        else:
-            blocks.append([_kv(w.tool_calls, "0", indent=0)])
-        blocks.append(_turn_block(report, w, lang))
-        return _pack(blocks, MESSAGE_LIMIT)
-
 
 def choose_bucket(span_s: float) -> float:
     """The narrowest bucket that draws the span in at most MAX_BARS bars."""
@@ -249,264 +220,10 @@ def _chart_data(
     )
 
 
-# --- wording -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Words:
-    periods: dict[str, str]
-    no_data: str
-    usage: str
-    chart_caption: str  # {period} {calls}
-    tool_calls: str
-    calls: str
-    success: str
-    business: str
-    rejected: str
-    timeouts: str
-    technical: str
-    duration: str
-    unknown_tools: str  # {n}
-    turns_title: str
-    turns: str
-    chats_users: str
-    answered: str
-    failed: str
-    steps: str
-    steps_value: str  # {mean} {max}
-    tools_per_turn: str
-    latency: str
-    prompt_tokens: str
-    completion_tokens: str
-    usage_unknown: str
-    usage_unknown_value: str  # {n}
-    fallback: str
-    summaries: str
-    summaries_value: str  # {ok} {failed}
-    resets: str
-    ms: str
-    s: str
-    stop_reasons: dict[str, str]
-
-
-_EN = _Words(
-    periods={"24h": "last 24 hours", "7d": "last 7 days", "30d": "last 30 days", "all": "all time"},
-    no_data="No data for this period yet.",
-    usage="Usage: /stats [24h|7d|30d|all] (default 24h)",
-    chart_caption="Tool calls by status, {period}: {calls}",
-    tool_calls="TOOL CALLS",
-    calls="calls",
-    success="success",
-    business="business errors",
-    rejected="rejected",
-    timeouts="timeouts",
-    technical="technical errors",
-    duration="p50 / p95",
-    unknown_tools="unknown tool names: {n}",
-    turns_title="TURNS",
-    turns="turns",
-    chats_users="chats / users",
-    answered="answered",
-    failed="failed",
-    steps="model steps",
-    steps_value="{mean} avg, max {max}",
-    tools_per_turn="tool calls / turn",
-    latency="latency p50/p95",
-    prompt_tokens="prompt tokens",
-    completion_tokens="completion tokens",
-    usage_unknown="usage unknown",
-    usage_unknown_value="{n} turns",
-    fallback="fallback answers",
-    summaries="summaries",
-    summaries_value="{ok} ok, {failed} failed",
-    resets="/new resets",
-    ms="ms",
-    s="s",
-    stop_reasons={},
-)
-
-_RU = _Words(
-    periods={"24h": "за 24 часа", "7d": "за 7 дней", "30d": "за 30 дней", "all": "за всё время"},
-    no_data="Пока нет данных за этот период.",
-    usage="Использование: /stats [24h|7d|30d|all] (по умолчанию 24h)",
-    chart_caption="Вызовы инструментов по статусам {period}: {calls}",
-    tool_calls="ВЫЗОВЫ ИНСТРУМЕНТОВ",
-    calls="вызовов",
-    success="успешно",
-    business="бизнес-ошибки",
-    rejected="отклонено",
-    timeouts="таймауты",
-    technical="тех. сбои",
-    duration="p50 / p95",
-    unknown_tools="неизвестные названия: {n}",
-    turns_title="ХОДЫ ДИАЛОГА",
-    turns="ходов",
-    chats_users="чатов / польз.",
-    answered="с ответом",
-    failed="сбои",
-    steps="шаги модели",
-    steps_value="{mean} ср., макс {max}",
-    tools_per_turn="инструм. на ход",
-    latency="время p50/p95",
-    prompt_tokens="токены запроса",
-    completion_tokens="токены ответа",
-    usage_unknown="токены неизвестны",
-    usage_unknown_value="{n} ход.",
-    fallback="ответы резервной",
-    summaries="сводки",
-    summaries_value="{ok} ок, {failed} сбой",
-    resets="сбросы /new",
-    ms="мс",
-    s="с",
-    stop_reasons={"completed": "завершён", "truncated": "обрезан", "refused": "отказ"},
-)
-
-
-def _words(lang: str) -> _Words:
-    return _RU if lang == "ru" else _EN
-
-
-# --- formatting --------------------------------------------------------------------------
-
-
-def _int(value: int, lang: str) -> str:
-    text = f"{value:,}"
-    return text.replace(",", " ") if lang == "ru" else text
-
-
-def _dec(value: float, lang: str, digits: int = 2) -> str:
-    text = f"{value:.{digits}f}"
-    return text.replace(".", ",") if lang == "ru" else text
-
-
-def _share(part: int, whole: int, lang: str) -> str:
-    if whole == 0:
-        return ""
-    pct = 100.0 * part / whole
-    if part == whole or pct == 0:
-        return f"{round(pct)}%"
-    # never show 100% or 0% for a share that is not complete or empty
-    return f"{_dec(min(max(pct, 0.1), 99.9), lang, 1)}%"
-
-
-def _duration_pair(p50: float | None, p95: float | None, w: _Words, lang: str) -> str:
-    """`34 / 133 ms`, `2.0 / 4.6 s`, or `850 ms / 1.2 s` when the units differ."""
-    if p50 is None or p95 is None:
-        return "—"
-
-    def one(value: float) -> tuple[str, str]:
-        if value < 1000:
-            return str(round(value)), w.ms
-        return _dec(value / 1000, lang, 1), w.s
-
-    (a, unit_a), (b, unit_b) = one(p50), one(p95)
-    if unit_a == unit_b:
-        return f"{a} / {b} {unit_a}"
-    return f"{a} {unit_a} / {b} {unit_b}"
-
-
-def _kv(label: str, value: str, indent: int = 1) -> str:
-    """`label ... value` right-aligned to the table width; the value wins if space is short."""
-    left = " " * indent + label
-    gap = TABLE_WIDTH - len(left) - len(value)
-    if gap >= 1:
-        return left + " " * gap + value
-    return f"{left} {value}"
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= TABLE_WIDTH else text[: TABLE_WIDTH - 1] + "…"
-
-
-def _range_line(report: StatsReport) -> str:
-    until = datetime.fromtimestamp(report.until, UTC)
-    if report.since is None:
-        return f"… – {until:%d.%m %H:%M} UTC"
-    since = datetime.fromtimestamp(report.since, UTC)
-    same_year = since.year == until.year
-    fmt = "%d.%m %H:%M" if same_year else "%d.%m.%y %H:%M"
-    return f"{since.strftime(fmt)} – {until.strftime(fmt)} UTC"
-
-
-def _tool_block(tool: ToolFigures, title: str, w: _Words, lang: str) -> list[str]:
-    lines = [_clip(title), _kv(w.calls, _int(tool.calls, lang))]
-    if tool.tool_name != UNKNOWN_TOOLS:
-        share = _share(tool.success, tool.calls, lang)
-        lines.append(_kv(w.success, f"{_int(tool.success, lang)}  {share}".rstrip()))
-        lines.append(_kv(w.business, _int(tool.business_error_total, lang)))
-        lines.extend(_kv(code, _int(n, lang), indent=3) for code, n in tool.business_errors.items())
-    lines.append(_kv(w.rejected, _int(tool.rejected_total, lang)))
-    if tool.tool_name != UNKNOWN_TOOLS:
-        lines.extend(_kv(code, _int(n, lang), indent=3) for code, n in tool.rejected.items())
-        lines.append(_kv(w.timeouts, _int(tool.timeouts, lang)))
-        lines.append(_kv(w.technical, _int(tool.technical_errors, lang)))
-        lines.append(_kv(w.duration, _duration_pair(tool.p50_ms, tool.p95_ms, w, lang)))
-    return lines
-
-
-def _turn_block(report: StatsReport, w: _Words, lang: str) -> list[str]:
-    t = report.turns
-    m = report.models
-    lines = [_kv(w.turns_title, _int(t.count, lang), indent=0)]
-    if t.count:
-        lines.append(_kv(w.chats_users, f"{_int(t.chats, lang)} / {_int(t.users, lang)}"))
-        share = _share(t.answered, t.count, lang)
-        lines.append(_kv(w.answered, f"{_int(t.answered, lang)}  {share}".rstrip()))
-        for reason, n in t.answered_by_stop_reason.items():
-            lines.append(_kv(w.stop_reasons.get(reason, reason), _int(n, lang), indent=3))
-        lines.append(_kv(w.failed, _int(t.failed, lang)))
-        lines.extend(_kv(code, _int(n, lang), indent=3) for code, n in t.failed_by_error.items())
-        steps = report.model_steps_mean or 0.0
-        lines.append(
-            _kv(w.steps, w.steps_value.format(mean=_dec(steps, lang), max=t.model_steps_max or 0))
-        )
-        lines.append(_kv(w.tools_per_turn, _dec(report.tool_calls_per_turn or 0.0, lang)))
-        lines.append(_kv(w.latency, _duration_pair(t.p50_ms, t.p95_ms, w, lang)))
-        lines.append(_kv(w.prompt_tokens, _int(t.prompt_tokens, lang)))
-        lines.append(_kv(w.completion_tokens, _int(t.completion_tokens, lang)))
-        lines.append(
-            _kv(w.usage_unknown, w.usage_unknown_value.format(n=_int(t.usage_unknown, lang)))
-        )
-    lines.append(_kv(w.fallback, _int(m.fallback_answers, lang)))
-    lines.append(
-        _kv(
-            w.summaries,
-            w.summaries_value.format(
-                ok=_int(m.summaries_ok, lang), failed=_int(m.summaries_failed, lang)
-            ),
-        )
-    )
-    lines.append(_kv(w.resets, _int(report.resets, lang)))
-    return lines
-
-
-def _pack(blocks: list[list[str]], limit: int) -> list[str]:
-    """Join blocks with blank lines into messages under `limit`, never splitting a line."""
-    chunks: list[str] = []
-    current = ""
-    for block in blocks:
-        text = "\n".join(block)
-        candidate = f"{current}\n\n{text}" if current else text
-        if len(candidate) <= limit:
-            current = candidate
-            continue
-        if current:
-            chunks.append(current)
-            current = ""
-        for line in block:
-            candidate = f"{current}\n{line}" if current else line
-            if len(candidate) > limit and current:
-                chunks.append(current)
-                candidate = line
-            current = candidate[:limit]
-    if current:
-        chunks.append(current)
-    return chunks
-
-
 __all__ = [
     "DEFAULT_PERIOD",
     "PERIOD_SECONDS",
+    "UNKNOWN_TOOLS",
     "ChartData",
     "Period",
     "StatsReport",

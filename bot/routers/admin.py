@@ -2,11 +2,12 @@
 
 The router's filter lets only admins in. For anyone else it does not handle the update
 at all, so a non-admin's /stats falls through to the unknown-command reply and reveals
-nothing. The figures come from `StatsService` (workflow data `stats`); this module only
-turns them into Telegram messages: the table as monospace text through the update's
-`outbox` (stored in the inbox before it is sent, like every answer), then the chart as a
-photo through the shared `sender` (paced, flood control honoured). The chart is drawn
-in a worker thread, and a drawing failure costs the photo, never the text.
+nothing. The figures come from `StatsService` (workflow data `stats`), the words and
+the picture from `bot.stats_view`, in the `language` `LanguageMiddleware` chose; this
+module only sends them: the table as monospace text through the update's `outbox`
+(stored in the inbox before it is sent, like every answer), then the chart as a photo
+through the shared `sender` (paced, flood control honoured). The chart is drawn in a
+worker thread, and a drawing failure costs the photo, never the text.
 """
 
 from __future__ import annotations
@@ -18,15 +19,17 @@ from collections.abc import Callable
 
 from aiogram import Router
 from aiogram.filters import Command, CommandObject
-from aiogram.types import Message, User
+from aiogram.types import Message
 
 from bot.filters import FromUsers, IsCommand
 from bot.formatting import Rendered
 from bot.responder import Outbox
 from bot.sender import Sender
-from bot.texts import DEFAULT_LANGUAGE, LANGUAGES
+from bot.stats_view.chart import render_chart
+from bot.stats_view.table import render_table
+from bot.stats_view.wording import chart_caption, usage_hint
+from bot.texts import Language
 from services.stats import StatsReport, StatsService, StatsUsageError
-from services.stats_chart import render_chart
 
 logger = logging.getLogger(__name__)
 
@@ -48,12 +51,12 @@ def build_admin_router(
         stats: StatsService,
         outbox: Outbox,
         sender: Sender,
+        language: Language,
     ) -> None:
-        lang = _language(message.from_user)
         try:
             period = stats.parse_period(command.args)
         except StatsUsageError:
-            hint = stats.usage_hint(lang)
+            hint = usage_hint(language)
             await outbox.send_rendered([Rendered(html.escape(hint), hint)])
             return
         report = await stats.report(period)
@@ -63,18 +66,12 @@ def build_admin_router(
                 chart = await asyncio.to_thread(chart_renderer, report)
             except Exception:  # the table is still worth sending
                 logger.exception("stats chart rendering failed; sending the table only")
-        caption = stats.chart_caption(report, lang)
+        caption = chart_caption(report, language)
         await _send_report(
-            outbox, sender, message.chat.id, stats.render_table(report, lang), chart, caption
+            outbox, sender, message.chat.id, render_table(report, language), chart, caption
         )
 
     return router
-
-
-def _language(user: User | None) -> str:
-    """The stats text language: the same rule as the bot's own phrases."""
-    primary = ((user.language_code if user else None) or "").split("-")[0].lower()
-    return primary if primary in LANGUAGES else DEFAULT_LANGUAGE
 
 
 async def _send_report(

@@ -8,7 +8,7 @@ from aiogram import Router
 from aiogram.types import ErrorEvent
 
 from bot.responder import Outbox
-from bot.texts import texts_for
+from bot.texts import Texts
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +17,14 @@ def build_errors_router() -> Router:
     router = Router(name="errors")
 
     @router.error()
-    async def on_error(event: ErrorEvent, outbox: Outbox | None = None) -> None:
+    async def on_error(
+        event: ErrorEvent, outbox: Outbox | None = None, texts: Texts | None = None
+    ) -> None:
+        """`texts` comes from `LanguageMiddleware`, in the language of the failed update.
+
+        Both are optional so the error is logged whatever failed: an update fed without
+        an outbox, or one that failed before the language was chosen, gets no apology.
+        """
         update = event.update
         turn_id = getattr(event.exception, "turn_id", None)
         log.error(
@@ -27,10 +34,8 @@ def build_errors_router() -> Router:
             type(event.exception).__name__,
             exc_info=event.exception,
         )
-        message = update.message
-        if outbox is None or outbox.used or message is None:
+        if outbox is None or outbox.used or update.message is None or texts is None:
             return
-        user = message.from_user
-        await outbox.send(texts_for(user.language_code if user else None).apology)
+        await outbox.send(texts.apology)
 
     return router

@@ -22,6 +22,7 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.dispatcher.event.bases import UNHANDLED
 from aiogram.types import Message, Update
 
+from bot.filters import LanguageMiddleware
 from bot.formatting import Rendered
 from bot.intake import Intake
 from bot.processing import UpdateProcessor
@@ -71,6 +72,8 @@ def _pipeline(db: Database, bot: Bot, **router_options: Any) -> Pipeline:
     dispatcher = Dispatcher(
         stats=StatsService(StatsRepository(db), clock=lambda: UNTIL), sender=sender
     )
+    # the language of the reply is chosen once per update, as `bot.app.build_dispatcher` does
+    dispatcher.update.outer_middleware(LanguageMiddleware())
     dispatcher.include_router(build_admin_router(frozenset({ADMIN}), **router_options))
     fallback = Router(name="unknown_command")
 
@@ -111,13 +114,26 @@ async def test_admin_gets_the_table_and_the_chart(
     assert row.status == "delivered" and row.message_ids == (table.message_id,)
 
 
+@pytest.mark.parametrize("lang", ["ru", "de", ""])
 async def test_admin_gets_russian_for_a_russian_client(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer, lang: str
+):
+    """Russian, the shop's default, for Russian, any other language and no language."""
+    await _seed(db)
+    await _pipeline(db, bot).send("/stats", lang=lang)
+    [table] = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "text"]
+    [photo] = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "photo"]
+    assert "/stats · за 24 часа" in table.plain_text
+    assert photo.text.startswith("Вызовы инструментов по статусам за 24 часа: ")
+
+
+async def test_admin_gets_english_for_a_regional_english_client(
     db: Database, bot: Bot, fake_telegram: FakeTelegramServer
 ):
     await _seed(db)
-    await _pipeline(db, bot).send("/stats", lang="ru")
+    await _pipeline(db, bot).send("/stats 7d", lang="en-GB")
     [table] = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "text"]
-    assert "/stats · за 24 часа" in table.plain_text
+    assert "/stats · last 7 days" in table.plain_text
 
 
 async def test_non_admin_stats_is_an_unknown_command(

@@ -122,6 +122,19 @@ async def test_a_failing_handler_gets_an_apology_and_the_error_is_logged(
     assert any(str(update["update_id"]) in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("language_code", ["ru", "de", None])
+async def test_the_apology_falls_back_to_russian(
+    harness: Harness,
+    fake_telegram: FakeTelegramServer,
+    language_code: str | None,
+) -> None:
+    """The error handler speaks the language the middleware chose for the update."""
+    harness.chat.error = RuntimeError("boom")
+    await harness.handle(message_update(CHAT, text="hello", language_code=language_code))
+    [message] = fake_telegram.messages_to(CHAT)
+    assert message.plain_text == RU.apology
+
+
 async def test_model_failure_codes_become_polite_texts(
     harness: Harness,
     fake_telegram: FakeTelegramServer,

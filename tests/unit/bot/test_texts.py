@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bot.formatting import markdown_to_messages
-from bot.texts import EN, RU, all_texts, texts_for
+from bot.texts import EN, LANGUAGES, RU, all_texts, language_for, texts_for
 
 
-def test_language_choice_defaults_to_russian() -> None:
+@pytest.mark.parametrize(
+    ("language_code", "language"),
+    [
+        ("en", "en"),
+        ("en-GB", "en"),
+        ("EN-us", "en"),
+        ("ru", "ru"),
+        ("de", "ru"),
+        ("uk", "ru"),
+        ("", "ru"),
+        (None, "ru"),
+    ],
+)
+def test_language_choice_defaults_to_russian(language_code: str | None, language: str) -> None:
+    assert language_for(language_code) == language
+
+
+def test_every_language_has_its_texts() -> None:
     assert texts_for("en") is EN
-    assert texts_for("en-GB") is EN
     assert texts_for("ru") is RU
-    assert texts_for("de") is RU
-    assert texts_for(None) is RU
+    assert set(all_texts()) == set(LANGUAGES)
 
 
 def test_every_text_is_filled_and_renders_as_one_message() -> None:

@@ -1,20 +1,22 @@
-"""`StatsService`: periods, the typed report and the phone-sized table, on real SQLite."""
+"""`StatsService`: periods, the typed report and the chart buckets, on real SQLite.
+
+The words and the table drawn from the report are tested in tests/unit/bot/test_stats_table.py.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from services.stats import (
-    MESSAGE_LIMIT,
-    TABLE_WIDTH,
+    PERIOD_SECONDS,
+    UNKNOWN_TOOLS,
     Period,
-    StatsReport,
     StatsService,
     StatsUsageError,
     choose_bucket,
 )
 from storage.database import Database
-from storage.stats import StatsRepository, ToolFigures
+from storage.stats import StatsRepository
 from tests.unit.storage.test_stats import SINCE, UNTIL, _seed
 
 NOW = 1_800_000_000.0
@@ -48,13 +50,6 @@ def test_parse_period_rejects_anything_else(db: Database, arg: str):
         _service(db).parse_period(arg)
 
 
-def test_usage_hint_names_every_period(db: Database):
-    for lang in ("en", "ru"):
-        hint = _service(db).usage_hint(lang)
-        assert "/stats" in hint and all(p in hint for p in ("24h", "7d", "30d", "all"))
-        assert "\n" not in hint
-
-
 async def test_report_over_a_seeded_period(db: Database):
     await _seed(db)
     report = await _service(db).report(Period("24h", SINCE, UNTIL))
@@ -70,11 +65,19 @@ async def test_report_over_a_seeded_period(db: Database):
     assert not report.is_empty
     chart = report.chart
     assert chart is not None
-    assert chart.tools == ("get_order_status", "get_return_policy", "(unknown tools)")
+    assert chart.tools == ("get_order_status", "get_return_policy", UNKNOWN_TOOLS)
     assert chart.bucket_start <= SINCE  # the bars end exactly at the end of the period
     assert chart.bucket_start + chart.bucket_count * chart.bucket_s == UNTIL
     assert sum(sum(v) for v in chart.counts.values()) == 13
     assert sum(chart.series("get_order_status", "success")) == 4
+
+
+async def test_an_empty_period_is_empty(db: Database):
+    service = _service(db)
+    for arg in PERIOD_SECONDS:
+        report = await service.report(service.parse_period(arg))
+        assert report.is_empty and report.tool_calls_total == 0
+        assert report.chart is None or report.chart.tools == ()
 
 
 async def test_all_time_starts_at_the_first_activity(db: Database):
@@ -83,78 +86,6 @@ async def test_all_time_starts_at_the_first_activity(db: Database):
     assert report.since == 999.5
     assert report.tool_calls_total == 14
     assert report.turns.count == 7
-
-
-async def test_table_in_english(db: Database):
-    await _seed(db)
-    service = _service(db)
-    report = await service.report(Period("24h", SINCE, UNTIL))
-    chunks = service.render_table(report, "en")
-    assert len(chunks) == 1
-    text = chunks[0]
-    lines = text.splitlines()
-    assert lines[0] == "/stats · last 24 hours"
-    assert max(len(line) for line in lines) <= TABLE_WIDTH
-    assert "get_order_status" in lines
-    row = {line.split("  ")[0].strip(): line.split()[-1] for line in lines if "  " in line}
-    assert row["TOOL CALLS"] == "13"
-    assert "rate_limited" in text and "invalid_arguments" in text
-    assert "50 ms / 5.0 s" in text  # p50 / p95 of get_order_status
-    assert "unknown tool names: 1" in text
-    assert "TURNS" in text and "turn_timeout" in text
-    assert "3 turns" in text  # usage unknown, never counted as zero tokens
-    assert "2 ok, 1 failed" in text
-
-
-async def test_table_in_russian(db: Database):
-    await _seed(db)
-    service = _service(db)
-    report = await service.report(Period("7d", SINCE, UNTIL))
-    text = "\n".join(service.render_table(report, "ru"))
-    assert text.startswith("/stats · за 7 дней")
-    assert "ВЫЗОВЫ ИНСТРУМЕНТОВ" in text and "ХОДЫ ДИАЛОГА" in text
-    assert "сбросы /new" in text
-    assert max(len(line) for line in text.splitlines()) <= TABLE_WIDTH
-
-
-@pytest.mark.parametrize(
-    ("lang", "phrase"),
-    [("en", "No data for this period yet."), ("ru", "Пока нет данных за этот период.")],
-)
-async def test_empty_period_says_no_data(db: Database, lang: str, phrase: str):
-    service = _service(db)
-    for arg in ("24h", "all"):
-        report = await service.report(service.parse_period(arg))
-        assert report.is_empty
-        [text] = service.render_table(report, lang)
-        assert text.splitlines()[-1] == phrase
-
-
-def test_long_tables_are_split_under_the_message_limit(db: Database):
-    tools = tuple(
-        ToolFigures(
-            tool_name=f"tool_number_{i:03d}",
-            calls=100,
-            success=90,
-            business_errors={"rate_limited": 5, "not_found": 5},
-            rejected={},
-            timeouts=0,
-            technical_errors=0,
-            p50_ms=12.0,
-            p95_ms=40.0,
-        )
-        for i in range(120)
-    )
-    report = StatsReport(period=Period("all", None, NOW), since=0.0, until=NOW, tools=tools)
-    chunks = _service(db).render_table(report, "en")
-    assert len(chunks) > 1
-    assert all(len(chunk) <= MESSAGE_LIMIT for chunk in chunks)
-    joined = "\n".join(chunks)
-    for tool in tools:
-        assert joined.count(tool.tool_name) == 1
-    # a tool's block is never cut in half between two messages
-    for chunk in chunks:
-        assert chunk.count("p50 / p95") == chunk.count("tool_number_")
 
 
 @pytest.mark.parametrize(
@@ -174,8 +105,6 @@ async def test_a_period_with_only_resets_is_not_empty(db: Database):
     service = _service(db, now=100.0)
     report = await service.report(service.parse_period("all"))
     assert not report.is_empty and report.resets == 1 and report.tool_calls_total == 0
-    text = "\n".join(service.render_table(report, "en"))
-    assert "/new resets" in text and "No data" not in text
 
 
 @pytest.mark.parametrize(("arg", "bars"), [("24h", 24), ("7d", 28), ("30d", 30)])

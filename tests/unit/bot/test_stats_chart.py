@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import struct
 
-from services.stats import Period, StatsReport, StatsService
-from services.stats_chart import WIDTH, render_chart
+from bot.stats_view.chart import WIDTH, _panel_title, render_chart
+from bot.stats_view.wording import chart_caption
+from services.stats import UNKNOWN_TOOLS, Period, StatsReport, StatsService
 from storage.database import Database
 from storage.stats import StatsRepository
 from tests.unit.storage.test_stats import SINCE, UNTIL, _seed
@@ -37,3 +38,11 @@ def test_chart_of_an_empty_period_still_renders():
     report = StatsReport(period=Period("all", None, UNTIL), since=None, until=UNTIL)
     width, height = _png_size(render_chart(report))
     assert (width, height) >= (WIDTH, 200)
+
+
+def test_titles_are_the_english_caption_and_readable_panel_names():
+    """The chart's title is the photo's English caption: one definition of the period titles."""
+    report = StatsReport(period=Period("7d", 0.0, UNTIL), since=0.0, until=UNTIL)
+    assert chart_caption(report, "en") == "Tool calls by status, last 7 days: 0"
+    assert _panel_title(UNKNOWN_TOOLS, 2) == "(unknown tools)  (2 calls)"
+    assert _panel_title("get_order_status", 1) == "get_order_status  (1 call)"

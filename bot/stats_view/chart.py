@@ -4,7 +4,8 @@ Drawn with Pillow rather than matplotlib: a few rectangles, lines and labels do 
 a plotting stack, and Pillow imports in milliseconds with a few MB of memory where
 matplotlib (plus numpy) costs a second and tens of MB in a long-running bot. Rendering
 is CPU work: callers run `render_chart` in a worker thread (`asyncio.to_thread`).
-Labels are English and ASCII (tool and status names), which the bundled font covers.
+Labels are English and ASCII (tool and status names), which the bundled font covers;
+the title is the English photo caption (`bot.stats_view.wording`), period title included.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from datetime import UTC, datetime
 
 from PIL import Image, ImageDraw, ImageFont
 
-from services.stats import ChartData, StatsReport
+from bot.stats_view.wording import chart_caption
+from services.stats import UNKNOWN_TOOLS, ChartData, StatsReport
 from storage.stats import TOOL_STATUSES
 
 WIDTH = 960
@@ -25,6 +27,7 @@ PANEL_H = 170
 PLOT_H = 112
 MAX_PANELS = 6
 OTHER_TOOLS = "(other tools)"
+UNKNOWN_TOOLS_TITLE = "(unknown tools)"  # the panel of every tool name the model invented
 BACKGROUND = (255, 255, 255)
 INK = (33, 33, 33)
 MUTED = (117, 117, 117)
@@ -35,12 +38,6 @@ STATUS_COLOURS: dict[str, tuple[int, int, int]] = {
     "rejected": (142, 36, 170),
     "timeout": (239, 108, 0),
     "technical_error": (229, 57, 53),
-}
-PERIOD_TITLES = {
-    "24h": "last 24 hours",
-    "7d": "last 7 days",
-    "30d": "last 30 days",
-    "all": "all time",
 }
 
 
@@ -55,13 +52,7 @@ def render_chart(report: StatsReport) -> bytes:
     font = _font(15)
     small = _font(13)
 
-    period = PERIOD_TITLES.get(report.period.key, report.period.key)
-    draw.text(
-        (MARGIN_LEFT, 14),
-        f"Tool calls by status, {period}: {report.tool_calls_total:,}",
-        font=title_font,
-        fill=INK,
-    )
+    draw.text((MARGIN_LEFT, 14), chart_caption(report, "en"), font=title_font, fill=INK)
     draw.text((MARGIN_LEFT, 44), _range_text(report), font=small, fill=MUTED)
     _legend(draw, font, y=68)
 
@@ -124,12 +115,7 @@ def _panel(
     n = chart.bucket_count
     totals = [sum(series[s][i] for s in TOOL_STATUSES) for i in range(n)]
     peak = max(totals) if totals else 0
-    draw.text(
-        (MARGIN_LEFT, top + 4),
-        f"{tool}  ({sum(totals):,} {'call' if sum(totals) == 1 else 'calls'})",
-        font=font,
-        fill=INK,
-    )
+    draw.text((MARGIN_LEFT, top + 4), _panel_title(tool, sum(totals)), font=font, fill=INK)
 
     plot_top = top + 28
     plot_bottom = plot_top + PLOT_H
@@ -164,6 +150,12 @@ def _panel(
         label = _bucket_label(chart, i)
         x = left + i * slot + slot / 2 - draw.textlength(label, font=small) / 2
         draw.text((max(x, 2), plot_bottom + 6), label, font=small, fill=MUTED)
+
+
+def _panel_title(tool: str, calls: int) -> str:
+    """`get_order_status  (1,234 calls)`; the invented names' key gets a readable title."""
+    title = UNKNOWN_TOOLS_TITLE if tool == UNKNOWN_TOOLS else tool
+    return f"{title}  ({calls:,} {'call' if calls == 1 else 'calls'})"
 
 
 def _bucket_label(chart: ChartData, index: int) -> str:
