@@ -31,7 +31,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -544,12 +544,141 @@ def profile_top(path: Path, lines: int = 30) -> str:
 
 
 # ---------------------------------------------------------------------- the run
-async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
+async def _phase_polling(bench: Bench, plan: Plan) -> dict[str, Any]:
+    run = await bench.start_bot("polling")
+    r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
+    r["latency"] = await bench.closed_loop(
+        run, "latency", range(1, plan.latency_chats + 1), plan.latency_messages
+    )
+    r["two_tool_parallel"] = await bench.closed_loop(
+        run,
+        "two_tool",
+        range(100_001, 100_001 + plan.two_tool_chats),
+        plan.two_tool_messages,
+        kinds="two",
+    )
+    r["load"] = await bench.closed_loop(
+        run, "load", range(200_001, 200_001 + plan.load_chats), plan.load_messages
+    )
+    r["order"] = await bench.burst_order(
+        run, range(300_001, 300_001 + plan.order_chats), plan.order_messages
+    )
+    r["distinct_chats"] = await bench.distinct_chats(run, first_chat=1_000_001)
+    r["exit_code"] = await bench.stop_bot(run)
+    return r
+
+
+async def _phase_sequential(bench: Bench, plan: Plan) -> dict[str, Any]:
+    run = await bench.start_bot("sequential-tools", PARALLEL_TOOL_CALLS="false")
+    r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
+    r["two_tool_sequential"] = await bench.closed_loop(
+        run,
+        "two_tool",
+        range(100_001, 100_001 + plan.two_tool_chats),
+        plan.two_tool_messages,
+        kinds="two",
+    )
+    r["exit_code"] = await bench.stop_bot(run)
+    return r
+
+
+async def _phase_conversation(bench: Bench, plan: Plan) -> dict[str, Any]:
+    # model latency and per-chat pacing off: 200 turns in seconds, not minutes;
+    # the prompt size per turn does not depend on either
+    run = await bench.start_bot("conversation", TELEGRAM_CHAT_INTERVAL_S="0")
+    r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
+    await bench.set_model_latency(5.0)
+    try:
+        r["conversation"] = await bench.conversation(run, chat=500_001)
+    finally:
+        await bench.set_model_latency(plan.latency_ms)
+    r["exit_code"] = await bench.stop_bot(run)
+    return r
+
+
+async def _phase_webhook(bench: Bench, plan: Plan) -> dict[str, Any]:
+    run = await bench.start_bot("webhook", webhook=True)
+    r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
+    r["latency"] = await bench.closed_loop(
+        run, "latency", range(1, plan.latency_chats + 1), plan.latency_messages
+    )
+    r["load"] = await bench.closed_loop(
+        run, "load", range(200_001, 200_001 + plan.load_chats), plan.load_messages
+    )
+    r["exit_code"] = await bench.stop_bot(run)
+    return r
+
+
+async def _phase_latency(bench: Bench, plan: Plan) -> dict[str, Any]:
+    """The 50-chat latency phase alone."""
+    run = await bench.start_bot("latency")
+    r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
+    r["latency"] = await bench.closed_loop(
+        run, "latency", range(1, plan.latency_chats + 1), plan.latency_messages
+    )
+    r["exit_code"] = await bench.stop_bot(run)
+    return r
+
+
+async def _phase_memory(bench: Bench, plan: Plan) -> dict[str, Any]:
+    """Distinct chats on a fresh bot."""
+    run = await bench.start_bot("memory")
+    r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
+    r["distinct_chats"] = await bench.distinct_chats(run, first_chat=1_000_001)
+    r["exit_code"] = await bench.stop_bot(run)
+    return r
+
+
+async def _phase_load(bench: Bench, plan: Plan) -> dict[str, Any]:
+    """The load phase alone, e.g. before/after a change."""
+    run = await bench.start_bot("load")
+    r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
+    r["load"] = await bench.closed_loop(
+        run, "load", range(200_001, 200_001 + plan.load_chats), plan.load_messages
+    )
+    r["exit_code"] = await bench.stop_bot(run)
+    return r
+
+
+async def _phase_profile(bench: Bench, plan: Plan) -> dict[str, Any]:
+    profile_path = bench.out / "bot.prof"
+    run = await bench.start_bot("profile", profile_to=profile_path)
+    r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
+    r["load"] = await bench.closed_loop(
+        run, "load", range(200_001, 200_001 + plan.load_chats), plan.profile_messages
+    )
+    r["exit_code"] = await bench.stop_bot(run)
+    if profile_path.exists():
+        top = profile_top(profile_path)
+        (bench.out / "profile.txt").write_text(top)
+        r["profile_top"] = top
+    return r
+
+
+Phase = Callable[[Bench, Plan], Awaitable[dict[str, Any]]]
+# (name, runs without --only, phase), in the order they run
+PHASES: tuple[tuple[str, bool, Phase], ...] = (
+    ("polling", True, _phase_polling),
+    ("sequential", True, _phase_sequential),
+    ("conversation", True, _phase_conversation),
+    ("webhook", True, _phase_webhook),
+    ("latency", False, _phase_latency),
+    ("memory", False, _phase_memory),
+    ("load", False, _phase_load),
+)
+
+
+def _plan(args: argparse.Namespace) -> Plan:
     plan = QUICK if args.quick else FULL
     if args.latency_ms is not None:
         plan = Plan(**{**plan.__dict__, "latency_ms": args.latency_ms})
     if args.distinct_concurrency is not None:
         plan = Plan(**{**plan.__dict__, "distinct_concurrency": args.distinct_concurrency})
+    return plan
+
+
+async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
+    plan = _plan(args)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out or REPO_ROOT / "data" / "bench" / stamp)
     await asyncio.to_thread(out.mkdir, parents=True, exist_ok=True)
@@ -562,116 +691,17 @@ async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
     }
     only = set(args.only.split(",")) if args.only else None
 
-    def wanted(name: str) -> bool:
-        return only is None or name in only
-
     async with ProcessGroup(out) as group:
         bench = Bench(plan, group, out)
         await bench.start_openai()
         runs: dict[str, Any] = {}
         results["runs"] = runs
-
-        if wanted("polling"):
-            run = await bench.start_bot("polling")
-            r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
-            runs["polling"] = r
-            r["latency"] = await bench.closed_loop(
-                run, "latency", range(1, plan.latency_chats + 1), plan.latency_messages
-            )
-            r["two_tool_parallel"] = await bench.closed_loop(
-                run,
-                "two_tool",
-                range(100_001, 100_001 + plan.two_tool_chats),
-                plan.two_tool_messages,
-                kinds="two",
-            )
-            r["load"] = await bench.closed_loop(
-                run, "load", range(200_001, 200_001 + plan.load_chats), plan.load_messages
-            )
-            r["order"] = await bench.burst_order(
-                run, range(300_001, 300_001 + plan.order_chats), plan.order_messages
-            )
-            r["distinct_chats"] = await bench.distinct_chats(run, first_chat=1_000_001)
-            r["exit_code"] = await bench.stop_bot(run)
-
-        if wanted("sequential"):
-            run = await bench.start_bot("sequential-tools", PARALLEL_TOOL_CALLS="false")
-            r = {"startup": run.startup, "idle": run.idle}
-            runs["sequential"] = r
-            r["two_tool_sequential"] = await bench.closed_loop(
-                run,
-                "two_tool",
-                range(100_001, 100_001 + plan.two_tool_chats),
-                plan.two_tool_messages,
-                kinds="two",
-            )
-            r["exit_code"] = await bench.stop_bot(run)
-
-        if wanted("conversation"):
-            # model latency and per-chat pacing off: 200 turns in seconds, not minutes;
-            # the prompt size per turn does not depend on either
-            run = await bench.start_bot("conversation", TELEGRAM_CHAT_INTERVAL_S="0")
-            r = {"startup": run.startup, "idle": run.idle}
-            runs["conversation"] = r
-            await bench.set_model_latency(5.0)
-            try:
-                r["conversation"] = await bench.conversation(run, chat=500_001)
-            finally:
-                await bench.set_model_latency(plan.latency_ms)
-            r["exit_code"] = await bench.stop_bot(run)
-
-        if wanted("webhook"):
-            run = await bench.start_bot("webhook", webhook=True)
-            r = {"startup": run.startup, "idle": run.idle}
-            runs["webhook"] = r
-            r["latency"] = await bench.closed_loop(
-                run, "latency", range(1, plan.latency_chats + 1), plan.latency_messages
-            )
-            r["load"] = await bench.closed_loop(
-                run, "load", range(200_001, 200_001 + plan.load_chats), plan.load_messages
-            )
-            r["exit_code"] = await bench.stop_bot(run)
-
-        if only is not None and "latency" in only:  # the 50-chat latency phase alone
-            run = await bench.start_bot("latency")
-            r = {"startup": run.startup, "idle": run.idle}
-            runs["latency"] = r
-            r["latency"] = await bench.closed_loop(
-                run, "latency", range(1, plan.latency_chats + 1), plan.latency_messages
-            )
-            r["exit_code"] = await bench.stop_bot(run)
-
-        if only is not None and "memory" in only:  # distinct chats on a fresh bot
-            run = await bench.start_bot("memory")
-            r = {"startup": run.startup, "idle": run.idle}
-            runs["memory"] = r
-            r["distinct_chats"] = await bench.distinct_chats(run, first_chat=1_000_001)
-            r["exit_code"] = await bench.stop_bot(run)
-
-        if only is not None and "load" in only:  # the load phase alone, e.g. before/after a fix
-            run = await bench.start_bot("load")
-            r = {"startup": run.startup, "idle": run.idle}
-            runs["load"] = r
-            r["load"] = await bench.closed_loop(
-                run, "load", range(200_001, 200_001 + plan.load_chats), plan.load_messages
-            )
-            r["exit_code"] = await bench.stop_bot(run)
-
+        for name, by_default, phase in PHASES:
+            if (only is None and by_default) or (only is not None and name in only):
+                runs[name] = await phase(bench, plan)
         if args.profile:
-            profile_path = out / "bot.prof"
-            run = await bench.start_bot("profile", profile_to=profile_path)
-            r = {"startup": run.startup, "idle": run.idle}
-            runs["profile"] = r
-            r["load"] = await bench.closed_loop(
-                run, "load", range(200_001, 200_001 + plan.load_chats), plan.profile_messages
-            )
-            r["exit_code"] = await bench.stop_bot(run)
-            if profile_path.exists():
-                top = profile_top(profile_path)
-                (out / "profile.txt").write_text(top)
-                r["profile_top"] = top
-
-        if wanted("stats") and not args.skip_stats:
+            runs["profile"] = await _phase_profile(bench, plan)
+        if (only is None or "stats" in only) and not args.skip_stats:
             results["stats"] = await bench.stats_over_rows()
 
     results["targets"] = targets(results, plan)
