@@ -108,7 +108,7 @@ def build_bot(settings: Settings) -> Bot:
     return Bot(settings.bot_token.get_secret_value(), session=session)
 
 
-def build_dispatcher(*, admin_ids: frozenset[int], **services: object) -> Dispatcher:
+def build_dispatcher(*, admin_ids: frozenset[int], **services: Any) -> Dispatcher:
     """The dispatcher with its routers; `services` become workflow data for handlers
     (chat_service, limiter, responder, sender, stats, max_input_chars)."""
     dispatcher = Dispatcher(**services)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 from aiogram import Bot
-from aiogram.methods import DeleteWebhook, GetUpdates
+from aiogram.methods import DeleteWebhook, GetUpdates, TelegramMethod
 
 from bot.intake import Intake, IntakeClosed
 
@@ -32,7 +32,7 @@ class GetRawUpdates(GetUpdates):
     failing the whole batch forever, and the inbox stores exactly what Telegram sent.
     """
 
-    __returning__ = list[dict[str, Any]]  # type: ignore[assignment]
+    __returning__ = list[dict[str, Any]]
 
 
 class Poller:
@@ -85,7 +85,9 @@ class Poller:
             allowed_updates=self._allowed_updates,
         )
         timeout = int((self._bot.session.timeout or 60) + self._poll_timeout_s)
-        return await self._bot(method, request_timeout=timeout)
+        # aiogram types GetUpdates as returning parsed Updates; this subclass returns JSON
+        raw = cast("TelegramMethod[list[dict[str, Any]]]", method)
+        return await self._bot(raw, request_timeout=timeout)
 
     async def _with_backoff(self, what: str, call: Any) -> Any:
         delay = BACKOFF_START_S
