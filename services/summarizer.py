@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Protocol
 
+from services.data_blocks import defuse_tags
 from services.history import (
     HistoryPair,
     select_window,
@@ -247,21 +248,16 @@ class ConversationSummarizer:
             log.exception("could not record the summary call of session %s", session_id)
 
 
+# customer text inside these blocks is defused so it cannot close them
 _DATA_TAGS = ("previous_summary", "messages")
-
-
-def _defuse(text: str) -> str:
-    """Customer text cannot open or close the data blocks it is placed in."""
-    for tag in _DATA_TAGS:
-        text = text.replace(f"</{tag}>", f"(/{tag})").replace(f"<{tag}>", f"({tag})")
-    return text
 
 
 def summary_request_text(previous: str | None, pairs: Sequence[HistoryPair]) -> str:
     """The data the summary prompt works on: the previous summary and the pairs to fold."""
-    lines = ["<previous_summary>", _defuse(previous or ""), "</previous_summary>", "<messages>"]
+    previous_text = defuse_tags(previous or "", *_DATA_TAGS)
+    lines = ["<previous_summary>", previous_text, "</previous_summary>", "<messages>"]
     for pair in pairs:
-        lines.append(f"customer: {_defuse(pair.user.content)}")
-        lines.append(f"assistant: {_defuse(pair.assistant.content)}")
+        lines.append(f"customer: {defuse_tags(pair.user.content, *_DATA_TAGS)}")
+        lines.append(f"assistant: {defuse_tags(pair.assistant.content, *_DATA_TAGS)}")
     lines.append("</messages>")
     return "\n".join(lines)
