@@ -30,6 +30,7 @@ from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefaul
 from aiohttp import web
 
 from bot.config import BotMode, Settings
+from bot.exit_codes import ExitCode
 from bot.filters import LanguageMiddleware
 from bot.intake import Intake
 from bot.polling import Poller
@@ -55,7 +56,6 @@ from tools.shop.demo import seed_demo_shop
 
 log = logging.getLogger("bot")
 
-EXIT_CONFIG = 2
 # Telegram keeps an unconfirmed update for at most 24 hours, so a finished inbox row
 # older than this can never be redelivered; keeping it longer only keeps personal data.
 INBOX_RETENTION_S = 7 * 86_400.0
@@ -304,7 +304,7 @@ async def run(settings: Settings) -> None:
         db = await Database.open(settings.database_path)
     except MigrationError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_CONFIG) from None
+        raise SystemExit(ExitCode.CANNOT_START) from None
 
     app: Application | None = None
     token = settings.bot_token.get_secret_value()
@@ -342,7 +342,7 @@ async def run(settings: Settings) -> None:
         # one readable line; the traceback only at DEBUG (messages are scrubbed of the token)
         log.debug("fatal error", exc_info=True)
         log.error("fatal: %s: %s", type(exc).__name__, str(exc).replace(token, "<token>"))
-        raise SystemExit(1) from None
+        raise SystemExit(ExitCode.FAILED) from None
     finally:
         if app is not None:
             await _close(app)

@@ -11,8 +11,7 @@ import asyncio
 import sys
 
 from bot.config import Settings, SettingsError, load_settings
-
-EXIT_CONFIG = 2
+from bot.exit_codes import ExitCode
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -29,7 +28,7 @@ def _settings_or_exit() -> Settings:
         return load_settings()
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_CONFIG) from None
+        raise SystemExit(ExitCode.CANNOT_START) from None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,14 +15,11 @@ import sys
 from pathlib import Path
 
 from bot.config import SettingsError, load_database_path
+from bot.exit_codes import ExitCode
 from storage.database import Database
 from storage.migrations import MigrationError
 from storage.shop import ImportCounts, ShopRepository
 from tools.shop.import_document import ShopDataError, plan_import
-
-EXIT_OK = 0
-EXIT_INVALID_DATA = 1
-EXIT_UNREADABLE = 2
 
 
 def _error(text: str) -> None:
@@ -39,26 +36,26 @@ def _summary(counts: ImportCounts) -> str:
     return "imported " + "; ".join(parts)
 
 
-async def run_import(path: str) -> int:
+async def run_import(path: str) -> ExitCode:
     """Validate the whole file, then write it in one transaction; return the exit status."""
     try:
         database_path = load_database_path()
     except SettingsError as exc:
         _error(str(exc))
-        return EXIT_UNREADABLE
+        return ExitCode.CANNOT_START
     try:
         text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8-sig")
     except OSError as exc:
         _error(f"cannot read {path}: {exc.strerror or exc}")
-        return EXIT_UNREADABLE
+        return ExitCode.CANNOT_START
     except UnicodeDecodeError:
         _error(f"{path} is not UTF-8 text")
-        return EXIT_UNREADABLE
+        return ExitCode.CANNOT_START
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         _error(f"{path} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}")
-        return EXIT_UNREADABLE
+        return ExitCode.CANNOT_START
 
     try:
         plan = plan_import(raw)
@@ -66,21 +63,21 @@ async def run_import(path: str) -> int:
         for problem in exc.problems:
             _error(problem)
         print(f"nothing was written: {len(exc.problems)} problem(s) in {path}", file=sys.stderr)
-        return EXIT_INVALID_DATA
+        return ExitCode.FAILED
 
     try:
         db = await Database.open(database_path)
     except (OSError, sqlite3.Error, MigrationError) as exc:
         _error(f"cannot open the database {database_path}: {exc}")
-        return EXIT_INVALID_DATA
+        return ExitCode.FAILED
     try:
         counts = await ShopRepository(db).import_shop_data(
             orders=plan.orders, policies=plan.policies, texts=plan.texts
         )
     except sqlite3.Error as exc:
         _error(f"the database refused the import, nothing was written: {exc}")
-        return EXIT_INVALID_DATA
+        return ExitCode.FAILED
     finally:
         await db.close()
     print(_summary(counts))
-    return EXIT_OK
+    return ExitCode.OK

@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from services.data_blocks import defuse_tags
 from services.history import HistoryPair, select_window, to_pairs, window_read_limit
 from services.limits import TurnSlots
 from services.llm.types import ChatModel, Message
@@ -369,9 +370,7 @@ def build_messages(
 
 def summary_block(content: str) -> str:
     """The summary wrapped as data; tags inside it are defused so it cannot close the block."""
-    safe = content.replace(f"<{SUMMARY_TAG}>", f"({SUMMARY_TAG})").replace(
-        f"</{SUMMARY_TAG}>", f"(/{SUMMARY_TAG})"
-    )
+    safe = defuse_tags(content, SUMMARY_TAG)
     return f"{SUMMARY_DATA_NOTICE}\n<{SUMMARY_TAG}>\n{safe}\n</{SUMMARY_TAG}>"
 
 

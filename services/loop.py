@@ -34,14 +34,15 @@ from services.llm.types import ChatModel, LLMResponse, Message, ToolChoice
 from services.loop_types import (
     LoopResult,
     LoopTrace,
-    ModelCallRecord,
     ProtocolError,
     StopReason,
     TurnTimeout,
     TurnUnavailable,
+    model_call_record,
 )
-from tools.base import AuditRecord, AuditStatus, ToolCall, ToolContext, ToolOutcome
-from tools.executor import ToolExecutor
+from storage.records import AuditStatus
+from tools.base import ToolCall, ToolContext, ToolOutcome
+from tools.executor import ToolExecutor, audit_record
 from tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,6 @@ MAX_STEPS_LIMIT = 5
 REPEATED_CALL_CODE = "repeated_failed_call"
 CANCELLED_CODE = "cancelled"
 TURN_TIMEOUT_CODE = "turn_timeout"
-_MAX_NAME = 64
 
 
 @dataclass
@@ -160,22 +160,15 @@ class BoundedToolLoop:
         started = time.perf_counter()
         turn.trace.model_steps += 1
 
-        def record(status: str, error_code: str | None, response: LLMResponse | None) -> None:
+        def record(error_code: str | None, response: LLMResponse | None) -> None:
             turn.trace.model_calls.append(
-                ModelCallRecord(
-                    purpose="chat",
-                    requested_model=(response and response.requested_model)
-                    or self._model.model_name,
-                    model=response.model if response else None,
+                model_call_record(
+                    "chat",
+                    requested_model=self._model.model_name,
                     started_at=started_at,
                     latency_ms=(time.perf_counter() - started) * 1000,
-                    status=status,
+                    response=response,
                     error_code=error_code,
-                    finish_reason=response.finish_reason if response else None,
-                    prompt_tokens=response.prompt_tokens if response else None,
-                    completion_tokens=response.completion_tokens if response else None,
-                    total_tokens=response.total_tokens if response else None,
-                    response_id=response.response_id if response else None,
                 )
             )
 
@@ -189,13 +182,13 @@ class BoundedToolLoop:
                 ),
             )
         except LLMError as error:
-            record("error", error.code, None)
+            record(error.code, None)
             log.warning("model call failed: %s (%s)", error.code, error)
             raise TurnUnavailable(str(error), code=error.code, trace=turn.trace) from error
         except asyncio.CancelledError:
-            record("error", turn.cancel_code(), None)
+            record(turn.cancel_code(), None)
             raise
-        record("ok", None, response)
+        record(None, response)
         turn.responses.append(response)
         if response.response_id:
             turn.trace.response_ids.append(response.response_id)
@@ -241,7 +234,14 @@ class BoundedToolLoop:
                 for call in to_run:
                     self._note_executed(turn, call.name)
                     turn.trace.audit_records.append(
-                        _audit(turn.context, call, started_at, started, AuditStatus.TIMEOUT, code)
+                        audit_record(
+                            call,
+                            turn.context,
+                            started_at=started_at,
+                            duration_ms=(time.perf_counter() - started) * 1000,
+                            status=AuditStatus.TIMEOUT,
+                            error_code=code,
+                        )
                     )
                 raise
             for call, outcome in zip(to_run, ran, strict=True):
@@ -268,9 +268,13 @@ class BoundedToolLoop:
     def _repeat(turn: _Turn, call: ToolCall, earlier: ToolOutcome) -> ToolOutcome:
         """The earlier error for a repeated failing call, under the new call id."""
         log.info("tool %s: repeated failing call %s not run again", earlier.tool_name, call.id)
-        now = time.perf_counter()
-        audit = _audit(
-            turn.context, call, time.time(), now, AuditStatus.REJECTED, REPEATED_CALL_CODE
+        audit = audit_record(
+            call,
+            turn.context,
+            started_at=time.time(),
+            duration_ms=0.0,
+            status=AuditStatus.REJECTED,
+            error_code=REPEATED_CALL_CODE,
         )
         turn.trace.audit_records.append(audit)
         return ToolOutcome(
@@ -307,25 +311,3 @@ def _assistant_message(response: LLMResponse) -> Message:
             for call in response.tool_calls
         ],
     }
-
-
-def _audit(
-    context: ToolContext,
-    call: ToolCall,
-    started_at: float,
-    started: float,
-    status: AuditStatus,
-    error_code: str,
-) -> AuditRecord:
-    return AuditRecord(
-        call_id=call.id,
-        tool_name=str(call.name)[:_MAX_NAME],
-        user_id=context.user_id,
-        chat_id=context.chat_id,
-        turn_id=context.turn_id,
-        session_id=context.session_id,
-        started_at=started_at,
-        duration_ms=max(0.0, (time.perf_counter() - started) * 1000),
-        status=status,
-        error_code=error_code,
-    )

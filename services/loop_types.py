@@ -2,7 +2,8 @@
 
 Shared by the loop (which fills it), the chat service (which stores it) and the bot
 (which turns a failure into a polite message). A failed loop still carries the records
-it made, so started tool calls and model calls keep their audit rows.
+it made, so started tool calls and model calls keep their audit rows. The row types
+themselves live in `storage.records`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from tools.base import AuditRecord
+from services.llm.types import LLMResponse
+from storage.records import AuditRecord, ModelCallRecord
 
 
 class StopReason(StrEnum):
@@ -19,26 +21,45 @@ class StopReason(StrEnum):
     REFUSED = "refused"  # refusal or content_filter: the bot sends its own polite text
 
 
-@dataclass(frozen=True, slots=True)
-class ModelCallRecord:
-    """One row of `llm_calls`."""
+def model_call_record(
+    purpose: str,
+    *,
+    requested_model: str,
+    started_at: float,
+    latency_ms: float,
+    response: LLMResponse | None = None,
+    error_code: str | None = None,
+) -> ModelCallRecord:
+    """The one builder of a model call's usage row (the loop's and the summarizer's).
 
-    purpose: str  # "chat" | "summary"
-    requested_model: str
-    model: str | None
-    started_at: float
-    latency_ms: float
-    status: str  # "ok" | "error"
-    error_code: str | None = None
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
-    response_id: str | None = None
-
-    @property
-    def fallback(self) -> bool:
-        return self.model is not None and self.model != self.requested_model
+    `requested_model` is the configured model, used when the response does not name the
+    one it was asked for; without a response (the call failed) nothing else is known.
+    A call is "ok" unless it has an error code, even when a response came back.
+    """
+    if response is None:
+        return ModelCallRecord(
+            purpose=purpose,
+            requested_model=requested_model,
+            model=None,
+            started_at=started_at,
+            latency_ms=latency_ms,
+            status="error" if error_code is not None else "ok",
+            error_code=error_code,
+        )
+    return ModelCallRecord(
+        purpose=purpose,
+        requested_model=response.requested_model or requested_model,
+        model=response.model,
+        started_at=started_at,
+        latency_ms=latency_ms,
+        status="error" if error_code is not None else "ok",
+        error_code=error_code,
+        finish_reason=response.finish_reason,
+        prompt_tokens=response.prompt_tokens,
+        completion_tokens=response.completion_tokens,
+        total_tokens=response.total_tokens,
+        response_id=response.response_id,
+    )
 
 
 @dataclass(slots=True)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Protocol
 
+from services.data_blocks import defuse_tags
 from services.history import (
     HistoryPair,
     select_window,
@@ -29,9 +30,9 @@ from services.history import (
 )
 from services.llm.errors import LLMError
 from services.llm.types import ChatModel, LLMResponse, Message
-from services.loop_types import ModelCallRecord
+from services.loop_types import model_call_record
 from storage.conversations import ConversationRepository
-from storage.records import TurnRecorder
+from storage.records import ModelCallRecord, TurnRecorder
 
 log = logging.getLogger(__name__)
 
@@ -212,26 +213,33 @@ class ConversationSummarizer:
                 log.warning("summary call for session %s failed: %s", session_id, code)
             else:
                 log.exception("summary call for session %s failed unexpectedly", session_id)
-            await self._record(
-                session_id,
-                ModelCallRecord(
-                    purpose=SUMMARY_PURPOSE,
-                    requested_model=self._model.model_name,
-                    model=None,
-                    started_at=started_at,
-                    latency_ms=(time.perf_counter() - t0) * 1000.0,
-                    status="error",
-                    error_code=code,
-                ),
-            )
+            await self._record(session_id, self._usage(started_at, t0, error_code=code))
             return None
         text = (response.text or "").strip()
         error_code = None if text else "empty_summary"
-        await self._record(session_id, _usage(response, started_at, t0, error_code))
+        await self._record(session_id, self._usage(started_at, t0, error_code, response))
         if error_code is not None:
             log.warning("summary call for session %s returned no text", session_id)
             return None
         return text
+
+    def _usage(
+        self,
+        started_at: float,
+        t0: float,
+        error_code: str | None,
+        response: LLMResponse | None = None,
+    ) -> ModelCallRecord:
+        measured_ms = (time.perf_counter() - t0) * 1000.0
+        return model_call_record(
+            SUMMARY_PURPOSE,
+            requested_model=self._model.model_name,
+            started_at=started_at,
+            # the client's own measurement when it reported one
+            latency_ms=(response.latency_ms if response else 0.0) or measured_ms,
+            response=response,
+            error_code=error_code,
+        )
 
     async def _record(self, session_id: int, call: ModelCallRecord) -> None:
         try:
@@ -240,41 +248,16 @@ class ConversationSummarizer:
             log.exception("could not record the summary call of session %s", session_id)
 
 
-def _usage(
-    response: LLMResponse, started_at: float, t0: float, error_code: str | None
-) -> ModelCallRecord:
-    latency_ms = response.latency_ms or (time.perf_counter() - t0) * 1000.0
-    return ModelCallRecord(
-        purpose=SUMMARY_PURPOSE,
-        requested_model=response.requested_model or response.model,
-        model=response.model,
-        started_at=started_at,
-        latency_ms=latency_ms,
-        status="ok" if error_code is None else "error",
-        error_code=error_code,
-        finish_reason=response.finish_reason,
-        prompt_tokens=response.prompt_tokens,
-        completion_tokens=response.completion_tokens,
-        total_tokens=response.total_tokens,
-        response_id=response.response_id,
-    )
-
-
+# customer text inside these blocks is defused so it cannot close them
 _DATA_TAGS = ("previous_summary", "messages")
-
-
-def _defuse(text: str) -> str:
-    """Customer text cannot open or close the data blocks it is placed in."""
-    for tag in _DATA_TAGS:
-        text = text.replace(f"</{tag}>", f"(/{tag})").replace(f"<{tag}>", f"({tag})")
-    return text
 
 
 def summary_request_text(previous: str | None, pairs: Sequence[HistoryPair]) -> str:
     """The data the summary prompt works on: the previous summary and the pairs to fold."""
-    lines = ["<previous_summary>", _defuse(previous or ""), "</previous_summary>", "<messages>"]
+    previous_text = defuse_tags(previous or "", *_DATA_TAGS)
+    lines = ["<previous_summary>", previous_text, "</previous_summary>", "<messages>"]
     for pair in pairs:
-        lines.append(f"customer: {_defuse(pair.user.content)}")
-        lines.append(f"assistant: {_defuse(pair.assistant.content)}")
+        lines.append(f"customer: {defuse_tags(pair.user.content, *_DATA_TAGS)}")
+        lines.append(f"assistant: {defuse_tags(pair.assistant.content, *_DATA_TAGS)}")
     lines.append("</messages>")
     return "\n".join(lines)

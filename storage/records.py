@@ -4,13 +4,17 @@ One turn is written in ONE transaction: its `turns` row, the audit rows of its t
 calls, the usage rows of its model calls and, when the turn was answered, its history
 pair. So the records and the history never disagree, and a crash leaves either all of a
 turn or none of it. Unknown token counts stay NULL, never 0.
+
+The row types (`TurnRecord`, `AuditRecord`, `ModelCallRecord`, `AuditStatus`) live here,
+in the lowest layer, because they are what storage stores: tools and services build them
+and import them from here, so no layer has to mirror another's types.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from enum import StrEnum
 
 import aiosqlite
 
@@ -18,59 +22,56 @@ from storage.conversations import insert_pair
 from storage.database import Database
 
 
-class AuditRecord(Protocol):
-    """What a tool-call audit row needs (tools.base.AuditRecord has this shape).
+class AuditStatus(StrEnum):
+    """The vocabulary of `tool_calls.status`: how one tool call ended."""
 
-    Described structurally because storage imports nothing from the layers above it.
+    SUCCESS = "success"
+    BUSINESS_ERROR = "business_error"
+    REJECTED = "rejected"
+    TIMEOUT = "timeout"
+    TECHNICAL_ERROR = "technical_error"
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One row of `tool_calls`: no raw arguments or results (they may hold personal data).
+
+    Built by the tool executor (`tools.executor.audit_record`); `turn_id` and
+    `session_id` are informative only: the row takes the ids of the turn it is saved with.
     """
 
-    @property
-    def call_id(self) -> str: ...
-    @property
-    def tool_name(self) -> str: ...
-    @property
-    def user_id(self) -> int: ...
-    @property
-    def chat_id(self) -> int: ...
-    @property
-    def started_at(self) -> float: ...
-    @property
-    def duration_ms(self) -> float: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def error_code(self) -> str | None: ...
+    call_id: str
+    tool_name: str
+    user_id: int
+    chat_id: int
+    turn_id: str | None
+    session_id: int | None
+    started_at: float  # unix seconds
+    duration_ms: float
+    status: AuditStatus
+    error_code: str | None = None
 
 
-class ModelCallRecord(Protocol):
-    """What a model-usage row needs (services.loop_types.ModelCallRecord has this shape)."""
+@dataclass(frozen=True, slots=True)
+class ModelCallRecord:
+    """One row of `llm_calls` (built by `services.loop_types.model_call_record`)."""
+
+    purpose: str  # "chat" | "summary"
+    requested_model: str
+    model: str | None
+    started_at: float
+    latency_ms: float
+    status: str  # "ok" | "error"
+    error_code: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    response_id: str | None = None
 
     @property
-    def purpose(self) -> str: ...
-    @property
-    def requested_model(self) -> str: ...
-    @property
-    def model(self) -> str | None: ...
-    @property
-    def fallback(self) -> bool: ...
-    @property
-    def started_at(self) -> float: ...
-    @property
-    def latency_ms(self) -> float: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def error_code(self) -> str | None: ...
-    @property
-    def finish_reason(self) -> str | None: ...
-    @property
-    def prompt_tokens(self) -> int | None: ...
-    @property
-    def completion_tokens(self) -> int | None: ...
-    @property
-    def total_tokens(self) -> int | None: ...
-    @property
-    def response_id(self) -> str | None: ...
+    def fallback(self) -> bool:
+        return self.model is not None and self.model != self.requested_model
 
 
 @dataclass(frozen=True, slots=True)

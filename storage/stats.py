@@ -22,9 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from storage.database import Database
+from storage.records import AuditStatus
 
 # The audit statuses a tool call can have (the CHECK constraint of tool_calls.status).
-TOOL_STATUSES = ("success", "business_error", "rejected", "timeout", "technical_error")
+TOOL_STATUSES: tuple[str, ...] = tuple(status.value for status in AuditStatus)
 _NO_LOWER_BOUND = float("-inf")
 _NO_CODE = "unknown"  # key for a business error / rejection stored without a code
 # Up to this many rows in the period, sorting them beats walking a whole ordered index.

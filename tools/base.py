@@ -2,8 +2,9 @@
 
 The model only *proposes* a `ToolCall`; the executor decides whether and how it runs
 and always answers with a `ToolOutcome`: a JSON string for the model plus an
-`AuditRecord` for the database. Caller identity lives in `ToolContext`, set by the
-application from Telegram, never from model output.
+`AuditRecord` for the database (a row type, so it lives in `storage.records`). Caller
+identity lives in `ToolContext`, set by the application from Telegram, never from model
+output.
 """
 
 from __future__ import annotations
@@ -15,19 +16,13 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from storage.records import AuditRecord
+
 if TYPE_CHECKING:
     from storage.shop import ShopRepository
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 ResultT = TypeVar("ResultT", bound=BaseModel)
-
-
-class AuditStatus(StrEnum):
-    SUCCESS = "success"
-    BUSINESS_ERROR = "business_error"
-    REJECTED = "rejected"
-    TIMEOUT = "timeout"
-    TECHNICAL_ERROR = "technical_error"
 
 
 class ErrorCode(StrEnum):
@@ -59,22 +54,6 @@ class ToolContext:
     shop: ShopRepository
     turn_id: str | None = None
     session_id: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AuditRecord:
-    """One row of the tool audit: no raw arguments or results (they may hold personal data)."""
-
-    call_id: str
-    tool_name: str
-    user_id: int
-    chat_id: int
-    turn_id: str | None
-    session_id: int | None
-    started_at: float  # unix seconds
-    duration_ms: float
-    status: AuditStatus
-    error_code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from storage.records import AuditRecord, AuditStatus
 from tools.base import (
-    AuditRecord,
-    AuditStatus,
     ErrorCode,
     Tool,
     ToolBusinessError,
@@ -45,6 +44,35 @@ def _result_json(payload: dict[str, Any]) -> str:
 
 def _error_json(code: str, message: str) -> str:
     return _result_json({"ok": False, "error": {"code": code, "message": message}})
+
+
+def audit_record(
+    call: ToolCall,
+    context: ToolContext,
+    *,
+    started_at: float,
+    duration_ms: float,
+    status: AuditStatus,
+    error_code: str | None = None,
+) -> AuditRecord:
+    """The one builder of a tool call's audit row.
+
+    Used here for every outcome, and by the loop for the calls it cut short (deadline,
+    cancellation) or did not run again, so every row names the call the same way: the
+    proposed name cut to a bounded length (an unknown name is untrusted model output).
+    """
+    return AuditRecord(
+        call_id=call.id,
+        tool_name=str(call.name)[:_MAX_ECHOED_NAME],
+        user_id=context.user_id,
+        chat_id=context.chat_id,
+        turn_id=context.turn_id,
+        session_id=context.session_id,
+        started_at=started_at,
+        duration_ms=max(0.0, duration_ms),
+        status=status,
+        error_code=None if error_code is None else str(error_code),
+    )
 
 
 def describe_validation_error(error: ValidationError) -> str:
@@ -106,24 +134,18 @@ class ToolExecutor:
         started_at = self._wall_clock()
         started = self._monotonic()
 
-        def finish(
-            content: str, status: AuditStatus, error_code: str | None, tool_name: str
-        ) -> ToolOutcome:
-            audit = AuditRecord(
-                call_id=call.id,
-                tool_name=tool_name,
-                user_id=context.user_id,
-                chat_id=context.chat_id,
-                turn_id=context.turn_id,
-                session_id=context.session_id,
+        def finish(content: str, status: AuditStatus, error_code: str | None) -> ToolOutcome:
+            audit = audit_record(
+                call,
+                context,
                 started_at=started_at,
-                duration_ms=max(0.0, (self._monotonic() - started) * 1000.0),
+                duration_ms=(self._monotonic() - started) * 1000.0,
                 status=status,
-                error_code=None if error_code is None else str(error_code),
+                error_code=error_code,
             )
             return ToolOutcome(
                 call_id=call.id,
-                tool_name=tool_name,
+                tool_name=audit.tool_name,
                 content=content,
                 ok=status is AuditStatus.SUCCESS,
                 audit=audit,
@@ -138,7 +160,6 @@ class ToolExecutor:
                 _error_json(ErrorCode.UNKNOWN_TOOL, message),
                 AuditStatus.REJECTED,
                 ErrorCode.UNKNOWN_TOOL,
-                shown,
             )
 
         arguments, problem = self._parse_arguments(tool, call.arguments)
@@ -147,7 +168,6 @@ class ToolExecutor:
                 _error_json(ErrorCode.INVALID_ARGUMENTS, problem),
                 AuditStatus.REJECTED,
                 ErrorCode.INVALID_ARGUMENTS,
-                tool.name,
             )
 
         timeout = asyncio.timeout(tool.timeout_s)
@@ -159,7 +179,6 @@ class ToolExecutor:
                 _error_json(exc.code, exc.message),
                 AuditStatus.BUSINESS_ERROR,
                 exc.code,
-                tool.name,
             )
         except TimeoutError:
             if timeout.expired():
@@ -170,13 +189,12 @@ class ToolExecutor:
                     _error_json(ErrorCode.TIMEOUT, TIMEOUT_MESSAGE),
                     AuditStatus.TIMEOUT,
                     ErrorCode.TIMEOUT,
-                    tool.name,
                 )
             log.exception("tool %s call %s failed", tool.name, call.id)
-            return self._unavailable(finish, tool)
+            return self._unavailable(finish)
         except Exception:
             log.exception("tool %s call %s failed", tool.name, call.id)
-            return self._unavailable(finish, tool)
+            return self._unavailable(finish)
 
         if not isinstance(result, tool.result_model):
             log.error(
@@ -186,21 +204,20 @@ class ToolExecutor:
                 type(result).__name__,
                 tool.result_model.__name__,
             )
-            return self._unavailable(finish, tool)
+            return self._unavailable(finish)
         try:
             content = _result_json({"ok": True, "data": result.model_dump(mode="json")})
         except Exception:
             log.exception("tool %s call %s returned an unserialisable result", tool.name, call.id)
-            return self._unavailable(finish, tool)
-        return finish(content, AuditStatus.SUCCESS, None, tool.name)
+            return self._unavailable(finish)
+        return finish(content, AuditStatus.SUCCESS, None)
 
     @staticmethod
-    def _unavailable(finish: Callable[..., ToolOutcome], tool: Tool[Any, Any]) -> ToolOutcome:
+    def _unavailable(finish: Callable[..., ToolOutcome]) -> ToolOutcome:
         return finish(
             _error_json(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE),
             AuditStatus.TECHNICAL_ERROR,
             ErrorCode.UNAVAILABLE,
-            tool.name,
         )
 
     @staticmethod

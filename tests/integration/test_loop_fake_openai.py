@@ -25,6 +25,7 @@ from services.loop_types import (
 )
 from services.prompts import build_prompt_registry
 from storage.database import Database
+from storage.records import AuditStatus
 from storage.shop import ShopRepository
 from tests.doubles import assert_tool_messages_paired
 from tests.fakes.openai_server import (
@@ -37,7 +38,7 @@ from tests.fakes.openai_server import (
     fake_call,
     sequence,
 )
-from tools.base import AuditStatus, ToolCall, ToolContext, ToolOutcome
+from tools.base import ToolCall, ToolContext, ToolOutcome
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 from tools.shop.demo import seed_demo_shop

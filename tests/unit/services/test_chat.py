@@ -15,7 +15,6 @@ from services.llm.types import LLMResponse, Message, ToolChoice
 from services.loop_types import (
     LoopResult,
     LoopTrace,
-    ModelCallRecord,
     StopReason,
     TurnUnavailable,
 )
@@ -23,10 +22,10 @@ from services.prompts import build_prompt_registry
 from services.summarizer import ConversationSummarizer
 from storage.conversations import ConversationRepository
 from storage.database import Database
-from storage.records import TurnRecorder
+from storage.records import AuditRecord, AuditStatus, ModelCallRecord, TurnRecorder
 from storage.shop import ShopRepository
 from tests.doubles import ScriptedLLM, text_response
-from tools.base import AuditRecord, AuditStatus, ToolContext
+from tools.base import ToolContext
 
 Answer = Callable[[list[Message], ToolContext], Awaitable[LoopResult | str] | LoopResult | str]
 

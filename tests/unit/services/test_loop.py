@@ -11,6 +11,7 @@ from services.llm.errors import LLMRateLimited
 from services.llm.types import Message, ToolChoice
 from services.loop import BoundedToolLoop
 from services.loop_types import ProtocolError, StopReason, TurnTimeout, TurnUnavailable
+from storage.records import AuditStatus
 from tests.doubles import (
     ScriptedLLM,
     assert_tool_messages_paired,
@@ -19,7 +20,6 @@ from tests.doubles import (
     tool_calls_response,
 )
 from tests.unit.services.loop_helpers import FakeTools, context
-from tools.base import AuditStatus
 
 PROMPT = "support_chat@1"
 USER: list[Message] = [

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from services.loop_types import ModelCallRecord
 from storage.conversations import ConversationRepository
 from storage.database import Database
-from storage.records import HistoryPair, TurnRecord, TurnRecorder
-from tools.base import AuditRecord, AuditStatus
+from storage.records import (
+    AuditRecord,
+    AuditStatus,
+    HistoryPair,
+    ModelCallRecord,
+    TurnRecord,
+    TurnRecorder,
+)
+from storage.stats import TOOL_STATUSES
 
 
 def _turn(session_id: int, **changes: object) -> TurnRecord:
@@ -141,3 +149,15 @@ async def test_summary_call_recorded_without_turn(db: Database) -> None:
     )
     assert usage["turn_id"] is None and usage["session_id"] == session
     assert usage["fallback"] == 0
+
+
+async def test_every_audit_status_is_one_the_schema_accepts(db: Database) -> None:
+    """`AuditStatus` is the single vocabulary of tool_calls.status (stats counts by it)."""
+    assert TOOL_STATUSES == tuple(status.value for status in AuditStatus)
+    session = await ConversationRepository(db).open_session(10)
+    audits = [
+        replace(_audit(), call_id=f"call_{status.value}", status=status) for status in AuditStatus
+    ]
+    await TurnRecorder(db).save_turn(_turn(session), audit_records=audits)
+    rows = await db.fetch_all("SELECT status FROM tool_calls ORDER BY id")
+    assert tuple(row["status"] for row in rows) == TOOL_STATUSES

@@ -10,8 +10,9 @@ from typing import Any, cast
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tools.base import AuditStatus, Tool, ToolBusinessError, ToolCall, ToolContext
-from tools.executor import ToolExecutor
+from storage.records import AuditStatus
+from tools.base import ErrorCode, Tool, ToolBusinessError, ToolCall, ToolContext
+from tools.executor import ToolExecutor, audit_record
 from tools.registry import ToolRegistry
 
 
@@ -294,3 +295,26 @@ async def test_batch_with_a_writing_tool_runs_sequentially_in_order() -> None:
 async def test_empty_batch() -> None:
     executor = ToolExecutor(registry_with(("check", Recorder(), True)))
     assert await executor.execute_batch([], CONTEXT) == []
+
+
+def test_the_audit_builder_bounds_the_name_and_never_goes_below_zero() -> None:
+    """The executor and the loop build audit rows with this one function."""
+    call = ToolCall(id="c1", name="x" * 500, arguments="{}")
+    audit = audit_record(
+        call,
+        CONTEXT,
+        started_at=1000.0,
+        duration_ms=-0.5,  # a clock that stepped back
+        status=AuditStatus.TIMEOUT,
+        error_code=ErrorCode.TIMEOUT,
+    )
+    assert audit.tool_name == "x" * 64
+    assert audit.duration_ms == 0.0
+    assert audit.error_code == "timeout" and type(audit.error_code) is str
+    assert (audit.call_id, audit.user_id, audit.chat_id, audit.turn_id, audit.session_id) == (
+        "c1",
+        42,
+        4242,
+        "turn-9",
+        3,
+    )

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from storage.database import Database
+from storage.records import AuditStatus
 from storage.shop import OrderUpsert, ShopRepository
-from tools.base import AuditStatus, ToolCall, ToolContext
+from tools.base import ToolCall, ToolContext
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 
