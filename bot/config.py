@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from urllib.parse import urlparse
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -178,15 +179,15 @@ class Settings(BaseSettings):
         return f"{self.webhook_url or ''}{self.webhook_path}"
 
 
-def _describe(error: dict[str, Any]) -> str:
-    location = [str(part) for part in error.get("loc", ()) if part != "__root__"]
-    message = str(error.get("msg", "invalid value"))
+def _describe(error: ErrorDetails) -> str:
+    location = [str(part) for part in error["loc"] if part != "__root__"]
+    message = str(error["msg"])
     message = message.removeprefix("Value error, ")
     if not location:
         # model-level errors already start with the setting's name
         return message
     name = location[0].upper()
-    if error.get("type") == "missing":
+    if error["type"] == "missing":
         return f"{name}: required but not set"
     return f"{name}: {message}"
 
