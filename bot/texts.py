@@ -13,7 +13,7 @@ hands every handler its `language` and `texts` — no router decides it on its o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 Language = Literal["ru", "en"]
@@ -130,11 +130,3 @@ def language_for(language_code: str | None) -> Language:
 def texts_for(language: Language) -> Texts:
     """The fixed phrases of one of our languages (choose it with `language_for`)."""
     return _BY_LANGUAGE[language]
-
-
-def all_texts() -> dict[str, dict[str, str]]:
-    """Every phrase by language, for tests and reviews of the wording."""
-    return {
-        lang: {f.name: getattr(texts, f.name) for f in fields(Texts)}
-        for lang, texts in _BY_LANGUAGE.items()
-    }

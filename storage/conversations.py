@@ -122,19 +122,6 @@ class ConversationRepository:
 
     # --- messages -------------------------------------------------------------------
 
-    async def append_pair(
-        self, session_id: int, *, user_text: str, assistant_text: str, turn_id: str | None
-    ) -> tuple[int, int]:
-        async with self._db.transaction() as conn:
-            return await insert_pair(
-                conn,
-                session_id=session_id,
-                user_text=user_text,
-                assistant_text=assistant_text,
-                turn_id=turn_id,
-                created_at=self._clock(),
-            )
-
     async def recent_messages(
         self, session_id: int, *, limit: int, after_id: int = 0
     ) -> list[StoredMessage]:

@@ -193,9 +193,3 @@ class InboxRepository:
                 (cutoff, PENDING, ANSWERED),
             )
             return cursor.rowcount
-
-    async def count_by_status(self) -> dict[str, int]:
-        records = await self._db.fetch_all(
-            "SELECT status, COUNT(*) AS n FROM updates GROUP BY status"
-        )
-        return {str(r["status"]): int(r["n"]) for r in records}

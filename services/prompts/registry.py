@@ -22,11 +22,6 @@ class PromptRegistry:
         if active or template.prompt_id not in self._active:
             self._active[template.prompt_id] = template.version
 
-    def activate(self, prompt_id: str, version: str) -> None:
-        if version not in self._versions.get(prompt_id, {}):
-            raise PromptError(f"unknown prompt {prompt_id}@{version}")
-        self._active[prompt_id] = version
-
     def get(self, prompt_id: str, version: str | None = None) -> PromptTemplate:
         versions = self._versions.get(prompt_id)
         if not versions:
@@ -35,13 +30,6 @@ class PromptRegistry:
         if chosen not in versions:
             raise PromptError(f"unknown prompt {prompt_id}@{chosen}")
         return versions[chosen]
-
-    def active_ref(self, prompt_id: str) -> str:
-        return self.get(prompt_id).ref
-
-    @property
-    def prompt_ids(self) -> tuple[str, ...]:
-        return tuple(self._versions)
 
     def render(self, prompt_id: str, /, **variables: Any) -> RenderedPrompt:
         """The active version of `prompt_id` with its variables filled in (strictly)."""

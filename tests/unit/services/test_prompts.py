@@ -52,15 +52,18 @@ def test_versions_are_kept_and_the_active_one_is_rendered() -> None:
         required_variables=frozenset({"shop_name"}),
     )
     registry.register(v2)
-    assert registry.active_ref("support_chat") == "support_chat@1"  # not active until asked
-    registry.activate("support_chat", "2")
-    rendered = registry.render("support_chat", shop_name="X")
+    assert registry.get("support_chat").ref == "support_chat@1"  # not active until asked
+    registry.register(
+        PromptTemplate(prompt_id="support_chat", version="3", body="Shop v3"), active=True
+    )
+    assert registry.render("support_chat").text == "Shop v3"
+    rendered = registry.get("support_chat", "2").render(shop_name="X")
     assert (rendered.text, rendered.ref) == ('Shop X. JSON stays: {"a": 1}', "support_chat@2")
     assert registry.get("support_chat", "1").ref == "support_chat@1"
     with pytest.raises(PromptError):
         registry.register(v2)
     with pytest.raises(PromptError):
-        registry.activate("support_chat", "9")
+        registry.get("support_chat", "9")
     with pytest.raises(PromptError):
         registry.render("no_such_prompt")
 
@@ -79,4 +82,6 @@ def test_declared_variables_must_match_the_placeholders() -> None:
 def test_each_build_is_independent() -> None:
     first, second = build_prompt_registry(), build_prompt_registry()
     first.register(PromptTemplate(prompt_id="extra", version="1", body="x"))
-    assert "extra" not in second.prompt_ids
+    assert first.get("extra").ref == "extra@1"
+    with pytest.raises(PromptError):
+        second.get("extra")

@@ -13,6 +13,7 @@ from storage.conversations import ConversationRepository, StoredMessage
 from storage.database import Database
 from storage.records import TurnRecorder
 from tests.doubles import ScriptedLLM, text_response
+from tests.doubles.history import append_pair
 
 BUDGET = 250  # with 200-character messages a pair costs 108 tokens: the window holds 2,
 # and one summary call folds at most 2 pairs (its input is bounded by the same budget)
@@ -36,7 +37,8 @@ async def _conversation(db: Database, pairs: int) -> tuple[int, list[int]]:
     session = await repo.open_session(1)
     last_ids = []
     for i in range(pairs):
-        _, last = await repo.append_pair(
+        _, last = await append_pair(
+            db,
             session,
             user_text=f"question {i} about order {1000 + i} ".ljust(200, "."),
             assistant_text=f"answer {i}: order {1000 + i} is in transit ".ljust(200, "."),
@@ -106,8 +108,8 @@ async def test_failure_keeps_the_previous_summary_and_is_retried(db: Database) -
     repo = ConversationRepository(db)
     assert await summarizer.fold_once(session) is SummaryOutcome.UPDATED
 
-    await repo.append_pair(session, user_text="x" * 200, assistant_text="y" * 200, turn_id="t4")
-    await repo.append_pair(session, user_text="x" * 200, assistant_text="y" * 200, turn_id="t5")
+    await append_pair(db, session, user_text="x" * 200, assistant_text="y" * 200, turn_id="t4")
+    await append_pair(db, session, user_text="x" * 200, assistant_text="y" * 200, turn_id="t5")
     assert await summarizer.fold_once(session) is SummaryOutcome.FAILED
     assert await summarizer.fold_once(session) is SummaryOutcome.FAILED
     kept = await repo.summary(session)

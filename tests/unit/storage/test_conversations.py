@@ -8,6 +8,7 @@ import pytest
 
 from storage.conversations import ConversationRepository
 from storage.database import Database
+from tests.doubles.history import append_pair
 
 
 async def test_one_open_session_per_chat_reused_until_reset(db: Database) -> None:
@@ -44,7 +45,7 @@ async def test_pairs_are_ordered_and_read_newest_first_limited(db: Database) -> 
     repo = ConversationRepository(db)
     session = await repo.open_session(1)
     for i in range(5):
-        await repo.append_pair(session, user_text=f"q{i}", assistant_text=f"a{i}", turn_id=f"t{i}")
+        await append_pair(db, session, user_text=f"q{i}", assistant_text=f"a{i}", turn_id=f"t{i}")
 
     newest = await repo.recent_messages(session, limit=4)
     assert [m.content for m in newest] == ["q3", "a3", "q4", "a4"]
@@ -61,7 +62,7 @@ async def test_pairs_are_ordered_and_read_newest_first_limited(db: Database) -> 
 async def test_messages_of_another_session_are_never_read(db: Database) -> None:
     repo = ConversationRepository(db)
     old = await repo.open_session(1)
-    await repo.append_pair(old, user_text="old q", assistant_text="old a", turn_id=None)
+    await append_pair(db, old, user_text="old q", assistant_text="old a", turn_id=None)
     new = await repo.reset(1)
     assert await repo.recent_messages(new, limit=10) == []
     assert len(await repo.recent_messages(old, limit=10)) == 2
