@@ -7,11 +7,18 @@ fails with something another model might not hit (429, 5xx, timeout, connection
 error), the same request goes to the next model of `fallback_models`, in order.
 
 Two choices keep a request cheap in CPU (measured in bench/, see docs/benchmarks.md):
-- The request fields (conversation, tool schemas, tool options) travel in `extra_body`.
-  The SDK's `create()` walks every typed argument recursively against its TypedDict
-  annotations to rename aliased keys; chat-completion fields have none, so the walk
-  changes nothing, yet it cost about 3-8 ms of CPU per request — the largest single
-  cost of a bot turn. `extra_body` is merged into the JSON body as is.
+- The request goes through the client's own `post("/chat/completions", body=...)`, the
+  call `chat.completions.create()` makes after preparing its arguments, with the whole
+  body (model, conversation, tool schemas, tool options) as the JSON body. `create()`
+  first walks every typed argument recursively against its TypedDict annotations to
+  rename aliased keys; chat-completion fields have none, so the walk changes nothing,
+  yet it cost about 3-8 ms of CPU per request — the largest single cost of a bot turn.
+  Skipping only that walk keeps everything else of the SDK: the same request options
+  (`json_data` is the real body, so the SDK's option hooks, retries and HTTP event
+  hooks all see the real conversation), bearer auth, timeouts, retries, error types and
+  `ChatCompletion` parsing. Wrappers of `create()` itself (a test double, a tracing
+  library patching it) do not see these calls: they see nothing rather than a
+  conversation that is not the one sent.
 - HTTP goes through the SDK's aiohttp transport (`DefaultAioHttpClient`; aiohttp is
   already installed for aiogram). The default httpx pool scans every pooled
   connection on each request, which grows with the number of concurrent model calls.
@@ -26,7 +33,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, RequestOptions
+from openai.types.chat import ChatCompletion
 
 from services.llm.errors import (
     LLMAuthenticationError,
@@ -43,6 +51,9 @@ log = logging.getLogger(__name__)
 
 # Errors another model (or provider behind a gateway) may not have: worth a fallback.
 _FALLBACK_ERRORS: tuple[type[LLMError], ...] = (LLMRateLimited, LLMTimeout, LLMUnavailable)
+
+# The path `chat.completions.create()` posts to.
+_COMPLETIONS_PATH = "/chat/completions"
 
 # Response-only fields of an assistant message that requests must not carry back.
 _RESPONSE_ONLY_FIELDS = ("annotations", "audio", "function_call")
@@ -134,17 +145,24 @@ class OpenAIChatModel:
         assert last_error is not None  # the chain is never empty
         raise last_error
 
-    async def _create(self, model: str, params: dict[str, Any]) -> Any:
+    async def _create(self, model: str, params: dict[str, Any]) -> ChatCompletion:
+        """One request to one model, exactly as `create()` would send it (without its walk
+        over the typed arguments, see the module docstring)."""
+        body: dict[str, Any] = {"model": model, **params}
         try:
-            # `messages=[]` is replaced by the real list from `extra_body` (see the
-            # module docstring: it skips the SDK's costly walk over the request)
-            return await self._client.chat.completions.create(
-                model=model, messages=[], extra_body=params
+            return await self._client.post(
+                _COMPLETIONS_PATH, body=body, cast_to=ChatCompletion, options=_request_options()
             )
         except openai.APIError as error:
             raise _translate(error, model) from error
         except openai.OpenAIError as error:  # e.g. a client-side configuration problem
             raise LLMError(f"LLM client error ({type(error).__name__})", model=model) from error
+
+
+def _request_options() -> RequestOptions:
+    """The options `create()` passes: bearer auth only (not the admin key), and the
+    client's own timeout and retries (`timeout_s`, `max_retries`), which stay unset here."""
+    return {"security": {"bearer_auth": True}}
 
 
 def _aiohttp_client(timeout_s: float) -> Any:

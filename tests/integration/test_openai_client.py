@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
+from typing import Any
 
+import openai
 import pytest
+from openai import AsyncOpenAI
 
 from services.llm.client import OpenAIChatModel
 from services.llm.errors import (
@@ -43,6 +47,25 @@ TOOLS = [
     }
 ]
 USER = [{"role": "user", "content": "Где заказ 8041?"}]
+# A second model call of a turn: instruction, history, question, a tool call and its result.
+CONVERSATION: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are the support assistant of the shop."},
+    {"role": "user", "content": "Здравствуйте!"},
+    {"role": "assistant", "content": "Здравствуйте! Чем могу помочь?"},
+    {"role": "user", "content": "Где заказ 8041?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_order_status", "arguments": '{"order_id": "8041"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": '{"ok": true, "data": {"found": true}}'},
+]
 
 
 @pytest.fixture
@@ -256,3 +279,96 @@ async def test_malformed_response_is_unavailable(
     with pytest.raises(LLMUnavailable):
         await client.complete(USER)
     assert [b["model"] for b in fake_openai.requests] == ["primary", "backup"]
+
+
+def _assert_is_the_whole_request(body: dict[str, Any], expected: dict[str, Any]) -> None:
+    """The request as sent: every message (roles and contents in order), every tool schema,
+    the tool options, and nothing else."""
+    assert [(m.get("role"), m.get("content")) for m in body.get("messages") or []] == [
+        (m["role"], m["content"]) for m in expected["messages"]
+    ], "the conversation sent is not the one given"
+    assert body.get("tools") == expected.get("tools"), "the tool schemas sent differ"
+    assert body == expected
+
+
+async def test_the_request_on_the_wire_is_the_whole_conversation_with_the_tools(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.handler = sequence(error(500, retry=True), completion(text="В пути."), completion())
+    model = OpenAIChatModel(
+        api_key=API_KEY, model="primary", base_url=fake_openai.base_url, max_retries=1
+    )
+    try:
+        response = await model.complete(
+            CONVERSATION, tools=TOOLS, tool_choice="required", parallel_tool_calls=False
+        )
+        await model.complete_text(CONVERSATION[:4], max_tokens=300)
+    finally:
+        await model.aclose()
+
+    assert response.text == "В пути."
+    expected = {
+        "model": "primary",
+        "messages": CONVERSATION,
+        "tools": TOOLS,
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+    }
+    first, retried, summary = fake_openai.requests
+    _assert_is_the_whole_request(first, expected)
+    _assert_is_the_whole_request(retried, expected)  # an SDK retry resends all of it
+    _assert_is_the_whole_request(
+        summary,
+        {"model": "primary", "messages": CONVERSATION[:4], "max_completion_tokens": 300},
+    )
+
+
+def test_the_wire_check_fails_on_an_empty_conversation_or_missing_tools() -> None:
+    """The check above would catch the request this client used to hand the SDK."""
+    expected = {"model": "m", "messages": CONVERSATION, "tools": TOOLS, "tool_choice": "auto"}
+    with pytest.raises(AssertionError, match="conversation"):
+        _assert_is_the_whole_request({**expected, "messages": []}, expected)
+    with pytest.raises(AssertionError, match="tool schemas"):
+        _assert_is_the_whole_request({k: v for k, v in expected.items() if k != "tools"}, expected)
+
+
+async def test_sdk_request_options_and_http_hooks_see_the_real_request(
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the SDK itself handles is the request sent: its request options (which its
+    option hook, provider adapters and retries work on) carry the whole body as
+    `json_data`, and an HTTP event hook on the SDK's transport sees the same body.
+    (The SDK logs no request bodies at any level, so its logs are no witness.)"""
+    seen_options: list[tuple[Any, Any]] = []
+    prepare_options = AsyncOpenAI._prepare_options
+
+    async def recording_prepare_options(self: AsyncOpenAI, options: Any) -> Any:
+        seen_options.append((options.json_data, options.extra_json))
+        return await prepare_options(self, options)
+
+    seen_on_http: list[dict[str, Any]] = []
+
+    async def on_request(request: Any) -> None:
+        seen_on_http.append(json.loads(request.content))
+
+    transport = openai.DefaultAioHttpClient
+
+    def hooked_transport(**kwargs: Any) -> Any:
+        return transport(event_hooks={"request": [on_request]}, **kwargs)
+
+    monkeypatch.setattr(AsyncOpenAI, "_prepare_options", recording_prepare_options)
+    monkeypatch.setattr(openai, "DefaultAioHttpClient", hooked_transport)
+    fake_openai.handler = lambda body: completion(text="В пути.")
+    model = OpenAIChatModel(api_key=API_KEY, model="primary", base_url=fake_openai.base_url)
+    try:
+        await model.complete(CONVERSATION, tools=TOOLS, tool_choice="auto")
+    finally:
+        await model.aclose()
+
+    expected = {"model": "primary", "messages": CONVERSATION, "tools": TOOLS, "tool_choice": "auto"}
+    [(json_data, extra_json)] = seen_options
+    _assert_is_the_whole_request(json_data, expected)
+    assert extra_json is None  # nothing rides beside the body, out of sight of hooks
+    [on_http] = seen_on_http
+    _assert_is_the_whole_request(on_http, expected)
+    _assert_is_the_whole_request(fake_openai.requests[0], expected)
