@@ -29,10 +29,6 @@ class LLMResponse:
     requested_model: str | None = None  # the primary model; differs from `model` on fallback
     raw_assistant_message: Message | None = field(default=None, compare=False)
 
-    @property
-    def fallback_used(self) -> bool:
-        return self.requested_model is not None and self.requested_model != self.model
-
 
 class ChatModel(Protocol):
     """Anything that answers chat requests: the AsyncOpenAI client or a scripted double."""
