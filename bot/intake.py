@@ -5,7 +5,11 @@
    the webhook's 200). A failure raises, so nothing is acknowledged.
 2. New ids are scheduled on a per-chat queue: one worker per busy chat processes that
    chat's updates one at a time in arrival order; different chats run concurrently; a
-   worker ends as soon as its queue is empty, so idle chats cost nothing.
+   worker ends as soon as its queue is empty, so idle chats cost nothing. This is the
+   ONE place per-chat ordering is decided: the worker awaits the whole handling of an
+   update (the turn, storing the reply, delivering it, the /stats chart) before it takes
+   the chat's next one, so `/new` waits for a running turn simply by being the next
+   update, and nothing downstream (chat service, responder, sender) keeps a per-chat lock.
 3. A worker reads the row again before acting: `pending` → process it (the dispatcher),
    `answered` → deliver the stored reply without calling the model, anything else →
    already done. That check is what makes a redelivered or replayed id a no-op.

@@ -5,16 +5,15 @@ instruction, running summary as data, history window, new message), the order of
 what is remembered afterwards and what is recorded.
 
 Decisions worth knowing:
-- Ordering. A chat's turns run one at a time in arrival order: `answer()` takes the
-  chat's asyncio.Lock before its first await, and asyncio.Lock wakes waiters FIFO.
-  Different chats run concurrently, at most `max_concurrent_turns` at once (excess turns
-  wait, none is dropped). The slot is taken AFTER the chat's lock, so a chat flooding
-  messages queues on its own lock and never holds more than one slot. A chat's lock is
-  dropped as soon as nobody holds or waits for it, so idle chats cost nothing.
-- `/new` while a turn runs: `reset()` takes the same lock, so it WAITS for the running
-  (and already queued) turns of that chat; their pairs land in the old session, then the
-  old session is closed ('reset') and a new one opened. Nothing is cancelled, so the
-  customer still gets the answer to the question they asked before /new.
+- Ordering is the caller's: the bot's intake (bot/intake.py) hands this service one
+  update of a chat at a time, in arrival order, and waits for its whole handling. So
+  `answer()` and `reset()` never run concurrently for one chat and keep no per-chat
+  state. Different chats run concurrently, at most `max_concurrent_turns` turns at once
+  (excess turns wait in arrival order, none is dropped).
+- `/new` while a turn runs: `/new` is an update like any other, queued behind the running
+  turn of its chat; the turn's pair lands in the old session, then `reset()` closes it
+  ('reset') and opens a new one. Nothing is cancelled, so the customer still gets the
+  answer to the question they asked before /new.
 - Memory. Only an answered turn (completed or truncated) adds its user message and the
   final answer to history. A failed turn adds nothing. A REFUSED turn adds nothing either:
   the customer is shown the bot's own polite text, not the model's, so storing the
@@ -100,14 +99,8 @@ class _Turn:
     request_key: str | None = None
 
 
-@dataclass(slots=True)
-class _ChatLock:
-    lock: asyncio.Lock
-    users: int = 0  # turns/resets holding or waiting for the lock
-
-
 class ChatService:
-    """Answers customer messages, one chat at a time, remembering the conversation."""
+    """Answers customer messages, remembering the conversation (callers order a chat's turns)."""
 
     def __init__(
         self,
@@ -137,13 +130,7 @@ class ChatService:
         self._turn_slots = turn_slots or TurnSlots(max_concurrent_turns)
         self._summary_shutdown_timeout_s = summary_shutdown_timeout_s
         self._clock = clock
-        self._chat_locks: dict[int, _ChatLock] = {}
         self._guards: dict[str, SystemPromptGuard] = {}  # per rendered instruction
-
-    @property
-    def active_chats(self) -> int:
-        """Chats with a turn or reset running or queued (locks kept only for these)."""
-        return len(self._chat_locks)
 
     # --- public API -----------------------------------------------------------------
 
@@ -158,25 +145,17 @@ class ChatService:
         model call, no second history pair.
         """
         turn_id = uuid.uuid4().hex
-        entry = self._enter_chat(chat_id)  # synchronous: queue position = call order
-        try:
-            async with entry.lock, self._turn_slots.slot():
-                if request_key is not None:
-                    replayed = await self._replay(request_key)
-                    if replayed is not None:
-                        return replayed
-                return await self._run_turn(turn_id, chat_id, user_id, text, request_key)
-        finally:
-            self._leave_chat(chat_id, entry)
+        async with self._turn_slots.slot():
+            if request_key is not None:
+                replayed = await self._replay(request_key)
+                if replayed is not None:
+                    return replayed
+            return await self._run_turn(turn_id, chat_id, user_id, text, request_key)
 
     async def reset(self, chat_id: int) -> int:
-        """/new: after the chat's running turns, close its session and open a new one."""
-        entry = self._enter_chat(chat_id)
-        try:
-            async with entry.lock:
-                session_id = await self._conversations.reset(chat_id)
-        finally:
-            self._leave_chat(chat_id, entry)
+        """/new: close the chat's session and open a new one (the caller has let the chat's
+        earlier turns finish first)."""
+        session_id = await self._conversations.reset(chat_id)
         log.info("chat %s started a new session %s", chat_id, session_id)
         return session_id
 
@@ -187,20 +166,6 @@ class ChatService:
     async def aclose(self) -> None:
         """Wait (bounded) for background summaries; turns are the caller's to drain."""
         await self._summarizer.aclose(self._summary_shutdown_timeout_s)
-
-    # --- per-chat ordering ----------------------------------------------------------
-
-    def _enter_chat(self, chat_id: int) -> _ChatLock:
-        entry = self._chat_locks.get(chat_id)
-        if entry is None:
-            entry = self._chat_locks[chat_id] = _ChatLock(asyncio.Lock())
-        entry.users += 1
-        return entry
-
-    def _leave_chat(self, chat_id: int, entry: _ChatLock) -> None:
-        entry.users -= 1
-        if entry.users == 0 and self._chat_locks.get(chat_id) is entry:
-            del self._chat_locks[chat_id]
 
     # --- one turn -------------------------------------------------------------------
 

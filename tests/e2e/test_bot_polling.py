@@ -33,8 +33,10 @@ async def test_start_up_deletes_webhook_keeping_updates_and_sets_commands(
     # the menu is set in the background (it is optional); the admin's scope comes last
     await fake_telegram.wait_for_call(
         "setMyCommands",
-        lambda c: c.params.get("scope", {}).get("chat_id") == 777
-        and c.params.get("language_code") == "en",
+        lambda c: (
+            c.params.get("scope", {}).get("chat_id") == 777
+            and c.params.get("language_code") == "en"
+        ),
     )
     commands = fake_telegram.calls_of("setMyCommands")
     names = [[c["command"] for c in call.params["commands"]] for call in commands]
@@ -111,6 +113,48 @@ async def test_new_starts_without_earlier_history(
     contents = " ".join(str(m.get("content")) for m in last["messages"])
     assert "Как дела?" in contents
     assert "Анна" not in contents
+
+
+async def test_new_during_a_turn_waits_for_its_answer_then_resets(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    """/new sent while a turn runs: the running turn's answer arrives and lands in the old
+    session, then the session is reset (nothing is cancelled, nothing is mixed)."""
+    release = fake_openai.hold_answers()
+    await start_bot()
+    fake_telegram.enqueue_update(message_update(CHAT, text="Где сейчас находится заказ 8041?"))
+    await fake_openai.wait_for_requests(1)  # the turn is running, its answer held
+    new_id = fake_telegram.enqueue_update(message_update(CHAT, text="/new"))
+    # the offset moves past /new only once the bot has recorded it: it arrived mid-turn
+    await fake_telegram.wait_for_call(
+        "getUpdates", lambda call: int(call.params.get("offset") or 0) > new_id
+    )
+    assert fake_telegram.messages_to(CHAT) == []
+    release.set()
+
+    answer, notice = await fake_telegram.wait_for_messages(CHAT, 2)
+    assert "8041" in answer.plain_text  # the answer to the question asked before /new
+    assert "чистого листа" in notice.plain_text  # then the reset was confirmed
+    with sqlite3.connect(database_path) as conn:
+        (old, closed_at, reason), (new, still_open, _) = conn.execute(
+            "SELECT id, closed_at, close_reason FROM sessions WHERE chat_id = ? ORDER BY id",
+            (CHAT,),
+        ).fetchall()
+        old_messages = conn.execute(
+            "SELECT role, content, created_at FROM messages WHERE session_id = ? ORDER BY id",
+            (old,),
+        ).fetchall()
+        [(new_messages,)] = conn.execute(
+            "SELECT count(*) FROM messages WHERE session_id = ?", (new,)
+        ).fetchall()
+    assert (reason, still_open, new_messages) == ("reset", None, 0)
+    assert [role for role, _content, _at in old_messages] == ["user", "assistant"]
+    assert "8041" in old_messages[0][1]
+    # the pair was stored before the session was closed, not written into a closed one
+    assert all(created_at <= closed_at for _role, _content, created_at in old_messages)
 
 
 async def test_sticker_long_text_and_edits_never_reach_the_model(

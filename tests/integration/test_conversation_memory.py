@@ -21,6 +21,7 @@ from services.history import message_tokens, prompt_tokens
 from services.llm.errors import LLMUnavailable
 from services.llm.types import LLMResponse, Message, ToolChoice
 from services.loop import BoundedToolLoop
+from services.loop_types import TurnReply
 from services.prompts import build_prompt_registry
 from storage.conversations import ConversationRepository
 from storage.database import Database
@@ -323,13 +324,17 @@ async def test_one_chat_in_order_two_chats_concurrently(db: Database) -> None:
 
     stack = await _stack(db, ScriptedLLM(gated))  # type: ignore[arg-type]
     service = stack.service
+
+    async def chat_1_in_order() -> list[TurnReply]:
+        # one update of a chat at a time, as the bot's intake hands them over
+        first = await service.answer(chat_id=1, user_id=2, text="chat1 first")
+        return [first, await service.answer(chat_id=1, user_id=2, text="second of chat 1")]
+
     async with asyncio.timeout(10):  # a bound on a deadlock, not a timing assertion
-        replies = await asyncio.gather(
-            service.answer(chat_id=1, user_id=2, text="chat1 first"),
-            service.answer(chat_id=1, user_id=2, text="second of chat 1"),
-            service.answer(chat_id=2, user_id=3, text="chat2 first"),
+        chat_1, chat_2 = await asyncio.gather(
+            chat_1_in_order(), service.answer(chat_id=2, user_id=3, text="chat2 first")
         )
-    assert all(r.answered for r in replies)
+    assert all(r.answered for r in [*chat_1, chat_2])
     rows = await stack.db.fetch_all(
         "SELECT m.content FROM messages m JOIN sessions s ON s.id = m.session_id "
         "WHERE s.chat_id = 1 ORDER BY m.id"

@@ -233,20 +233,21 @@ async def test_rejected_formatting_without_plain_text_sends_the_text_unformatted
     assert [(m.text, m.parse_mode) for m in telegram.messages_to(7)] == [("a < b", None)]
 
 
-async def test_messages_of_one_chat_arrive_in_call_order(
+async def test_each_chat_gets_its_messages_in_order_while_chats_interleave(
     bot: Bot, telegram: RecordingTelegram, fake_time: FakeTime
 ) -> None:
+    """A chat's messages reach the sender one after another (the intake and the responder
+    make them sequential; see tests/unit/bot/test_intake.py); chats run side by side."""
     sender = make_sender(bot, fake_time, per_chat_interval_s=1.0)
 
-    results = await asyncio.gather(
-        sender.send_text(1, "one-1"),
-        sender.send_text(2, "two-1"),
-        sender.send_text(1, "one-2"),
-        sender.send_text(1, "one-3"),
-        sender.send_text(2, "two-2"),
+    async def one_by_one(chat_id: int, texts: list[str]) -> list[str]:
+        return [(await sender.send_text(chat_id, text)).status for text in texts]
+
+    statuses = await asyncio.gather(
+        one_by_one(1, ["one-1", "one-2", "one-3"]), one_by_one(2, ["two-1", "two-2"])
     )
 
-    assert all(r.status == "delivered" for r in results)
+    assert statuses == [["delivered"] * 3, ["delivered"] * 2]
     assert [m.text for m in telegram.messages_to(1)] == ["one-1", "one-2", "one-3"]
     assert [m.text for m in telegram.messages_to(2)] == ["two-1", "two-2"]
 

@@ -1,17 +1,30 @@
-"""The durable inbox: recorded before acknowledged, once per update id, in order per chat."""
+"""The durable inbox: recorded before acknowledged, once per update id, in order per chat.
+
+The intake is the one owner of per-chat ordering: the tests at the end drive the real
+chat service and responder through it (/new waits for the running turn of its chat).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from bot.intake import Intake, IntakeClosed, describe_update
 from bot.responder import Responder
+from services.chat import ChatService, build_chat_service
+from services.loop_types import LoopResult, LoopTrace, StopReason
+from services.prompts import build_prompt_registry
+from storage.conversations import ConversationRepository
 from storage.database import Database
 from storage.inbox import InboxRepository, InboxRow, StoredReply
+from storage.shop import ShopRepository
+from tests.doubles import ScriptedLLM, text_response
 
 
 def update(update_id: int, chat_id: int, text: str = "hi") -> dict:
@@ -271,3 +284,167 @@ async def test_answers_telegram_never_got_are_sent_on_the_next_start(db: Databas
     assert [s[1] for s in sender.sent] == ["ответ"]  # the stored answer, as stored
     statuses = {i: (await inbox.get(i)).status for i in (1, 2, 3)}  # type: ignore[union-attr]
     assert statuses == {1: "delivered", 2: "failed", 3: "failed"}
+
+
+# --- the intake is the one owner of per-chat ordering ----------------------------------
+# Downstream (the chat service, the responder, the sender) keeps no per-chat lock or
+# queue: these tests drive the real ChatService and Responder through the intake.
+
+
+class GatedLoop:
+    """Stands in for the tool loop: answers "re: <text>", optionally held by a gate."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+        self.requests: list[list[str]] = []
+        self.held: dict[str, asyncio.Event] = {}
+        self.entered: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def run(self, messages: Any, context: Any, *, prompt_ref: str) -> LoopResult:
+        text = str(messages[-1]["content"])
+        self.requests.append([str(m["content"]) for m in messages if m["role"] != "system"])
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self.events.append(f"turn {text}")
+        self.entered[text].set()
+        if text in self.held:
+            await self.held[text].wait()
+        await asyncio.sleep(0)  # a chance for anything that could overlap to run
+        self.in_flight -= 1
+        return LoopResult(
+            text=f"re: {text}",
+            stop_reason=StopReason.COMPLETED,
+            trace=LoopTrace(model_steps=1),
+            prompt_ref=prompt_ref,
+        )
+
+
+class DeliveringSender:
+    """Accepts every message; records the send in the shared event list."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+        self.ids = itertools.count(100)
+
+    async def send_text(
+        self, chat_id, text, *, parse_mode=None, plain_text=None, reply_to_message_id=None
+    ):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(0)
+        self.events.append(f"sent {text}")
+        return FakeResult("delivered", next(self.ids))
+
+    async def call(self, method):  # type: ignore[no-untyped-def]
+        return True
+
+
+@dataclass
+class Pipeline:
+    """Intake -> (a miniature of the chat and command routers) -> ChatService -> Responder."""
+
+    intake: Intake
+    chat_service: ChatService
+    loop: GatedLoop
+    events: list[str]
+
+
+@pytest.fixture
+async def pipeline(db: Database, inbox: InboxRepository) -> AsyncIterator[Pipeline]:
+    events: list[str] = []
+    loop = GatedLoop(events)
+    chat_service = build_chat_service(
+        db=db,
+        loop=loop,
+        model=ScriptedLLM(lambda messages, tool_choice: text_response("summary")),
+        prompts=build_prompt_registry(),
+        shop=ShopRepository(db),
+    )
+    responder = Responder(inbox, DeliveringSender(events))
+
+    async def process(row: InboxRow) -> None:
+        assert row.chat_id is not None and row.user_id is not None
+        text = row.payload["message"]["text"]
+        if text == "/new":
+            await chat_service.reset(row.chat_id)
+            events.append("reset")
+            await responder.reply(row, [StoredReply("new session", "new session")])
+            return
+        reply = await chat_service.answer(
+            chat_id=row.chat_id, user_id=row.user_id, text=text, request_key=str(row.update_id)
+        )
+        answer = reply.text or "error"
+        await responder.reply(row, [StoredReply(answer, answer)], turn_id=reply.turn_id)
+
+    intake = Intake(inbox, process=process, deliver=responder.deliver)
+    yield Pipeline(intake, chat_service, loop, events)
+    await chat_service.aclose()
+
+
+async def test_a_chats_updates_run_one_at_a_time_in_arrival_order(pipeline: Pipeline) -> None:
+    release = pipeline.loop.held["one"] = asyncio.Event()
+    # arrival order, not id order; three batches, as three getUpdates or webhook POSTs
+    await pipeline.intake.accept([update(30, 10, "one")])
+    await pipeline.intake.accept([update(10, 10, "two")])
+    await pipeline.intake.accept([update(20, 10, "three")])
+    await asyncio.wait_for(pipeline.loop.entered["one"].wait(), 5)
+    release.set()
+    await settle(pipeline.intake)
+
+    assert pipeline.loop.most_in_flight == 1
+    assert pipeline.events == [
+        "turn one",
+        "sent re: one",  # the whole handling, delivery included, before the next update
+        "turn two",
+        "sent re: two",
+        "turn three",
+        "sent re: three",
+    ]
+    # each turn was asked with the previous pairs already stored
+    assert pipeline.loop.requests[2] == ["one", "re: one", "two", "re: two", "three"]
+
+
+async def test_new_waits_for_the_running_turn_then_resets(pipeline: Pipeline, db: Database) -> None:
+    conversations = ConversationRepository(db)
+    release = pipeline.loop.held["old question"] = asyncio.Event()
+    await pipeline.intake.accept([update(1, 10, "old question")])
+    await asyncio.wait_for(pipeline.loop.entered["old question"].wait(), 5)
+    old = await conversations.current_session(10)
+    await pipeline.intake.accept([update(2, 10, "/new")])  # while the turn runs
+    # another chat's whole turn, accepted after /new, gives /new every chance to run
+    await pipeline.intake.accept([update(3, 20, "other chat")])
+    async with asyncio.timeout(5):
+        while "sent re: other chat" not in pipeline.events:  # noqa: ASYNC110
+            await asyncio.sleep(0)
+    assert "reset" not in pipeline.events
+    release.set()
+    await settle(pipeline.intake)
+
+    chat_10 = [e for e in pipeline.events if "other chat" not in e]
+    assert chat_10 == ["turn old question", "sent re: old question", "reset", "sent new session"]
+    assert old is not None
+    pairs = await conversations.recent_messages(old, limit=10)
+    assert [m.content for m in pairs] == ["old question", "re: old question"]
+    new = await conversations.current_session(10)
+    assert new is not None and new != old
+    assert await conversations.recent_messages(new, limit=10) == []
+
+
+async def test_other_chats_are_not_held_behind_a_running_turn(pipeline: Pipeline) -> None:
+    release = pipeline.loop.held["slow"] = asyncio.Event()
+    await pipeline.intake.accept([update(1, 10, "slow"), update(2, 20, "fast")])
+    await asyncio.wait_for(pipeline.loop.entered["slow"].wait(), 5)
+    await asyncio.wait_for(pipeline.loop.entered["fast"].wait(), 5)
+    release.set()
+    await settle(pipeline.intake)
+    assert sorted(pipeline.events) == sorted(
+        ["turn slow", "turn fast", "sent re: slow", "sent re: fast"]
+    )
+
+
+async def test_no_state_is_kept_for_idle_chats(pipeline: Pipeline) -> None:
+    await pipeline.intake.accept([update(i, 1000 + i, "hi") for i in range(1, 51)])
+    await pipeline.intake.accept([update(99, 1007, "/new")])
+    await pipeline.intake.join()
+    assert pipeline.intake.busy_chats == 0
+    assert pipeline.events.count("sent re: hi") == 50 and "reset" in pipeline.events

@@ -1,4 +1,4 @@
-"""Pacing of the sender in virtual time: per-chat order and spacing, the global rate.
+"""Pacing through the sender in virtual time: per-chat spacing, the global rate, typing.
 
 A session double answers instantly (no network), and a discrete-event clock wakes the
 earliest sleeper only after every runnable task has reached its next sleep, so the
@@ -8,9 +8,8 @@ recorded request times are exactly the times the sender chose.
 from __future__ import annotations
 
 import asyncio
-import heapq
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -20,34 +19,7 @@ from aiogram.methods import SendChatAction, SendMessage, TelegramMethod
 from aiogram.types import Chat, Message
 
 from bot.sender import Sender
-
-
-class VirtualTime:
-    """Sleeps resolve in target order; the clock jumps to each sleeper's wake-up time."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self._heap: list[tuple[float, int, asyncio.Future[None]]] = []
-        self._seq = itertools.count()
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, delay: float) -> None:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._heap, (self.now + max(0.0, delay), next(self._seq), future))
-        await future
-
-    async def run(self, work: Awaitable[Any]) -> Any:
-        task = asyncio.ensure_future(work)
-        while not task.done():
-            for _ in range(50):  # let every runnable task reach its next sleep
-                await asyncio.sleep(0)
-            if self._heap and not task.done():
-                target, _, future = heapq.heappop(self._heap)
-                self.now = max(self.now, target)
-                future.set_result(None)
-        return task.result()
+from tests.doubles.virtual_time import VirtualTime
 
 
 class InstantSession(BaseSession):
@@ -209,3 +181,40 @@ async def test_a_typing_indicator_is_sent_when_the_rate_allows(
 
     assert shown is True
     assert [name for name, *_rest in session.requests] == ["sendChatAction"]
+
+
+async def test_a_message_sent_around_the_sender_is_still_paced(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    """A handler calling `bot.send_message` directly still respects the chat's interval."""
+    bot = Bot(token="123456:TEST-TOKEN", session=session)
+
+    async def scenario() -> None:
+        await sender.send_text(1, "through the sender")
+        await bot.send_message(1, "around the sender")
+        await bot.send_message(1, "around again")
+
+    await vtime.run(scenario())
+
+    assert times_in(session, 1) == [0.0, 1.0, 2.0]
+
+
+async def test_the_long_poll_is_not_paced(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    from aiogram.methods import GetUpdates
+
+    bot = Bot(token="123456:TEST-TOKEN", session=session)  # the session the sender paces
+
+    async def scenario() -> None:
+        answers = asyncio.ensure_future(
+            asyncio.gather(*(sender.send_text(c, "answer") for c in range(1, 31)))
+        )
+        await asyncio.sleep(0)  # the answers have booked the global rate ahead
+        await bot(GetUpdates(timeout=0))  # as the poller calls it
+        await answers
+
+    await vtime.run(scenario())
+
+    [poll_time] = [at for name, *_rest, at in session.requests if name == "getUpdates"]
+    assert poll_time == 0.0

@@ -1,4 +1,4 @@
-"""ChatService around a fake loop: prompt assembly, memory, records, ordering, /new."""
+"""ChatService around a fake loop: prompt assembly, memory, records, concurrency, /new."""
 
 from __future__ import annotations
 
@@ -339,7 +339,6 @@ async def test_unexpected_error_is_an_internal_error_reply(
     assert reply.turn_id in caplog.text
     turn = await db.fetch_one("SELECT status, error_code FROM turns")
     assert turn is not None and tuple(turn) == ("failed", "internal_error")
-    assert service.active_chats == 0
 
 
 async def test_window_never_splits_a_pair_and_always_sends_the_new_message(
@@ -407,69 +406,10 @@ async def test_after_reset_nothing_earlier_reaches_the_model(db: Database) -> No
     assert closed is not None and closed[0] == "reset"
 
 
-async def test_reset_waits_for_the_running_turn_of_the_chat(db: Database) -> None:
-    entered = asyncio.Event()
-    release = asyncio.Event()
-
-    async def slow(messages: list[Message], context: ToolContext) -> str:
-        entered.set()
-        await release.wait()
-        return "answer to the old question"
-
-    loop = FakeLoop(answer=slow)
-    service, _ = _service(db, loop)
-    repo = ConversationRepository(db)
-    turn = asyncio.create_task(service.answer(chat_id=1, user_id=5, text="old question"))
-    await entered.wait()
-    old = await repo.current_session(1)
-    reset = asyncio.create_task(service.reset(1))
-    release.set()
-    reply = await turn
-    new = await reset
-
-    assert reply.text == "answer to the old question"
-    assert [m.content for m in await repo.recent_messages(old or 0, limit=10)] == [
-        "old question",
-        "answer to the old question",
-    ]
-    assert await repo.recent_messages(new, limit=10) == []
-    assert await repo.current_session(1) == new
-
-
-# --- ordering and concurrency ----------------------------------------------------------
-
-
-async def test_one_chat_runs_in_arrival_order(db: Database) -> None:
-    in_flight = 0
-    most = 0
-    first_entered = asyncio.Event()
-    release_first = asyncio.Event()
-
-    async def answer(messages: list[Message], context: ToolContext) -> str:
-        nonlocal in_flight, most
-        in_flight += 1
-        most = max(most, in_flight)
-        if messages[-1]["content"] == "one":
-            first_entered.set()
-            await release_first.wait()
-        in_flight -= 1
-        return f"answer {messages[-1]['content']}"
-
-    loop = FakeLoop(answer=answer)
-    service, _ = _service(db, loop)
-    first = asyncio.create_task(service.answer(chat_id=1, user_id=5, text="one"))
-    second = asyncio.create_task(service.answer(chat_id=1, user_id=5, text="two"))
-    await first_entered.wait()
-    release_first.set()
-    replies = await asyncio.gather(first, second)
-
-    assert [r.text for r in replies] == ["answer one", "answer two"]
-    assert most == 1
-    # the second turn saw the first one's pair: it started after the first was stored
-    assert _contents(loop.requests[1])[-3:] == ["one", "answer one", "two"]
-    rows = await db.fetch_all("SELECT content FROM messages ORDER BY id")
-    assert [r[0] for r in rows] == ["one", "answer one", "two", "answer two"]
-    assert service.active_chats == 0
+# --- concurrency ------------------------------------------------------------------------
+# A chat's turns (and /new) are ordered by the bot's intake, which hands the service one
+# update of a chat at a time; those checks live in tests/unit/bot/test_intake.py (the
+# service keeps no per-chat lock). The service itself runs different chats concurrently.
 
 
 async def test_two_chats_run_concurrently(db: Database) -> None:
@@ -517,15 +457,6 @@ async def test_turns_beyond_the_concurrency_bound_wait_and_are_not_dropped(
 
     assert [r.text for r in replies] == ["ok", "ok"]
     assert events == ["start 1", "end 1", "start 2", "end 2"]
-
-
-async def test_chat_locks_do_not_accumulate(db: Database) -> None:
-    service, _ = _service(db, FakeLoop())
-    await asyncio.gather(
-        *(service.answer(chat_id=chat, user_id=chat, text="hi") for chat in range(50))
-    )
-    await service.reset(7)
-    assert service.active_chats == 0
 
 
 # --- the summary runs after the reply ----------------------------------------------------
