@@ -81,11 +81,8 @@ class Intake:
         self._closed = False
 
     @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
     def busy_chats(self) -> int:
+        """Chats with a worker right now; idle chats keep no state (tests, metrics)."""
         return len(self._workers)
 
     async def accept(self, raw_updates: Sequence[dict[str, Any]]) -> list[int]:
