@@ -300,8 +300,8 @@ class BoundedToolLoop:
 def _call_key(call: ToolCall) -> tuple[str, str]:
     """Tool name + arguments, JSON-normalised so key order and spacing do not matter.
 
-    Arguments the executor refuses unread (too long, too deeply nested, not JSON) are
-    keyed by their raw text, so a hostile string is never parsed more than once here.
+    Arguments longer than the executor's bound are keyed by their raw text unparsed;
+    so are arguments the parser cannot read (not JSON, nested too deeply).
     """
     raw = call.arguments
     if not isinstance(raw, str) or len(raw) > MAX_ARGUMENTS_CHARS:
