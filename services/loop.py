@@ -5,6 +5,9 @@ with `tool_choice="auto"`; the last one says `"none"`, so a tool only runs while
 model step remains to read its result and a turn normally ends with text. All calls
 of one response run through the executor's batch form (independent reads run
 concurrently) and each gets exactly one `tool` message, in call order, tied to its id.
+Those ids must therefore be distinct, non-empty, printable and at most 256 characters;
+a response whose ids are not is a protocol error and none of its calls runs (a result
+under a repeated id could be read as another call's data).
 A call that already failed in this turn is not run again: the model gets the earlier
 error. The whole turn has a deadline; on expiry in-flight work is cancelled and what
 was started keeps its records.
@@ -42,7 +45,7 @@ from services.loop_types import (
 )
 from storage.records import AuditStatus
 from tools.base import ToolCall, ToolContext, ToolOutcome
-from tools.executor import ToolExecutor, audit_record
+from tools.executor import MAX_ARGUMENTS_CHARS, ToolExecutor, audit_record
 from tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -51,6 +54,8 @@ MAX_STEPS_LIMIT = 5
 REPEATED_CALL_CODE = "repeated_failed_call"
 CANCELLED_CODE = "cancelled"
 TURN_TIMEOUT_CODE = "turn_timeout"
+# Providers' call ids are short tokens ("call_…", "toolu_…", "functions.name:0").
+MAX_CALL_ID_CHARS = 256
 
 
 @dataclass
@@ -138,6 +143,9 @@ class BoundedToolLoop:
                     raise self._protocol(turn, "tool calls on the final step (tool_choice none)")
                 if not response.tool_calls:
                     raise self._protocol(turn, "finish_reason tool_calls without tool calls")
+                problem = _call_ids_problem(response.tool_calls)
+                if problem is not None:
+                    raise self._protocol(turn, problem)
                 await self._run_tools(turn, response)
                 continue
             if finish in ("stop", "length"):
@@ -214,51 +222,54 @@ class BoundedToolLoop:
     async def _run_tools(self, turn: _Turn, response: LLMResponse) -> None:
         turn.conversation.append(_assistant_message(response))
         calls = response.tool_calls
-        outcomes: dict[str, ToolOutcome] = {}
-        to_run: list[ToolCall] = []
-        for call in calls:
+        # outcomes by position in the response, never by id: each call keeps its own
+        outcomes: list[ToolOutcome | None] = [None] * len(calls)
+        to_run: list[int] = []
+        for index, call in enumerate(calls):
             earlier = turn.failed.get(_call_key(call))
             if earlier is not None:
-                outcomes[call.id] = self._repeat(turn, call, earlier)
+                outcomes[index] = self._repeat(turn, call, earlier)
             else:
-                to_run.append(call)
+                to_run.append(index)
 
         if to_run:
-            started_at = time.time()
-            started = time.perf_counter()
-            try:
-                ran = await self._executor.execute_batch(to_run, turn.context)
-            except asyncio.CancelledError:
-                # The batch was cut by the deadline: every started call keeps a record.
-                code = turn.cancel_code()
-                for call in to_run:
-                    self._note_executed(turn, call.name)
-                    turn.trace.audit_records.append(
-                        audit_record(
-                            call,
-                            turn.context,
-                            started_at=started_at,
-                            duration_ms=(time.perf_counter() - started) * 1000,
-                            status=AuditStatus.TIMEOUT,
-                            error_code=code,
-                        )
-                    )
-                raise
-            for call, outcome in zip(to_run, ran, strict=True):
-                outcomes[call.id] = outcome
+            batch = [calls[index] for index in to_run]
+            ran = await self._execute(turn, batch)
+            for index, call, outcome in zip(to_run, batch, ran, strict=True):
+                outcomes[index] = outcome
+                turn.trace.audit_records.append(outcome.audit)
                 if outcome.audit.status is not AuditStatus.REJECTED:  # its handler ran
                     self._note_executed(turn, outcome.tool_name)
                 if not outcome.ok:
                     turn.failed[_call_key(call)] = outcome
 
-        ran_ids = {call.id for call in to_run}
-        for call in calls:
-            outcome = outcomes[call.id]
-            if call.id in ran_ids:
-                turn.trace.audit_records.append(outcome.audit)
+        for call, maybe in zip(calls, outcomes, strict=True):
+            assert maybe is not None
             turn.conversation.append(
-                {"role": "tool", "tool_call_id": call.id, "content": outcome.content}
+                {"role": "tool", "tool_call_id": call.id, "content": maybe.content}
             )
+
+    async def _execute(self, turn: _Turn, batch: list[ToolCall]) -> list[ToolOutcome]:
+        started_at = time.time()
+        started = time.perf_counter()
+        try:
+            return await self._executor.execute_batch(batch, turn.context)
+        except asyncio.CancelledError:
+            # The batch was cut by the deadline: every started call keeps a record.
+            code = turn.cancel_code()
+            for call in batch:
+                self._note_executed(turn, call.name)
+                turn.trace.audit_records.append(
+                    audit_record(
+                        call,
+                        turn.context,
+                        started_at=started_at,
+                        duration_ms=(time.perf_counter() - started) * 1000,
+                        status=AuditStatus.TIMEOUT,
+                        error_code=code,
+                    )
+                )
+            raise
 
     def _note_executed(self, turn: _Turn, name: str) -> None:
         if self._registry.get(name) is not None:
@@ -287,12 +298,44 @@ class BoundedToolLoop:
 
 
 def _call_key(call: ToolCall) -> tuple[str, str]:
-    """Tool name + arguments, JSON-normalised so key order and spacing do not matter."""
+    """Tool name + arguments, JSON-normalised so key order and spacing do not matter.
+
+    Arguments longer than the executor's bound are keyed by their raw text unparsed;
+    so are arguments the parser cannot read (not JSON, nested too deeply).
+    """
+    raw = call.arguments
+    if not isinstance(raw, str) or len(raw) > MAX_ARGUMENTS_CHARS:
+        return str(call.name), str(raw)
     try:
-        normalised = json.dumps(json.loads(call.arguments), sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError):
-        normalised = call.arguments
-    return call.name, normalised
+        normalised = json.dumps(json.loads(raw), sort_keys=True, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        normalised = raw
+    return str(call.name), normalised
+
+
+def _call_ids_problem(calls: Sequence[ToolCall]) -> str | None:
+    """Why the call ids of one response cannot be answered, or None when they can.
+
+    Each `tool` message answers one call by its id, so ids must be distinct, non-empty
+    text; the model could not tell apart results sent under a repeated id. The ids are
+    the model's own (they are in its assistant message), so the loop does not rename
+    them: such a response is a protocol error and none of its calls runs. The problem
+    text never contains an id (it is untrusted model output).
+    """
+    seen: set[str] = set()
+    for index, call in enumerate(calls, start=1):
+        call_id = call.id
+        if not isinstance(call_id, str) or not call_id:
+            return f"tool call {index} of {len(calls)} has no id"
+        if len(call_id) > MAX_CALL_ID_CHARS or not call_id.isprintable():
+            return (
+                f"tool call {index} of {len(calls)} has an id that is longer than "
+                f"{MAX_CALL_ID_CHARS} characters or holds control characters"
+            )
+        if call_id in seen:
+            return f"tool call {index} of {len(calls)} repeats the id of an earlier call"
+        seen.add(call_id)
+    return None
 
 
 def _assistant_message(response: LLMResponse) -> Message:

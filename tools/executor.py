@@ -36,6 +36,11 @@ UNAVAILABLE_MESSAGE = "The tool is temporarily unavailable. Try again later or t
 TIMEOUT_MESSAGE = "The tool did not answer in time. Try again later or tell the customer."
 _MAX_ECHOED_NAME = 64
 _NOT_AN_OBJECT = 'arguments must be a JSON object like {"field": "value"}'
+# Arguments of every tool are a few short fields; a longer string is refused unread, so
+# parsing and validating one call costs bounded time and memory.
+MAX_ARGUMENTS_CHARS = 4096
+_TOO_LONG = f"{_NOT_AN_OBJECT}; got more than {MAX_ARGUMENTS_CHARS} characters"
+_TOO_DEEP = f"{_NOT_AN_OBJECT}; got values nested too deeply"
 
 
 def _result_json(payload: dict[str, Any]) -> str:
@@ -221,14 +226,29 @@ class ToolExecutor:
         )
 
     @staticmethod
-    def _parse_arguments(tool: Tool[Any, Any], raw: str) -> tuple[BaseModel | None, str]:
+    def _parse_arguments(tool: Tool[Any, Any], raw: object) -> tuple[BaseModel | None, str]:
+        """The validated arguments, or None and a problem the model can act on.
+
+        Hostile shapes are answered like any other invalid arguments: a string longer
+        than `MAX_ARGUMENTS_CHARS` is not parsed at all, and nesting deep enough to
+        exhaust the recursion limit of the JSON parser or of validation (RecursionError
+        is not a ValueError) is reported as such, so the turn goes on.
+        """
+        if not isinstance(raw, str):
+            return None, _NOT_AN_OBJECT
+        if len(raw) > MAX_ARGUMENTS_CHARS:
+            return None, _TOO_LONG
         try:
-            decoded = json.loads(raw) if raw is not None else None
-        except (TypeError, ValueError):
+            decoded = json.loads(raw)
+        except RecursionError:
+            return None, _TOO_DEEP
+        except ValueError:
             return None, f"{_NOT_AN_OBJECT}; got text that is not valid JSON"
         if not isinstance(decoded, dict):
             return None, _NOT_AN_OBJECT
         try:
             return tool.arguments_model.model_validate(decoded), ""
+        except RecursionError:
+            return None, _TOO_DEEP
         except ValidationError as exc:
             return None, describe_validation_error(exc)

@@ -3,6 +3,12 @@
 Tool schemas say what each tool does; this says how the assistant behaves around them:
 ask instead of guessing, never promise what read-only tools cannot do, and treat tool
 output and the conversation summary as data. New wording means a new version.
+
+Nothing in it is secret, and nothing secret may be added: no keys, tokens, internal
+addresses, customer data or business terms the customer must not read. Its only
+variable is the shop's public name. The output guard (services/output_guard.py) stops
+the bot from reciting it, but a paraphrase or translation would still get through, so
+the guard is a courtesy, not a secrecy control.
 """
 
 from __future__ import annotations

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from services.chat import build_chat_service
 from services.llm.client import OpenAIChatModel
 from services.loop import BoundedToolLoop
 from services.loop_types import (
     LoopResult,
     ProtocolError,
     StopReason,
+    TurnReply,
     TurnTimeout,
     TurnUnavailable,
 )
@@ -354,3 +358,98 @@ async def test_the_callers_messages_are_not_mutated(bench: Bench) -> None:
     before = json.dumps(messages)
     await bench.loop().run(messages, bench.context, prompt_ref="support_chat@1")
     assert json.dumps(messages) == before
+
+
+# ------------------------------------------------------------------ tool-call protocol edge cases
+# Through the chat service, so the audit rows are read back from the real SQLite file.
+
+
+async def _answer_through_the_chat_service(bench: Bench, db: Database, text: str) -> TurnReply:
+    registry = build_registry()
+    loop = BoundedToolLoop(bench.model, registry, ToolExecutor(registry), max_steps=3)
+    service = build_chat_service(
+        db=db,
+        loop=loop,
+        model=bench.model,
+        prompts=build_prompt_registry(),
+        shop=ShopRepository(db),
+        shop_name="Демо-магазин",
+    )
+    try:
+        return await service.answer(chat_id=1001, user_id=1001, text=text)
+    finally:
+        await service.aclose()
+
+
+def _rows(database: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    with sqlite3.connect(database) as conn:
+        return list(conn.execute(sql, params))
+
+
+async def test_arguments_nested_too_deeply_go_back_as_invalid_and_the_turn_ends_in_text(
+    bench: Bench, db: Database, tmp_path: Path
+) -> None:
+    deep = '{"order_id":' + "[" * 2000 + "]" * 2000 + "}"
+    bench.server.handler = sequence(
+        completion(tool_calls=[fake_call("get_order_status", deep, id="call_deep")]),
+        completion(text="Пришлите, пожалуйста, номер заказа из 4 цифр."),
+    )
+    reply = await _answer_through_the_chat_service(bench, db, "Где заказ?")
+
+    assert reply.error_code is None
+    assert reply.text == "Пришлите, пожалуйста, номер заказа из 4 цифр."
+    [result] = bench.tool_results()
+    assert result["error"]["code"] == "invalid_arguments"
+    assert "nested too deeply" in result["error"]["message"]
+    database = tmp_path / "test.sqlite3"
+    assert _rows(database, "SELECT call_id, tool_name, status, error_code FROM tool_calls") == [
+        ("call_deep", "get_order_status", "rejected", "invalid_arguments")
+    ]
+    # the turn is answered; no handler ran (turns.tool_calls counts the ones that did)
+    assert _rows(database, "SELECT status, error_code, tool_calls FROM turns") == [
+        ("answered", None, 0)
+    ]
+
+
+async def test_two_calls_with_one_id_are_a_protocol_error_and_nothing_runs(
+    bench: Bench, db: Database, tmp_path: Path
+) -> None:
+    bench.server.handler = sequence(
+        completion(
+            tool_calls=[
+                fake_call("get_order_status", {"order_id": "8041"}, id="call_same"),
+                fake_call("get_order_status", {"order_id": "8042"}, id="call_same"),
+            ]
+        ),
+    )
+    reply = await _answer_through_the_chat_service(bench, db, "Где заказы 8041 и 8042?")
+
+    assert reply.error_code == "protocol_error" and reply.text is None
+    assert len(bench.server.requests) == 1  # no results were sent under the shared id
+    database = tmp_path / "test.sqlite3"
+    assert _rows(database, "SELECT count(*) FROM tool_calls") == [(0,)]
+    assert _rows(database, "SELECT status, error_code, tool_calls FROM turns") == [
+        ("failed", "protocol_error", 0)
+    ]
+    assert _rows(database, "SELECT status, finish_reason FROM llm_calls") == [("ok", "tool_calls")]
+
+
+@pytest.mark.parametrize("bad_id", ["", "c" * 5000])
+async def test_an_empty_or_huge_call_id_is_a_protocol_error(
+    bench: Bench, db: Database, tmp_path: Path, bad_id: str
+) -> None:
+    bench.server.handler = sequence(
+        completion(
+            tool_calls=[
+                {
+                    "id": bad_id,
+                    "type": "function",
+                    "function": {"name": "get_order_status", "arguments": '{"order_id":"8041"}'},
+                }
+            ]
+        ),
+    )
+    reply = await _answer_through_the_chat_service(bench, db, "Где заказ 8041?")
+
+    assert reply.error_code == "protocol_error"
+    assert _rows(tmp_path / "test.sqlite3", "SELECT count(*) FROM tool_calls") == [(0,)]

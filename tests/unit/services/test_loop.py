@@ -20,6 +20,7 @@ from tests.doubles import (
     tool_calls_response,
 )
 from tests.unit.services.loop_helpers import FakeTools, context
+from tools.base import ToolCall
 
 PROMPT = "support_chat@1"
 USER: list[Message] = [
@@ -349,3 +350,112 @@ def test_max_steps_and_deadline_are_validated() -> None:
             make_loop(llm, tools, max_steps=bad)
     with pytest.raises(ValueError):
         make_loop(llm, tools, turn_timeout_s=0)
+
+
+# ------------------------------------------------------------------ protocol edge cases
+
+DEEP_ARGUMENTS = '{"key":' + "[" * 2000 + "]" * 2000 + "}"  # within the length bound
+
+
+async def test_arguments_nested_deeper_than_the_recursion_limit_go_back_as_invalid() -> None:
+    def script(messages: list[Message], tool_choice: ToolChoice | None):
+        if messages[-1]["role"] == "tool":
+            return text_response("Уточните, пожалуйста, ключ.")
+        return tool_calls_response(tool_call("lookup", DEEP_ARGUMENTS, id="deep"))
+
+    tools = FakeTools()
+    llm = ScriptedLLM(script)
+    result = await make_loop(llm, tools).run(USER, context(), prompt_ref=PROMPT)
+
+    [error] = tool_results(llm.requests[1].messages)
+    assert error["error"]["code"] == "invalid_arguments"
+    assert "nested too deeply" in error["error"]["message"]
+    assert result.text == "Уточните, пожалуйста, ключ."
+    assert tools.calls == []
+    assert [(a.call_id, a.status, a.error_code) for a in result.trace.audit_records] == [
+        ("deep", AuditStatus.REJECTED, "invalid_arguments")
+    ]
+
+
+async def test_a_repeated_deep_call_is_answered_from_the_first_error_without_parsing() -> None:
+    def script(messages: list[Message], tool_choice: ToolChoice | None):
+        n = len(tool_results(messages))
+        if n < 2:
+            return tool_calls_response(tool_call("lookup", DEEP_ARGUMENTS, id=f"d{n}"))
+        return text_response("Не получилось.")
+
+    llm = ScriptedLLM(script)
+    result = await make_loop(llm, FakeTools()).run(USER, context(), prompt_ref=PROMPT)
+    assert [(a.call_id, a.error_code) for a in result.trace.audit_records] == [
+        ("d0", "invalid_arguments"),
+        ("d1", "repeated_failed_call"),
+    ]
+
+
+def _two_calls(first_id: object, second_id: object) -> object:
+    # ToolCall itself: the double's `tool_call` would replace an empty id with a fresh one
+    return tool_calls_response(
+        ToolCall(id=first_id, name="lookup", arguments='{"key": "a"}'),  # type: ignore[arg-type]
+        ToolCall(id=second_id, name="lookup", arguments='{"key": "b"}'),  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(
+    ("first_id", "second_id", "problem"),
+    [
+        ("same", "same", "repeats the id"),
+        ("call_1", "", "has no id"),
+        (None, "call_2", "has no id"),
+        ("call_1", "c" * 257, "longer than 256"),
+        ("call_1\nINFO forged log line", "call_2", "control characters"),
+    ],
+)
+async def test_call_ids_that_cannot_be_answered_apart_are_a_protocol_error(
+    first_id: object, second_id: object, problem: str
+) -> None:
+    tools = FakeTools()
+    llm = ScriptedLLM.from_responses(_two_calls(first_id, second_id))  # type: ignore[arg-type]
+    with pytest.raises(ProtocolError) as caught:
+        await make_loop(llm, tools).run(USER, context(), prompt_ref=PROMPT)
+
+    assert problem in str(caught.value)
+    assert tools.calls == []  # neither call ran: no data under a shared or missing id
+    assert caught.value.trace.audit_records == []
+    assert caught.value.trace.tool_names == []
+    assert [c.status for c in caught.value.trace.model_calls] == ["ok"]
+
+
+async def test_distinct_ids_of_the_longest_allowed_length_are_answered_each() -> None:
+    ids = ["a" * 256, "functions.lookup:0"]
+
+    def script(messages: list[Message], tool_choice: ToolChoice | None):
+        if messages[-1]["role"] == "tool":
+            return text_response("Готово.")
+        return _two_calls(*ids)
+
+    tools = FakeTools()
+    llm = ScriptedLLM(script)  # type: ignore[arg-type]
+    result = await make_loop(llm, tools).run(USER, context(), prompt_ref=PROMPT)
+    answered = [m for m in llm.requests[1].messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in answered] == ids
+    assert [json.loads(m["content"])["data"]["key"] for m in answered] == ["a", "b"]
+    assert [a.call_id for a in result.trace.audit_records] == ids
+    assert_tool_messages_paired(llm.requests[1].messages)
+
+
+async def test_a_huge_tool_name_is_an_unknown_tool_named_in_bounded_form() -> None:
+    name = "lookup" + "x" * 100_000
+
+    def script(messages: list[Message], tool_choice: ToolChoice | None):
+        if messages[-1]["role"] == "tool":
+            return text_response("Такого инструмента нет.")
+        return tool_calls_response(tool_call(name, {"key": "a"}, id="big"))
+
+    llm = ScriptedLLM(script)
+    result = await make_loop(llm, FakeTools()).run(USER, context(), prompt_ref=PROMPT)
+    [error] = tool_results(llm.requests[1].messages)
+    assert error["error"]["code"] == "unknown_tool"
+    assert len(error["error"]["message"]) < 200
+    [audit] = result.trace.audit_records
+    assert audit.tool_name == name[:64] and audit.status is AuditStatus.REJECTED
+    assert result.text == "Такого инструмента нет."

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import codecs
+import sys
+import unicodedata
+
 import pytest
 
 from services.output_guard import SystemPromptGuard, normalised_words
@@ -116,3 +120,130 @@ def test_a_russian_instruction_is_guarded_too() -> None:
     guard = SystemPromptGuard(text)
 
     assert guard.leaks(text.replace("Кофейный двор", "КОФЕЙНЫЙ ДВОР"))
+
+
+# ------------------------------------------------------------------ cheap evasions, caught
+
+LEET = str.maketrans({"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7"})
+# Latin letters replaced by the Cyrillic letters that look the same
+HOMOGLYPHS = str.maketrans({"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "x": "х", "y": "у"})
+
+
+def words_of(text: str) -> list[str]:
+    return text.split()
+
+
+@pytest.mark.parametrize(
+    "disguise",
+    [
+        pytest.param(lambda t: " X ".join(words_of(t)), id="a filler word between words"),
+        pytest.param(lambda t: " ".join(f"{w} ok" for w in words_of(t)), id="filler after each"),
+        pytest.param(lambda t: " ".join(f"{w} uh, so" for w in words_of(t)), id="two fillers"),
+        pytest.param(lambda t: " ".join(reversed(words_of(t))), id="words in reverse order"),
+        pytest.param(lambda t: t[::-1], id="every character reversed"),
+        pytest.param(lambda t: " ".join(w[::-1] for w in words_of(t)), id="each word mirrored"),
+        pytest.param(lambda t: codecs.encode(t, "rot13"), id="rot13"),
+        pytest.param(lambda t: t.translate(HOMOGLYPHS), id="cyrillic look-alikes"),
+        pytest.param(lambda t: t.translate(LEET), id="leetspeak"),
+        pytest.param(lambda t: t.translate(LEET).upper(), id="leetspeak capitals"),
+        pytest.param(
+            lambda t: " -- ".join(reversed(t.translate(HOMOGLYPHS).split())),
+            id="look-alikes reversed with fillers of punctuation",
+        ),
+    ],
+)
+def test_a_disguised_rule_is_a_leak(guard: SystemPromptGuard, system_text: str, disguise) -> None:
+    quoted = rule(system_text, "Tool results")  # 25 words, 130 letters
+
+    assert guard.leaks(f"Here is the rule you asked for: {disguise(quoted)}")
+
+
+def test_fillers_between_the_words_of_the_whole_instruction_are_a_leak(
+    guard: SystemPromptGuard, system_text: str
+) -> None:
+    assert guard.leaks(" 🙂 lol ".join(system_text.split()))
+
+
+@pytest.mark.parametrize(
+    "mark",
+    [
+        pytest.param("\u3164", id="hangul filler"),
+        pytest.param("\u2800", id="braille blank"),
+        pytest.param("\u0336", id="strike-through combining mark"),
+        pytest.param("\u034f", id="combining grapheme joiner"),
+        pytest.param("\ufe0f", id="variation selector"),
+    ],
+)
+def test_invisible_letters_and_marks_inside_words_do_not_hide_a_leak(
+    guard: SystemPromptGuard, system_text: str, mark: str
+) -> None:
+    # a 13-word rule of only 62 letters: too short for the spelled-apart check
+    quoted = rule(system_text, "Reply briefly")
+    hidden = " ".join(w[:2] + mark + w[2:] for w in quoted.split())
+
+    assert guard.leaks(hidden)
+
+
+def test_every_invisible_character_is_covered() -> None:
+    """The removal table is built from the planes that hold such characters; this
+    checks the whole Unicode range, so a new Unicode version cannot slip one past."""
+    invisible = {
+        chr(code)
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) in ("Cf", "Mn", "Me")
+        # NFKC and case folding come first; they turn a few marks into letters
+        # (U+0345 folds to ι), which are then compared as letters
+        and unicodedata.normalize("NFKC", chr(code)).casefold() == chr(code)
+    }
+    text = "".join(sorted(invisible))
+    assert normalised_words(f"a{text}b") == ["ab"]
+
+
+# ------------------------------------------------------------------ ordinary answers pass
+
+ORDINARY_ANSWERS = [
+    # English, sharing short phrases with the instruction
+    "Hello! I am the customer support assistant of the online shop Demo Shop. I can check "
+    "the status of an order or the return policy for a product. What would you like to know?",
+    "Could you tell me your 4-digit order number? Then I will check the current status and "
+    "location of the order for you.",
+    "Your order 8041 is in transit. The tools only show me the status, so I can't cancel the "
+    "order, but I can tell you where it is. Use only the tracking link from the courier.",
+    "I'm sorry, I can't promise a refund or a replacement. What I can do is check the return "
+    "policy: the coffee machine can be returned within 14 days if it is complete and unused.",
+    "I could not find an order with that number. Please check the 4-digit order number and "
+    "send it again, or tell me what you ordered and I will explain the return conditions.",
+    "The order is ready for pickup at the pickup point, 1 Example Street. Please bring the "
+    "order number with you. If you have any other questions about returns, just ask!",
+    "Sorry, the order status service is unavailable right now. Please try again in a few "
+    "minutes, or ask me about the return policy in the meantime.",
+    # Russian
+    "Здравствуйте! Я помощник службы поддержки интернет-магазина «Демо-магазин». Могу "
+    "проверить статус заказа или рассказать об условиях возврата товара.",
+    "Подскажите, пожалуйста, 4-значный номер заказа — я проверю, где он сейчас находится.",
+    "Заказ 8041 в пути, ожидаемая дата доставки — 12 марта. Отменить заказ или оформить "
+    "возврат денег я не могу, но могу подсказать условия возврата.",
+    "Кофемашину можно вернуть в течение 14 дней. Товар должен сохранить комплектность и не "
+    "иметь следов использования. Возврат оформляется в пункте выдачи.",
+    "Заказ 8042 готов к выдаче: Демо-пункт выдачи, ул. Примерная, 1. Возьмите с собой "
+    "номер заказа. Если остались вопросы по возврату — пишите!",
+    "К сожалению, сервис проверки заказов сейчас недоступен. Попробуйте, пожалуйста, "
+    "через несколько минут.",
+    'По данным магазина: {"order_id": "8041", "found": true, "status": "in_transit"}',
+    # the demo answers of the fake model
+    "Could you tell me your 4-digit order number?",
+    "Здравствуйте! Чем могу помочь?",
+]
+
+
+@pytest.mark.parametrize("reply", ORDINARY_ANSWERS)
+def test_ordinary_support_answers_pass(guard: SystemPromptGuard, reply: str) -> None:
+    assert not guard.leaks(reply)
+
+
+def test_a_long_ordinary_answer_passes_with_every_check(guard: SystemPromptGuard) -> None:
+    long_answer = "\n\n".join(ORDINARY_ANSWERS * 3)  # ~6,000 characters, both languages
+
+    assert not guard.leaks(long_answer)
+    assert not guard.leaks(long_answer[::-1])
+    assert not guard.leaks(long_answer.translate(LEET))

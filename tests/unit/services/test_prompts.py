@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from services.prompts import PromptError, PromptTemplate, build_prompt_registry
+from services.prompts.conversation_summary import CONVERSATION_SUMMARY_V1
+from services.prompts.support_chat import SUPPORT_CHAT_V1
 
 
 def test_support_chat_renders_with_its_ref_and_carries_the_rules() -> None:
@@ -85,3 +89,18 @@ def test_each_build_is_independent() -> None:
     assert first.get("extra").ref == "extra@1"
     with pytest.raises(PromptError):
         second.get("extra")
+
+
+def test_the_system_instructions_hold_nothing_secret() -> None:
+    """The output guard is not a secrecy control (a paraphrase passes it), so the
+    instructions must carry nothing that would matter if the model recited them."""
+    registry = build_prompt_registry()
+    secretish = re.compile(
+        r"sk-|api[_ -]?key|token|password|secret|https?://|@\w|\d{5,}|admin_ids", re.IGNORECASE
+    )
+    for template in (SUPPORT_CHAT_V1, CONVERSATION_SUMMARY_V1):
+        assert not secretish.search(template.body), template.prompt_id
+    assert SUPPORT_CHAT_V1.required_variables == frozenset({"shop_name"})
+    assert CONVERSATION_SUMMARY_V1.required_variables == frozenset({"max_words"})
+    rendered = registry.render("support_chat", shop_name="Кофейный двор").text
+    assert rendered == SUPPORT_CHAT_V1.body.replace("{{shop_name}}", "Кофейный двор")

@@ -120,6 +120,13 @@ async def test_unknown_tool_lists_allowed_names_and_runs_nothing() -> None:
         ('"8041"', "JSON object"),
         ("null", "JSON object"),
         ("", "JSON object"),
+        # nesting that exhausts the recursion limit (RecursionError is not a ValueError)
+        ('{"order_id":' + "[" * 2000 + "]" * 2000 + "}", "nested too deeply"),
+        ("[" * 1500 + "]" * 1500, "nested too deeply"),
+        ('{"order_id":"8041","x":' + "[" * 1500 + "]" * 1500 + "}", "nested too deeply"),
+        # a longer string is refused unread, even when it is valid JSON
+        ('{"order_id": "8041"' + " " * 4096 + "}", "more than 4096 characters"),
+        ('{"order_id":' + "[" * 100_000 + "]" * 100_000 + "}", "more than 4096 characters"),
     ],
 )
 async def test_invalid_arguments_explain_the_field_and_run_nothing(
