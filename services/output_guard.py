@@ -31,6 +31,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from services.text_visibility import strip_ignorable
+
 _WORD_RE = re.compile(r"[^\W_]+")
 _TAG_RE = re.compile(r"<[^>\n]{0,200}>")
 _LINK_TARGET_RE = re.compile(r"\]\([^)\s]*\)")
@@ -42,7 +44,7 @@ def normalised_words(text: str) -> list[str]:
     text = _LINK_TARGET_RE.sub("] ", text)
     text = _TAG_RE.sub(" ", text)
     text = unicodedata.normalize("NFKC", text)
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    text = strip_ignorable(text)  # zero-width, bidi, fillers: text_visibility.IGNORABLE
     return _WORD_RE.findall(text.casefold())
 
 

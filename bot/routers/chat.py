@@ -1,12 +1,13 @@
 """Customer messages: text goes to the chat service, anything else gets a polite note.
 
-Cheap checks come first and never reach the model: per-user limits, empty text, text
-over MAX_INPUT_CHARS, non-text content. The typing indicator covers the whole turn.
+Cheap checks come first and never reach the model: per-user limits, empty text (made
+only of characters that render as nothing: spaces, fillers, zero-width marks — see
+services/text_visibility.py), text over MAX_INPUT_CHARS, non-text content. The typing
+indicator covers the whole turn.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Protocol
 
 from aiogram import Bot, Router
@@ -17,6 +18,7 @@ from bot.replies import customer_text
 from bot.responder import Outbox, Responder
 from bot.texts import Texts
 from services.chat import ChatService
+from services.text_visibility import has_visible_text
 
 
 class LimitDecisionLike(Protocol):
@@ -42,11 +44,6 @@ async def _within_limits(
     else:
         await outbox.ignore("user_rate_limited")
     return False
-
-
-def has_visible_text(text: str) -> bool:
-    """False for text made only of spaces and invisible format characters (U+200B…)."""
-    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
 
 
 def build_chat_router() -> Router:
