@@ -13,7 +13,7 @@ from typing import Protocol
 from aiogram import Bot, Router
 from aiogram.types import Message
 
-from bot.filters import AddressedToBot, HasText, strip_bot_mention
+from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.replies import customer_text
 from bot.responder import Outbox, Responder
 from bot.texts import Texts
@@ -35,8 +35,8 @@ class MessageLimiter(Protocol):
 async def _within_limits(
     message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
 ) -> bool:
-    user_id = message.from_user.id if message.from_user else message.chat.id
-    decision = limiter.check(user_id)
+    # keyed by the sender (anonymous admins: by their group, not one shared placeholder id)
+    decision = limiter.check(caller_of(message).key)
     if decision.allowed:
         return True
     if decision.notify:
@@ -71,14 +71,16 @@ def build_chat_router() -> Router:
         if len(text) > max_input_chars:
             await outbox.send(texts.too_long_for(max_input_chars))
             return
-        user_id = message.from_user.id if message.from_user else message.chat.id
+        caller = caller_of(message)  # who and where from the update, for the tools' access
         async with responder.typing(message.chat.id):
             reply = await chat_service.answer(
                 chat_id=message.chat.id,
-                user_id=user_id,
+                user_id=caller.key,
                 text=text,
                 # a replay of this update after a crash gets the stored answer, not a new one
                 request_key=f"telegram:{inbox_update_id}",
+                private_chat=caller.private_chat,
+                sender_is_chat=caller.is_chat,
             )
         await outbox.send(customer_text(reply, texts), turn_id=reply.turn_id)
 
