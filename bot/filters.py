@@ -2,11 +2,22 @@
 
 In a group the bot answers only messages addressed to it: a mention of its username,
 a reply to one of its messages, or a command. In private chats every message is.
+
+Who sent a message (`caller_of`): a person, or a chat. Telegram marks a message sent on
+behalf of a chat with `sender_chat` — an anonymous group admin (`from` is the shared
+placeholder user GroupAnonymousBot, 1087968824, for every anonymous admin of every
+group), a channel posting into its discussion group or a user posting "as" a channel
+(`from` is Channel_Bot, 136817688), a channel post forwarded automatically (`from` is
+Telegram, 777000). Such a sender is identified by that chat's id: the anonymous admins
+of one group share that group's limits (Telegram gives no way to tell them apart), but
+not those of every other group's anonymous admins, and no person's. They never count as
+a person for access to private data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiogram import Bot
@@ -16,6 +27,38 @@ from aiogram.filters import Filter
 from aiogram.types import Message, TelegramObject, User
 
 from bot.texts import language_for, texts_for
+
+# Telegram's placeholder senders of messages sent on behalf of a chat
+GROUP_ANONYMOUS_BOT_ID = 1087968824
+CHANNEL_BOT_ID = 136817688
+TELEGRAM_SERVICE_ID = 777000
+_PLACEHOLDER_USERS = frozenset({GROUP_ANONYMOUS_BOT_ID, CHANNEL_BOT_ID, TELEGRAM_SERVICE_ID})
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who sent a message and where, from the update only (never from the text or model).
+
+    `key` identifies the sender for limits, tool access and records: the user's Telegram
+    id, or for a message sent on behalf of a chat (`is_chat`) that chat's id (negative).
+    `private_chat`: a one-to-one chat between this person and the bot.
+    """
+
+    key: int
+    is_chat: bool
+    private_chat: bool
+
+
+def caller_of(message: Message) -> Caller:
+    """The sender of `message` (see the module docstring for chats as senders)."""
+    if message.sender_chat is not None:
+        key, is_chat = message.sender_chat.id, True
+    elif message.from_user is not None and message.from_user.id not in _PLACEHOLDER_USERS:
+        key, is_chat = message.from_user.id, False
+    else:  # no sender, or a placeholder without sender_chat: the chat itself speaks
+        key, is_chat = message.chat.id, True
+    private = message.chat.type == ChatType.PRIVATE and not is_chat and key == message.chat.id
+    return Caller(key=key, is_chat=is_chat, private_chat=private)
 
 
 class HasText(Filter):
@@ -43,13 +86,15 @@ class IsCommand(Filter):
 
 
 class FromUsers(Filter):
-    """The sender is one of `user_ids` (an async `F.from_user.id.in_(...)`)."""
+    """The sender is one of `user_ids` — a person: never a message sent on behalf of a chat
+    (an anonymous admin's `from` is a placeholder shared by every anonymous admin)."""
 
     def __init__(self, user_ids: frozenset[int]) -> None:
         self._user_ids = user_ids
 
     async def __call__(self, message: Message) -> bool:
-        return message.from_user is not None and message.from_user.id in self._user_ids
+        caller = caller_of(message)
+        return not caller.is_chat and caller.key in self._user_ids
 
 
 class AddressedToBot(Filter):

@@ -94,6 +94,8 @@ class _Turn:
     started_at: float  # unix seconds
     t0: float  # perf_counter at the start, for the duration
     session_id: int | None = None
+    private_chat: bool = False  # caller identity from Telegram, for the ToolContext
+    sender_is_chat: bool = False
     prompt_ref: str = ""
     instruction: str = ""  # the rendered system instruction, for the leak guard
     request_key: str | None = None
@@ -135,9 +137,20 @@ class ChatService:
     # --- public API -----------------------------------------------------------------
 
     async def answer(
-        self, *, chat_id: int, user_id: int, text: str, request_key: str | None = None
+        self,
+        *,
+        chat_id: int,
+        user_id: int,
+        text: str,
+        request_key: str | None = None,
+        private_chat: bool = False,
+        sender_is_chat: bool = False,
     ) -> TurnReply:
         """Run one turn; never raises for a failed turn (see TurnReply.error_code).
+
+        `user_id`, `private_chat` and `sender_is_chat` say who asks and where, as the
+        Telegram update says (tools.base.ToolContext); the defaults are the cautious ones
+        (not a private chat), so private order data needs the caller to say so.
 
         `request_key` names the request being answered (the bot passes its update id). If
         a turn with that key was already answered — the process died after the answer was
@@ -150,7 +163,15 @@ class ChatService:
                 replayed = await self._replay(request_key)
                 if replayed is not None:
                     return replayed
-            return await self._run_turn(turn_id, chat_id, user_id, text, request_key)
+            return await self._run_turn(
+                turn_id,
+                chat_id,
+                user_id,
+                text,
+                request_key,
+                private_chat=private_chat,
+                sender_is_chat=sender_is_chat,
+            )
 
     async def reset(self, chat_id: int) -> int:
         """/new: close the chat's session and open a new one (the caller has let the chat's
@@ -184,7 +205,15 @@ class ChatService:
         return TurnReply(turn_id=prior.turn_id, text=prior.answer, stop_reason=stop)
 
     async def _run_turn(
-        self, turn_id: str, chat_id: int, user_id: int, text: str, request_key: str | None
+        self,
+        turn_id: str,
+        chat_id: int,
+        user_id: int,
+        text: str,
+        request_key: str | None,
+        *,
+        private_chat: bool,
+        sender_is_chat: bool,
     ) -> TurnReply:
         turn = _Turn(
             id=turn_id,
@@ -194,6 +223,8 @@ class ChatService:
             started_at=self._clock(),
             t0=time.perf_counter(),
             request_key=request_key,
+            private_chat=private_chat,
+            sender_is_chat=sender_is_chat,
         )
         try:
             result = await self._ask(turn)
@@ -266,6 +297,8 @@ class ChatService:
             shop=self._shop,
             turn_id=turn.id,
             session_id=turn.session_id,
+            private_chat=turn.private_chat,
+            sender_is_chat=turn.sender_is_chat,
         )
         return await self._loop.run(messages, context, prompt_ref=rendered.ref)
 

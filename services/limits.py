@@ -6,6 +6,11 @@ answers one question per message — may it go on, and should the user be told w
 so the customer hears one polite notice when a limit is hit and then nothing more until
 the window has passed (a notice per message would itself be a flood).
 
+Who counts as one user is the caller's decision (the bot's `bot.filters.caller_of`): a
+Telegram user id, or for a message sent on behalf of a chat (an anonymous group admin, a
+channel) that chat's id — so one group's anonymous admins share one allowance, and not
+that of every anonymous admin of every group.
+
 Windows are fixed, starting at the user's first message in the window: simple to explain
 ("10 messages a minute") and O(1) memory per user. State lives in memory: a restart
 forgets it, which errs on the customer's side. Users idle for a full day are forgotten,
@@ -56,7 +61,7 @@ class _UserWindow:
 
 
 class UserMessageLimiter:
-    """Counts each user's messages per minute and per day; refusals are free."""
+    """Counts each sender's messages per minute and per day; refusals are free."""
 
     def __init__(
         self,

@@ -52,27 +52,32 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
+from services.text_visibility import IGNORABLE
+
 _WORD_RE = re.compile(r"[^\W_]+")
 _TAG_RE = re.compile(r"<[^>\n]{0,200}>")
 _LINK_TARGET_RE = re.compile(r"\]\([^)\s]*\)")
 
-# Characters that render as nothing or only decorate another one: format characters and
-# combining marks, collected at import from planes 0, 1 and 14, where Unicode puts them
-# (about 40 ms; a unit test checks the whole range), plus the blank letters and symbol
-# that are neither (Hangul fillers, the Braille blank).
-_INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
-_BLANK_LETTERS = "\u115f\u1160\u3164\uffa0\u2800"
+# Removed before words are split, so they cannot break a word apart: what renders as
+# nothing (services.text_visibility.IGNORABLE, the one definition: zero-width and bidi
+# characters, Hangul fillers, variation selectors, tags ...), the Braille blank (a blank
+# glyph that is not white space), and combining marks, which only decorate the letter
+# before them. Marks are collected at import from planes 0, 1 and 14, where Unicode puts
+# them (about 40 ms; a unit test checks the whole range).
+_MARK_CATEGORIES = frozenset({"Mn", "Me"})
+_BLANK_GLYPHS = "\u2800"
 
 
 def _invisible_code_points() -> list[int]:
+    ignorable = [code for low, high in IGNORABLE for code in range(low, high + 1)]
     planes = (range(0x0000, 0x20000), range(0xE0000, 0xF0000))
-    found = [
+    marks = [
         code
         for plane in planes
         for code in plane
-        if unicodedata.category(chr(code)) in _INVISIBLE_CATEGORIES
+        if unicodedata.category(chr(code)) in _MARK_CATEGORIES
     ]
-    return found + [ord(ch) for ch in _BLANK_LETTERS]
+    return ignorable + marks + [ord(ch) for ch in _BLANK_GLYPHS]
 
 
 # Look-alike letters (after case folding) → the Latin letter they imitate; leetspeak

@@ -47,13 +47,25 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Who is asking (from Telegram) and what data the tools may use."""
+    """Who is asking, and where (from the Telegram update), and what data the tools may use.
+
+    - `user_id`: the caller's identity key, for access and per-caller limits. The sender's
+      Telegram user id; for a message sent on behalf of a chat (an anonymous group admin,
+      a channel) the id of that chat (negative, so never a person's id).
+    - `private_chat`: the conversation is a one-to-one chat between this person and the
+      bot, so only they read the answer. False in groups, where every member reads it
+      and it enters the group's shared history. False is the default: a context built
+      without saying so gets no private data.
+    - `sender_is_chat`: the message was sent on behalf of a chat, not by a known person.
+    """
 
     user_id: int
     chat_id: int
     shop: ShopRepository
     turn_id: str | None = None
     session_id: int | None = None
+    private_chat: bool = False
+    sender_is_chat: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,15 @@ the model's arguments. An order someone else owns is indistinguishable from an o
 that does not exist, so the tool cannot be used to probe which numbers are real. The
 number of distinct orders one caller may look up per rolling hour is bounded, and
 every lookup counts — found, hidden or missing — because otherwise probing is free.
+
+Groups. An answer in a group is read by every member and enters the group's shared
+history, so an owner-only order is never shown there, not even to its owner. In a group
+only public orders (no owner) are found; every other number — the caller's own order,
+someone else's, a missing one — gets one and the same answer: "ask in a private chat
+with the bot" (`ask_in_private_chat`). Uniform on purpose: the reply is posted in the
+group, so answering the owner "ask in private" but others "not found" would tell every
+member that the order exists and whose it is. A message sent on behalf of a chat (an
+anonymous group admin, a channel) never gets owner access, wherever it comes from.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from datetime import date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from storage.shop_records import OrderRecord
 from tools.base import ErrorCode, Tool, ToolBusinessError, ToolContext
 from tools.shop.rules import OrderStatus, check_order_id
 
@@ -23,6 +33,12 @@ LOOKUP_WINDOW_S = 3600.0
 NOT_FOUND_MESSAGE = (
     "No order with this number was found for this customer. Ask the customer to check "
     "the number; orders are shown only to the customer who placed them."
+)
+PRIVATE_CHAT_MESSAGE = (
+    "This is a group chat: everyone in it reads the answer, so only public orders are "
+    "shown here, and no public order has this number. Tell the customer that their own "
+    "orders are shown only in a private chat with the bot: ask them to write to the bot "
+    "directly and ask again there. Do not say or guess whether this order exists."
 )
 RATE_LIMITED_MESSAGE = (
     "The customer has checked too many different orders in the last hour. "
@@ -58,6 +74,7 @@ class OrderStatusResult(BaseModel):
     updated_at: datetime | None = None
     pickup_point: str | None = None
     expected_date: date | None = None
+    ask_in_private_chat: bool = False
     message: str
 
 
@@ -87,25 +104,36 @@ class OrderStatusHandler:
         if not allowed:
             raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
         order = await context.shop.get_order(arguments.order_id)
-        visible = order is not None and (
-            order.owner_telegram_id is None or order.owner_telegram_id == context.user_id
-        )
-        if order is None or not visible:
+        if order is not None and order.owner_telegram_id is None:
+            return _found(order)  # public: anyone, in any chat
+        if not context.private_chat or context.sender_is_chat:
+            # the same answer for own, someone else's and missing orders (module docstring)
+            return OrderStatusResult(
+                order_id=arguments.order_id,
+                found=False,
+                ask_in_private_chat=True,
+                message=PRIVATE_CHAT_MESSAGE,
+            )
+        if order is None or order.owner_telegram_id != context.user_id:
             return OrderStatusResult(
                 order_id=arguments.order_id, found=False, message=NOT_FOUND_MESSAGE
             )
-        # Storage keeps dates as ISO text; validation turns them into date/datetime.
-        return OrderStatusResult.model_validate(
-            {
-                "order_id": order.order_id,
-                "found": True,
-                "status": OrderStatus(order.status),
-                "updated_at": order.updated_at,
-                "pickup_point": order.pickup_point,
-                "expected_date": order.expected_date,
-                "message": "Order found.",
-            }
-        )
+        return _found(order)
+
+
+def _found(order: OrderRecord) -> OrderStatusResult:
+    # Storage keeps dates as ISO text; validation turns them into date/datetime.
+    return OrderStatusResult.model_validate(
+        {
+            "order_id": order.order_id,
+            "found": True,
+            "status": OrderStatus(order.status),
+            "updated_at": order.updated_at,
+            "pickup_point": order.pickup_point,
+            "expected_date": order.expected_date,
+            "message": "Order found.",
+        }
+    )
 
 
 def order_status_tool(

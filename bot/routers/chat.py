@@ -1,22 +1,24 @@
 """Customer messages: text goes to the chat service, anything else gets a polite note.
 
-Cheap checks come first and never reach the model: per-user limits, empty text, text
-over MAX_INPUT_CHARS, non-text content. The typing indicator covers the whole turn.
+Cheap checks come first and never reach the model: per-user limits, empty text (made
+only of characters that render as nothing: spaces, fillers, zero-width marks — see
+services/text_visibility.py), text over MAX_INPUT_CHARS, non-text content. The typing
+indicator covers the whole turn.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Protocol
 
 from aiogram import Bot, Router
 from aiogram.types import Message
 
-from bot.filters import AddressedToBot, HasText, strip_bot_mention
+from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.replies import customer_text
 from bot.responder import Outbox, Responder
 from bot.texts import Texts
 from services.chat import ChatService
+from services.text_visibility import has_visible_text
 
 
 class LimitDecisionLike(Protocol):
@@ -33,8 +35,8 @@ class MessageLimiter(Protocol):
 async def _within_limits(
     message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
 ) -> bool:
-    user_id = message.from_user.id if message.from_user else message.chat.id
-    decision = limiter.check(user_id)
+    # keyed by the sender (anonymous admins: by their group, not one shared placeholder id)
+    decision = limiter.check(caller_of(message).key)
     if decision.allowed:
         return True
     if decision.notify:
@@ -42,11 +44,6 @@ async def _within_limits(
     else:
         await outbox.ignore("user_rate_limited")
     return False
-
-
-def has_visible_text(text: str) -> bool:
-    """False for text made only of spaces and invisible format characters (U+200B…)."""
-    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
 
 
 def build_chat_router() -> Router:
@@ -74,14 +71,16 @@ def build_chat_router() -> Router:
         if len(text) > max_input_chars:
             await outbox.send(texts.too_long_for(max_input_chars))
             return
-        user_id = message.from_user.id if message.from_user else message.chat.id
+        caller = caller_of(message)  # who and where from the update, for the tools' access
         async with responder.typing(message.chat.id):
             reply = await chat_service.answer(
                 chat_id=message.chat.id,
-                user_id=user_id,
+                user_id=caller.key,
                 text=text,
                 # a replay of this update after a crash gets the stored answer, not a new one
                 request_key=f"telegram:{inbox_update_id}",
+                private_chat=caller.private_chat,
+                sender_is_chat=caller.is_chat,
             )
         await outbox.send(customer_text(reply, texts), turn_id=reply.turn_id)
 

@@ -342,6 +342,20 @@ async def test_a_message_of_invisible_characters_is_empty(
     assert fake_openai.chat_requests == []
 
 
+async def test_fillers_and_blank_glyphs_are_empty_too(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
+) -> None:
+    """Not only format characters: Hangul fillers and the Braille blank render as nothing."""
+    await start_bot()
+
+    hangul = await ask(fake_telegram, 6031, "\u3164\u3164 \u3164")
+    braille = await ask(fake_telegram, 6032, "\u2800\u2800\u2800")
+    mixed = await ask(fake_telegram, 6033, "\u115f\u1160\uffa0\u034f\ufe0f\U000e0041\u3000")
+
+    assert hangul == braille == mixed == seen_text(RU.empty_message)
+    assert fake_openai.requests == []  # the fake model received no request at all
+
+
 UNPARSABLE = (
     {"update_id": 77_001, "some_future_update": {"id": 1, "chat": {"id": 607}}},
     {"update_id": 77_002, "message": {"message_id": 5, "chat": {"id": 608}}},

@@ -43,7 +43,14 @@ class ChatDouble:
     resets: list[int] = field(default_factory=list)
 
     async def answer(
-        self, *, chat_id: int, user_id: int, text: str, request_key: str | None = None
+        self,
+        *,
+        chat_id: int,
+        user_id: int,
+        text: str,
+        request_key: str | None = None,
+        private_chat: bool = False,
+        sender_is_chat: bool = False,
     ) -> TurnReply:
         self.asked.append(text)
         if self.error is not None:

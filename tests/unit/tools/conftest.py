@@ -39,13 +39,19 @@ async def shop(db: Database) -> ShopRepository:
 
 @pytest.fixture
 def context_for(shop: ShopRepository) -> Callable[..., ToolContext]:
-    def make(user_id: int = 1001, chat_id: int | None = None) -> ToolContext:
+    def make(
+        user_id: int = 1001, chat_id: int | None = None, *, sender_is_chat: bool = False
+    ) -> ToolContext:
+        """A caller in their private chat with the bot, or in the chat `chat_id` (a group)."""
+        chat = user_id if chat_id is None else chat_id
         return ToolContext(
             user_id=user_id,
-            chat_id=user_id if chat_id is None else chat_id,
+            chat_id=chat,
             shop=shop,
             turn_id="turn-1",
             session_id=7,
+            private_chat=chat == user_id and not sender_is_chat,
+            sender_is_chat=sender_is_chat,
         )
 
     return make

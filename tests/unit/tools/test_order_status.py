@@ -141,3 +141,132 @@ async def test_the_bound_holds_under_concurrent_lookups(
     codes = [json.loads(o.content).get("error", {}).get("code") for o in outcomes]
     assert codes.count("rate_limited") == 5
     assert sum(o.ok for o in outcomes) == 10
+
+
+# ------------------------------------------------------------------ groups
+GROUP = -100_500
+OTHER_GROUP = -100_600
+SECRET_PICKUP = "Пункт выдачи на Тверской, 7"
+
+
+async def add_owned_order(shop: ShopRepository) -> None:
+    await add_order(
+        shop,
+        "1234",
+        status="ready_for_pickup",
+        owner_telegram_id=OWNER,
+        updated_at="2026-11-28T09:30:00+03:00",
+        pickup_point=SECRET_PICKUP,
+        expected_date="2026-11-30",
+    )
+
+
+def without_number(content: str) -> str:
+    return content.replace("1234", "####").replace("4321", "####")
+
+
+async def test_owner_in_private_chat_sees_their_order(
+    shop: ShopRepository, context_for: Callable[..., ToolContext], clock: FakeClock
+) -> None:
+    await add_owned_order(shop)
+    executor = ToolExecutor(build_registry(clock=clock))
+    outcome = await executor.execute(lookup("1234"), context_for(OWNER))
+    data = json.loads(outcome.content)["data"]
+    assert data["found"] is True and data["pickup_point"] == SECRET_PICKUP
+    assert data["ask_in_private_chat"] is False
+
+
+async def test_owner_in_a_group_is_asked_to_write_privately_and_gets_no_data(
+    shop: ShopRepository, context_for: Callable[..., ToolContext], clock: FakeClock
+) -> None:
+    await add_owned_order(shop)
+    executor = ToolExecutor(build_registry(clock=clock))
+    outcome = await executor.execute(lookup("1234"), context_for(OWNER, GROUP))
+    data = json.loads(outcome.content)["data"]
+    assert outcome.ok
+    assert data["found"] is False and data["ask_in_private_chat"] is True
+    assert "private chat" in data["message"]
+    assert data["status"] is data["pickup_point"] is data["expected_date"] is None
+    assert data["updated_at"] is None
+    for secret in (SECRET_PICKUP, "ready_for_pickup", "2026-11-30", "2026-11-28"):
+        assert secret not in outcome.content
+
+
+async def test_in_a_group_own_others_and_missing_orders_get_one_answer(
+    shop: ShopRepository, context_for: Callable[..., ToolContext], clock: FakeClock
+) -> None:
+    """The reply is read by the whole group: it must not tell whose or whether it exists."""
+    await add_owned_order(shop)
+    executor = ToolExecutor(build_registry(clock=clock))
+    owner = await executor.execute(lookup("1234"), context_for(OWNER, GROUP))
+    stranger = await executor.execute(lookup("1234"), context_for(STRANGER, GROUP))
+    missing = await executor.execute(lookup("4321"), context_for(STRANGER, GROUP))
+
+    assert owner.content == stranger.content  # byte-identical
+    assert without_number(stranger.content) == without_number(missing.content)
+    assert json.loads(stranger.content)["data"]["found"] is False
+    assert owner.audit.status == stranger.audit.status == missing.audit.status
+    assert owner.audit.status is AuditStatus.SUCCESS
+
+
+async def test_a_public_order_is_found_in_a_group(
+    context_for: Callable[..., ToolContext], clock: FakeClock
+) -> None:
+    executor = ToolExecutor(build_registry(clock=clock))
+    outcome = await executor.execute(lookup("8041"), context_for(STRANGER, GROUP))
+    data = json.loads(outcome.content)["data"]
+    assert data["found"] is True and data["status"] == "in_transit"
+    assert data["ask_in_private_chat"] is False
+
+
+async def test_a_context_that_does_not_say_private_gets_no_private_data(
+    shop: ShopRepository, clock: FakeClock
+) -> None:
+    await add_owned_order(shop)
+    executor = ToolExecutor(build_registry(clock=clock))
+    outcome = await executor.execute(
+        lookup("1234"), ToolContext(user_id=OWNER, chat_id=OWNER, shop=shop)
+    )
+    assert SECRET_PICKUP not in outcome.content
+    assert json.loads(outcome.content)["data"]["ask_in_private_chat"] is True
+
+
+async def test_an_anonymous_admin_never_gets_owner_access(
+    shop: ShopRepository, context_for: Callable[..., ToolContext], clock: FakeClock
+) -> None:
+    await add_owned_order(shop)
+    executor = ToolExecutor(build_registry(clock=clock))
+    anonymous = context_for(GROUP, GROUP, sender_is_chat=True)  # keyed by its group
+    assert anonymous.private_chat is False
+    in_group = await executor.execute(lookup("1234"), anonymous)
+    # even a context claiming the owner's id in a private chat: a chat is not a person
+    forged = ToolContext(
+        user_id=OWNER, chat_id=OWNER, shop=shop, private_chat=True, sender_is_chat=True
+    )
+    claimed = await executor.execute(lookup("1234"), forged)
+    public = await executor.execute(lookup("8041"), anonymous)
+
+    for outcome in (in_group, claimed):
+        assert SECRET_PICKUP not in outcome.content
+        assert json.loads(outcome.content)["data"]["found"] is False
+    assert json.loads(public.content)["data"]["found"] is True
+
+
+async def test_anonymous_admins_of_each_group_have_their_own_lookup_allowance(
+    context_for: Callable[..., ToolContext], clock: FakeClock
+) -> None:
+    executor = ToolExecutor(build_registry(order_lookups_per_hour=3, clock=clock))
+    first_group = context_for(GROUP, GROUP, sender_is_chat=True)
+    other_group = context_for(OTHER_GROUP, OTHER_GROUP, sender_is_chat=True)
+    person_in_group = context_for(OWNER, GROUP)
+
+    for n in range(1, 4):
+        assert (await executor.execute(lookup(f"{n:04d}"), first_group)).ok
+    over = await executor.execute(lookup("0004"), first_group)
+    assert json.loads(over.content)["error"]["code"] == "rate_limited"
+    assert over.audit.user_id == GROUP
+
+    # neither another group's anonymous admins nor a person in the same group are affected
+    for context in (other_group, person_in_group):
+        outcome = await executor.execute(lookup("0004"), context)
+        assert outcome.ok, outcome.content
