@@ -28,6 +28,7 @@ check, so a storm of probes costs at most one check per second.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ from aiohttp import web
 
 from storage.database import Database
 from storage.inbox import InboxRepository
+
+log = logging.getLogger(__name__)
 
 HEALTH_CACHE_S = 1.0
 
@@ -116,7 +119,7 @@ class Health:
 
     async def _check(self) -> HealthReport:
         failed: list[str] = []
-        if self._db.file_problem() is not None or await self._db.write_probe() is not None:
+        if self._db.file_problem() is not None or await self._probe() is not None:
             failed.append("database")
         if self._db.write_fault is not None:
             failed.append("storage_writes")
@@ -136,6 +139,13 @@ class Health:
         ):
             failed.append("delivery")
         return HealthReport(failed=tuple(failed))
+
+    async def _probe(self) -> str | None:
+        try:
+            return await self._db.write_probe()
+        except Exception:  # the check reports, it does not raise
+            log.warning("the database write probe failed unexpectedly", exc_info=True)
+            return "error"
 
 
 def add_health_route(app: web.Application, health: Health) -> None:

@@ -242,6 +242,8 @@ class Database:
             current = _file_identity(self._path)
         except FileNotFoundError:
             return "missing"
+        except OSError:
+            return "inaccessible"
         return None if current == self._identity else "replaced"
 
     async def write_probe(self) -> str | None:
