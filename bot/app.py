@@ -32,6 +32,7 @@ from aiohttp import web
 from bot.config import BotMode, Settings
 from bot.exit_codes import ExitCode
 from bot.filters import LanguageMiddleware
+from bot.health import Health, build_health_app
 from bot.intake import Intake
 from bot.polling import Poller
 from bot.processing import UpdateProcessor
@@ -45,7 +46,7 @@ from services.llm.client import OpenAIChatModel
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
-from storage.database import Database
+from storage.database import Database, StorageRetry
 from storage.inbox import InboxRepository
 from storage.migrations import MigrationError
 from storage.shop import ShopRepository
@@ -85,6 +86,7 @@ class Application:
     model: OpenAIChatModel
     inbox: InboxRepository
     intake: Intake
+    health: Health
     tool_names: tuple[str, ...]
 
 
@@ -141,6 +143,10 @@ async def build_application(settings: Settings, db: Database) -> Application:
         parallel_tool_calls=settings.parallel_tool_calls,
     )
     prompts = build_prompt_registry()
+    storage_retry = StorageRetry(
+        first_delay_s=settings.storage_retry_first_delay_s,
+        give_up_after_s=settings.storage_retry_give_up_s,
+    )
     chat_service = build_chat_service(
         db=db,
         loop=loop,
@@ -150,6 +156,7 @@ async def build_application(settings: Settings, db: Database) -> Application:
         history_token_budget=settings.history_token_budget,
         summary_max_tokens=settings.summary_max_tokens,
         max_concurrent_turns=settings.max_concurrent_turns,
+        storage_retry=storage_retry,
     )
 
     bot = build_bot(settings)
@@ -159,7 +166,9 @@ async def build_application(settings: Settings, db: Database) -> Application:
         global_per_second=settings.telegram_global_sends_per_s,
     )
     inbox = InboxRepository(db)
-    responder = Responder(inbox, sender)
+    responder = Responder(
+        inbox, sender, storage_retry=storage_retry, transient_failures=RETRYABLE_FAILURES
+    )
 
     dispatcher = build_dispatcher(
         admin_ids=settings.admin_ids,
@@ -178,6 +187,14 @@ async def build_application(settings: Settings, db: Database) -> Application:
         inbox,
         process=UpdateProcessor(bot, dispatcher, responder),
         deliver=responder.deliver,
+        storage_retry=storage_retry,
+    )
+    health = Health(
+        db=db,
+        inbox=inbox,
+        intake=intake,
+        delivery=responder,
+        delivery_threshold_s=settings.health_delivery_threshold_s,
     )
     return Application(
         settings=settings,
@@ -189,6 +206,7 @@ async def build_application(settings: Settings, db: Database) -> Application:
         model=model,
         inbox=inbox,
         intake=intake,
+        health=health,
         tool_names=registry.names,
     )
 
@@ -247,17 +265,20 @@ async def receiving(app: Application) -> AsyncIterator[None]:
     allowed = app.dispatcher.resolve_used_update_types()
     if settings.bot_mode is BotMode.POLLING:
         poller = Poller(app.bot, app.intake, allowed_updates=allowed)
-        task = asyncio.create_task(poller.run(), name="polling")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        async with _health_server(app):
+            task = asyncio.create_task(poller.run(), name="polling")
+            try:
+                yield
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         return
 
     secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
-    web_app = build_web_app(intake=app.intake, db=app.db, path=settings.webhook_path, secret=secret)
+    web_app = build_web_app(
+        intake=app.intake, health=app.health, path=settings.webhook_path, secret=secret
+    )
     runner = web.AppRunner(web_app, access_log=None)
     await runner.setup()
     try:
@@ -271,6 +292,23 @@ async def receiving(app: Application) -> AsyncIterator[None]:
                 drop_pending_updates=False,
             )
         )
+        yield
+    finally:
+        await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def _health_server(app: Application) -> AsyncIterator[None]:
+    """Polling mode: /healthz on WEB_HOST:WEB_PORT when HEALTH_ENABLED (else nothing)."""
+    settings = app.settings
+    if not settings.health_enabled:
+        yield
+        return
+    runner = web.AppRunner(build_health_app(app.health), access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.web_host, settings.web_port).start()
+        log.info("health check on %s:%s/healthz", settings.web_host, settings.web_port)
         yield
     finally:
         await runner.cleanup()

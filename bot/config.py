@@ -96,6 +96,18 @@ class Settings(BaseSettings):
     user_messages_per_day: int = Field(default=300, ge=1, le=100_000)
     max_concurrent_turns: int = Field(default=200, ge=1, le=10_000)
     shutdown_grace_s: float = Field(default=30.0, ge=0, le=600)
+    # A write that fails with a storage fault (locked beyond the busy timeout, disk full)
+    # is retried after this many seconds, doubling up to 30 s ...
+    storage_retry_first_delay_s: float = Field(default=0.5, gt=0, le=60)
+    # ... until this many seconds have passed; then the update stays pending for the
+    # next start (one ERROR line). 10 minutes covers a backup, a vacuum or an operator
+    # freeing disk space, and a customer still gets the answer the same conversation.
+    storage_retry_give_up_s: float = Field(default=600.0, ge=0, le=86_400)
+    # /healthz in polling mode on WEB_HOST:WEB_PORT (webhook mode always serves it)
+    health_enabled: bool = False
+    # /healthz reports "delivery" when a stored answer waits longer than this to be sent
+    # (Telegram unreachable, long flood control), or deliveries keep failing that long
+    health_delivery_threshold_s: float = Field(default=300.0, gt=0, le=86_400)
     seed_demo_data: bool = True
     log_level: str = "INFO"
 
@@ -163,9 +175,7 @@ class Settings(BaseSettings):
     def _check_webhook_mode(self) -> Settings:
         if self.bot_mode is BotMode.WEBHOOK:
             if self.webhook_url is None:
-                raise ValueError(
-                    "WEBHOOK_URL: required when BOT_MODE=webhook (an https:// URL)"
-                )
+                raise ValueError("WEBHOOK_URL: required when BOT_MODE=webhook (an https:// URL)")
             if self.webhook_secret is None:
                 raise ValueError(
                     "WEBHOOK_SECRET: required when BOT_MODE=webhook "

@@ -13,7 +13,16 @@
 3. A worker reads the row again before acting: `pending` → process it (the dispatcher),
    `answered` → deliver the stored reply without calling the model, anything else →
    already done. That check is what makes a redelivered or replayed id a no-op.
-4. `resume()` at start-up schedules every unfinished row left by a previous run.
+4. Storage faults (the database locked beyond its busy timeout, a full disk) do not
+   lose an update. The writes of a turn retry in place (`StorageRetry`, in the chat
+   service and the responder); a storage fault that still reaches the worker makes it
+   handle the same update again after a backoff (re-reading the row, so a stored answer
+   is delivered, never asked for again). Either way the worker keeps its chat's later
+   updates waiting behind the update, while other chats' workers go on. If the store
+   stays unwritable beyond the bound, one ERROR line names the update, it stays
+   `pending`, and the chat takes no more updates in this run (they stay in the inbox,
+   in order, for the next start); `stalled_chats` reports how many chats that affects.
+4a. `resume()` at start-up schedules every unfinished row left by a previous run.
 5. `drain()` at shutdown refuses new updates and waits (bounded) for running work;
    whatever is cancelled stays unfinished in the inbox for the next start.
 """
@@ -26,6 +35,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from storage.database import StorageRetry, StorageUnavailable, storage_fault
 from storage.inbox import ANSWERED, FAILED, PENDING, InboxRepository, InboxRow, NewUpdate
 
 log = logging.getLogger(__name__)
@@ -72,18 +82,28 @@ class Intake:
         *,
         process: RowHandler,
         deliver: RowHandler,
+        storage_retry: StorageRetry | None = None,
     ) -> None:
         self._inbox = inbox
         self._process = process
         self._deliver = deliver
+        self._retry = storage_retry or StorageRetry()
         self._queues: dict[ChatKey, deque[int]] = {}
         self._workers: dict[ChatKey, asyncio.Task[None]] = {}
+        # chats whose update could not be stored beyond the retry bound: their updates
+        # wait in the inbox for the next start, so their order is kept
+        self._stalled: set[ChatKey] = set()
         self._closed = False
 
     @property
     def busy_chats(self) -> int:
         """Chats with a worker right now; idle chats keep no state (tests, metrics)."""
         return len(self._workers)
+
+    @property
+    def stalled_chats(self) -> int:
+        """Chats whose updates wait for the next start (storage failed beyond the bound)."""
+        return len(self._stalled)
 
     async def accept(self, raw_updates: Sequence[dict[str, Any]]) -> list[int]:
         """Durably record the batch, then schedule the new ones; returns the new ids.
@@ -115,6 +135,9 @@ class Intake:
         return len(rows)
 
     def _schedule(self, key: ChatKey, update_id: int) -> None:
+        if key in self._stalled:
+            log.warning("update %s waits for the next start behind its chat's", update_id)
+            return
         queue = self._queues.setdefault(key, deque())
         queue.append(update_id)
         if key not in self._workers:
@@ -125,7 +148,9 @@ class Intake:
     async def _work(self, key: ChatKey, queue: deque[int]) -> None:
         try:
             while queue:
-                await self._handle(queue[0])
+                if not await self._handle(queue[0]):
+                    self._stalled.add(key)
+                    return  # the rest of the queue stays pending in the inbox, in order
                 queue.popleft()
         finally:
             # no await since the last `while` check: a new update for this chat either
@@ -134,7 +159,25 @@ class Intake:
             self._workers.pop(key, None)
             self._queues.pop(key, None)
 
-    async def _handle(self, update_id: int) -> None:
+    async def _handle(self, update_id: int) -> bool:
+        """Handle one update to the end; False if the store stayed unwritable (left pending)."""
+        try:
+            await self._retry.run(
+                f"handling update {update_id}", lambda: self._handle_once(update_id)
+            )
+        except StorageUnavailable as exc:
+            log.error(
+                "update %s left pending for the next start: the database stayed %s for "
+                "%.0f s (%s); its chat waits for a restart",
+                update_id,
+                exc.kind,
+                exc.waited_s,
+                exc.what,
+            )
+            return False
+        return True
+
+    async def _handle_once(self, update_id: int) -> None:
         row = await self._inbox.get(update_id)
         if row is None:
             return
@@ -143,9 +186,16 @@ class Intake:
                 await self._process(row)
             elif row.status == ANSWERED:
                 await self._deliver(row)
-        except Exception:
+        except StorageUnavailable:
+            raise
+        except Exception as exc:
+            if storage_fault(exc) is not None:
+                raise  # handled again by `_handle` after a backoff
             log.exception("update %s could not be handled", update_id)
-            await self._inbox.finish(update_id, FAILED, reason="internal_error")
+            await self._retry.run(
+                f"finishing update {update_id}",
+                lambda: self._inbox.finish(update_id, FAILED, reason="internal_error"),
+            )
 
     async def join(self) -> None:
         """Wait until every scheduled update has been handled (tests, benchmarks)."""

@@ -6,6 +6,13 @@ row (status `answered`), sends them one by one through the `Sender`, and records
 Telegram message id as it arrives. If the process dies between storing and sending, the
 next start delivers the stored parts without calling the model again, continuing after
 the last part Telegram accepted.
+
+Every inbox write here is retried in place while the database has a storage fault
+(`StorageRetry`: locked, disk full, …), so the intake's worker for the chat waits and the
+reply is stored and delivered exactly once when the store works again; beyond the retry
+bound `StorageUnavailable` reaches the intake, which leaves the update for the next start.
+The responder also remembers since when deliveries have been failing for reasons worth
+retrying (Telegram unreachable), for /healthz.
 """
 
 from __future__ import annotations
@@ -13,13 +20,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol
 
 from aiogram.enums import ChatAction
 from aiogram.methods import SendChatAction, TelegramMethod
 
 from bot.formatting import Rendered, markdown_to_messages
+from storage.database import StorageRetry
 from storage.inbox import (
     DELIVERED,
     FAILED,
@@ -63,9 +72,23 @@ class TextSender(Protocol):
 class Responder:
     """Stores and delivers replies recorded in the inbox."""
 
-    def __init__(self, inbox: InboxRepository, sender: TextSender) -> None:
+    def __init__(
+        self,
+        inbox: InboxRepository,
+        sender: TextSender,
+        *,
+        storage_retry: StorageRetry | None = None,
+        transient_failures: frozenset[str] = frozenset(),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._inbox = inbox
         self._sender = sender
+        self._retry = storage_retry or StorageRetry()
+        self._transient = transient_failures
+        self._clock = clock
+        # since when every delivery attempt has ended in a transient failure (None: the
+        # last one that ended went through, or none failed yet); read by /healthz
+        self.failing_since: float | None = None
 
     def outbox(self, row: InboxRow, *, reply_to_message_id: int | None = None) -> Outbox:
         return Outbox(self, row, reply_to_message_id=reply_to_message_id)
@@ -74,21 +97,25 @@ class Responder:
         self, row: InboxRow, parts: Sequence[StoredReply], *, turn_id: str | None = None
     ) -> None:
         """Store the reply (pending → answered), then deliver it."""
-        if not await self._inbox.store_reply(row.update_id, parts, turn_id=turn_id):
+        stored = await self._retry.run(
+            f"storing the reply to update {row.update_id}",
+            lambda: self._inbox.store_reply(row.update_id, parts, turn_id=turn_id),
+        )
+        if not stored:
             log.warning("update %s already has a reply; not answering twice", row.update_id)
             return
-        stored = await self._inbox.get(row.update_id)
-        if stored is not None:
-            await self.deliver(stored)
+        answered = await self._inbox.get(row.update_id)
+        if answered is not None:
+            await self.deliver(answered)
 
     async def ignore(self, row: InboxRow, reason: str) -> None:
         """Nothing will be sent for this update."""
-        await self._inbox.finish(row.update_id, IGNORED, reason=reason)
+        await self._finish(row.update_id, IGNORED, reason)
 
     async def deliver(self, row: InboxRow) -> None:
         """Send the parts Telegram has not accepted yet; finish the row."""
         if row.chat_id is None:
-            await self._inbox.finish(row.update_id, FAILED, reason="no_chat")
+            await self._finish(row.update_id, FAILED, "no_chat")
             return
         for part in row.undelivered:
             try:
@@ -101,10 +128,11 @@ class Responder:
                 )
             except Exception:
                 log.exception("sending the reply to update %s failed", row.update_id)
-                await self._inbox.finish(row.update_id, FAILED, reason="send_error")
+                await self._finish(row.update_id, FAILED, "send_error")
                 return
             if result.status == "delivered" and result.message_id is not None:
-                await self._inbox.add_message_id(row.update_id, result.message_id)
+                self.failing_since = None
+                await self._record_part(row.update_id, result.message_id)
                 continue
             status = UNKNOWN if result.status == "unknown" else FAILED
             log.warning(
@@ -114,9 +142,23 @@ class Responder:
                 status,
                 result.reason,
             )
-            await self._inbox.finish(row.update_id, status, reason=result.reason or status)
+            if result.reason in self._transient and self.failing_since is None:
+                self.failing_since = self._clock()
+            await self._finish(row.update_id, status, result.reason or status)
             return
-        await self._inbox.finish(row.update_id, DELIVERED)
+        await self._finish(row.update_id, DELIVERED, None)
+
+    async def _record_part(self, update_id: int, message_id: int) -> None:
+        await self._retry.run(
+            f"recording a delivered part of update {update_id}",
+            lambda: self._inbox.add_message_id(update_id, message_id),
+        )
+
+    async def _finish(self, update_id: int, status: str, reason: str | None) -> None:
+        await self._retry.run(
+            f"finishing update {update_id}",
+            lambda: self._inbox.finish(update_id, status, reason=reason),
+        )
 
     @contextlib.asynccontextmanager
     async def typing(self, chat_id: int) -> AsyncIterator[None]:

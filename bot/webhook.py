@@ -5,7 +5,8 @@ anything is stored), which is exactly the window in which a crash loses a messag
 small handler keeps its contract — the secret header is mandatory and compared in
 constant time, wrong or missing → 401 and nothing is processed — but returns 200 only
 once the update is committed to the inbox; a failed insert answers 500, so Telegram
-delivers the update again. `GET /healthz` reports whether the database answers.
+delivers the update again. `GET /healthz` is `bot.health` (the same checks as in
+polling mode).
 
 Telegram sends each update in its own POST, so under load the commit per POST was the
 webhook's bottleneck (docs/benchmarks.md). `GroupCommit` lets the POSTs that arrive
@@ -22,8 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.health import Health, add_health_route
 from bot.intake import Intake, IntakeClosed
-from storage.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class GroupCommit:
             self._flusher = None
 
 
-def build_web_app(*, intake: Intake, db: Database, path: str, secret: str) -> web.Application:
+def build_web_app(*, intake: Intake, health: Health, path: str, secret: str) -> web.Application:
     expected = secret.encode()
     commits = GroupCommit(intake)
 
@@ -90,12 +91,7 @@ def build_web_app(*, intake: Intake, db: Database, path: str, secret: str) -> we
             return web.json_response({"ok": False}, status=500)
         return web.json_response({"ok": True})
 
-    async def healthz(_request: web.Request) -> web.Response:
-        if await db.ping():
-            return web.json_response({"status": "ok"})
-        return web.json_response({"status": "database unavailable"}, status=503)
-
     app = web.Application()
     app.router.add_post(path, receive)
-    app.router.add_get("/healthz", healthz)
+    add_health_route(app, health)
     return app

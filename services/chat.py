@@ -27,8 +27,15 @@ Decisions worth knowing:
   transaction.
 - Failures. `answer()` never raises for a failed turn: a TurnError comes back as
   TurnReply(error_code=<its code>), anything unexpected is logged with the turn id and
-  comes back as "internal_error". If only storing the records fails, the customer still
-  gets the outcome (answer or error code) and the failure is logged.
+  comes back as "internal_error".
+- Storage faults (locked beyond the busy timeout, disk full, I/O errors) are not the
+  turn's failure: the session write and the turn's records are retried in place with
+  backoff (`StorageRetry`), so an answer the model already gave is kept in memory and
+  stored once the database works again — no second model call, no second history pair,
+  and the records are stored before the caller stores the reply. If the store stays
+  unwritable beyond the retry bound, `answer()` raises `StorageUnavailable`: nothing of
+  the turn was stored, and the caller leaves the request for the next start. Any other
+  error while storing the records is logged and the customer still gets the outcome.
 - Bounded cost. The request is instruction + summary (<= SUMMARY_MAX_TOKENS) + window
   (<= HISTORY_TOKEN_BUDGET) + the new message (<= MAX_INPUT_CHARS, enforced by the bot),
   however long the conversation is; the reads behind it are bounded too.
@@ -52,7 +59,7 @@ from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, Tu
 from services.output_guard import SystemPromptGuard
 from services.summarizer import ConversationSummarizer, PromptRenderer
 from storage.conversations import ConversationRepository, SessionSummary
-from storage.database import Database
+from storage.database import Database, StorageRetry, StorageUnavailable
 from storage.records import HistoryPair as StoredPair
 from storage.records import TurnRecord, TurnRecorder
 from tools.base import ToolContext
@@ -118,6 +125,7 @@ class ChatService:
         max_concurrent_turns: int = 200,
         turn_slots: TurnSlots | None = None,
         summary_shutdown_timeout_s: float = 10.0,
+        storage_retry: StorageRetry | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._loop = loop
@@ -131,6 +139,7 @@ class ChatService:
         # a shared TurnSlots (e.g. the bot's, for its counters) wins over the bare number
         self._turn_slots = turn_slots or TurnSlots(max_concurrent_turns)
         self._summary_shutdown_timeout_s = summary_shutdown_timeout_s
+        self._storage_retry = storage_retry or StorageRetry()
         self._clock = clock
         self._guards: dict[str, SystemPromptGuard] = {}  # per rendered instruction
 
@@ -156,6 +165,9 @@ class ChatService:
         a turn with that key was already answered — the process died after the answer was
         stored but before it was handed on — the stored answer is returned again: no second
         model call, no second history pair.
+
+        Raises `StorageUnavailable` when the database stayed unwritable beyond the retry
+        bound (nothing of the turn is stored then; see the module notes).
         """
         turn_id = uuid.uuid4().hex
         async with self._turn_slots.slot():
@@ -176,7 +188,10 @@ class ChatService:
     async def reset(self, chat_id: int) -> int:
         """/new: close the chat's session and open a new one (the caller has let the chat's
         earlier turns finish first)."""
-        session_id = await self._conversations.reset(chat_id)
+        session_id = await self._storage_retry.run(
+            f"starting a new session in chat {chat_id}",
+            lambda: self._conversations.reset(chat_id),
+        )
         log.info("chat %s started a new session %s", chat_id, session_id)
         return session_id
 
@@ -232,7 +247,7 @@ class ChatService:
             log.info("turn %s failed: %s", turn.id, error.code)
             await self._save(turn, trace=error.trace, stop_reason="error", error_code=error.code)
             return TurnReply(turn_id=turn.id, text=None, stop_reason=None, error_code=error.code)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, StorageUnavailable):
             raise
         except Exception:
             log.exception("turn %s of chat %s failed unexpectedly", turn.id, chat_id)
@@ -259,7 +274,8 @@ class ChatService:
         )
         if stored and history is not None:
             self._summarizer.schedule(turn.session_id or 0)
-        # if storing failed the customer still gets the answer the model gave (logged)
+        # if storing failed for another reason than a storage fault (logged), the customer
+        # still gets the answer the model gave
         if withheld:  # the customer gets the bot's polite refusal instead
             return TurnReply(turn_id=turn.id, text=None, stop_reason=StopReason.REFUSED)
         return TurnReply(
@@ -284,7 +300,10 @@ class ChatService:
 
     async def _ask(self, turn: _Turn) -> LoopResult:
         """Assemble the prompt for the chat's session and run the loop on it."""
-        turn.session_id = await self._conversations.open_session(turn.chat_id)
+        turn.session_id = await self._storage_retry.run(
+            f"opening the session of turn {turn.id}",
+            lambda: self._conversations.open_session(turn.chat_id),
+        )
         summary = await self._conversations.summary(turn.session_id)
         window = await self._window(turn.session_id, summary)
         rendered = self._prompts.render(CHAT_PROMPT_ID, shop_name=self._shop_name)
@@ -318,7 +337,8 @@ class ChatService:
         error_code: str | None,
         history: StoredPair | None = None,
     ) -> bool:
-        """Store the turn's rows (and its pair); a storage failure is logged, not raised."""
+        """Store the turn's rows (and its pair): storage faults are retried (raising
+        `StorageUnavailable` beyond the bound), any other failure is logged, not raised."""
         assert turn.session_id is not None
         record = TurnRecord(
             id=turn.id,
@@ -339,13 +359,16 @@ class ChatService:
             request_key=turn.request_key,
         )
         try:
-            await self._recorder.save_turn(
-                record,
-                audit_records=trace.audit_records,
-                model_calls=trace.model_calls,
-                history=history,
+            await self._storage_retry.run(
+                f"storing turn {turn.id}",
+                lambda: self._recorder.save_turn(
+                    record,
+                    audit_records=trace.audit_records,
+                    model_calls=trace.model_calls,
+                    history=history,
+                ),
             )
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, StorageUnavailable):
             raise
         except Exception:
             log.exception("could not store turn %s", turn.id)
@@ -385,6 +408,7 @@ def build_chat_service(
     max_concurrent_turns: int = 200,
     turn_slots: TurnSlots | None = None,
     summary_shutdown_timeout_s: float = 10.0,
+    storage_retry: StorageRetry | None = None,
 ) -> ChatService:
     """Wire the chat service and its storage and summarizer (for the composition root)."""
     conversations = ConversationRepository(db)
@@ -409,4 +433,5 @@ def build_chat_service(
         max_concurrent_turns=max_concurrent_turns,
         turn_slots=turn_slots,
         summary_shutdown_timeout_s=summary_shutdown_timeout_s,
+        storage_retry=storage_retry,
     )

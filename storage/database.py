@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import aiosqlite
 
@@ -24,6 +27,90 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
 
+T = TypeVar("T")
+
+# SQLite result codes (by name prefix) that describe the store, not the statement: the
+# same write may well succeed later (a lock released, space freed, the disk back).
+_FAULT_KINDS = (
+    ("SQLITE_BUSY", "locked"),
+    ("SQLITE_LOCKED", "locked"),
+    ("SQLITE_FULL", "full"),
+    ("SQLITE_IOERR", "io_error"),
+    ("SQLITE_READONLY", "read_only"),
+    ("SQLITE_CANTOPEN", "cannot_open"),
+    ("SQLITE_PROTOCOL", "locked"),
+)
+
+
+def storage_fault(exc: BaseException) -> str | None:
+    """The kind of storage fault `exc` is ("locked", "full", "io_error", …), else None.
+
+    Only errors of the store itself count; a constraint violation or an SQL mistake is a
+    bug that retrying would only repeat.
+    """
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    for prefix, kind in _FAULT_KINDS:
+        if name.startswith(prefix):
+            return kind
+    return None
+
+
+class StorageUnavailable(Exception):
+    """A write kept failing with a storage fault for longer than the retry bound."""
+
+    def __init__(self, what: str, kind: str, waited_s: float) -> None:
+        super().__init__(f"{what}: database {kind} for {waited_s:.0f} s")
+        self.what = what
+        self.kind = kind
+        self.waited_s = waited_s
+
+
+@dataclass(frozen=True, slots=True)
+class StorageRetry:
+    """Retry a write while the store has a fault: exponential backoff, bounded in total.
+
+    A write that fails with a storage fault (`storage_fault`) is tried again after
+    `first_delay_s`, doubling up to `max_delay_s`, until it succeeds or `give_up_after_s`
+    have passed since the first try; then `StorageUnavailable` is raised (the caller
+    leaves the work for the next start). Any other error is raised at once. Each attempt
+    itself may wait up to the busy timeout for a lock, which counts towards the bound.
+    """
+
+    first_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    give_up_after_s: float = 600.0
+
+    async def run(self, what: str, write: Callable[[], Awaitable[T]]) -> T:
+        """`await write()`, retried as above; `what` names it in the log (no personal data)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        delay = self.first_delay_s
+        attempt = 0
+        while True:
+            try:
+                return await write()
+            except Exception as exc:
+                kind = storage_fault(exc)
+                if kind is None:
+                    raise
+                attempt += 1
+                waited = loop.time() - started
+                remaining = self.give_up_after_s - waited
+                if remaining <= 0:
+                    raise StorageUnavailable(what, kind, waited) from exc
+                log.warning(
+                    "%s: database %s (attempt %d, %.0f s so far); retrying in %.1f s",
+                    what,
+                    kind,
+                    attempt,
+                    waited,
+                    min(delay, remaining),
+                )
+                await asyncio.sleep(min(delay, remaining))
+                delay = min(delay * 2, self.max_delay_s)
+
 
 class Database:
     """The open database: a connection for reads and a serialised path for writes."""
@@ -32,6 +119,12 @@ class Database:
         self._conn = connection
         self._path = path
         self._write_lock = asyncio.Lock()
+        try:
+            self._identity = _file_identity(path)
+        except OSError:
+            self._identity = None
+        # the fault of the last write that failed with one; a successful write clears it
+        self._write_fault: str | None = None
 
     @classmethod
     async def open(cls, path: Path | str, *, migrate: bool = True) -> Database:
@@ -80,16 +173,19 @@ class Database:
             try:
                 await self._conn.execute("BEGIN IMMEDIATE")
                 yield self._conn
-            except BaseException:
+            except BaseException as exc:
+                self._note_failure(exc)
                 await self._rollback()
                 raise
             try:
                 await self._conn.execute("COMMIT")
             except asyncio.CancelledError:
                 raise
-            except BaseException:
+            except BaseException as exc:
+                self._note_failure(exc)
                 await self._rollback()
                 raise
+            self._write_fault = None
 
     async def write(self, sql: str, params: tuple[object, ...] = ()) -> int:
         """One write statement on its own; returns how many rows it changed.
@@ -100,8 +196,18 @@ class Database:
         so it never lands inside another coroutine's open transaction.
         """
         async with self._write_lock:
-            cursor = await self._conn.execute(sql, params)
+            try:
+                cursor = await self._conn.execute(sql, params)
+            except Exception as exc:
+                self._note_failure(exc)
+                raise
+            self._write_fault = None
             return int(cursor.rowcount)
+
+    def _note_failure(self, exc: BaseException) -> None:
+        kind = storage_fault(exc)
+        if kind is not None:
+            self._write_fault = kind
 
     async def _rollback(self) -> None:
         """Roll back whatever is open; if nothing is (BEGIN itself failed), that is fine."""
@@ -119,14 +225,61 @@ class Database:
         async with self._conn.execute(sql, params) as cursor:
             return list(await cursor.fetchall())
 
-    async def ping(self) -> bool:
-        """True when the database answers a trivial query (used by /healthz)."""
+    @property
+    def write_fault(self) -> str | None:
+        """The fault kind of the last write if it failed with one (None after a success)."""
+        return self._write_fault
+
+    def file_problem(self) -> str | None:
+        """ "missing" or "replaced" when the file at the path is not the one opened.
+
+        A file deleted or replaced under the process still takes the bot's writes (into
+        the old, unlinked inode) but nothing written there survives a restart.
+        """
+        if self._identity is None:
+            return None
         try:
-            row = await self.fetch_one("SELECT 1")
-        except Exception:  # the health check reports, it does not raise
-            log.warning("database ping failed", exc_info=True)
-            return False
-        return row is not None
+            current = _file_identity(self._path)
+        except FileNotFoundError:
+            return "missing"
+        except OSError:
+            return "inaccessible"
+        return None if current == self._identity else "replaced"
+
+    async def write_probe(self) -> str | None:
+        """Can the file be written now? None if so, else the fault kind (for /healthz).
+
+        Takes the write lock and gives it back (`BEGIN IMMEDIATE; ROLLBACK`) on a short-
+        lived second connection, so nothing is written, the file does not grow and the
+        bot's own connection is not held up; like the bot's writes it waits up to the
+        busy timeout for a lock. The file is opened read-write without creating it.
+        """
+        if self._identity is None:
+            return None
+        return await asyncio.to_thread(_probe_write, self._path)
 
     async def close(self) -> None:
         await self._conn.close()
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    if str(path) == ":memory:":
+        return None
+    stat = os.stat(path)
+    return (stat.st_dev, stat.st_ino)
+
+
+def _probe_write(path: Path) -> str | None:
+    uri = f"{path.resolve().as_uri()}?mode=rw"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        return storage_fault(exc) or "cannot_open"
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        return storage_fault(exc) or "error"
+    finally:
+        conn.close()
+    return None

@@ -131,6 +131,19 @@ class InboxRepository:
         )
         return [_row(r) for r in records]
 
+    async def oldest_answered_at(self) -> float | None:
+        """When the longest-waiting stored answer was stored (None: none waits); /healthz.
+
+        Reads only the unfinished rows (their partial index), so it stays cheap however
+        large the table grows.
+        """
+        record = await self._db.fetch_one(
+            "SELECT min(answered_at) FROM updates "
+            "WHERE status IN (?, ?) AND status = ? AND answered_at IS NOT NULL",
+            (PENDING, ANSWERED, ANSWERED),
+        )
+        return None if record is None or record[0] is None else float(record[0])
+
     async def store_reply(
         self, update_id: int, parts: Sequence[StoredReply], *, turn_id: str | None = None
     ) -> bool:

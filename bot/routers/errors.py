@@ -1,4 +1,10 @@
-"""The one place an unexpected handler error ends: log it, apologise, never leak it."""
+"""The one place an unexpected handler error ends: log it, apologise, never leak it.
+
+Storage faults are not such errors: the store may work again in a moment, and the
+customer's answer may already exist. They pass through untouched (aiogram re-raises an
+error no error handler takes) to the intake, which retries the update or leaves it for
+the next start (bot/intake.py) — an apology now would be a second answer later.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +15,20 @@ from aiogram.types import ErrorEvent
 
 from bot.responder import Outbox
 from bot.texts import Texts
+from storage.database import StorageUnavailable, storage_fault
 
 log = logging.getLogger(__name__)
+
+
+def not_a_storage_fault(event: ErrorEvent) -> bool:
+    exc = event.exception
+    return not isinstance(exc, StorageUnavailable) and storage_fault(exc) is None
 
 
 def build_errors_router() -> Router:
     router = Router(name="errors")
 
-    @router.error()
+    @router.error(not_a_storage_fault)
     async def on_error(
         event: ErrorEvent, outbox: Outbox | None = None, texts: Texts | None = None
     ) -> None:

@@ -10,9 +10,11 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from bot.health import Health
 from bot.intake import IntakeClosed
 from bot.webhook import SECRET_HEADER, GroupCommit, build_web_app
 from storage.database import Database
+from storage.inbox import InboxRepository
 
 SECRET = "s3cret-Value_1"
 PATH = "/tg/hook"
@@ -22,6 +24,8 @@ class IntakeDouble:
     def __init__(self) -> None:
         self.accepted: list[dict[str, Any]] = []
         self.error: Exception | None = None
+        self.stalled_chats = 0
+        self.failing_since: float | None = None  # stands in for the responder too
 
     async def accept(self, raw_updates: Sequence[dict[str, Any]]) -> list[int]:
         if self.error is not None:
@@ -37,7 +41,15 @@ def intake() -> IntakeDouble:
 
 @pytest.fixture
 async def base_url(intake: IntakeDouble, db: Database) -> AsyncIterator[str]:
-    app = build_web_app(intake=intake, db=db, path=PATH, secret=SECRET)  # type: ignore[arg-type]
+    health = Health(
+        db=db,
+        inbox=InboxRepository(db),
+        intake=intake,
+        delivery=intake,
+        delivery_threshold_s=60,
+        cache_s=0,
+    )
+    app = build_web_app(intake=intake, health=health, path=PATH, secret=SECRET)  # type: ignore[arg-type]
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

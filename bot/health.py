@@ -1,0 +1,165 @@
+"""`GET /healthz`: 200 when the bot can take, store and deliver messages, 503 otherwise.
+
+Served by the webhook server in webhook mode, and in polling mode on WEB_HOST:WEB_PORT
+when HEALTH_ENABLED is set (off by default: a polling bot needs no listening port, and
+nothing should open one the operator did not ask for). The checks, each named in the
+body when it fails (no paths, no internals):
+
+- `database`: the file at DATABASE_PATH is still the one the process opened (not
+  deleted or replaced under it), and it can be written now — a write probe that takes
+  the write lock and gives it back (`BEGIN IMMEDIATE; ROLLBACK` on a second connection:
+  nothing written, the file does not grow), waiting like the bot's own writes up to the
+  busy timeout (5 s) for a lock. So a request can take up to 5 s while a lock is held.
+- `storage_writes`: the bot's last write failed with a storage fault (locked beyond the
+  busy timeout, disk full, I/O error) and none has succeeded since. This covers what the
+  probe cannot see — a full disk (the probe writes nothing) — and the intake failing to
+  record updates (its inserts are such writes).
+- `intake`: a chat's updates were left for the next start because the store stayed
+  unwritable beyond STORAGE_RETRY_GIVE_UP_S (`Intake.stalled_chats`); only a restart
+  resumes them, so this stays 503 until then.
+- `delivery`: a stored answer has waited longer than HEALTH_DELIVERY_THRESHOLD_S to be
+  delivered, or every delivery has been failing for a reason worth retrying (Telegram
+  unreachable, 5xx, flood control) for longer than that (`delivery_stalled`).
+
+A result is reused for HEALTH_CACHE_S (1 s) and concurrent requests share one running
+check, so a storm of probes costs at most one check per second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from aiohttp import web
+
+from storage.database import Database
+from storage.inbox import InboxRepository
+
+log = logging.getLogger(__name__)
+
+HEALTH_CACHE_S = 1.0
+
+
+class IntakeLike(Protocol):
+    @property
+    def stalled_chats(self) -> int: ...
+
+
+class DeliveryLike(Protocol):
+    @property
+    def failing_since(self) -> float | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReport:
+    failed: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def delivery_stalled(
+    *,
+    now: float,
+    threshold_s: float,
+    oldest_answered_at: float | None,
+    failing_since: float | None,
+) -> bool:
+    """True when answers cannot be delivered: the oldest stored, undelivered answer has
+    waited longer than `threshold_s`, or deliveries have failed for a retryable reason
+    without one success for longer than that."""
+    if oldest_answered_at is not None and now - oldest_answered_at > threshold_s:
+        return True
+    return failing_since is not None and now - failing_since > threshold_s
+
+
+class Health:
+    """Runs the checks (cached, one at a time) for the /healthz route."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        inbox: InboxRepository,
+        intake: IntakeLike,
+        delivery: DeliveryLike,
+        delivery_threshold_s: float,
+        cache_s: float = HEALTH_CACHE_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._db = db
+        self._inbox = inbox
+        self._intake = intake
+        self._delivery = delivery
+        self._threshold_s = delivery_threshold_s
+        self._cache_s = cache_s
+        self._clock = clock
+        self._cached: tuple[float, HealthReport] | None = None
+        self._running: asyncio.Task[HealthReport] | None = None
+
+    async def report(self) -> HealthReport:
+        now = time.monotonic()
+        if self._cached is not None and now - self._cached[0] < self._cache_s:
+            return self._cached[1]
+        if self._running is None:
+            self._running = asyncio.create_task(self._check(), name="health-check")
+        running = self._running
+        try:
+            report = await asyncio.shield(running)
+        finally:
+            if running.done() and self._running is running:
+                self._running = None
+        self._cached = (time.monotonic(), report)
+        return report
+
+    async def _check(self) -> HealthReport:
+        failed: list[str] = []
+        if self._db.file_problem() is not None or await self._probe() is not None:
+            failed.append("database")
+        if self._db.write_fault is not None:
+            failed.append("storage_writes")
+        if self._intake.stalled_chats:
+            failed.append("intake")
+        try:
+            oldest = await self._inbox.oldest_answered_at()
+        except Exception:  # a read failing is the database's problem, reported above
+            oldest = None
+            if "database" not in failed:
+                failed.append("database")
+        if delivery_stalled(
+            now=self._clock(),
+            threshold_s=self._threshold_s,
+            oldest_answered_at=oldest,
+            failing_since=self._delivery.failing_since,
+        ):
+            failed.append("delivery")
+        return HealthReport(failed=tuple(failed))
+
+    async def _probe(self) -> str | None:
+        try:
+            return await self._db.write_probe()
+        except Exception:  # the check reports, it does not raise
+            log.warning("the database write probe failed unexpectedly", exc_info=True)
+            return "error"
+
+
+def add_health_route(app: web.Application, health: Health) -> None:
+    async def healthz(_request: web.Request) -> web.Response:
+        report = await health.report()
+        if report.ok:
+            return web.json_response({"status": "ok"})
+        return web.json_response({"status": "unhealthy", "failed": list(report.failed)}, status=503)
+
+    app.router.add_get("/healthz", healthz)
+
+
+def build_health_app(health: Health) -> web.Application:
+    """The polling mode's small server: /healthz only."""
+    app = web.Application()
+    add_health_route(app, health)
+    return app
