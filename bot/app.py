@@ -34,12 +34,13 @@ from bot.exit_codes import ExitCode
 from bot.filters import LanguageMiddleware
 from bot.health import Health, build_health_app
 from bot.intake import Intake
+from bot.logs import CHATTY_LOGGERS, LOG_FORMAT, ClientErrorFilter, SafeFormatter
 from bot.polling import Poller
 from bot.processing import UpdateProcessor
 from bot.responder import Responder
 from bot.routers import get_routers
 from bot.sender import RETRYABLE_FAILURES, Sender
-from bot.webhook import build_web_app
+from bot.webhook import build_runner, build_web_app
 from services.chat import ChatService, build_chat_service
 from services.limits import UserMessageLimiter
 from services.llm.client import OpenAIChatModel
@@ -91,13 +92,19 @@ class Application:
 
 
 def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    """One stderr handler whose formatter keeps customer content out (bot/logs.py).
+
+    At LOG_LEVEL=DEBUG the libraries that log queries or request bodies (aiosqlite, the
+    openai SDK, httpx) stay at INFO, so DEBUG carries no message text either.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(SafeFormatter(LOG_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler])
     # aiogram logs one INFO line per update; keep it, but not the HTTP chatter
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("aiohttp.server").addFilter(ClientErrorFilter())
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.INFO, logging.getLogger().level))
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # the openai SDK's HTTP client
 
@@ -277,9 +284,13 @@ async def receiving(app: Application) -> AsyncIterator[None]:
 
     secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
     web_app = build_web_app(
-        intake=app.intake, health=app.health, path=settings.webhook_path, secret=secret
+        intake=app.intake,
+        health=app.health,
+        path=settings.webhook_path,
+        secret=secret,
+        read_timeout_s=settings.webhook_read_timeout_s,
     )
-    runner = web.AppRunner(web_app, access_log=None)
+    runner = build_runner(web_app, read_timeout_s=settings.webhook_read_timeout_s)
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.web_host, settings.web_port)
@@ -304,7 +315,9 @@ async def _health_server(app: Application) -> AsyncIterator[None]:
     if not settings.health_enabled:
         yield
         return
-    runner = web.AppRunner(build_health_app(app.health), access_log=None)
+    runner = build_runner(
+        build_health_app(app.health), read_timeout_s=settings.webhook_read_timeout_s
+    )
     await runner.setup()
     try:
         await web.TCPSite(runner, settings.web_host, settings.web_port).start()

@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     web_host: str = "127.0.0.1"
     web_port: int = Field(default=8080, ge=1, le=65535)
+    # Webhook server: an idle connection, or a request whose headers or body have not
+    # arrived completely within this many seconds, is closed.
+    webhook_read_timeout_s: float = Field(default=10.0, gt=0, le=600)
     admin_ids: Annotated[frozenset[int], NoDecode] = frozenset()
     # Bot API requests per second over all chats. Telegram allows about 30; raise it only
     # against a local Bot API server or a fake (the benchmark does, see docs/benchmarks.md).

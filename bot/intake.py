@@ -2,7 +2,10 @@
 
 1. `accept()` records a batch of raw updates in one committed transaction. Only after
    it returns may the caller acknowledge them to Telegram (next `getUpdates` offset, or
-   the webhook's 200). A failure raises, so nothing is acknowledged.
+   the webhook's 200). A failure of the store raises, so nothing is acknowledged. An
+   update the store cannot take (a poison update: an id beyond SQLite's 64-bit integers,
+   text that is not UTF-8) is quarantined instead — its id and a reason code, never its
+   content — and acknowledged with the rest, so it cannot block intake.
 2. New ids are scheduled on a per-chat queue: one worker per busy chat processes that
    chat's updates one at a time in arrival order; different chats run concurrently; a
    worker ends as soon as its queue is empty, so idle chats cost nothing. This is the
@@ -36,7 +39,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from storage.database import StorageRetry, StorageUnavailable, storage_fault
-from storage.inbox import ANSWERED, FAILED, PENDING, InboxRepository, InboxRow, NewUpdate
+from storage.inbox import (
+    ANSWERED,
+    DATA_ERRORS,
+    FAILED,
+    PENDING,
+    InboxRepository,
+    InboxRow,
+    NewUpdate,
+    unstorable_reason,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,22 +120,62 @@ class Intake:
     async def accept(self, raw_updates: Sequence[dict[str, Any]]) -> list[int]:
         """Durably record the batch, then schedule the new ones; returns the new ids.
 
-        Raises `IntakeClosed` during shutdown and any database error as is: in both
-        cases the caller must not acknowledge the batch.
+        Poison updates are quarantined (see the module docstring) and not returned.
+        Raises `IntakeClosed` during shutdown and any error of the store as is: in both
+        cases the caller must not acknowledge the batch. (Updates committed before the
+        store failed are scheduled all the same; their redelivery is then a no-op.)
         """
         if self._closed:
             raise IntakeClosed
-        described = [describe_update(raw) for raw in raw_updates]
-        fresh = set(await self._inbox.record(described))
+        described: list[NewUpdate] = []
+        poison: list[tuple[int, str]] = []
+        for raw in raw_updates:
+            update = describe_update(raw)
+            reason = unstorable_reason(update)
+            if reason is None:
+                described.append(update)
+            else:
+                poison.append((update.update_id, reason))
+        fresh, store_error = await self._record(described, poison)
         scheduled: list[int] = []
         for update in described:
             if update.update_id in fresh:
                 fresh.discard(update.update_id)  # the same id twice in one batch: once
                 self._schedule(_chat_key(update.chat_id, update.update_id), update.update_id)
                 scheduled.append(update.update_id)
-            else:
+            elif store_error is None:
                 log.info("update %s was already recorded; not processed again", update.update_id)
+        if store_error is not None:
+            raise store_error
+        if poison:
+            await self._inbox.quarantine(poison)
+            for update_id, reason in poison:
+                log.warning(
+                    "update %s quarantined (%s): acknowledged, not processed", update_id, reason
+                )
         return scheduled
+
+    async def _record(
+        self, updates: list[NewUpdate], poison: list[tuple[int, str]]
+    ) -> tuple[set[int], Exception | None]:
+        """Insert the batch; if one update's data breaks it, insert them one by one.
+
+        Updates the store rejects for their data are added to `poison`. Returns the new
+        ids and the store's own error, if one stopped the inserts.
+        """
+        try:
+            return set(await self._inbox.record(updates)), None
+        except DATA_ERRORS:
+            pass  # one update's data (the batch was rolled back): find which below
+        fresh: set[int] = set()
+        for update in updates:
+            try:
+                fresh.update(await self._inbox.record([update]))
+            except DATA_ERRORS as exc:
+                poison.append((update.update_id, f"not_storable_{type(exc).__name__}"))
+            except Exception as exc:
+                return fresh, exc
+        return fresh, None
 
     async def resume(self) -> int:
         """Schedule what a previous run left unfinished; returns how many rows."""

@@ -3,7 +3,10 @@
 aiogram's own polling advances the offset as soon as it reads a batch, so a crash
 mid-turn loses the message. Here the offset — which confirms updates to Telegram on the
 next `getUpdates` — moves past a batch only after `Intake.accept` has committed it.
-Until then Telegram keeps the updates and sends them again.
+Until then Telegram keeps the updates and sends them again. A poison update (one the
+inbox cannot store) does not hold the offset back: `Intake.accept` quarantines it and
+the offset moves past it with the rest of the batch; only a failure of the store itself
+keeps the batch for the next `getUpdates`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,15 @@ class GetRawUpdates(GetUpdates):
     """
 
     __returning__ = list[dict[str, Any]]
+
+
+def _identified(updates: list[Any]) -> list[dict[str, Any]]:
+    """The entries that carry an update id (Telegram's always do); the rest are skipped."""
+    return [
+        u
+        for u in updates
+        if isinstance(u, dict) and type(u.get("update_id")) is int  # bool is no id
+    ]
 
 
 class Poller:
@@ -65,7 +77,7 @@ class Poller:
             updates = await self._with_backoff("getUpdates", self._fetch)
             if not updates:
                 continue
-            raw = [u for u in updates if isinstance(u.get("update_id"), int)]
+            raw = _identified(updates)
             try:
                 await self._intake.accept(raw)
             except IntakeClosed:
@@ -77,6 +89,10 @@ class Poller:
                 continue
             if raw:
                 self._offset = max(int(u["update_id"]) for u in raw) + 1
+            elif updates:
+                # cannot be confirmed without an id; Telegram never sends such entries
+                log.warning("getUpdates returned %d entries without an update id", len(updates))
+                await asyncio.sleep(BACKOFF_MAX_S)
 
     async def _fetch(self) -> list[dict[str, Any]]:
         method = GetRawUpdates(

@@ -3,7 +3,9 @@
 Handlers receive `outbox` (bound to this row) and `inbox_update_id` through the
 workflow data. A row no handler answered (an edited message, a group message not meant
 for the bot, an update type the bot does not use) is finished as `ignored`, as is one
-whose handler sent its messages itself rather than through the outbox.
+whose handler sent its messages itself rather than through the outbox. A row aiogram
+cannot parse (fields of the wrong type) is finished as `failed` with reason
+`unparsable`, logged without its content; the chat's next update follows as usual.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from aiogram import Bot, Dispatcher
 from aiogram.dispatcher.event.bases import UNHANDLED
 from aiogram.enums import ChatType
 from aiogram.types import Update
+from pydantic import ValidationError
 
+from bot.logs import validation_summary
 from bot.responder import Responder
 from storage.inbox import InboxRow
 
@@ -28,7 +32,16 @@ class UpdateProcessor:
         self._responder = responder
 
     async def __call__(self, row: InboxRow) -> None:
-        update = Update.model_validate(row.payload, context={"bot": self._bot})
+        try:
+            update = Update.model_validate(row.payload, context={"bot": self._bot})
+        except ValidationError as exc:
+            log.warning(
+                "update %s cannot be parsed, finished as failed: %s",
+                row.update_id,
+                validation_summary(exc),
+            )
+            await self._responder.fail(row, "unparsable")
+            return
         message = update.message
         # in groups the answer quotes the question, so it is clear whom it answers
         reply_to = (

@@ -112,6 +112,10 @@ class Responder:
         """Nothing will be sent for this update."""
         await self._finish(row.update_id, IGNORED, reason)
 
+    async def fail(self, row: InboxRow, reason: str) -> None:
+        """Nothing will be sent for this update: it cannot be handled (`reason`)."""
+        await self._inbox.finish(row.update_id, FAILED, reason=reason)
+
     async def deliver(self, row: InboxRow) -> None:
         """Send the parts Telegram has not accepted yet; finish the row."""
         if row.chat_id is None:

@@ -8,6 +8,16 @@ once the update is committed to the inbox; a failed insert answers 500, so Teleg
 delivers the update again. `GET /healthz` is `bot.health` (the same checks as in
 polling mode).
 
+A poison update (one the inbox cannot store, e.g. an id beyond 64 bits) is quarantined
+by `Intake.accept` and answered 200 like any recorded update — Telegram redelivers
+anything else, forever — and the other updates of its group commit are stored as usual.
+
+Slow or idle clients: a connection that sends no complete request within
+`read_timeout_s` (idle, or dribbling its headers) is closed by the server's keep-alive
+timer, and a body that does not arrive within `read_timeout_s` is answered 408 and the
+connection closed. A body over `MAX_BODY_BYTES` is answered 413 without being read. A
+client that goes away mid-body is closed without a log line above DEBUG.
+
 Telegram sends each update in its own POST, so under load the commit per POST was the
 webhook's bottleneck (docs/benchmarks.md). `GroupCommit` lets the POSTs that arrive
 while a commit is running share the next one; each POST still waits for the commit
@@ -18,10 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 
 from bot.health import Health, add_health_route
 from bot.intake import Intake, IntakeClosed
@@ -29,6 +42,10 @@ from bot.intake import Intake, IntakeClosed
 log = logging.getLogger(__name__)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+# Telegram's updates are small: a message is at most 4096 characters (16 KiB of UTF-8),
+# with entities and a quoted reply well under 100 KiB.
+MAX_BODY_BYTES = 256 * 1024
+DEFAULT_READ_TIMEOUT_S = 10.0
 
 
 class GroupCommit:
@@ -67,7 +84,45 @@ class GroupCommit:
             self._flusher = None
 
 
-def build_web_app(*, intake: Intake, health: Health, path: str, secret: str) -> web.Application:
+def _reply(status: int, *, close: bool = False) -> web.Response:
+    response = web.json_response({"ok": status == 200}, status=status)
+    if close:
+        response.force_close()
+    return response
+
+
+async def _read_update(request: web.Request, timeout_s: float) -> dict[str, Any] | int:
+    """The posted update, or the HTTP status that refuses it."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            body = await request.read()
+    except TimeoutError:
+        log.debug("webhook request body not received within %.0f s; closed", timeout_s)
+        return 408
+    except web.HTTPRequestEntityTooLarge:
+        return 413
+    except (ConnectionError, RequestPayloadError, HttpProcessingError):
+        # the client went away or broke off its body: nobody reads an answer
+        log.debug("webhook request body broken off by the client")
+        return 400
+    try:
+        payload: Any = json.loads(body)
+    except (ValueError, RecursionError):
+        return 400
+    # bool is an int to Python, not an update id
+    if not isinstance(payload, dict) or type(payload.get("update_id")) is not int:
+        return 400
+    return payload
+
+
+def build_web_app(
+    *,
+    intake: Intake,
+    health: Health,
+    path: str,
+    secret: str,
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+) -> web.Application:
     expected = secret.encode()
     commits = GroupCommit(intake)
 
@@ -75,23 +130,30 @@ def build_web_app(*, intake: Intake, health: Health, path: str, secret: str) -> 
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, expected):
             log.warning("webhook request with a wrong or missing secret token rejected")
-            return web.json_response({"ok": False}, status=401)
-        try:
-            payload: Any = await request.json()
-        except ValueError:
-            return web.json_response({"ok": False}, status=400)
-        if not isinstance(payload, dict) or not isinstance(payload.get("update_id"), int):
-            return web.json_response({"ok": False}, status=400)
+            return _reply(401, close=True)
+        payload = await _read_update(request, read_timeout_s)
+        if isinstance(payload, int):
+            return _reply(payload, close=True)  # not Telegram: no keep-alive for it
         try:
             await commits.accept(payload)
         except IntakeClosed:
-            return web.json_response({"ok": False}, status=503)
+            return _reply(503)
         except Exception:
             log.exception("update %s could not be recorded", payload.get("update_id"))
-            return web.json_response({"ok": False}, status=500)
-        return web.json_response({"ok": True})
+            return _reply(500)
+        return _reply(200)
 
-    app = web.Application()
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post(path, receive)
     add_health_route(app, health)
     return app
+
+
+def build_runner(app: web.Application, *, read_timeout_s: float) -> web.AppRunner:
+    """The server for `app`: idle connections and unfinished requests end after the timeout.
+
+    aiohttp arms its keep-alive timer when a connection opens and re-arms it after each
+    response; it closes the connection if no complete request has arrived by then. No
+    handler cancellation: a POST whose client went away still finishes its commit.
+    """
+    return web.AppRunner(app, access_log=None, keepalive_timeout=read_timeout_s)

@@ -8,6 +8,7 @@ second time; callers learn from the returned bool whether the row moved.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,22 @@ FAILED = "failed"
 UNKNOWN = "unknown"
 IGNORED = "ignored"
 FINAL_STATUSES = frozenset({DELIVERED, FAILED, UNKNOWN, IGNORED})
+
+SQLITE_INT_MIN = -(2**63)
+SQLITE_INT_MAX = 2**63 - 1
+
+# Errors that come from one update's data, not from the store: storing the other updates
+# of its batch still works. Any other error (locked, disk full, I/O) is the store's.
+DATA_ERRORS: tuple[type[BaseException], ...] = (
+    OverflowError,
+    ValueError,  # includes UnicodeEncodeError
+    TypeError,
+    RecursionError,
+    sqlite3.IntegrityError,
+    sqlite3.InterfaceError,
+    sqlite3.DataError,
+    sqlite3.ProgrammingError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +82,22 @@ class InboxRow:
 _COLUMNS = (
     "update_id, chat_id, user_id, received_at, payload, status, reply, message_ids, turn_id, reason"
 )
+
+
+def unstorable_reason(update: NewUpdate) -> str | None:
+    """Why the inbox cannot store `update`'s ids (a short code), or None if it can.
+
+    A cheap check before the insert. Anything else about one update that the insert
+    rejects (e.g. a lone surrogate in the text is not UTF-8) raises one of `DATA_ERRORS`.
+    """
+    for name, value in (
+        ("update_id", update.update_id),
+        ("chat_id", update.chat_id),
+        ("user_id", update.user_id),
+    ):
+        if value is not None and not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
+            return f"{name}_out_of_range"
+    return None
 
 
 def _row(record: Any) -> InboxRow:
@@ -115,6 +148,26 @@ class InboxRepository:
                 if cursor.rowcount == 1:
                     fresh.append(update.update_id)
         return fresh
+
+    async def quarantine(self, entries: Sequence[tuple[int, str]]) -> int:
+        """Record updates that cannot be stored: (update id, reason code), one commit.
+
+        Only the id and the reason are kept, never the update. An id quarantined before
+        (a redelivery) is left as it is. Returns how many were new.
+        """
+        if not entries:
+            return 0
+        now = self._clock()
+        added = 0
+        async with self._db.transaction() as conn:
+            for update_id, reason in entries:
+                cursor = await conn.execute(
+                    "INSERT OR IGNORE INTO quarantined_updates (update_id, received_at, reason) "
+                    "VALUES (?, ?, ?)",
+                    (str(update_id), now, reason),
+                )
+                added += cursor.rowcount
+        return added
 
     async def get(self, update_id: int) -> InboxRow | None:
         record = await self._db.fetch_one(
