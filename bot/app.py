@@ -1,7 +1,9 @@
 """Composition root: builds every object from `Settings`, wires them, runs, shuts down.
 
-Start-up order matters for the inbox guarantees: the database opens first (a newer
-schema or a bad setting ends the process with one line and status 2), then the inbox
+Start-up order matters for the inbox guarantees: the database opens first (a database
+that cannot be used, e.g. corrupt, read-only, locked or a folder, or a newer schema, ends
+the process with one line naming DATABASE_PATH and status 2, as does a WEB_HOST/WEB_PORT
+the webhook server cannot listen on), then the inbox
 resumes what a previous run left unfinished, and only then does the bot take new
 updates (polling or webhook). Shutdown reverses it: stop taking updates, let in-flight
 turns finish within SHUTDOWN_GRACE_S, then close the chat service, the Telegram session
@@ -45,7 +47,7 @@ from services.llm.client import OpenAIChatModel
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
-from storage.database import Database
+from storage.database import Database, DatabaseOpenError
 from storage.inbox import InboxRepository
 from storage.migrations import MigrationError
 from storage.shop import ShopRepository
@@ -193,6 +195,10 @@ async def build_application(settings: Settings, db: Database) -> Application:
     )
 
 
+class CannotStart(Exception):
+    """A setting cannot be used as given (e.g. WEB_PORT is taken); the message names it."""
+
+
 class TokenRejected(Exception):
     """Telegram answered 401 Unauthorized: BOT_TOKEN is wrong or was revoked."""
 
@@ -262,7 +268,13 @@ async def receiving(app: Application) -> AsyncIterator[None]:
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.web_host, settings.web_port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            raise CannotStart(
+                f"WEB_HOST/WEB_PORT {settings.web_host}:{settings.web_port}: cannot listen "
+                f"there: {_bind_problem(exc)}"
+            ) from None
         await app.sender.call(
             SetWebhook(
                 url=settings.webhook_full_url,
@@ -274,6 +286,12 @@ async def receiving(app: Application) -> AsyncIterator[None]:
         yield
     finally:
         await runner.cleanup()
+
+
+def _bind_problem(exc: OSError) -> str:
+    """"address already in use" out of asyncio's "error while attempting to bind on ..." """
+    text = exc.strerror or str(exc)
+    return text.rsplit(": ", 1)[-1]
 
 
 def freeze_startup_objects() -> None:
@@ -302,8 +320,8 @@ async def run(settings: Settings) -> None:
     configure_logging(settings.log_level)
     try:
         db = await Database.open(settings.database_path)
-    except MigrationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (DatabaseOpenError, MigrationError) as exc:
+        print(f"error: DATABASE_PATH {settings.database_path}: {exc}", file=sys.stderr)
         raise SystemExit(ExitCode.CANNOT_START) from None
 
     app: Application | None = None
@@ -338,6 +356,9 @@ async def run(settings: Settings) -> None:
             log.info("stopping during start-up")
         finished = await app.intake.drain(settings.shutdown_grace_s)
         log.info("turns %s", "finished" if finished else "left for the next start")
+    except CannotStart as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(ExitCode.CANNOT_START) from None
     except Exception as exc:
         # one readable line; the traceback only at DEBUG (messages are scrubbed of the token)
         log.debug("fatal error", exc_info=True)
