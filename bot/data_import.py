@@ -155,6 +155,11 @@ async def run_import(path: str) -> ExitCode:
     except SettingsError as exc:
         _error(str(exc))
         return ExitCode.CANNOT_START
+    except (UnicodeDecodeError, OSError) as exc:
+        from bot.cli import env_file_problem
+
+        _error(env_file_problem(exc))
+        return ExitCode.CANNOT_START
     try:
         text = await asyncio.to_thread(read_input, path)
         raw = parse_input(path, text)

@@ -27,6 +27,8 @@ from storage.migrations import apply_migrations, check_supported_version
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
+# less free space than this next to the database is reported as a full filesystem
+_LOW_SPACE_BYTES = 1024 * 1024
 
 
 class DatabaseOpenError(Exception):
@@ -224,7 +226,7 @@ def _explain(path: Path, exc: sqlite3.Error) -> str:
         return "cannot be written: the disk is full"
     cause = _os_problem(path)
     if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_PERM")):
-        return f"cannot be opened for writing: {cause or exc}"
+        return f"cannot be written: {cause or exc}"
     return f"cannot be used (SQLite: {exc})" + (f"; {cause}" if cause else "")
 
 
@@ -247,6 +249,10 @@ def _os_problem(path: Path) -> str | None:
     try:
         with tempfile.TemporaryFile(dir=path.parent):
             pass
+        space = os.statvfs(path.parent)
     except OSError as exc:
         return f"its folder {path.parent} cannot be written: {exc.strerror or exc}"
+    free = space.f_bavail * space.f_frsize
+    if free < _LOW_SPACE_BYTES:
+        return f"its filesystem is full ({free} bytes free)"
     return None

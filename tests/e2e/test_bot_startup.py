@@ -228,7 +228,7 @@ def test_an_immutable_database_file_is_one_line_and_exit_2(
         result = _run(_bot_env(clean_env, database), tmp_path)
     finally:
         subprocess.run(["chattr", "-i", str(database)], check=True)
-    _assert_one_line(result, database, "cannot be opened for writing: Operation not permitted")
+    _assert_one_line(result, database, "cannot be written: Operation not permitted")
 
 
 READ_ONLY_MOUNT = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec "$@"'
@@ -254,3 +254,19 @@ def test_a_read_only_filesystem_is_one_line_and_exit_2(
     database = _migrated(folder / "bot.sqlite3") if existing else folder / "bot.sqlite3"
     result = _run(_bot_env(clean_env, database), tmp_path, _read_only_prefix(folder))
     _assert_one_line(result, database, "Read-only file system")
+
+
+FULL_MOUNT = 'mount -t tmpfs -o size=12k tmpfs "$1" && shift && exec "$@"'
+
+
+def test_a_full_filesystem_is_one_line_and_exit_2(
+    clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A new database on a 12 KB filesystem: SQLite cannot even create its files."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    prefix = ("unshare", "-m", "sh", "-c", FULL_MOUNT, "sh", str(folder))
+    _read_only_prefix(folder)  # skips where mount namespaces are not available
+    database = folder / "bot.sqlite3"
+    result = _run(_bot_env(clean_env, database), tmp_path, prefix)
+    _assert_one_line(result, database, "filesystem is full")
