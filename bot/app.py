@@ -1,7 +1,9 @@
 """Composition root: builds every object from `Settings`, wires them, runs, shuts down.
 
-Start-up order matters for the inbox guarantees: the database opens first (a newer
-schema or a bad setting ends the process with one line and status 2), then the inbox
+Start-up order matters for the inbox guarantees: the database opens first (a database
+that cannot be used, e.g. corrupt, read-only, locked or a folder, or a newer schema, ends
+the process with one line naming DATABASE_PATH and status 2, as does a WEB_HOST/WEB_PORT
+the webhook server cannot listen on), then the inbox
 resumes what a previous run left unfinished, and only then does the bot take new
 updates (polling or webhook). Shutdown reverses it: stop taking updates, let in-flight
 turns finish within SHUTDOWN_GRACE_S, then close the chat service, the Telegram session
@@ -47,7 +49,7 @@ from services.llm.client import OpenAIChatModel
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
-from storage.database import Database, StorageRetry
+from storage.database import Database, DatabaseOpenError, StorageRetry
 from storage.inbox import InboxRepository
 from storage.migrations import MigrationError
 from storage.shop import ShopRepository
@@ -218,6 +220,10 @@ async def build_application(settings: Settings, db: Database) -> Application:
     )
 
 
+class CannotStart(Exception):
+    """A setting cannot be used as given (e.g. WEB_PORT is taken); the message names it."""
+
+
 class TokenRejected(Exception):
     """Telegram answered 401 Unauthorized: BOT_TOKEN is wrong or was revoked."""
 
@@ -293,8 +299,7 @@ async def receiving(app: Application) -> AsyncIterator[None]:
     runner = build_runner(web_app, read_timeout_s=settings.webhook_read_timeout_s)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, settings.web_host, settings.web_port)
-        await site.start()
+        await _listen(runner, settings)
         await app.sender.call(
             SetWebhook(
                 url=settings.webhook_full_url,
@@ -320,11 +325,28 @@ async def _health_server(app: Application) -> AsyncIterator[None]:
     )
     await runner.setup()
     try:
-        await web.TCPSite(runner, settings.web_host, settings.web_port).start()
+        await _listen(runner, settings)
         log.info("health check on %s:%s/healthz", settings.web_host, settings.web_port)
         yield
     finally:
         await runner.cleanup()
+
+
+async def _listen(runner: web.AppRunner, settings: Settings) -> None:
+    """Start serving on WEB_HOST:WEB_PORT; a failure is one line (`CannotStart`)."""
+    try:
+        await web.TCPSite(runner, settings.web_host, settings.web_port).start()
+    except OSError as exc:
+        raise CannotStart(
+            f"WEB_HOST/WEB_PORT {settings.web_host}:{settings.web_port}: cannot listen "
+            f"there: {_bind_problem(exc)}"
+        ) from None
+
+
+def _bind_problem(exc: OSError) -> str:
+    """ "address already in use" out of asyncio's "error while attempting to bind on ..." """
+    text = exc.strerror or str(exc)
+    return text.rsplit(": ", 1)[-1]
 
 
 def freeze_startup_objects() -> None:
@@ -353,8 +375,8 @@ async def run(settings: Settings) -> None:
     configure_logging(settings.log_level)
     try:
         db = await Database.open(settings.database_path)
-    except MigrationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (DatabaseOpenError, MigrationError) as exc:
+        print(f"error: DATABASE_PATH {settings.database_path}: {exc}", file=sys.stderr)
         raise SystemExit(ExitCode.CANNOT_START) from None
 
     app: Application | None = None
@@ -389,6 +411,9 @@ async def run(settings: Settings) -> None:
             log.info("stopping during start-up")
         finished = await app.intake.drain(settings.shutdown_grace_s)
         log.info("turns %s", "finished" if finished else "left for the next start")
+    except CannotStart as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(ExitCode.CANNOT_START) from None
     except Exception as exc:
         # one readable line; the traceback only at DEBUG (messages are scrubbed of the token)
         log.debug("fatal error", exc_info=True)

@@ -23,12 +23,21 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def env_file_problem(exc: UnicodeDecodeError | OSError) -> str:
+    """One line for a `.env` file that cannot be read (its content is never quoted)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f".env cannot be read: it is not UTF-8 text (byte {exc.start})"
+    return f".env cannot be read: {exc.strerror or exc}"
+
+
 def _settings_or_exit() -> Settings:
     try:
         return load_settings()
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(ExitCode.CANNOT_START) from None
+    except (UnicodeDecodeError, OSError) as exc:
+        print(f"error: {env_file_problem(exc)}", file=sys.stderr)
+    raise SystemExit(ExitCode.CANNOT_START)
 
 
 def main(argv: list[str] | None = None) -> None:

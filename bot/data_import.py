@@ -1,25 +1,49 @@
 """`python -m bot import-data FILE.json`: upsert orders and return policies, all or nothing.
 
 Needs only DATABASE_PATH (no bot token or API key), so a shop owner can load data
-before the bot is configured. Exit status: 0 written; 1 the data is invalid (every
+before the bot is configured. Exit status: 0 written; 1 the data is invalid (each
 problem is printed, one line each, and nothing is written) or the database refused
 the write; 2 the file cannot be read or is not JSON, or DATABASE_PATH is invalid.
+
+Whatever the file is, the result is one of these statuses and lines, never a traceback,
+and memory stays bounded: only a regular file is read (a FIFO, a device or a folder is
+refused before anything is read, and the open never blocks), at most `MAX_FILE_BYTES`
+of it, and a file with more JSON objects and arrays than a valid document can have is
+refused before it is parsed (parsing `[{},{},...]` costs about 70 bytes per 3 bytes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
+import stat
 import sys
-from pathlib import Path
+from typing import Any
 
 from bot.config import SettingsError, load_database_path
 from bot.exit_codes import ExitCode
-from storage.database import Database
+from storage.database import Database, DatabaseOpenError
 from storage.migrations import MigrationError
 from storage.shop import ImportCounts, ShopRepository
-from tools.shop.import_document import ShopDataError, plan_import
+from tools.shop.import_document import (
+    MAX_ALIASES,
+    MAX_ORDERS,
+    MAX_RETURN_POLICIES,
+    ShopDataError,
+    plan_import,
+)
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+# every '{' and '[' of a valid document: the document, its two lists, one object per
+# record and one alias list per policy (counted in the raw text, so also inside strings)
+MAX_JSON_CONTAINERS = 3 + MAX_ORDERS + 2 * MAX_RETURN_POLICIES
+_READ_CHUNK = 1024 * 1024
+
+
+class InputFileError(Exception):
+    """The input file cannot be used; the message is the one line to print."""
 
 
 def _error(text: str) -> None:
@@ -36,6 +60,94 @@ def _summary(counts: ImportCounts) -> str:
     return "imported " + "; ".join(parts)
 
 
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _check_file(path: str, status: os.stat_result) -> None:
+    kind = _kind(status.st_mode)
+    if kind is not None:
+        raise InputFileError(f"{path} is {kind}, not a JSON file")
+    if status.st_size > MAX_FILE_BYTES:
+        raise InputFileError(
+            f"{path} is {status.st_size} bytes, more than the {MAX_FILE_BYTES} bytes "
+            f"({MAX_FILE_BYTES // 2**20} MB) one import takes; split it into several files"
+        )
+
+
+def read_input(path: str) -> str:
+    """The file's text: a regular UTF-8 file of at most MAX_FILE_BYTES, else InputFileError.
+
+    The kind and size are checked before opening; the open is non-blocking (a FIFO swapped
+    in after the check cannot hang it), the kind is checked again on the open file, and
+    at most MAX_FILE_BYTES + 1 bytes are ever read (a file that grows meanwhile).
+    """
+    try:
+        _check_file(path, os.stat(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        _check_file(path, os.fstat(fd))
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(_READ_CHUNK, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise InputFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > MAX_FILE_BYTES:
+        raise InputFileError(f"{path} grew beyond {MAX_FILE_BYTES} bytes while being read")
+    data = b"".join(chunks)
+    del chunks
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{path} is not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise InputFileError(f"{path} is empty")
+    return text
+
+
+def parse_input(path: str, text: str) -> Any:
+    """Decode the JSON text, or InputFileError with one line saying why not."""
+    containers = text.count("{") + text.count("[")
+    if containers > MAX_JSON_CONTAINERS:
+        raise InputFileError(
+            f"{path} has {containers} JSON objects and arrays ('{{' and '['), more than a "
+            f"shop data file can have ({MAX_ORDERS} orders, {MAX_RETURN_POLICIES} return "
+            f"policies with {MAX_ALIASES} aliases each); split it into several files"
+        )
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputFileError(
+            f"{path} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise InputFileError(
+            f"{path} is nested too deeply (a shop data file is 4 levels deep)"
+        ) from None
+    except ValueError:  # an integer of more than 4300 digits
+        raise InputFileError(f"{path} has a number too long to read") from None
+
+
 async def run_import(path: str) -> ExitCode:
     """Validate the whole file, then write it in one transaction; return the exit status."""
     try:
@@ -43,38 +155,39 @@ async def run_import(path: str) -> ExitCode:
     except SettingsError as exc:
         _error(str(exc))
         return ExitCode.CANNOT_START
-    try:
-        text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8-sig")
-    except OSError as exc:
-        _error(f"cannot read {path}: {exc.strerror or exc}")
-        return ExitCode.CANNOT_START
-    except UnicodeDecodeError:
-        _error(f"{path} is not UTF-8 text")
+    except (UnicodeDecodeError, OSError) as exc:
+        from bot.cli import env_file_problem
+
+        _error(env_file_problem(exc))
         return ExitCode.CANNOT_START
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        _error(f"{path} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}")
+        text = await asyncio.to_thread(read_input, path)
+        raw = parse_input(path, text)
+    except InputFileError as exc:
+        _error(str(exc))
         return ExitCode.CANNOT_START
+    del text
 
     try:
         plan = plan_import(raw)
     except ShopDataError as exc:
         for problem in exc.problems:
             _error(problem)
-        print(f"nothing was written: {len(exc.problems)} problem(s) in {path}", file=sys.stderr)
+        shown = "" if exc.total == len(exc.problems) else f" (the first {len(exc.problems)} shown)"
+        print(f"nothing was written: {exc.total} problem(s) in {path}{shown}", file=sys.stderr)
         return ExitCode.FAILED
+    del raw
 
     try:
         db = await Database.open(database_path)
-    except (OSError, sqlite3.Error, MigrationError) as exc:
-        _error(f"cannot open the database {database_path}: {exc}")
-        return ExitCode.FAILED
+    except (DatabaseOpenError, MigrationError) as exc:
+        _error(f"DATABASE_PATH {database_path}: {exc}")
+        return ExitCode.CANNOT_START
     try:
         counts = await ShopRepository(db).import_shop_data(
             orders=plan.orders, policies=plan.policies, texts=plan.texts
         )
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OverflowError) as exc:
         _error(f"the database refused the import, nothing was written: {exc}")
         return ExitCode.FAILED
     finally:

@@ -13,6 +13,9 @@ import asyncio
 import logging
 import os
 import sqlite3
+import stat
+import tempfile
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -26,6 +29,16 @@ from storage.migrations import apply_migrations, check_supported_version
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
+# less free space than this next to the database is reported as a full filesystem
+_LOW_SPACE_BYTES = 1024 * 1024
+
+
+class DatabaseOpenError(Exception):
+    """The file cannot be used as the database; the message says why, in one line.
+
+    It does not name the path: the caller knows which setting the path came from.
+    """
+
 
 T = TypeVar("T")
 
@@ -128,11 +141,24 @@ class Database:
 
     @classmethod
     async def open(cls, path: Path | str, *, migrate: bool = True) -> Database:
-        """Open (creating the parent folder), set the pragmas and apply migrations."""
+        """Open (creating the parent folder), set the pragmas and apply migrations.
+
+        A path that cannot be used raises `DatabaseOpenError` (a folder, a device, a file
+        that is not SQLite or is corrupt, a read-only file or filesystem, a database
+        locked beyond the busy timeout); a schema problem raises `MigrationError`. With
+        `migrate`, a write is made and rolled back once, so that a database
+        that can be read but not written is refused here, not at the first turn (see
+        `_probe_write`).
+        """
         db_path = Path(path)
         if str(db_path) != ":memory:":
-            db_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(db_path, isolation_level=None)
+            _prepare_location(db_path)
+        connecting = aiosqlite.connect(db_path, isolation_level=None)
+        try:
+            conn = await connecting
+        except sqlite3.Error as exc:
+            await _wait_for_worker(connecting)
+            raise DatabaseOpenError(_explain(db_path, exc)) from exc
         try:
             conn.row_factory = aiosqlite.Row
             await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -143,7 +169,11 @@ class Database:
             await conn.execute("PRAGMA synchronous = NORMAL")
             await conn.execute("PRAGMA foreign_keys = ON")
             if migrate:
-                await apply_migrations(conn)
+                version = await apply_migrations(conn)
+                await _probe_write(conn, version)
+        except sqlite3.Error as exc:
+            await conn.close()
+            raise DatabaseOpenError(_explain(db_path, exc)) from exc
         except BaseException:
             await conn.close()
             raise
@@ -256,7 +286,7 @@ class Database:
         """
         if self._identity is None:
             return None
-        return await asyncio.to_thread(_probe_write, self._path)
+        return await asyncio.to_thread(_probe_store, self._path)
 
     async def close(self) -> None:
         await self._conn.close()
@@ -265,21 +295,124 @@ class Database:
 def _file_identity(path: Path) -> tuple[int, int] | None:
     if str(path) == ":memory:":
         return None
-    stat = os.stat(path)
-    return (stat.st_dev, stat.st_ino)
+    found = os.stat(path)
+    return (found.st_dev, found.st_ino)
 
 
-def _probe_write(path: Path) -> str | None:
+def _probe_store(path: Path) -> str | None:
+    """The fault a write would meet now (None: writable), from a second connection."""
     uri = f"{path.resolve().as_uri()}?mode=rw"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     except sqlite3.Error as exc:
         return storage_fault(exc) or "cannot_open"
     try:
+        # a write, not just BEGIN IMMEDIATE: in WAL mode a read-only file lets BEGIN
+        # through; the rolled-back change never reaches the disk
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("ROLLBACK")
+        try:
+            conn.execute(f"PRAGMA user_version = {version:d}")
+        finally:
+            conn.execute("ROLLBACK")
     except sqlite3.Error as exc:
         return storage_fault(exc) or "error"
     finally:
         conn.close()
+    return None
+
+
+def _prepare_location(path: Path) -> None:
+    """Refuse a path that is not a regular file; create the folder of a new one."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    except OSError as exc:
+        raise DatabaseOpenError(f"cannot be read: {exc.strerror or exc}") from None
+    if mode is not None:
+        if stat.S_ISDIR(mode):
+            raise DatabaseOpenError("is a folder, not a database file")
+        if not stat.S_ISREG(mode):
+            raise DatabaseOpenError("is not a regular file (a device, pipe or socket)")
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise DatabaseOpenError(
+            f"its folder {path.parent} cannot be created: a file is in the way"
+        ) from None
+    except OSError as exc:
+        raise DatabaseOpenError(
+            f"its folder {path.parent} cannot be created: {exc.strerror or exc}"
+        ) from None
+
+
+async def _probe_write(conn: aiosqlite.Connection, version: int) -> None:
+    """Write the schema version unchanged in a transaction that is rolled back.
+
+    In WAL mode a read-only file still lets BEGIN IMMEDIATE through, so the probe must
+    write; the change stays in SQLite's page cache and never reaches the disk.
+    """
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        await conn.execute(f"PRAGMA user_version = {version:d}")
+    finally:
+        await conn.execute("ROLLBACK")
+
+
+async def _wait_for_worker(connection: aiosqlite.Connection) -> None:
+    """Wait for the worker thread of a connection that failed to open.
+
+    aiosqlite then stops its thread without waiting for it, and the thread reports back
+    to the event loop: if the process ends first, that is a traceback from a thread
+    ("Event loop is closed") after the one-line error.
+    """
+    thread = getattr(connection, "_thread", None)
+    if isinstance(thread, threading.Thread) and thread.is_alive():
+        await asyncio.to_thread(thread.join, 5.0)
+
+
+def _explain(path: Path, exc: sqlite3.Error) -> str:
+    """One line for an SQLite error met while opening `path`."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    if name.startswith("SQLITE_NOTADB"):
+        return "is not an SQLite database (another kind of file, or overwritten)"
+    if name.startswith("SQLITE_CORRUPT"):
+        return "is corrupt (SQLite: database disk image is malformed); restore a backup"
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return f"is locked by another process (waited {BUSY_TIMEOUT_MS // 1000} s)"
+    if name.startswith("SQLITE_FULL"):
+        return "cannot be written: the disk is full"
+    cause = _os_problem(path)
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_PERM")):
+        return f"cannot be written: {cause or exc}"
+    return f"cannot be used (SQLite: {exc})" + (f"; {cause}" if cause else "")
+
+
+def _os_problem(path: Path) -> str | None:
+    """Why the operating system refuses to let us write the file or its folder, if it does.
+
+    SQLite says only "unable to open database file" or "attempt to write a readonly
+    database"; this repeats the open (and a file creation in the folder, where SQLite puts
+    its -wal and -shm files) to get the system's reason, e.g. "Read-only file system".
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        os.close(fd)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not path.parent.is_dir():
+        return f"its folder {path.parent} does not exist"
+    try:
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+        space = os.statvfs(path.parent)
+    except OSError as exc:
+        return f"its folder {path.parent} cannot be written: {exc.strerror or exc}"
+    free = space.f_bavail * space.f_frsize
+    if free < _LOW_SPACE_BYTES:
+        return f"its filesystem is full ({free} bytes free)"
     return None

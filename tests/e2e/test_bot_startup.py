@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import random
+import shutil
 import socket
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from storage.database import Database
 from tests.e2e.harness import WEBHOOK_SECRET, BotProcess, webhook_env
 
 
@@ -23,19 +32,34 @@ async def test_database_newer_than_the_code_exits_2_with_one_line(
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 999  # left untouched
 
 
-async def test_an_occupied_webhook_port_is_one_fatal_line_without_secrets(
+async def test_an_occupied_webhook_port_is_one_error_line_naming_it_and_exit_2(
     bot_base_env: dict[str, str], tmp_path: Path
 ) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        env = webhook_env(bot_base_env, busy.getsockname()[1])
+        port = busy.getsockname()[1]
+        env = webhook_env(bot_base_env, port)
         process = await BotProcess(env, tmp_path).start()
-        assert await process.wait_exit() == 1
-    fatal = [line for line in process.lines if "fatal:" in line]
-    assert len(fatal) == 1, process.output
+        assert await process.wait_exit() == 2
+    errors = [line for line in process.lines if "error" in line.lower()]
+    assert errors == [
+        f"error: WEB_HOST/WEB_PORT 127.0.0.1:{port}: cannot listen there: address already in use"
+    ], process.output
     assert "Traceback" not in process.output
     assert env["BOT_TOKEN"] not in process.output and WEBHOOK_SECRET not in process.output
+
+
+async def test_a_web_host_not_on_this_machine_is_one_error_line_and_exit_2(
+    bot_base_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**webhook_env(bot_base_env, 8443), "WEB_HOST": "192.0.2.1"}  # TEST-NET-1
+    process = await BotProcess(env, tmp_path).start()
+    assert await process.wait_exit() == 2
+    errors = [line for line in process.lines if "error" in line.lower()]
+    assert len(errors) == 1, process.output
+    assert errors[0].startswith("error: WEB_HOST/WEB_PORT 192.0.2.1:8443: cannot listen there: ")
+    assert "Traceback" not in process.output
 
 
 async def test_a_token_telegram_rejects_is_one_fatal_line(
@@ -62,3 +86,187 @@ async def test_sigterm_while_telegram_is_unreachable_stops_at_once(
     assert await process.terminate() == 0
     assert "stopping during start-up" in process.output
     assert "Traceback" not in process.output
+
+
+# --- an unusable DATABASE_PATH: one line naming it, exit 2, never a traceback ---
+
+SECRET_KEY = "sk-startup-secret-key"
+
+
+def _bot_env(clean_env: dict[str, str], database: Path) -> dict[str, str]:
+    """Settings that get the process as far as opening the database, and no further."""
+    with socket.socket() as closed:  # Telegram is never reached: the database comes first
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    return {
+        **clean_env,
+        "BOT_TOKEN": "123456:startup-secret-token",
+        "OPENAI_API_KEY": SECRET_KEY,
+        "TELEGRAM_API_URL": f"http://127.0.0.1:{port}",
+        "DATABASE_PATH": str(database),
+    }
+
+
+def _run(
+    env: dict[str, str], cwd: Path, prefix: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "bot"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _migrated(path: Path) -> Path:
+    """A database file this version of the bot has created (WAL mode, current schema)."""
+
+    async def create() -> None:
+        db = await Database.open(path)
+        await db.close()
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    asyncio.run(create())
+    return path
+
+
+def _random_bytes(tmp_path: Path) -> Path:
+    path = tmp_path / "random.sqlite3"
+    path.write_bytes(random.Random(13).randbytes(64 * 1024))
+    return path
+
+
+def _text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.sqlite3"
+    path.write_text("these are not the tables you are looking for\n")
+    return path
+
+
+def _truncated(tmp_path: Path) -> Path:
+    path = tmp_path / "truncated.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (x TEXT)")
+        conn.executemany("INSERT INTO t VALUES (?)", [("x" * 500,)] * 200)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def _folder(tmp_path: Path) -> Path:
+    path = tmp_path / "bot.sqlite3"
+    path.mkdir()
+    return path
+
+
+def _under_a_file(tmp_path: Path) -> Path:
+    (tmp_path / "data").write_text("a file where the folder should be")
+    return tmp_path / "data" / "bot.sqlite3"
+
+
+def _device(tmp_path: Path) -> Path:
+    return Path("/dev/null")
+
+
+BAD_DATABASES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "random bytes": (_random_bytes, "is not an SQLite database"),
+    "a text file": (_text_file, "is not an SQLite database"),
+    "a truncated SQLite file": (_truncated, "is corrupt"),
+    "a folder": (_folder, "is a folder"),
+    "a file in place of its folder": (_under_a_file, "a file is in the way"),
+    "a device": (_device, "is not a regular file"),
+}
+
+
+def _assert_one_line(
+    result: subprocess.CompletedProcess[str], database: Path, problem: str
+) -> None:
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert lines[0].startswith(f"error: DATABASE_PATH {database}: ")
+    assert problem in lines[0]
+    assert "Traceback" not in result.stderr
+    assert "startup-secret-token" not in result.stderr and SECRET_KEY not in result.stderr
+
+
+@pytest.mark.parametrize(("make", "problem"), list(BAD_DATABASES.values()), ids=list(BAD_DATABASES))
+def test_an_unusable_database_path_is_one_line_and_exit_2(
+    clean_env: dict[str, str], tmp_path: Path, make: Callable[[Path], Path], problem: str
+) -> None:
+    database = make(tmp_path)
+    result = _run(_bot_env(clean_env, database), tmp_path)
+    _assert_one_line(result, database, problem)
+
+
+def test_a_database_locked_by_another_process_is_one_line_and_exit_2(
+    clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    database = _migrated(tmp_path / "data" / "bot.sqlite3")
+    holder = sqlite3.connect(database, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # held until the bot has given up (busy timeout)
+        result = _run(_bot_env(clean_env, database), tmp_path)
+    finally:
+        holder.close()
+    _assert_one_line(result, database, "is locked by another process")
+
+
+def test_an_immutable_database_file_is_one_line_and_exit_2(
+    clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Root ignores permission bits; an immutable file (chattr +i) refuses even root."""
+    database = _migrated(tmp_path / "data" / "bot.sqlite3")
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not installed")
+    made = subprocess.run(["chattr", "+i", str(database)], capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"chattr +i is not possible here: {made.stderr!r}")
+    try:
+        result = _run(_bot_env(clean_env, database), tmp_path)
+    finally:
+        subprocess.run(["chattr", "-i", str(database)], check=True)
+    _assert_one_line(result, database, "cannot be written: Operation not permitted")
+
+
+READ_ONLY_MOUNT = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec "$@"'
+
+
+def _read_only_prefix(folder: Path) -> tuple[str, ...]:
+    """Run the command in a private mount namespace where `folder` is mounted read-only."""
+    prefix = ("unshare", "-m", "sh", "-c", READ_ONLY_MOUNT, "sh", str(folder))
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed")
+    probe = subprocess.run([*prefix, "true"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"a read-only mount is not possible here: {probe.stderr!r}")
+    return prefix
+
+
+@pytest.mark.parametrize("existing", [True, False], ids=["existing database", "new database"])
+def test_a_read_only_filesystem_is_one_line_and_exit_2(
+    clean_env: dict[str, str], tmp_path: Path, existing: bool
+) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    database = _migrated(folder / "bot.sqlite3") if existing else folder / "bot.sqlite3"
+    result = _run(_bot_env(clean_env, database), tmp_path, _read_only_prefix(folder))
+    _assert_one_line(result, database, "Read-only file system")
+
+
+FULL_MOUNT = 'mount -t tmpfs -o size=12k tmpfs "$1" && shift && exec "$@"'
+
+
+def test_a_full_filesystem_is_one_line_and_exit_2(
+    clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A new database on a 12 KB filesystem: SQLite cannot even create its files."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    prefix = ("unshare", "-m", "sh", "-c", FULL_MOUNT, "sh", str(folder))
+    _read_only_prefix(folder)  # skips where mount namespaces are not available
+    database = folder / "bot.sqlite3"
+    result = _run(_bot_env(clean_env, database), tmp_path, prefix)
+    _assert_one_line(result, database, "filesystem is full")

@@ -41,3 +41,28 @@ def test_missing_token_exits_2_without_echoing_secrets(
     assert len(result.stderr.strip().splitlines()) == 1
     assert "BOT_TOKEN" in result.stderr and "TOOL_MAX_STEPS" in result.stderr
     assert "sk-very-secret" not in result.stderr + result.stdout
+
+
+def test_a_dot_env_that_is_not_utf8_exits_2_naming_it(
+    clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / ".env").write_bytes(b"BOT_TOKEN=1:secret-in-dot-env\nOPENAI_API_KEY=\xff\xfe\n")
+    result = run_bot(clean_env, tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "error: .env cannot be read: it is not UTF-8 text (byte 45)"
+    ], result.stderr
+    assert "secret-in-dot-env" not in result.stderr
+    imported = subprocess.run(
+        [sys.executable, "-m", "bot", "import-data", "shop.json"],
+        env=clean_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert imported.returncode == 2
+    assert imported.stderr.splitlines() == [
+        "error: .env cannot be read: it is not UTF-8 text (byte 45)"
+    ], imported.stderr

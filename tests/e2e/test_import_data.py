@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 SHOP = {
     "orders": [
@@ -104,3 +109,159 @@ def test_not_json_is_status_2(clean_env: dict[str, str], tmp_path: Path) -> None
     result = import_data(env, tmp_path, file)
     assert result.returncode == 2
     assert "not valid JSON" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- pathological input files: a listed problem and an exit status, never a traceback ---
+
+MEMORY_LIMIT_BYTES = 512 * 1024 * 1024  # address space of the import process in these tests
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+
+
+def import_bounded(env: dict[str, str], cwd: Path, file: Path) -> subprocess.CompletedProcess[str]:
+    """`import-data` under a 512 MB address-space limit; a file that blocks times out."""
+    return subprocess.run(
+        [sys.executable, "-m", "bot", "import-data", str(file)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        preexec_fn=_limit_memory,
+    )
+
+
+def _write(text: str | bytes) -> Callable[[Path], Path]:
+    def make(tmp_path: Path) -> Path:
+        path = tmp_path / "input.json"
+        if isinstance(text, str):
+            path.write_text(text, encoding="utf-8")
+        else:
+            path.write_bytes(text)
+        return path
+
+    return make
+
+
+def _fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe.json"
+    os.mkfifo(path)  # nobody ever writes to it: opening it for reading would block
+    return path
+
+
+def _sparse(tmp_path: Path) -> Path:
+    path = tmp_path / "big.json"
+    with path.open("wb") as file:
+        file.truncate(11 * 1024 * 1024)
+    return path
+
+
+def _folder(tmp_path: Path) -> Path:
+    path = tmp_path / "folder.json"
+    path.mkdir()
+    return path
+
+
+def _order(order_id: str, **fields: object) -> dict[str, object]:
+    return {"order_id": order_id, "status": "delivered", **fields}
+
+
+PATHOLOGICAL: dict[str, tuple[Callable[[Path], Path], int, str]] = {
+    "nested 20,000 deep": (_write("[" * 20_000 + "]" * 20_000), 2, "nested too deeply"),
+    "nested deep inside orders": (
+        _write('{"orders": ' + "[" * 5_000 + "]" * 5_000 + "}"),
+        2,
+        "nested too deeply",
+    ),
+    "owner id beyond 64 bits": (
+        _write(json.dumps({"orders": [_order("1234", owner_telegram_id=2**64)]})),
+        1,
+        "orders[0] (order_id '1234').owner_telegram_id:",
+    ),
+    "a number of 5000 digits": (
+        _write(
+            '{"orders": [{"order_id": "1234", "status": "delivered", "owner_telegram_id": '
+            + "9" * 5000
+            + "}]}"
+        ),
+        2,
+        "number too long",
+    ),
+    "larger than 10 MB": (_sparse, 2, "10 MB"),
+    "a 4-million-character string": (
+        _write(json.dumps({"general_return_policy": "я" * 4_000_000}, ensure_ascii=False)),
+        1,
+        "general_return_policy: String should have at most 4000 characters",
+    ),
+    "too many objects": (_write("[" + "{}," * 40_000 + "{}]"), 2, "JSON objects and arrays"),
+    "too many orders": (
+        _write(json.dumps({"orders": [_order(f"{i % 10_000:04d}") for i in range(10_001)]})),
+        1,
+        "orders: 10001 records, at most 10000 per file",
+    ),
+    "thousands of invalid records": (
+        _write(json.dumps({"orders": [{}] * 5000})),
+        1,
+        "nothing was written: 10000 problem(s)",
+    ),
+    "a named pipe": (_fifo, 2, "named pipe"),
+    "/dev/zero": (lambda _: Path("/dev/zero"), 2, "is a device"),
+    "/dev/urandom": (lambda _: Path("/dev/urandom"), 2, "is a device"),
+    "a folder": (_folder, 2, "is a folder"),
+    "a missing file": (lambda tmp_path: tmp_path / "missing.json", 2, "No such file"),
+    "not UTF-8": (_write(b'{"general_return_policy": "\xff\xfe"}'), 2, "not UTF-8"),
+    "an empty file": (_write(" \n"), 2, "is empty"),
+}
+
+
+@pytest.mark.parametrize(
+    ("make", "status", "problem"), list(PATHOLOGICAL.values()), ids=list(PATHOLOGICAL)
+)
+def test_a_pathological_file_is_a_listed_problem_and_writes_nothing(
+    clean_env: dict[str, str],
+    tmp_path: Path,
+    make: Callable[[Path], Path],
+    status: int,
+    problem: str,
+) -> None:
+    database = tmp_path / "shop.sqlite3"
+    env = {**clean_env, "DATABASE_PATH": str(database)}
+    valid = tmp_path / "shop-valid.json"
+    valid.write_text(json.dumps(SHOP, ensure_ascii=False), encoding="utf-8")
+    assert import_data(env, tmp_path, valid).returncode == 0
+    before = dump(database)
+
+    file = make(tmp_path)
+    result = import_bounded(env, tmp_path, file)
+
+    assert result.returncode == status, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    lines = result.stderr.splitlines()
+    assert any(problem in line for line in lines), result.stderr[-2000:]
+    assert all(line.startswith(("error: ", "nothing was written")) for line in lines), lines[:5]
+    assert len(lines) <= 102  # at most 100 problems are listed, then the count
+    assert str(file) in result.stderr or status == 1
+    assert dump(database) == before
+
+
+def dump(database: Path) -> list[str]:
+    with sqlite3.connect(database) as conn:
+        return list(conn.iterdump())
+
+
+def test_an_unusable_database_path_is_status_2_and_one_line(
+    clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "db-folder"
+    folder.mkdir()
+    env = {**clean_env, "DATABASE_PATH": str(folder)}
+    file = tmp_path / "shop.json"
+    file.write_text(json.dumps(SHOP, ensure_ascii=False), encoding="utf-8")
+    result = import_data(env, tmp_path, file)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"error: DATABASE_PATH {folder}: is a folder, not a database file"
+    ]

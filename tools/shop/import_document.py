@@ -15,6 +15,9 @@ Document (every top-level key optional, unknown keys rejected)::
                           "conditions": "...", "aliases": ["headphones"]}],
      "general_return_policy": "..."}
 
+Bounds: at most 10,000 orders and 10,000 return policies per file, 50 aliases per
+policy; at most 100 problem lines are kept (the total is counted).
+
 Update semantics: an order field that is left out keeps its stored value, an explicit
 null clears it (so a re-import without `owner_telegram_id` never makes a private order
 public by accident). A policy replaces the stored one; its aliases are replaced when
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -47,13 +50,23 @@ from tools.shop.rules import (
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
+# Bounds of one file, so that validating it takes bounded memory and time (the CLI adds
+# the file-size bound): records per list, aliases per policy, problem lines kept.
+MAX_ORDERS = 10_000  # every 4-digit order number once
+MAX_RETURN_POLICIES = 10_000
+MAX_ALIASES = 50
+MAX_PROBLEMS_SHOWN = 100
+# Telegram: "user identifiers have at most 52 significant bits"; also keeps every id
+# inside SQLite's 64-bit INTEGER.
+TELEGRAM_ID_LIMIT = 2**52
+
 
 class OrderIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     order_id: str
     status: OrderStatus
-    owner_telegram_id: Annotated[StrictInt, Field(gt=0)] | None = None
+    owner_telegram_id: Annotated[StrictInt, Field(gt=0, lt=TELEGRAM_ID_LIMIT)] | None = None
     updated_at: datetime | None = None
     pickup_point: Annotated[Text, StringConstraints(max_length=300)] | None = None
     expected_date: date | None = None
@@ -64,20 +77,28 @@ class OrderIn(BaseModel):
         return check_order_id(value)
 
 
+Alias = Annotated[Text, StringConstraints(min_length=2, max_length=100)]
+
+
 class ReturnPolicyIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     product: Annotated[Text, StringConstraints(min_length=2, max_length=100)]
     return_days: Annotated[StrictInt, Field(ge=0, le=3650)]
     conditions: Annotated[Text, StringConstraints(max_length=2000)]
-    aliases: list[Annotated[Text, StringConstraints(min_length=2, max_length=100)]] | None = None
+    aliases: Annotated[list[Alias], Field(max_length=MAX_ALIASES)] | None = None
 
 
-class ShopDataDocument(BaseModel):
+_Record = TypeVar("_Record", OrderIn, ReturnPolicyIn)
+
+
+class _TopLevel(BaseModel):
+    """The document's own keys; the records in the lists are validated one at a time."""
+
     model_config = ConfigDict(extra="forbid")
 
-    orders: list[OrderIn] = Field(default_factory=list)
-    return_policies: list[ReturnPolicyIn] = Field(default_factory=list)
+    orders: list[Any] = Field(default_factory=list)
+    return_policies: list[Any] = Field(default_factory=list)
     general_return_policy: Annotated[Text, StringConstraints(max_length=4000)] | None = None
 
 
@@ -91,11 +112,27 @@ class ImportPlan:
 
 
 class ShopDataError(ValueError):
-    """The document is invalid; `problems` has one line per record and field."""
+    """The document is invalid; `problems` has one line per record and field.
 
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__(f"{len(problems)} problem(s) in the shop data")
+    At most `MAX_PROBLEMS_SHOWN` lines are kept; `total` counts all of them.
+    """
+
+    def __init__(self, problems: list[str], total: int | None = None) -> None:
         self.problems = problems
+        self.total = len(problems) if total is None else total
+        super().__init__(f"{self.total} problem(s) in the shop data")
+
+
+@dataclass(slots=True)
+class _Problems:
+    shown: list[str] = field(default_factory=list)
+    total: int = 0
+
+    def add(self, lines: list[str]) -> None:
+        self.total += len(lines)
+        room = MAX_PROBLEMS_SHOWN - len(self.shown)
+        if room > 0:
+            self.shown.extend(lines[:room])
 
 
 def _record_label(raw: Any, loc: tuple[Any, ...]) -> str:
@@ -122,10 +159,10 @@ def _record_label(raw: Any, loc: tuple[Any, ...]) -> str:
     return label
 
 
-def _describe(raw: Any, error: ValidationError) -> list[str]:
+def _describe(raw: Any, error: ValidationError, prefix: tuple[Any, ...] = ()) -> list[str]:
     lines = []
     for item in error.errors(include_url=False, include_input=False, include_context=False):
-        where = _record_label(raw, tuple(item.get("loc", ())))
+        where = _record_label(raw, prefix + tuple(item.get("loc", ())))
         kind = item.get("type")
         if kind == "missing":
             text = "required field is missing"
@@ -137,10 +174,10 @@ def _describe(raw: Any, error: ValidationError) -> list[str]:
     return lines
 
 
-def _cross_record_problems(document: ShopDataDocument) -> list[str]:
+def _cross_record_problems(orders: list[OrderIn], policies: list[ReturnPolicyIn]) -> list[str]:
     problems: list[str] = []
     seen_orders: dict[str, int] = {}
-    for index, order in enumerate(document.orders):
+    for index, order in enumerate(orders):
         if order.order_id in seen_orders:
             problems.append(
                 f"orders[{index}] (order_id {order.order_id!r}).order_id: duplicate of "
@@ -149,7 +186,7 @@ def _cross_record_problems(document: ShopDataDocument) -> list[str]:
         else:
             seen_orders[order.order_id] = index
     names: dict[str, str] = {}  # normalised name or alias -> where it was first used
-    for index, policy in enumerate(document.return_policies):
+    for index, policy in enumerate(policies):
         label = f"return_policies[{index}] (product {policy.product!r})"
         key = normalise_product_name(policy.product)
         if key in names:
@@ -172,22 +209,46 @@ def _cross_record_problems(document: ShopDataDocument) -> list[str]:
     return problems
 
 
+def _records(
+    raw: dict[str, Any], key: str, model: type[_Record], limit: int, problems: _Problems
+) -> list[_Record]:
+    """Validate the records of one list one at a time (bounded memory for the errors)."""
+    items = raw.get(key)
+    if not isinstance(items, list):
+        return []  # reported by the top-level validation
+    if len(items) > limit:
+        problems.add([f"{key}: {len(items)} records, at most {limit} per file; split the file"])
+        return []
+    valid: list[_Record] = []
+    for index, item in enumerate(items):
+        try:
+            valid.append(model.model_validate(item))
+        except ValidationError as exc:
+            problems.add(_describe(raw, exc, prefix=(key, index)))
+    return valid
+
+
 def plan_import(raw: Any) -> ImportPlan:
     """Validate the whole decoded JSON document; raise `ShopDataError` listing problems."""
     if not isinstance(raw, dict):
         raise ShopDataError(
             ["document: expected a JSON object with orders, return_policies, general_return_policy"]
         )
+    problems = _Problems()
+    top: _TopLevel | None = None
     try:
-        document = ShopDataDocument.model_validate(raw)
+        top = _TopLevel.model_validate(raw)
     except ValidationError as exc:
-        raise ShopDataError(_describe(raw, exc)) from None
-    problems = _cross_record_problems(document)
-    if problems:
-        raise ShopDataError(problems)
+        problems.add(_describe(raw, exc))
+    orders = _records(raw, "orders", OrderIn, MAX_ORDERS, problems)
+    policies = _records(raw, "return_policies", ReturnPolicyIn, MAX_RETURN_POLICIES, problems)
+    if not problems.total:
+        problems.add(_cross_record_problems(orders, policies))
+    if problems.total or top is None:
+        raise ShopDataError(problems.shown, problems.total)
 
     plan = ImportPlan()
-    for order in document.orders:
+    for order in orders:
         values: dict[str, object] = {}
         for name in order.model_fields_set - {"order_id"}:
             value = getattr(order, name)
@@ -197,7 +258,7 @@ def plan_import(raw: Any) -> ImportPlan:
                 value = value.isoformat()
             values[name] = value
         plan.orders.append(OrderUpsert(order_id=order.order_id, values=values))
-    for policy in document.return_policies:
+    for policy in policies:
         key = normalise_product_name(policy.product)
         aliases = None
         if policy.aliases is not None:
@@ -212,6 +273,6 @@ def plan_import(raw: Any) -> ImportPlan:
                 aliases=aliases,
             )
         )
-    if "general_return_policy" in document.model_fields_set:
-        plan.texts[GENERAL_RETURN_POLICY_KEY] = document.general_return_policy
+    if "general_return_policy" in top.model_fields_set:
+        plan.texts[GENERAL_RETURN_POLICY_KEY] = top.general_return_policy
     return plan

@@ -213,3 +213,21 @@ async def test_a_database_error_midway_rolls_back_the_whole_import(db: Database)
     with pytest.raises(Exception, match="CHECK"):
         await shop.import_shop_data(orders=orders, policies=[], texts={})
     assert await shop.get_order("1111") is None
+
+
+def test_problems_are_capped_but_all_counted() -> None:
+    with pytest.raises(ShopDataError) as caught:
+        plan_import({"orders": [{"order_id": "1"}] * 300})
+    # two problems per record (order_id, status), only the first 100 kept
+    assert caught.value.total == 600
+    assert len(caught.value.problems) == 100
+    assert caught.value.problems[0].startswith("orders[0] (order_id '1').order_id:")
+
+
+def test_an_owner_id_must_be_a_telegram_id() -> None:
+    problems = problems_of(
+        {"orders": [{"order_id": "1234", "status": "delivered", "owner_telegram_id": 2**63}]}
+    )
+    assert problems == [
+        "orders[0] (order_id '1234').owner_telegram_id: Input should be less than 4503599627370496"
+    ]
