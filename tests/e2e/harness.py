@@ -104,7 +104,7 @@ class BotProcess:
     def output(self) -> str:
         return "\n".join(self.lines)
 
-    async def wait_ready(self, within: float = 20.0) -> None:
+    async def wait_ready(self, within: float = 60.0) -> None:
         assert self.proc is not None
         exited = asyncio.create_task(self.proc.wait())
         ready = asyncio.create_task(self._ready.wait())
