@@ -242,7 +242,7 @@ FAQ: list[dict[str, Any]] = [
 
 
 def test_faq_is_planned_as_keys_in_file_order() -> None:
-    plan = plan_import({"faq": FAQ + [{"topic": "E-mail", "answer": "a@b.c", "aliases": []}]})
+    plan = plan_import({"faq": [*FAQ, {"topic": "E-mail", "answer": "a@b.c", "aliases": []}]})
     assert plan.faq is not None
     assert [(e.key, e.topic, e.aliases) for e in plan.faq] == [
         ("доставка", "Доставка", ("delivery", "доставки")),
@@ -326,7 +326,7 @@ async def test_run_import_writes_nothing_when_only_the_faq_is_invalid(
 ) -> None:
     database = tmp_path / "shop.sqlite3"
     monkeypatch.setenv("DATABASE_PATH", str(database))
-    document = {**VALID, "faq": FAQ + [{"topic": "DELIVERY", "answer": "dup"}]}
+    document = {**VALID, "faq": [*FAQ, {"topic": "DELIVERY", "answer": "dup"}]}
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
 

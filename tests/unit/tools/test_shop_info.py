@@ -91,7 +91,8 @@ async def test_a_miss_is_structured_with_the_contacts_and_the_known_topics(
 async def test_without_a_contacts_entry_the_miss_has_no_contacts(
     shop: ShopRepository, context_for: Callable[..., ToolContext]
 ) -> None:
-    entries = [FaqRecord(key=faq_key(f"Тема {n}"), topic=f"Тема {n}", answer="-") for n in range(30)]
+    topics = [f"Тема {n}" for n in range(30)]
+    entries = [FaqRecord(key=faq_key(topic), topic=topic, answer="-") for topic in topics]
     await shop.import_shop_data(orders=[], policies=[], texts={}, faq=entries)
     data = (await ask(context_for(), "контакты"))["data"]
     assert isinstance(data, dict)
