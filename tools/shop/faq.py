@@ -18,8 +18,8 @@ from tools.shop.rules import normalise_product_name
 
 _WORD_RE = re.compile(r"\w+")
 
-# A question of at most this many words is matched by all its word runs; longer keys
-# than this are still found by an exact question.
+# The word runs of a question are at most this long; a topic or alias of more words is
+# found only when the question is exactly it.
 MAX_KEY_WORDS = 8
 # The entry a miss points the customer to: its topic or an alias has one of these keys.
 CONTACTS_KEYS = ("контакты", "contacts")
