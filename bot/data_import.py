@@ -1,4 +1,5 @@
-"""`python -m bot import-data FILE.json`: upsert orders and return policies, all or nothing.
+"""`python -m bot import-data FILE.json`: upsert orders, return policies and the FAQ, all or
+nothing.
 
 Needs only DATABASE_PATH (no bot token or API key), so a shop owner can load data
 before the bot is configured. Exit status: 0 written; 1 the data is invalid (each
@@ -29,6 +30,7 @@ from storage.migrations import MigrationError
 from storage.shop import ImportCounts, ShopRepository
 from tools.shop.import_document import (
     MAX_ALIASES,
+    MAX_FAQ_ENTRIES,
     MAX_ORDERS,
     MAX_RETURN_POLICIES,
     ShopDataError,
@@ -36,9 +38,10 @@ from tools.shop.import_document import (
 )
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
-# every '{' and '[' of a valid document: the document, its two lists, one object per
-# record and one alias list per policy (counted in the raw text, so also inside strings)
-MAX_JSON_CONTAINERS = 3 + MAX_ORDERS + 2 * MAX_RETURN_POLICIES
+# every '{' and '[' of a valid document: the document, its three lists, one object per
+# record and one alias list per policy and FAQ entry (counted in the raw text, so also
+# inside strings)
+MAX_JSON_CONTAINERS = 4 + MAX_ORDERS + 2 * MAX_RETURN_POLICIES + 2 * MAX_FAQ_ENTRIES
 _READ_CHUNK = 1024 * 1024
 
 
@@ -50,11 +53,16 @@ def _error(text: str) -> None:
     print(f"error: {text}", file=sys.stderr)
 
 
-def _summary(counts: ImportCounts) -> str:
+def _summary(counts: ImportCounts, *, faq: bool) -> str:
     parts = [
         f"orders: {counts.orders_inserted} inserted, {counts.orders_updated} updated",
         f"return policies: {counts.policies_inserted} inserted, {counts.policies_updated} updated",
     ]
+    if faq:  # only when the file had `faq`: it replaces the whole FAQ
+        parts.append(
+            f"faq: {counts.faq_inserted} inserted, {counts.faq_updated} updated, "
+            f"{counts.faq_removed} removed"
+        )
     parts += [f"{key} set" for key in counts.texts_set]
     parts += [f"{key} removed" for key in counts.texts_cleared]
     return "imported " + "; ".join(parts)
@@ -132,7 +140,8 @@ def parse_input(path: str, text: str) -> Any:
         raise InputFileError(
             f"{path} has {containers} JSON objects and arrays ('{{' and '['), more than a "
             f"shop data file can have ({MAX_ORDERS} orders, {MAX_RETURN_POLICIES} return "
-            f"policies with {MAX_ALIASES} aliases each); split it into several files"
+            f"policies and {MAX_FAQ_ENTRIES} FAQ entries with {MAX_ALIASES} aliases each); "
+            "split it into several files"
         )
     try:
         return json.loads(text)
@@ -185,12 +194,12 @@ async def run_import(path: str) -> ExitCode:
         return ExitCode.CANNOT_START
     try:
         counts = await ShopRepository(db).import_shop_data(
-            orders=plan.orders, policies=plan.policies, texts=plan.texts
+            orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
         )
     except (sqlite3.Error, OverflowError) as exc:
         _error(f"the database refused the import, nothing was written: {exc}")
         return ExitCode.FAILED
     finally:
         await db.close()
-    print(_summary(counts))
+    print(_summary(counts, faq=plan.faq is not None))
     return ExitCode.OK

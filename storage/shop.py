@@ -1,4 +1,4 @@
-"""SQL for the shop data the tools read: orders, return policies, shop texts, lookups.
+"""SQL for the shop data the tools read: orders, return policies, FAQ, shop texts, lookups.
 
 No business rules live here: who may see an order, how product names are normalised
 and how many lookups are allowed are decided in `tools/` (the shop's data rules and
@@ -15,6 +15,7 @@ import aiosqlite
 from storage.database import Database
 from storage.shop_records import (
     ORDER_COLUMNS,
+    FaqRecord,
     ImportCounts,
     OrderRecord,
     OrderUpsert,
@@ -24,6 +25,7 @@ from storage.shop_records import (
 
 __all__ = [
     "ORDER_COLUMNS",
+    "FaqRecord",
     "ImportCounts",
     "OrderRecord",
     "OrderUpsert",
@@ -127,6 +129,45 @@ class ShopRepository:
         row = await self._db.fetch_one("SELECT value FROM shop_texts WHERE key = ?", (key,))
         return None if row is None else str(row["value"])
 
+    # -- FAQ ----------------------------------------------------------------------
+
+    async def find_faq_entries(self, keys: Sequence[str]) -> dict[str, FaqRecord]:
+        """The entries whose key or one of whose aliases is in `keys`, by the matched key.
+
+        `keys` is bounded by the caller (a question's word runs, a few hundred at most).
+        """
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        marks = ", ".join("?" for _ in wanted)
+        rows = await self._db.fetch_all(
+            "SELECT m.matched, e.key, e.topic, e.answer FROM ("
+            f" SELECT key AS entry, key AS matched FROM faq_entries WHERE key IN ({marks})"
+            " UNION ALL"
+            f" SELECT key AS entry, alias AS matched FROM faq_aliases WHERE alias IN ({marks})"
+            ") AS m JOIN faq_entries AS e ON e.key = m.entry",
+            (*wanted, *wanted),
+        )
+        return {
+            row["matched"]: FaqRecord(key=row["key"], topic=row["topic"], answer=row["answer"])
+            for row in rows
+        }
+
+    async def faq_topics(self, limit: int) -> list[str]:
+        """The first `limit` topics, in the order the shop listed them."""
+        rows = await self._db.fetch_all(
+            "SELECT topic FROM faq_entries ORDER BY position, key LIMIT ?", (limit,)
+        )
+        return [str(row["topic"]) for row in rows]
+
+    async def seed_faq_if_empty(self, entries: Sequence[FaqRecord]) -> bool:
+        """Insert `entries` (with their aliases) if the FAQ is empty; True if inserted."""
+        async with self._db.transaction() as conn:
+            if not entries or not await _is_empty(conn, "faq_entries"):
+                return False
+            await _insert_faq(conn, entries)
+        return True
+
     # -- seeding and import --------------------------------------------------------
 
     async def seed_if_empty(
@@ -175,12 +216,14 @@ class ShopRepository:
         orders: Sequence[OrderUpsert],
         policies: Sequence[ReturnPolicyUpsert],
         texts: Mapping[str, str | None],
+        faq: Sequence[FaqRecord] | None = None,
     ) -> ImportCounts:
         """Upsert everything in ONE transaction: either all of it is written or none.
 
         `texts` maps a shop-text key to its new value, or None to remove it. An alias is
         moved to the policy that lists it, and a policy given with aliases has exactly
-        those aliases afterwards.
+        those aliases afterwards. `faq`, when given, replaces the whole FAQ (entries not
+        in it are removed); None leaves the stored FAQ as it is.
         """
         counts = ImportCounts()
         async with self._db.transaction() as conn:
@@ -247,7 +290,35 @@ class ShopRepository:
                         (key, value),
                     )
                     counts.texts_set.append(key)
+            if faq is not None:
+                await _replace_faq(conn, faq, counts)
         return counts
+
+
+async def _insert_faq(conn: aiosqlite.Connection, entries: Sequence[FaqRecord]) -> None:
+    await conn.executemany(
+        "INSERT INTO faq_entries(key, topic, answer, position) VALUES (?, ?, ?, ?)",
+        [(e.key, e.topic, e.answer, position) for position, e in enumerate(entries)],
+    )
+    await conn.executemany(
+        "INSERT INTO faq_aliases(alias, key) VALUES (?, ?)",
+        [(alias, e.key) for e in entries for alias in e.aliases],
+    )
+
+
+async def _replace_faq(
+    conn: aiosqlite.Connection, entries: Sequence[FaqRecord], counts: ImportCounts
+) -> None:
+    """Make the FAQ exactly `entries` (inside the caller's transaction) and count."""
+    async with conn.execute("SELECT key FROM faq_entries") as cursor:
+        before = {str(row[0]) for row in await cursor.fetchall()}
+    after = {entry.key for entry in entries}
+    await conn.execute("DELETE FROM faq_aliases")
+    await conn.execute("DELETE FROM faq_entries")
+    await _insert_faq(conn, entries)
+    counts.faq_inserted = len(after - before)
+    counts.faq_updated = len(after & before)
+    counts.faq_removed = len(before - after)
 
 
 async def _is_empty(conn: aiosqlite.Connection, table: str) -> bool:

@@ -47,11 +47,24 @@ class ReturnPolicyUpsert:
     aliases: tuple[str, ...] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class FaqRecord:
+    """One FAQ entry; `key` and `aliases` are lookup keys, already normalised by the caller."""
+
+    key: str
+    topic: str
+    answer: str
+    aliases: tuple[str, ...] = ()
+
+
 @dataclass(slots=True)
 class ImportCounts:
     orders_inserted: int = 0
     orders_updated: int = 0
     policies_inserted: int = 0
     policies_updated: int = 0
+    faq_inserted: int = 0
+    faq_updated: int = 0
+    faq_removed: int = 0
     texts_set: list[str] = field(default_factory=list)
     texts_cleared: list[str] = field(default_factory=list)

@@ -8,13 +8,15 @@ from collections.abc import Callable
 from tools.order_status import order_status_tool
 from tools.registry import ToolRegistry
 from tools.return_policy import return_policy_tool
+from tools.shop_info import shop_info_tool
 
 
 def build_registry(
     *, order_lookups_per_hour: int = 10, clock: Callable[[], float] = time.time
 ) -> ToolRegistry:
-    """A fresh registry with the shop's tools: order status and return policy."""
+    """A fresh registry with the shop's tools: order status, return policy, shop info."""
     registry = ToolRegistry()
     registry.register(order_status_tool(lookups_per_hour=order_lookups_per_hour, clock=clock))
     registry.register(return_policy_tool())
+    registry.register(shop_info_tool())
     return registry

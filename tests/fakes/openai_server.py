@@ -181,6 +181,20 @@ _PRODUCTS = {
 }
 
 
+# questions about the shop itself → get_shop_info with a short topic (the FAQ has no
+# warranty entry in the demo: the honest "I don't know, here is how to contact us")
+_SHOP_INFO_TOPICS = {
+    "доставк": "доставка",
+    "оплат": "оплата",
+    "контакт": "контакты",
+    "гаранти": "гарантия",
+    "delivery": "delivery",
+    "payment": "payment",
+    "contact": "contacts",
+    "warranty": "warranty",
+}
+
+
 def _is_russian(text: str) -> bool:
     return re.search(r"[а-яё]", text.lower()) is not None
 
@@ -196,6 +210,8 @@ def _wanted_calls(text: str) -> list[tuple[str, dict[str, str]]]:
             match = re.search(r"(?:вернуть|return)\s+([\w-]{2,})", lowered)
             product = match.group(1) if match else "товар"
         wanted.append(("get_return_policy", {"product": product}))
+    topics = [topic for stem, topic in _SHOP_INFO_TOPICS.items() if stem in lowered]
+    wanted += [("get_shop_info", {"topic": topic}) for topic in dict.fromkeys(topics)]
     return wanted
 
 
@@ -208,12 +224,26 @@ def _text_of(message: Body) -> str:
     return ""
 
 
+def _shop_info_text(data: Body, russian: bool) -> str:
+    """A get_shop_info result as a careful model words it: the shop's own answers, or an
+    honest "I don't know" with the shop's contacts."""
+    if data.get("found"):
+        return " ".join(f"{e.get('topic')}: {e.get('answer')}" for e in data.get("entries") or [])
+    if russian:
+        text, contact = "нет сведений, я не знаю ответа на этот вопрос.", " Связаться с магазином: "
+    else:
+        text, contact = "no information, I don't know the answer to that.", " Contact the shop: "
+    return text + (contact + str(data["contacts"]) if data.get("contacts") else "")
+
+
 def _answer_from_results(results: list[Any], russian: bool) -> str:
     parts: list[str] = []
     for result in results:
         if isinstance(result, dict) and result.get("ok") is True:
             data = result.get("data") or {}
-            if data.get("found") is False:
+            if "entries" in data:  # get_shop_info
+                parts.append(_shop_info_text(data, russian))
+            elif data.get("found") is False:
                 parts.append(("не найдено: " if russian else "not found: ") + _compact(data))
             else:
                 parts.append(_compact(data))
@@ -233,8 +263,10 @@ def _compact(data: Any) -> str:
 def default_script(body: Body) -> FakeReply:
     """Behaves like a careful support model, driven by keywords of the last user message.
 
-    Order numbers → `get_order_status`, "вернуть"/"return" → `get_return_policy`, both →
-    both calls in one response (or one per response when `parallel_tool_calls` is false);
+    Order numbers → `get_order_status`, "вернуть"/"return" → `get_return_policy`,
+    "доставк"/"оплат"/"контакт"/"гаранти"/"delivery"/"payment"/"contact"/"warranty" →
+    `get_shop_info` with a short topic; several → all calls in one response (or one per
+    response when `parallel_tool_calls` is false);
     once every wanted call has a result → a text answer quoting the data. A question
     about an order without a number → asks for the 4-digit number. Requests without
     tools (summaries) → a short summary of the user messages.

@@ -50,10 +50,20 @@ async def test_process_serves_the_keyword_script_and_its_control_endpoints(
                 ("get_order_status", {"order_id": "8041"}),
                 ("get_return_policy", {"product": "кофемашина"}),
             ]
+            info = await model.complete(
+                [{"role": "user", "content": "Сколько стоит доставка и как оплатить?"}],
+                tools=tools,
+                tool_choice="auto",
+                parallel_tool_calls=True,
+            )
+            assert [(c.name, json.loads(c.arguments)) for c in info.tool_calls] == [
+                ("get_shop_info", {"topic": "доставка"}),
+                ("get_shop_info", {"topic": "оплата"}),
+            ]
             root = base_url.removesuffix("/v1")
             async with aiohttp.ClientSession() as http:
                 async with http.get(f"{root}/_fake/requests") as reply:
-                    assert len(await reply.json()) == 1
+                    assert len(await reply.json()) == 2
                 await http.post(f"{root}/_fake/fail", json={"status": 503, "times": 1})
                 with pytest.raises(LLMUnavailable):
                     await model.complete([{"role": "user", "content": "hi"}])

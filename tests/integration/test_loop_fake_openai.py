@@ -160,6 +160,29 @@ async def test_return_question_uses_the_return_policy(bench: Bench) -> None:
     assert "14" in result.text
 
 
+async def test_delivery_question_is_answered_from_the_shop_faq(bench: Bench) -> None:
+    result = await bench.ask("Сколько стоит доставка?")
+    assert len(bench.server.requests) == 2
+    assert result.tool_names == ["get_shop_info"]
+    [data] = bench.tool_results()
+    assert data["ok"] is True and data["data"]["found"] is True
+    [entry] = data["data"]["entries"]
+    assert entry["topic"] == "Доставка" and "300 ₽" in entry["answer"]
+    assert entry["answer"] in result.text
+    assert result.trace.audit_records[0].status is AuditStatus.SUCCESS
+
+
+async def test_unknown_topic_is_an_honest_i_do_not_know_with_the_contacts(bench: Bench) -> None:
+    result = await bench.ask("Какая у вас гарантия на технику?")
+    assert result.tool_names == ["get_shop_info"]
+    [data] = bench.tool_results()
+    assert data["ok"] is True and data["data"]["found"] is False
+    contacts = data["data"]["contacts"]
+    assert contacts and "support@example.com" in contacts
+    assert "не знаю" in result.text and contacts in result.text
+    assert "300 ₽" not in result.text  # nothing from other entries is offered as an answer
+
+
 async def test_two_questions_with_parallel_calls_take_two_model_calls(bench: Bench) -> None:
     result = await bench.ask("Где заказ 8041 и можно ли вернуть кофемашину?")
     assert len(bench.server.requests) == 2
@@ -255,6 +278,7 @@ async def test_unknown_tool_gets_the_list_of_allowed_tools(bench: Bench) -> None
     assert error_result["error"]["code"] == "unknown_tool"
     assert "get_order_status" in error_result["error"]["message"]
     assert "get_return_policy" in error_result["error"]["message"]
+    assert "get_shop_info" in error_result["error"]["message"]
     assert result.tool_names == []
 
 

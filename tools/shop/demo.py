@@ -9,7 +9,8 @@ tables that are empty: a shop's real data is never mixed with the demo.
 from __future__ import annotations
 
 from storage.shop import ShopRepository
-from storage.shop_records import OrderRecord, ReturnPolicyRecord
+from storage.shop_records import FaqRecord, OrderRecord, ReturnPolicyRecord
+from tools.shop.faq import faq_key
 from tools.shop.rules import OrderStatus, check_order_id, normalise_product_name
 
 
@@ -63,9 +64,51 @@ DEMO_RETURN_POLICIES: tuple[ReturnPolicyRecord, ...] = (
 )
 
 
+# -- FAQ (get_shop_info) -------------------------------------------------------------
+
+
+def _faq(topic: str, answer: str, *, aliases: tuple[str, ...]) -> FaqRecord:
+    return FaqRecord(
+        key=faq_key(topic),
+        topic=topic,
+        answer=answer,
+        aliases=tuple(faq_key(alias) for alias in aliases),
+    )
+
+
+# Made-up terms and contacts (example.com, a 000 phone number): a demo, not a shop.
+DEMO_FAQ: tuple[FaqRecord, ...] = (
+    _faq(
+        "Доставка",
+        "Курьером по городу — 300 ₽, бесплатно при заказе от 5000 ₽; срок — 1–3 рабочих "
+        "дня. Самовывоз из пункта выдачи — бесплатно, на следующий день после оформления.",
+        aliases=(
+            "доставки", "доставку", "доставкой", "доставке", "курьер", "самовывоз",
+            "delivery", "shipping",
+        ),
+    ),
+    _faq(
+        "Оплата",
+        "Картой онлайн при оформлении заказа, через СБП, или картой и наличными при "
+        "получении.",
+        aliases=("оплаты", "оплату", "оплатой", "оплатить", "payment", "pay"),
+    ),
+    _faq(
+        "Контакты",
+        "Телефон: +7 000 000-00-00 (ежедневно с 9:00 до 21:00), e-mail: "
+        "support@example.com.",
+        aliases=(
+            "контакт", "контактов", "телефон", "e-mail", "email", "связаться",
+            "contacts", "contact", "phone",
+        ),
+    ),
+)
+
+
 async def seed_demo_shop(shop: ShopRepository) -> bool:
-    """Insert the demo orders and policies into whichever of their tables is empty.
+    """Insert the demo orders, policies and FAQ into whichever of their tables is empty.
 
     Returns True when anything was inserted.
     """
-    return await shop.seed_if_empty(orders=DEMO_ORDERS, policies=DEMO_RETURN_POLICIES)
+    seeded = await shop.seed_if_empty(orders=DEMO_ORDERS, policies=DEMO_RETURN_POLICIES)
+    return await shop.seed_faq_if_empty(DEMO_FAQ) or seeded

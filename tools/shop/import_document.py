@@ -13,15 +13,21 @@ Document (every top-level key optional, unknown keys rejected)::
                  "pickup_point": "...", "expected_date": "2026-12-01"}],
      "return_policies": [{"product": "Наушники", "return_days": 7,
                           "conditions": "...", "aliases": ["headphones"]}],
-     "general_return_policy": "..."}
+     "general_return_policy": "...",
+     "faq": [{"topic": "Доставка", "answer": "...", "aliases": ["delivery"]}]}
 
 Bounds: at most 10,000 orders and 10,000 return policies per file, 50 aliases per
-policy; at most 100 problem lines are kept (the total is counted).
+policy; at most 1,000 FAQ entries with 50 aliases each; at most 100 problem lines are
+kept (the total is counted).
 
 Update semantics: an order field that is left out keeps its stored value, an explicit
 null clears it (so a re-import without `owner_telegram_id` never makes a private order
 public by accident). A policy replaces the stored one; its aliases are replaced when
 `aliases` is given and kept when it is left out. `general_return_policy: null` removes it.
+`faq` is the shop's whole FAQ: when given it replaces the stored one (an entry not in the
+list is removed, `[]` removes all); left out, the stored FAQ stays. FAQ topics and
+aliases are matched by `tools.shop.faq.faq_key`, so two that have the same key (in any
+entries) are a problem, as are ones without a letter or digit.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from datetime import date, datetime
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -40,7 +47,8 @@ from pydantic import (
     field_validator,
 )
 
-from storage.shop_records import OrderUpsert, ReturnPolicyUpsert
+from storage.shop_records import FaqRecord, OrderUpsert, ReturnPolicyUpsert
+from tools.shop.faq import faq_key
 from tools.shop.rules import (
     GENERAL_RETURN_POLICY_KEY,
     OrderStatus,
@@ -55,6 +63,7 @@ Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 MAX_ORDERS = 10_000  # every 4-digit order number once
 MAX_RETURN_POLICIES = 10_000
 MAX_ALIASES = 50
+MAX_FAQ_ENTRIES = 1_000
 MAX_PROBLEMS_SHOWN = 100
 # Telegram: "user identifiers have at most 52 significant bits"; also keeps every id
 # inside SQLite's 64-bit INTEGER.
@@ -89,7 +98,26 @@ class ReturnPolicyIn(BaseModel):
     aliases: Annotated[list[Alias], Field(max_length=MAX_ALIASES)] | None = None
 
 
-_Record = TypeVar("_Record", OrderIn, ReturnPolicyIn)
+def _has_words(value: str) -> str:
+    if not faq_key(value):
+        raise ValueError("must contain a letter or a digit")
+    return value
+
+
+FaqKey = Annotated[
+    Text, StringConstraints(min_length=2, max_length=100), AfterValidator(_has_words)
+]
+
+
+class FaqIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    topic: FaqKey
+    answer: Annotated[Text, StringConstraints(max_length=2000)]
+    aliases: Annotated[list[FaqKey], Field(max_length=MAX_ALIASES)] | None = None
+
+
+_Record = TypeVar("_Record", OrderIn, ReturnPolicyIn, FaqIn)
 
 
 class _TopLevel(BaseModel):
@@ -100,6 +128,7 @@ class _TopLevel(BaseModel):
     orders: list[Any] = Field(default_factory=list)
     return_policies: list[Any] = Field(default_factory=list)
     general_return_policy: Annotated[Text, StringConstraints(max_length=4000)] | None = None
+    faq: list[Any] = Field(default_factory=list)  # null is invalid: [] removes every entry
 
 
 @dataclass(slots=True)
@@ -109,6 +138,7 @@ class ImportPlan:
     orders: list[OrderUpsert] = field(default_factory=list)
     policies: list[ReturnPolicyUpsert] = field(default_factory=list)
     texts: dict[str, str | None] = field(default_factory=dict)
+    faq: list[FaqRecord] | None = None  # None: the document has no `faq`, keep the stored one
 
 
 class ShopDataError(ValueError):
@@ -149,7 +179,7 @@ def _record_label(raw: Any, loc: tuple[Any, ...]) -> str:
             items = raw[loc[0]]
             record = items[index] if index < len(items) else None
         if isinstance(record, dict):
-            for key in ("order_id", "product"):
+            for key in ("order_id", "product", "topic"):
                 if isinstance(record.get(key), str):
                     parts[0] += f" ({key} {record[key][:60]!r})"
                     break
@@ -209,6 +239,57 @@ def _cross_record_problems(orders: list[OrderIn], policies: list[ReturnPolicyIn]
     return problems
 
 
+def _faq_problems(entries: list[FaqIn]) -> list[str]:
+    """Two topics or aliases with the same key, in any entries, are a problem."""
+    problems: list[str] = []
+    keys: dict[str, str] = {}  # key of a topic or alias -> where it was first used
+    for index, entry in enumerate(entries):
+        label = f"faq[{index}] (topic {entry.topic[:60]!r})"
+        key = faq_key(entry.topic)
+        if key in keys:
+            problems.append(f"{label}.topic: {entry.topic!r} is already used by {keys[key]}")
+        else:
+            keys[key] = f"{label}.topic"
+        own = {key}
+        for alias_index, alias in enumerate(entry.aliases or []):
+            alias_key = faq_key(alias)
+            if alias_key in own:
+                continue  # repeating the entry's own topic or alias is harmless; dropped
+            own.add(alias_key)
+            if alias_key in keys:
+                where = f"{label}.aliases[{alias_index}]"
+                problems.append(f"{where}: {alias!r} is already used by {keys[alias_key]}")
+            else:
+                keys[alias_key] = f"{label}.aliases[{alias_index}]"
+    return problems
+
+
+def _policy_upsert(policy: ReturnPolicyIn) -> ReturnPolicyUpsert:
+    key = normalise_product_name(policy.product)
+    aliases = None
+    if policy.aliases is not None:
+        normalised = (normalise_product_name(alias) for alias in policy.aliases)
+        aliases = tuple(dict.fromkeys(a for a in normalised if a != key))
+    return ReturnPolicyUpsert(
+        product=key,
+        display_name=" ".join(policy.product.split()),
+        return_days=policy.return_days,
+        conditions=policy.conditions,
+        aliases=aliases,
+    )
+
+
+def _faq_record(entry: FaqIn) -> FaqRecord:
+    key = faq_key(entry.topic)
+    aliases = (faq_key(alias) for alias in entry.aliases or [])
+    return FaqRecord(
+        key=key,
+        topic=" ".join(entry.topic.split()),
+        answer=entry.answer,
+        aliases=tuple(dict.fromkeys(a for a in aliases if a != key)),
+    )
+
+
 def _records(
     raw: dict[str, Any], key: str, model: type[_Record], limit: int, problems: _Problems
 ) -> list[_Record]:
@@ -232,7 +313,10 @@ def plan_import(raw: Any) -> ImportPlan:
     """Validate the whole decoded JSON document; raise `ShopDataError` listing problems."""
     if not isinstance(raw, dict):
         raise ShopDataError(
-            ["document: expected a JSON object with orders, return_policies, general_return_policy"]
+            [
+                "document: expected a JSON object with orders, return_policies, "
+                "general_return_policy, faq"
+            ]
         )
     problems = _Problems()
     top: _TopLevel | None = None
@@ -242,8 +326,10 @@ def plan_import(raw: Any) -> ImportPlan:
         problems.add(_describe(raw, exc))
     orders = _records(raw, "orders", OrderIn, MAX_ORDERS, problems)
     policies = _records(raw, "return_policies", ReturnPolicyIn, MAX_RETURN_POLICIES, problems)
+    faq = _records(raw, "faq", FaqIn, MAX_FAQ_ENTRIES, problems)
     if not problems.total:
         problems.add(_cross_record_problems(orders, policies))
+        problems.add(_faq_problems(faq))
     if problems.total or top is None:
         raise ShopDataError(problems.shown, problems.total)
 
@@ -258,21 +344,9 @@ def plan_import(raw: Any) -> ImportPlan:
                 value = value.isoformat()
             values[name] = value
         plan.orders.append(OrderUpsert(order_id=order.order_id, values=values))
-    for policy in policies:
-        key = normalise_product_name(policy.product)
-        aliases = None
-        if policy.aliases is not None:
-            normalised = (normalise_product_name(alias) for alias in policy.aliases)
-            aliases = tuple(dict.fromkeys(a for a in normalised if a != key))
-        plan.policies.append(
-            ReturnPolicyUpsert(
-                product=key,
-                display_name=" ".join(policy.product.split()),
-                return_days=policy.return_days,
-                conditions=policy.conditions,
-                aliases=aliases,
-            )
-        )
+    plan.policies = [_policy_upsert(policy) for policy in policies]
     if "general_return_policy" in top.model_fields_set:
         plan.texts[GENERAL_RETURN_POLICY_KEY] = top.general_return_policy
+    if "faq" in top.model_fields_set:
+        plan.faq = [_faq_record(entry) for entry in faq]
     return plan

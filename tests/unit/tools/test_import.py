@@ -231,3 +231,129 @@ def test_an_owner_id_must_be_a_telegram_id() -> None:
     assert problems == [
         "orders[0] (order_id '1234').owner_telegram_id: Input should be less than 4503599627370496"
     ]
+
+
+# ------------------------------------------------------------------ the FAQ section
+
+FAQ: list[dict[str, Any]] = [
+    {"topic": " Доставка ", "answer": "Курьером — 500 ₽.", "aliases": ["Delivery", "доставки"]},
+    {"topic": "Оплата", "answer": "Картой или наличными."},
+]
+
+
+def test_faq_is_planned_as_keys_in_file_order() -> None:
+    plan = plan_import({"faq": [*FAQ, {"topic": "E-mail", "answer": "a@b.c", "aliases": []}]})
+    assert plan.faq is not None
+    assert [(e.key, e.topic, e.aliases) for e in plan.faq] == [
+        ("доставка", "Доставка", ("delivery", "доставки")),
+        ("оплата", "Оплата", ()),
+        ("e mail", "E-mail", ()),
+    ]
+    assert plan.faq[0].answer == "Курьером — 500 ₽."
+    assert plan_import({"orders": []}).faq is None  # no `faq`: the stored FAQ stays
+    assert plan_import({"faq": []}).faq == []  # an empty list removes every entry
+
+
+def test_faq_problems_name_the_entry_and_the_field() -> None:
+    problems = problems_of(
+        {
+            "faq": [
+                {"topic": "Доставка", "answer": "ok"},
+                {"topic": "x", "answer": "", "question": "?"},
+                {"topic": "?!", "answer": "a" * 2001, "aliases": ["ok", "--"]},
+                {"answer": "no topic"},
+            ]
+        }
+    )
+    assert problems == [
+        "faq[1] (topic 'x').topic: String should have at least 2 characters",
+        "faq[1] (topic 'x').answer: String should have at least 1 character",
+        "faq[1] (topic 'x').question: unknown field",
+        "faq[2] (topic '?!').topic: must contain a letter or a digit",
+        "faq[2] (topic '?!').answer: String should have at most 2000 characters",
+        "faq[2] (topic '?!').aliases[1]: must contain a letter or a digit",
+        "faq[3].topic: required field is missing",
+    ]
+    assert problems_of({"faq": None}) == ["faq: Input should be a valid list"]
+    assert problems_of({"faq": [{"topic": "Тема", "answer": "a", "aliases": ["xx"] * 51}]}) == [
+        "faq[0] (topic 'Тема').aliases: List should have at most 50 items after validation,"
+        " not 51"
+    ]
+
+
+def test_faq_duplicate_topics_and_aliases_across_entries_are_problems() -> None:
+    problems = problems_of(
+        {
+            "faq": [
+                {"topic": "Доставка", "answer": "a", "aliases": ["delivery", "ДОСТАВКА", "оплата"]},
+                {"topic": "оплата", "answer": "b", "aliases": ["Delivery!"]},
+                {"topic": "доставка?", "answer": "c"},
+            ]
+        }
+    )
+    assert problems == [
+        "faq[1] (topic 'оплата').topic: 'оплата' is already used by "
+        "faq[0] (topic 'Доставка').aliases[2]",
+        "faq[1] (topic 'оплата').aliases[0]: 'Delivery!' is already used by "
+        "faq[0] (topic 'Доставка').aliases[0]",
+        "faq[2] (topic 'доставка?').topic: 'доставка?' is already used by "
+        "faq[0] (topic 'Доставка').topic",
+    ]
+
+
+async def test_faq_import_replaces_the_whole_faq_including_the_demo(db: Database) -> None:
+    shop = ShopRepository(db)
+    assert await seed_demo_shop(shop) is True
+    assert "delivery" in await shop.find_faq_entries(["delivery"])  # the demo entry
+
+    plan = plan_import({"faq": FAQ})
+    counts = await shop.import_shop_data(**vars_of(plan), faq=plan.faq)
+    assert (counts.faq_inserted, counts.faq_updated, counts.faq_removed) == (0, 2, 1)
+    found = await shop.find_faq_entries(["delivery", "контакты", "оплата"])
+    assert found["delivery"].answer == "Курьером — 500 ₽."
+    assert "контакты" not in found  # the demo contacts are gone, not mixed in
+    assert await shop.faq_topics(10) == ["Доставка", "Оплата"]
+    assert await seed_demo_shop(shop) is False  # the FAQ has the shop's own rows
+
+    emptied = await shop.import_shop_data(orders=[], policies=[], texts={}, faq=[])
+    assert emptied.faq_removed == 2 and await shop.faq_topics(10) == []
+    kept = await shop.import_shop_data(**vars_of(plan_import({"orders": []})))
+    assert (kept.faq_inserted, kept.faq_removed) == (0, 0)
+
+
+async def test_run_import_writes_nothing_when_only_the_faq_is_invalid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "shop.sqlite3"
+    monkeypatch.setenv("DATABASE_PATH", str(database))
+    document = {**VALID, "faq": [*FAQ, {"topic": "DELIVERY", "answer": "dup"}]}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
+
+    assert await run_import(str(path)) == 1
+    err = capsys.readouterr().err
+    assert "faq[2] (topic 'DELIVERY').topic: 'DELIVERY' is already used by" in err
+    assert "nothing was written" in err
+    if database.exists():
+        db = await Database.open(database)
+        try:
+            for table in ("orders", "return_policies", "shop_texts", "faq_entries"):
+                assert await db.fetch_one(f"SELECT 1 FROM {table}") is None, table
+        finally:
+            await db.close()
+
+
+async def test_run_import_reports_faq_counts_only_when_the_file_has_faq(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_PATH", str(tmp_path / "shop.sqlite3"))
+    path = tmp_path / "shop.json"
+    path.write_text(json.dumps({**VALID, "faq": FAQ}, ensure_ascii=False), encoding="utf-8")
+    assert await run_import(str(path)) == 0
+    assert "faq: 2 inserted, 0 updated, 0 removed" in capsys.readouterr().out
+    path.write_text(json.dumps({"faq": FAQ[:1]}, ensure_ascii=False), encoding="utf-8")
+    assert await run_import(str(path)) == 0
+    assert "faq: 0 inserted, 1 updated, 1 removed" in capsys.readouterr().out
+    path.write_text(json.dumps(VALID, ensure_ascii=False), encoding="utf-8")
+    assert await run_import(str(path)) == 0
+    assert "faq" not in capsys.readouterr().out

@@ -106,9 +106,9 @@ def assert_strict(tool_schema: dict[str, Any]) -> None:
     check_strict_schema(parameters)
 
 
-def test_shop_registry_has_both_tools_with_strict_schemas() -> None:
+def test_shop_registry_has_its_three_tools_with_strict_schemas() -> None:
     registry = build_registry()
-    assert registry.names == ("get_order_status", "get_return_policy")
+    assert registry.names == ("get_order_status", "get_return_policy", "get_shop_info")
     schemas = registry.schemas()
     assert [s["function"]["name"] for s in schemas] == list(registry.names)
     for schema in schemas:

@@ -75,6 +75,40 @@ RETURN_POLICY_SCHEMA: dict[str, Any] = {
 }
 
 
+SHOP_INFO_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_shop_info",
+        "strict": True,
+        "parameters": {
+            "additionalProperties": False,
+            "properties": {
+                "topic": {
+                    "description": (
+                        "A short topic or the key words of the question, 2 to 100 characters, "
+                        "e.g. доставка, оплата, контакты, delivery, payment, contacts."
+                    ),
+                    "type": "string",
+                }
+            },
+            "required": ["topic"],
+            "type": "object",
+        },
+        "description": (
+            "Get the shop's own answer about delivery (prices, times, pickup), payment "
+            "methods, contacts and other general questions about the shop. Use it for any "
+            "such question instead of answering from general knowledge. Pass a short topic "
+            "in the customer's language or in English, e.g. доставка, оплата, контакты, "
+            "delivery, payment, contacts; a topic is matched by whole words against the "
+            "shop's topics and their aliases. If found is false, the shop has no answer: "
+            "tell the customer you do not know, do not guess, and give the shop's contacts "
+            "from the result when it has them; if one of known_topics fits the question, you "
+            "may call again with it."
+        ),
+    },
+}
+
+
 def wire(value: Any) -> str:
     """The JSON text the registry keeps and the client sends (key order matters)."""
     return json.dumps(value, ensure_ascii=False)
@@ -84,6 +118,7 @@ def test_shop_tool_schemas_are_exactly_what_is_sent_today() -> None:
     assert [wire(s) for s in build_registry().schemas()] == [
         wire(ORDER_STATUS_SCHEMA),
         wire(RETURN_POLICY_SCHEMA),
+        wire(SHOP_INFO_SCHEMA),
     ]
 
 
