@@ -8,7 +8,7 @@ Every write runs in `Database.transaction()`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import aiosqlite
 
@@ -159,6 +159,15 @@ class ShopRepository:
             "SELECT topic FROM faq_entries ORDER BY position, key LIMIT ?", (limit,)
         )
         return [str(row["topic"]) for row in rows]
+
+    async def has_orders_except(self, order_ids: Collection[str]) -> bool:
+        """Whether any order other than `order_ids` is stored."""
+        marks = ",".join("?" * len(order_ids)) or "NULL"
+        row = await self._db.fetch_one(
+            f"SELECT EXISTS (SELECT 1 FROM orders WHERE order_id NOT IN ({marks}))",
+            tuple(order_ids),
+        )
+        return bool(row and row[0])
 
     async def seed_faq_if_empty(self, entries: Sequence[FaqRecord]) -> bool:
         """Insert `entries` (with their aliases) if the FAQ is empty; True if inserted."""

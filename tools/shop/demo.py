@@ -108,7 +108,12 @@ DEMO_FAQ: tuple[FaqRecord, ...] = (
 async def seed_demo_shop(shop: ShopRepository) -> bool:
     """Insert the demo orders, policies and FAQ into whichever of their tables is empty.
 
-    Returns True when anything was inserted.
+    The demo FAQ only goes into a demo shop (no orders but the demo ones): its made-up
+    delivery prices and contacts must never reach a real shop's customers, e.g. when a
+    shop's existing database gains the FAQ table on an upgrade. Returns True when
+    anything was inserted.
     """
     seeded = await shop.seed_if_empty(orders=DEMO_ORDERS, policies=DEMO_RETURN_POLICIES)
+    if await shop.has_orders_except([order.order_id for order in DEMO_ORDERS]):
+        return seeded
     return await shop.seed_faq_if_empty(DEMO_FAQ) or seeded

@@ -11,7 +11,7 @@ import pytest
 from bot.data_import import run_import
 from storage.database import Database
 from storage.shop import ShopRepository
-from tools.shop.demo import seed_demo_shop
+from tools.shop.demo import DEMO_ORDERS, seed_demo_shop
 from tools.shop.import_document import ShopDataError, plan_import
 
 VALID: dict[str, Any] = {
@@ -357,3 +357,19 @@ async def test_run_import_reports_faq_counts_only_when_the_file_has_faq(
     path.write_text(json.dumps(VALID, ensure_ascii=False), encoding="utf-8")
     assert await run_import(str(path)) == 0
     assert "faq" not in capsys.readouterr().out
+
+
+async def test_a_shop_with_its_own_orders_never_gets_the_demo_faq(db: Database) -> None:
+    """An existing shop's database gains an empty FAQ table on upgrade: made-up
+    delivery prices must not be seeded next to the shop's real orders."""
+    shop = ShopRepository(db)
+    await shop.import_shop_data(**vars_of(plan_import({"orders": VALID["orders"]})))
+    await seed_demo_shop(shop)
+    assert await shop.faq_topics(10) == []
+
+
+async def test_a_demo_database_gains_the_demo_faq_on_upgrade(db: Database) -> None:
+    shop = ShopRepository(db)
+    await shop.seed_if_empty(orders=DEMO_ORDERS, policies=())
+    assert await seed_demo_shop(shop) is True
+    assert await shop.faq_topics(10) != []
