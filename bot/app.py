@@ -3,11 +3,14 @@
 Start-up order matters for the inbox guarantees: the database opens first (a database
 that cannot be used, e.g. corrupt, read-only, locked or a folder, or a newer schema, ends
 the process with one line naming DATABASE_PATH and status 2, as does a WEB_HOST/WEB_PORT
-the webhook server cannot listen on), then the inbox
-resumes what a previous run left unfinished, and only then does the bot take new
-updates (polling or webhook). Shutdown reverses it: stop taking updates, let in-flight
-turns finish within SHUTDOWN_GRACE_S, then close the chat service, the Telegram session
-and the database. Whatever did not finish stays in the inbox for the next start.
+the webhook server cannot listen on), then Telegram is asked who the bot is (`getMe`) and
+the model endpoint for its models (`GET /models`) — a rejected token, key or model ends the
+start with one line naming the setting and status 2, an unreachable one is asked again
+until it answers — then the inbox resumes what a previous run left unfinished, and only
+then does the bot take new updates (polling or webhook). Shutdown reverses it: stop
+taking updates, let in-flight turns finish within SHUTDOWN_GRACE_S, then close the chat
+service, the Telegram session and the database. Whatever did not finish stays in the
+inbox for the next start.
 """
 
 from __future__ import annotations
