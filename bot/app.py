@@ -3,11 +3,14 @@
 Start-up order matters for the inbox guarantees: the database opens first (a database
 that cannot be used, e.g. corrupt, read-only, locked or a folder, or a newer schema, ends
 the process with one line naming DATABASE_PATH and status 2, as does a WEB_HOST/WEB_PORT
-the webhook server cannot listen on), then the inbox
-resumes what a previous run left unfinished, and only then does the bot take new
-updates (polling or webhook). Shutdown reverses it: stop taking updates, let in-flight
-turns finish within SHUTDOWN_GRACE_S, then close the chat service, the Telegram session
-and the database. Whatever did not finish stays in the inbox for the next start.
+the webhook server cannot listen on), then Telegram is asked who the bot is (`getMe`) and
+the model endpoint for its models (`GET /models`) — a rejected token, key or model ends the
+start with one line naming the setting and status 2, an unreachable one is asked again
+until it answers — then the inbox resumes what a previous run left unfinished, and only
+then does the bot take new updates (polling or webhook). Shutdown reverses it: stop
+taking updates, let in-flight turns finish within SHUTDOWN_GRACE_S, then close the chat
+service, the Telegram session and the database. Whatever did not finish stays in the
+inbox for the next start.
 """
 
 from __future__ import annotations
@@ -16,17 +19,26 @@ import asyncio
 import contextlib
 import gc
 import logging
+import re
 import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlparse
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import TelegramUnauthorizedError
+from aiogram.exceptions import (
+    ClientDecodeError,
+    TelegramNetworkError,
+    TelegramNotFound,
+    TelegramRetryAfter,
+    TelegramServerError,
+    TelegramUnauthorizedError,
+)
 from aiogram.methods import GetMe, SetMyCommands, SetWebhook
 from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefault
 from aiohttp import web
@@ -46,6 +58,8 @@ from bot.webhook import build_runner, build_web_app
 from services.chat import ChatService, build_chat_service
 from services.limits import UserMessageLimiter
 from services.llm.client import OpenAIChatModel
+from services.llm.errors import LLMAuthenticationError, LLMError
+from services.llm.types import ModelCheck
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
@@ -224,20 +238,126 @@ class CannotStart(Exception):
     """A setting cannot be used as given (e.g. WEB_PORT is taken); the message names it."""
 
 
-class TokenRejected(Exception):
-    """Telegram answered 401 Unauthorized: BOT_TOKEN is wrong or was revoked."""
+class TokenRejected(CannotStart):
+    """Telegram answered getMe with 401 or 404: BOT_TOKEN is wrong, revoked or deleted."""
+
+
+# Waits between start-up checks of an unreachable Telegram or model endpoint: quick at
+# first (a network blip), then every 30 s for as long as it takes; SIGTERM ends it.
+STARTUP_RETRY_DELAYS_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+
+
+def _retry_delay(attempt: int) -> float:
+    return STARTUP_RETRY_DELAYS_S[min(attempt, len(STARTUP_RETRY_DELAYS_S) - 1)]
+
+
+def _host_of(url: str | None, default: str) -> str:
+    return urlparse(url).netloc if url else default
 
 
 async def check_token(app: Application) -> None:
-    """Fail fast on a rejected token; any other problem is left to the retrying loops."""
-    try:
-        me = await app.sender.call(GetMe())
-    except TelegramUnauthorizedError:
-        raise TokenRejected("BOT_TOKEN was rejected by Telegram (401 Unauthorized)") from None
-    except Exception as exc:
-        log.warning("getMe failed (%s); continuing, updates will be retried", type(exc).__name__)
+    """getMe until it succeeds: 401/404 end the start (exit 2, one line naming BOT_TOKEN);
+    an unreachable or failing Telegram is asked again, with a WARNING line each time."""
+    host = _host_of(app.settings.telegram_api_url, "api.telegram.org")
+    attempt = 0
+    while True:
+        try:
+            me = await app.bot(GetMe())
+        except TelegramUnauthorizedError:
+            raise TokenRejected(
+                "BOT_TOKEN was rejected by Telegram (401 Unauthorized): the token is wrong "
+                "or was revoked; copy it again from @BotFather"
+            ) from None
+        except TelegramNotFound:
+            raise TokenRejected(
+                "BOT_TOKEN is not known to Telegram (404 Not Found): the bot was deleted or "
+                "the token is incomplete; copy it again from @BotFather"
+            ) from None
+        except (TelegramNetworkError, TelegramServerError, ClientDecodeError) as exc:
+            delay = _retry_delay(attempt)
+            log.warning("%s; retrying in %.0f s", _telegram_problem(exc, host), delay)
+        except TelegramRetryAfter as exc:
+            delay = float(exc.retry_after)
+            log.warning("Telegram asks to wait (flood control); retrying in %.0f s", delay)
+        else:
+            log.info("bot @%s (id %s)", me.username, me.id)
+            return
+        attempt += 1
+        await asyncio.sleep(delay)
+
+
+def _telegram_problem(exc: Exception, host: str) -> str:
+    if isinstance(exc, TelegramNetworkError):
+        return f"Telegram is unreachable at {host}"
+    if isinstance(exc, TelegramServerError):
+        return f"Telegram at {host} answered with a server error"
+    return f"{host} does not answer like the Bot API (check TELEGRAM_API_URL)"
+
+
+async def check_model(app: Application) -> None:
+    """The model endpoint answers, accepts the key and offers the configured models.
+
+    One `GET /models` (free). A rejected key or a model the endpoint does not offer ends
+    the start (exit 2, one line naming the setting); an endpoint that cannot be reached
+    is asked again with a WARNING line, like Telegram; an endpoint that does not list its
+    models cannot be checked: one WARNING and the start goes on.
+    """
+    settings = app.settings
+    if not settings.openai_startup_check:
         return
-    log.info("bot @%s (id %s)", me.username, me.id)
+    host = _host_of(settings.openai_base_url, "api.openai.com")
+    attempt = 0
+    while True:
+        try:
+            result = await app.model.check()
+        except LLMAuthenticationError as exc:
+            raise CannotStart(
+                f"OPENAI_API_KEY was rejected by the model endpoint {host} ({_http_status(exc)})"
+            ) from None
+        except LLMError:
+            delay = _retry_delay(attempt)
+            log.warning(
+                "the model endpoint %s (OPENAI_BASE_URL) is unreachable or failing; "
+                "retrying in %.0f s",
+                host,
+                delay,
+            )
+            attempt += 1
+            await asyncio.sleep(delay)
+            continue
+        _judge_model_check(result, settings, host)
+        return
+
+
+def _judge_model_check(result: ModelCheck, settings: Settings, host: str) -> None:
+    if not result.listed:
+        log.warning(
+            "cannot check OPENAI_MODEL: the model endpoint %s does not list its models "
+            "(%s); continuing",
+            host,
+            result.detail,
+        )
+        return
+    if not result.missing:
+        models = (settings.openai_model, *settings.openai_fallback_models)
+        log.info("model endpoint %s offers %s", host, ", ".join(models))
+        return
+    problems = []
+    if settings.openai_model in result.missing:
+        problems.append(f'OPENAI_MODEL "{settings.openai_model}"')
+    fallbacks = [name for name in result.missing if name != settings.openai_model]
+    if fallbacks:
+        names = ", ".join(f'"{name}"' for name in fallbacks)
+        problems.append(f"OPENAI_FALLBACK_MODELS {names}")
+    raise CannotStart(
+        f"{' and '.join(problems)}: not offered by the model endpoint {host} (GET /models)"
+    )
+
+
+def _http_status(exc: Exception) -> str:
+    """ "HTTP 401" out of the client's error text (which never holds the key)."""
+    found = re.search(r"HTTP \d{3}", str(exc))
+    return found.group(0) if found else type(exc).__name__
 
 
 async def set_commands(app: Application) -> None:
@@ -428,12 +548,14 @@ async def run(settings: Settings) -> None:
 
 
 async def _start(app: Application) -> None:
-    """Fail fast on a rejected token, then resume what the previous run left unfinished.
+    """Check the token and the model endpoint (failing fast on what a retry cannot fix),
+    then resume what the previous run left unfinished.
 
     Answers that could not be delivered because Telegram was unreachable are tried again
     (within the day Telegram itself would have kept the update), never re-asking the model.
     """
     await check_token(app)
+    await check_model(app)
     reopened = await app.inbox.reopen_failed(
         reasons=RETRYABLE_FAILURES, newer_than_s=UNDELIVERED_RETRY_WINDOW_S
     )

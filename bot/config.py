@@ -14,11 +14,36 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlparse
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+# A bot token as @BotFather gives it: the bot's numeric id, a colon, then the secret
+# (35 characters of A-Z a-z 0-9 _ - today). aiogram itself only asks for digits, a colon
+# and something after it; the length is not checked here (local Bot API servers and test
+# fakes use shorter ones) — a real token of the wrong length is answered 401/404 by
+# Telegram, which stops the start with a line naming BOT_TOKEN (bot/app.py).
+_BOT_TOKEN_RE = re.compile(r"^[0-9]{1,20}:[A-Za-z0-9_-]{1,100}$")
+# The values .env.example ships with, and the marker in them: still there means the
+# owner copied the file without filling it in.
+PLACEHOLDERS = {
+    "bot_token": "123456789:replace-with-your-bot-token",
+    "openai_api_key": "sk-replace-with-your-key",
+}
+_PLACEHOLDER_MARKER = "replace-with-your"
+_PLACEHOLDER_HINT = {
+    "bot_token": "put the token @BotFather gave you there",
+    "openai_api_key": "put your API key there (any non-empty value for a local server)",
+}
+_REQUIRED = ("bot_token", "openai_api_key")
 
 
 class BotMode(StrEnum):
@@ -84,6 +109,9 @@ class Settings(BaseSettings):
     openai_timeout_s: float = Field(default=30.0, gt=0, le=600)
     openai_max_retries: int = Field(default=1, ge=0, le=5)
     parallel_tool_calls: bool = True
+    # On start, check once that the endpoint answers, accepts the key and offers
+    # OPENAI_MODEL and OPENAI_FALLBACK_MODELS (GET /models: no tokens, no cost).
+    openai_startup_check: bool = True
 
     # Conversation and tools
     database_path: Path = Path("data/bot.sqlite3")
@@ -161,9 +189,18 @@ class Settings(BaseSettings):
 
     @field_validator("bot_token", "openai_api_key")
     @classmethod
-    def _check_not_blank(cls, value: SecretStr) -> SecretStr:
-        if not value.get_secret_value().strip():
+    def _check_not_blank(cls, value: SecretStr, info: ValidationInfo) -> SecretStr:
+        secret = value.get_secret_value()
+        if not secret.strip():
             raise ValueError("must not be empty")
+        name = str(info.field_name)
+        if secret.strip() == PLACEHOLDERS[name] or _PLACEHOLDER_MARKER in secret:
+            raise ValueError(f"still the placeholder from .env.example; {_PLACEHOLDER_HINT[name]}")
+        if name == "bot_token" and not _BOT_TOKEN_RE.fullmatch(secret):
+            raise ValueError(
+                "not a bot token: expected the bot's id, a colon and the secret as "
+                "@BotFather gives it (digits:letters, digits, _ or -, no spaces)"
+            )
         return value
 
     @field_validator("log_level")
@@ -213,8 +250,22 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        problems = "; ".join(_describe(error) for error in exc.errors(include_input=False))
+        errors = exc.errors(include_input=False)
+        problems = "; ".join(_describe(error) for error in errors)
+        if _both_required_missing(errors):
+            problems += " (start from the example: cp .env.example .env, then fill them in)"
         raise SettingsError(f"invalid settings: {problems}") from None
+
+
+def _both_required_missing(errors: list[ErrorDetails]) -> bool:
+    """BOT_TOKEN and OPENAI_API_KEY both unset or empty: most likely there is no .env."""
+    unset = {
+        str(error["loc"][0])
+        for error in errors
+        if error["loc"]
+        and (error["type"] == "missing" or str(error["msg"]).endswith("must not be empty"))
+    }
+    return all(name in unset for name in _REQUIRED)
 
 
 class StorageSettings(BaseSettings):

@@ -44,7 +44,7 @@ from services.llm.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
-from services.llm.types import LLMResponse, Message, ToolChoice
+from services.llm.types import LLMResponse, Message, ModelCheck, ToolChoice
 from tools.base import ToolCall
 
 log = logging.getLogger(__name__)
@@ -120,6 +120,30 @@ class OpenAIChatModel:
             params["max_completion_tokens"] = max_tokens
         return await self._create_with_fallback(params)
 
+    async def check(self) -> ModelCheck:
+        """One free start-up check: `GET /models` (no tokens are used, nothing is billed).
+
+        Returns which of `models` (the primary first, then the fallbacks) the endpoint
+        does not offer, or `listed=False` when it does not list its models at all (some
+        local servers and gateways answer 404): then nothing could be checked. A rejected
+        key raises `LLMAuthenticationError`; an endpoint that cannot be reached, times out,
+        is rate limited or answers 5xx raises `LLMUnavailable` / `LLMTimeout` /
+        `LLMRateLimited` — worth asking again later.
+        """
+        try:
+            offered = {model.id async for model in self._client.models.list()}
+        except (openai.APIResponseValidationError, ValueError):  # not JSON, or not a list
+            return ModelCheck(listed=False, detail="GET /models sent an unreadable answer")
+        except openai.APIStatusError as error:
+            status = error.status_code
+            if status in (401, 403, 408, 429) or status >= 500:
+                raise _translate(error, self._model) from error
+            return ModelCheck(listed=False, detail=f"GET /models answered HTTP {status}")
+        except openai.APIError as error:
+            raise _translate(error, self._model) from error
+        missing = tuple(name for name in self._chain if not _offered(name, offered))
+        return ModelCheck(listed=True, missing=missing)
+
     async def aclose(self) -> None:
         await self._client.close()
 
@@ -157,6 +181,12 @@ class OpenAIChatModel:
             raise _translate(error, model) from error
         except openai.OpenAIError as error:  # e.g. a client-side configuration problem
             raise LLMError(f"LLM client error ({type(error).__name__})", model=model) from error
+
+
+def _offered(name: str, offered: set[str]) -> bool:
+    """Whether `name` is in the endpoint's model list, allowing the spellings providers use:
+    Google lists "models/NAME", Ollama lists "NAME:latest" for a request of "NAME"."""
+    return bool({name, f"models/{name}", f"{name}:latest"} & offered)
 
 
 def _request_options() -> RequestOptions:

@@ -48,3 +48,17 @@ class ChatModel(Protocol):
     async def complete_text(
         self, messages: Sequence[Message], *, max_tokens: int | None = None
     ) -> LLMResponse: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCheck:
+    """The start-up check of the model endpoint (`OpenAIChatModel.check`).
+
+    `listed` is False when the endpoint does not list its models, so nothing could be
+    checked (`detail` says why); otherwise `missing` holds the configured models (the
+    primary first, then the fallbacks) that the endpoint does not offer.
+    """
+
+    listed: bool
+    missing: tuple[str, ...] = ()
+    detail: str = ""

@@ -15,7 +15,11 @@ from pathlib import Path
 import pytest
 
 from storage.database import Database
-from tests.e2e.harness import WEBHOOK_SECRET, BotProcess, webhook_env
+from tests.e2e.conftest import StartBot
+from tests.e2e.harness import WEBHOOK_SECRET, BotProcess, free_port, webhook_env
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.openai_server import error as openai_error
+from tests.fakes.telegram_server import FakeTelegramServer
 
 
 async def test_database_newer_than_the_code_exits_2_with_one_line(
@@ -62,15 +66,67 @@ async def test_a_web_host_not_on_this_machine_is_one_error_line_and_exit_2(
     assert "Traceback" not in process.output
 
 
-async def test_a_token_telegram_rejects_is_one_fatal_line(
+def _errors(process: BotProcess) -> list[str]:
+    return [line for line in process.lines if "error" in line.lower()]
+
+
+def _no_secrets(process: BotProcess, env: dict[str, str]) -> None:
+    secret = env["BOT_TOKEN"].split(":", 1)[1]
+    assert secret not in process.output and env["OPENAI_API_KEY"] not in process.output
+    assert "Traceback" not in process.output
+
+
+async def test_a_token_telegram_rejects_401_is_one_line_naming_it_and_exit_2(
     bot_base_env: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**bot_base_env, "BOT_TOKEN": "999:revoked-token"}
     process = await BotProcess(env, tmp_path).start()
-    assert await process.wait_exit() == 1
-    fatal = [line for line in process.lines if "fatal:" in line]
-    assert len(fatal) == 1 and "BOT_TOKEN" in fatal[0], process.output
-    assert "revoked-token" not in process.output
+    assert await process.wait_exit() == 2
+    assert _errors(process) == [
+        "error: BOT_TOKEN was rejected by Telegram (401 Unauthorized): the token is wrong "
+        "or was revoked; copy it again from @BotFather"
+    ], process.output
+    assert "ready" not in process.output
+    _no_secrets(process, env)
+
+
+async def test_a_token_telegram_does_not_know_404_is_one_line_naming_it_and_exit_2(
+    bot_base_env: dict[str, str], fake_telegram: FakeTelegramServer, tmp_path: Path
+) -> None:
+    fake_telegram.unknown_token_status = 404  # Telegram's answer for a deleted bot's token
+    env = {**bot_base_env, "BOT_TOKEN": "999:token-of-a-deleted-bot"}
+    process = await BotProcess(env, tmp_path).start()
+    assert await process.wait_exit() == 2
+    assert _errors(process) == [
+        "error: BOT_TOKEN is not known to Telegram (404 Not Found): the bot was deleted or "
+        "the token is incomplete; copy it again from @BotFather"
+    ], process.output
+    assert "ready" not in process.output and not fake_telegram.calls_of("getUpdates")
+    _no_secrets(process, env)
+
+
+async def test_an_unreachable_telegram_is_retried_with_a_line_and_ready_comes_after_getme(
+    bot_base_env: dict[str, str], tmp_path: Path
+) -> None:
+    port = free_port()  # nobody listens here yet
+    env = {**bot_base_env, "TELEGRAM_API_URL": f"http://127.0.0.1:{port}"}
+    process = await BotProcess(env, tmp_path).start()
+    line = await process.wait_for_line("Telegram is unreachable")
+    assert line.endswith(
+        f"WARNING bot: Telegram is unreachable at 127.0.0.1:{port}; retrying in 1 s"
+    ), process.output
+    await process.wait_for_line("retrying in 2 s")  # still retrying, never "ready"
+    assert "bot: ready" not in process.output
+    telegram = FakeTelegramServer(token=env["BOT_TOKEN"])
+    await telegram.start(port)  # Telegram comes back
+    try:
+        await process.wait_ready()
+        assert telegram.calls_of("getMe")
+        assert process.output.index("bot @") < process.output.index("bot: ready")
+        assert await process.terminate() == 0
+    finally:
+        await telegram.stop()
+    _no_secrets(process, env)
 
 
 async def test_sigterm_while_telegram_is_unreachable_stops_at_once(
@@ -81,11 +137,88 @@ async def test_sigterm_while_telegram_is_unreachable_stops_at_once(
         port = closed.getsockname()[1]
     env = {**bot_base_env, "TELEGRAM_API_URL": f"http://127.0.0.1:{port}"}
     process = await BotProcess(env, tmp_path).start()
-    await process.wait_for_line("network error on getMe")  # start-up is retrying
-    # the retries would take about 45 s, longer than the wait; a stop must not wait for them
+    await process.wait_for_line("Telegram is unreachable")  # start-up is retrying
+    # the retries go on for as long as Telegram is away; a stop must not wait for them
     assert await process.terminate() == 0
     assert "stopping during start-up" in process.output
     assert "Traceback" not in process.output
+
+
+# --- the model endpoint: one free GET /models before "ready" ---
+
+
+async def test_an_api_key_the_model_endpoint_rejects_is_one_line_and_exit_2(
+    bot_base_env: dict[str, str], fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.models_reply = openai_error(401, "Incorrect API key provided")
+    process = await BotProcess(bot_base_env, tmp_path).start()
+    assert await process.wait_exit() == 2
+    host = fake_openai.base_url.split("/")[2]
+    assert _errors(process) == [
+        f"error: OPENAI_API_KEY was rejected by the model endpoint {host} (HTTP 401)"
+    ], process.output
+    assert "ready" not in process.output and fake_openai.requests == []
+    _no_secrets(process, bot_base_env)
+
+
+async def test_a_model_the_endpoint_does_not_offer_is_one_line_and_exit_2(
+    bot_base_env: dict[str, str], fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.models = ["gpt-4o", "fallback-ok"]
+    env = {**bot_base_env, "OPENAI_FALLBACK_MODELS": "fallback-ok,fallback-gone"}
+    process = await BotProcess(env, tmp_path).start()
+    assert await process.wait_exit() == 2
+    host = fake_openai.base_url.split("/")[2]
+    assert _errors(process) == [
+        f'error: OPENAI_MODEL "fake-model" and OPENAI_FALLBACK_MODELS "fallback-gone": not '
+        f"offered by the model endpoint {host} (GET /models)"
+    ], process.output
+    assert fake_openai.models_requests == 1 and fake_openai.requests == []  # no tokens spent
+    _no_secrets(process, env)
+
+
+async def test_an_endpoint_without_a_model_list_is_a_warning_and_the_bot_starts(
+    start_bot: StartBot, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.models_reply = openai_error(404, "Not Found")
+    process = await start_bot()
+    host = fake_openai.base_url.split("/")[2]
+    assert (
+        f"WARNING bot: cannot check OPENAI_MODEL: the model endpoint {host} does not list "
+        "its models (GET /models answered HTTP 404); continuing"
+    ) in process.output
+    assert await process.terminate() == 0
+
+
+async def test_the_model_check_can_be_switched_off(
+    start_bot: StartBot, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.models = []  # would be fatal if checked
+    process = await start_bot(OPENAI_STARTUP_CHECK="false")
+    assert fake_openai.models_requests == 0
+    assert await process.terminate() == 0
+
+
+async def test_an_unreachable_model_endpoint_is_retried_with_a_line_until_it_answers(
+    bot_base_env: dict[str, str], tmp_path: Path
+) -> None:
+    port = free_port()
+    env = {**bot_base_env, "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}
+    process = await BotProcess(env, tmp_path).start()
+    line = await process.wait_for_line("model endpoint")
+    assert line.endswith(
+        f"WARNING bot: the model endpoint 127.0.0.1:{port} (OPENAI_BASE_URL) is unreachable "
+        "or failing; retrying in 1 s"
+    ), process.output
+    assert "bot: ready" not in process.output
+    model = await FakeOpenAIServer().start(port=port)
+    try:
+        await process.wait_ready()
+        assert model.models_requests >= 1
+        assert await process.terminate() == 0
+    finally:
+        await model.close()
+    _no_secrets(process, env)
 
 
 # --- an unusable DATABASE_PATH: one line naming it, exit 2, never a traceback ---

@@ -22,6 +22,11 @@ root as the working directory (or on PYTHONPATH). Extra endpoints for such tests
 `GET /_fake/requests` (recorded bodies), `POST /_fake/reset`, and
 `POST /_fake/fail {"status": 500, "times": 1}` (the next N completions fail).
 
+`GET /v1/models` lists `server.models` (by default the model names the tests and the
+bench use) the way OpenAI does; `server.models_reply` replaces that answer (e.g.
+`error(401)` for a rejected key, `error(404)` for a server without the endpoint), and
+`server.models_requests` counts the calls.
+
 For the benchmark (bench/): `GET /_fake/timings?after=N` lists a light record per
 completion (arrival and answer times, the fake's own time in ms, whether tools were
 offered, how many tool calls it answered with, the size of the prompt and the last user
@@ -322,6 +327,10 @@ def default_script(body: Body) -> FakeReply:
 
 # --------------------------------------------------------------------------- the server
 
+# What GET /v1/models lists unless a test says otherwise: the models the e2e tests and
+# the bench configure (OPENAI_MODEL=fake-model) and the bot's default.
+DEFAULT_MODELS = ("fake-model", "fake-fallback", "gpt-4o-mini")
+
 
 class FakeOpenAIServer:
     """POST /v1/chat/completions answered by `handler`; every body kept in `requests`."""
@@ -341,6 +350,9 @@ class FakeOpenAIServer:
         self.headers: list[dict[str, str]] = []
         self._fail_status = 0
         self._fail_times = 0
+        self.models: list[str] = list(DEFAULT_MODELS)
+        self.models_reply: FakeReply | None = None
+        self.models_requests = 0
         self._arrived: asyncio.Condition | None = None
         self._closing = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -375,6 +387,7 @@ class FakeOpenAIServer:
         self._arrived = asyncio.Condition()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/_fake/requests", self._list_requests)
         app.router.add_post("/_fake/reset", self._reset)
         app.router.add_post("/_fake/fail", self._fail)
@@ -402,6 +415,16 @@ class FakeOpenAIServer:
         assert self._arrived is not None, "server not started"
         async with asyncio.timeout(within_s), self._arrived:
             await self._arrived.wait_for(lambda: len(self.requests) >= count)
+
+    async def _list_models(self, request: web.Request) -> web.Response:
+        self.models_requests += 1
+        if self.models_reply is not None:
+            return _json_response(self.models_reply)
+        data = [
+            {"id": name, "object": "model", "created": 1_700_000_000, "owned_by": "fake"}
+            for name in self.models
+        ]
+        return web.json_response({"object": "list", "data": data})
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         task = asyncio.current_task()

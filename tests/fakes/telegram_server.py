@@ -132,6 +132,9 @@ class FakeTelegramServer:
         self.webhook_url: str = ""
         self.webhook_secret: str | None = None
         self.reject_html = False
+        # what a request with another token gets: 401 (a revoked token) or 404, which is
+        # what Telegram answers for the token of a deleted bot or a mangled one
+        self.unknown_token_status = 401
         self._retry_after: list[int] = []
         self._holds: list[Hold] = []
         self._updates: list[dict[str, Any]] = []
@@ -234,7 +237,9 @@ class FakeTelegramServer:
     # ------------------------------------------------------------------ HTTP
     async def _dispatch(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self.token:
-            return _error(401, "Unauthorized")
+            if self.unknown_token_status == 404:
+                return _error(404, "Not Found")
+            return _error(self.unknown_token_status, "Unauthorized")
         method = request.match_info["method"]
         params = await self._params(request)
         self.calls.append(ApiCall(method=method, params=params, at=time.time()))

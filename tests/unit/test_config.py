@@ -131,3 +131,73 @@ def test_reads_dotenv_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     settings = load_settings()
     assert settings.bot_token.get_secret_value() == "1:from-file"
     assert settings.admin_ids == frozenset({7})
+
+
+# --- issue 14: placeholders and the token's shape ---
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",  # the shape @BotFather gives
+        "123456:TEST-TOKEN",  # the fakes' and the bench's
+        "1:secret-token",
+        "7000000001:AA_under-score_and-dash_0123456789abc",
+    ],
+)
+def test_well_formed_tokens_are_accepted(monkeypatch: pytest.MonkeyPatch, token: str) -> None:
+    assert make(monkeypatch, BOT_TOKEN=token).bot_token.get_secret_value() == token
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "qwertyuiop",
+        ":qwertyuiop",
+        "123:",
+        "12a:qwertyuiop",
+        "123:qwerty uiop",
+        "123:qwerty/uiop",
+        "1:qwértyuiop",
+    ],
+)
+def test_malformed_tokens_are_refused_without_echo(
+    monkeypatch: pytest.MonkeyPatch, token: str
+) -> None:
+    message = error_for(monkeypatch, BOT_TOKEN=token)
+    assert message == (
+        "invalid settings: BOT_TOKEN: not a bot token: expected the bot's id, a colon and "
+        "the secret as @BotFather gives it (digits:letters, digits, _ or -, no spaces)"
+    )
+    assert "qwert" not in message and "uiop" not in message
+
+
+def test_placeholders_from_env_example_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = error_for(
+        monkeypatch,
+        BOT_TOKEN="123456789:replace-with-your-bot-token",
+        OPENAI_API_KEY="sk-replace-with-your-key",
+    )
+    assert "BOT_TOKEN: still the placeholder from .env.example" in message
+    assert "OPENAI_API_KEY: still the placeholder from .env.example" in message
+    assert "replace-with-your" not in message
+    assert "cp .env.example" not in message  # they are set, just not filled in
+
+
+def test_both_required_values_missing_suggests_the_example(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("BOT_TOKEN", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(SettingsError) as info:
+        load_settings()
+    assert str(info.value).endswith(
+        "(start from the example: cp .env.example .env, then fill them in)"
+    )
+    only_one = error_for(monkeypatch, BOT_TOKEN="")
+    assert "cp .env.example" not in only_one
+
+
+def test_the_model_check_is_on_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert make(monkeypatch).openai_startup_check is True
+    assert make(monkeypatch, OPENAI_STARTUP_CHECK="false").openai_startup_check is False
