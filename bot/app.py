@@ -47,6 +47,7 @@ from services.chat import ChatService, build_chat_service
 from services.limits import UserMessageLimiter
 from services.llm.client import OpenAIChatModel
 from services.loop import BoundedToolLoop
+from services.phones import PhoneVerification
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
 from storage.database import Database, DatabaseOpenError, StorageRetry
@@ -72,6 +73,8 @@ CUSTOMER_COMMANDS = (
     ("start", "Что умеет бот", "What the bot can do"),
     ("help", "Справка", "Help"),
     ("new", "Начать разговор заново", "Start the conversation over"),
+    ("phone", "Подтвердить номер телефона", "Verify my phone number"),
+    ("forget_phone", "Удалить мой номер телефона", "Remove my phone number"),
 )
 ADMIN_COMMANDS = (("stats", "Статистика инструментов", "Tool usage statistics"),)
 
@@ -189,6 +192,7 @@ async def build_application(settings: Settings, db: Database) -> Application:
         responder=responder,
         sender=sender,
         stats=StatsService(StatsRepository(db), clock=time.time),
+        phones=PhoneVerification(shop, storage_retry=storage_retry),
         max_input_chars=settings.max_input_chars,
     )
 
