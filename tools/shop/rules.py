@@ -55,7 +55,7 @@ E164_MIN_DIGITS = 8
 E164_MAX_DIGITS = 15
 _PHONE_SEPARATORS = str.maketrans("", "", " -.()\u00a0\t")
 PHONE_RULE = (
-    "must be an international number like +79123456789 (a '+' and 8 to 15 digits), "
+    "must be an international number like +74951234567 (a '+' and 8 to 15 digits), "
     "or a Russian number starting with 8 or 7 (11 digits)"
 )
 
