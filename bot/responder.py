@@ -111,6 +111,13 @@ class Responder:
         if answered is not None:
             await self.deliver(answered)
 
+    async def drop_contact(self, row: InboxRow) -> None:
+        """Keep no shared contact in the inbox row of an answered update (privacy)."""
+        await self._retry.run(
+            f"dropping the contact of update {row.update_id}",
+            lambda: self._inbox.drop_contact(row.update_id),
+        )
+
     async def ignore(self, row: InboxRow, reason: str) -> None:
         """Nothing will be sent for this update."""
         await self._finish(row.update_id, IGNORED, reason)
@@ -244,6 +251,10 @@ class Outbox:
             await self.ignore("empty_reply")
             return
         await self._responder.reply(self._row, stored, turn_id=turn_id)
+
+    async def drop_contact(self) -> None:
+        """After the reply is stored: remove a shared contact from the stored update."""
+        await self._responder.drop_contact(self._row)
 
     async def ignore(self, reason: str) -> None:
         """Nothing will be sent for this update (e.g. silenced by a limit)."""

@@ -226,6 +226,15 @@ class InboxRepository:
         )
         return changed == 1
 
+    async def drop_contact(self, update_id: int) -> None:
+        """Remove a shared contact (phone number, names) from the stored update once it
+        has been answered: the answer is stored, so the update is never handled again."""
+        await self._db.write(
+            "UPDATE updates SET payload = json_remove(payload, '$.message.contact') "
+            "WHERE update_id = ? AND status != ?",
+            (update_id, PENDING),
+        )
+
     async def add_message_id(self, update_id: int, message_id: int) -> None:
         """One more reply part was accepted by Telegram."""
         await self._db.write(

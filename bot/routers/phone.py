@@ -5,7 +5,8 @@ and under an answer whose order lookup found nothing for a customer without a ve
 phone (bot/routers/chat.py). A contact is accepted only when it is the sender's own
 (`contact.user_id` equals the sender's id) and only in a private chat; anything else is
 refused politely and never stored (services/phones.py). Messages sent on behalf of a
-chat (an anonymous admin, a channel) have no phone of their own.
+chat (an anonymous admin, a channel) have no phone of their own. Once answered, the
+contact is removed from the update's inbox copy (`Outbox.drop_contact`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def build_contact_router() -> Router:
         caller = caller_of(message)
         if not caller.private_chat:
             await outbox.send(texts.phone_private_only)
+            await outbox.drop_contact()
             return
         outcome = await phones.accept_contact(
             sender_id=caller.key,
@@ -91,5 +93,8 @@ def build_contact_router() -> Router:
             await outbox.send(texts.contact_not_own, reply_markup=share_phone_keyboard(texts))
         else:
             await outbox.send(texts.contact_invalid, reply_markup=remove_keyboard())
+        # the reply is stored, so the update is never handled again: its copy of the
+        # contact (someone else's number, too) is not kept in the inbox
+        await outbox.drop_contact()
 
     return router

@@ -24,6 +24,7 @@ from tests.e2e.chat_helpers import (
     seen_text,
     tool_messages,
     tool_step,
+    wait_for_db,
 )
 from tests.e2e.harness import BotProcess
 from tests.fakes.openai_server import FakeOpenAIServer, fake_call
@@ -137,6 +138,9 @@ async def test_sharing_their_own_contact_shows_the_customer_their_phone_owned_or
     )
     assert seen_text(saved.text) == RU.phone_saved
     assert saved.reply_markup == {"remove_keyboard": True}
+    await wait_for_db(
+        database_path, "SELECT count(*) FROM updates WHERE payload LIKE '%9123456789%'", [(0,)]
+    )
     assert query(
         database_path, "SELECT phone FROM verified_phones WHERE user_id = ?", CUSTOMER
     ) == [(E164,)]
@@ -197,6 +201,12 @@ async def test_someone_elses_contact_card_is_refused_and_never_stored(
         assert seen_text(reply.text) == RU.contact_not_own
         assert share_button(reply) is not None  # the right way is offered again
     assert query(database_path, "SELECT count(*) FROM verified_phones") == [(0,)]
+    # nor is the card kept in the inbox copy of the update once it was answered
+    await wait_for_db(
+        database_path,
+        "SELECT count(*) FROM updates WHERE payload LIKE '%9123456789%'",
+        [(0,)],
+    )
 
     question = f"Где заказ {OWNED}?"
     hidden = await send(fake_telegram, STRANGER, message_update(STRANGER, text=question))
