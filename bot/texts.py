@@ -36,6 +36,7 @@ class Texts:
     rate_limited_notice: str
     # phone-verified ownership (bot/routers/phone.py)
     share_phone_button: str
+    phone_hint: str  # added under an answer whose order lookup missed (with the button)
     phone_offer: str
     phone_offer_verified: str
     phone_saved: str
@@ -87,6 +88,10 @@ RU = Texts(
         "Вы отправляете сообщения слишком часто. Я отвечу, когда пройдёт немного времени."
     ),
     share_phone_button="Поделиться моим номером телефона",
+    phone_hint=(
+        "_Если заказ оформлен по номеру телефона, поделитесь номером кнопкой ниже "
+        "и спросите ещё раз._"
+    ),
     phone_offer=(
         "Если вы оформляли заказ по номеру телефона, поделитесь своим номером кнопкой ниже — "
         "тогда я покажу заказы, оформленные на этот номер. Номер хранится только для этого; "
@@ -148,6 +153,10 @@ EN = Texts(
         "You are sending messages too often. I will answer again after a short pause."
     ),
     share_phone_button="Share my phone number",
+    phone_hint=(
+        "_If you placed the order with your phone number, share it with the button below "
+        "and ask again._"
+    ),
     phone_offer=(
         "If you placed your order with a phone number, share your number with the button "
         "below, and I will show the orders placed with it. The number is kept for this only; "

@@ -42,14 +42,6 @@ NOT_FOUND_MESSAGE = (
     "No order with this number was found for this customer. Ask the customer to check "
     "the number; orders are shown only to the customer who placed them."
 )
-NOT_FOUND_SHARE_PHONE_MESSAGE = (
-    "No order with this number was found for this customer. Ask the customer to check "
-    "the number. Orders are shown only to the customer who placed them, recognised by "
-    "their Telegram account or by the phone number they shared with the bot; this "
-    "customer has not shared one. If the order was placed with a phone number, they can "
-    'share theirs with the "Share my phone number" button shown under this answer (or '
-    "the /phone command) and ask again. Do not say or guess whether this order exists."
-)
 PRIVATE_CHAT_MESSAGE = (
     "This is a group chat: everyone in it reads the answer, so only public orders are "
     "shown here, and no public order has this number. Tell the customer that their own "
@@ -139,7 +131,7 @@ class OrderStatusHandler:
         return OrderStatusResult(
             order_id=arguments.order_id,
             found=False,
-            message=NOT_FOUND_MESSAGE if phone is not None else NOT_FOUND_SHARE_PHONE_MESSAGE,
+            message=NOT_FOUND_MESSAGE,
         )
 
 

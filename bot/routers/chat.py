@@ -86,8 +86,9 @@ def build_chat_router() -> Router:
         # a lookup missed for a customer without a verified phone: offer the share button
         # (every miss alike, so it tells nothing about which orders exist); private only
         offer = reply.answered and reply.offer_phone_share and caller.private_chat
+        answer = customer_text(reply, texts)
         await outbox.send(
-            customer_text(reply, texts),
+            f"{answer}\n\n{texts.phone_hint}" if offer else answer,
             turn_id=reply.turn_id,
             reply_markup=share_phone_keyboard(texts) if offer else None,
         )

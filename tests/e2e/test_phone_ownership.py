@@ -127,6 +127,7 @@ async def test_sharing_their_own_contact_shows_the_customer_their_phone_owned_or
     assert owned.text == missing.text
     assert owned.reply_markup == missing.reply_markup
     assert share_button(owned) is not None
+    assert RU.phone_hint.strip("_") in seen_text(owned.text)  # the bot's own line, every miss
     assert PICKUP not in seen_text(owned.text)
     assert results_for(fake_openai, owned_q)[0]["data"]["found"] is False
 
@@ -154,6 +155,7 @@ async def test_sharing_their_own_contact_shows_the_customer_their_phone_owned_or
     assert not PHONE_DIGITS.search(json.dumps(results))
     assert PICKUP in seen_text(found.text)
     assert share_button(found) is None
+    assert RU.phone_hint.strip("_") not in seen_text(found.text)
     # a miss by a customer WITH a verified phone offers nothing more
     other = await send(fake_telegram, CUSTOMER, message_update(CUSTOMER, text="Заказ 6109?"))
     assert other.reply_markup is None
