@@ -61,6 +61,7 @@ from services.llm.client import OpenAIChatModel
 from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ModelCheck
 from services.loop import BoundedToolLoop
+from services.phones import PhoneVerification
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
 from storage.database import Database, DatabaseOpenError, StorageRetry
@@ -86,6 +87,8 @@ CUSTOMER_COMMANDS = (
     ("start", "Что умеет бот", "What the bot can do"),
     ("help", "Справка", "Help"),
     ("new", "Начать разговор заново", "Start the conversation over"),
+    ("phone", "Подтвердить номер телефона", "Verify my phone number"),
+    ("forget_phone", "Удалить мой номер телефона", "Remove my phone number"),
 )
 ADMIN_COMMANDS = (("stats", "Статистика инструментов", "Tool usage statistics"),)
 
@@ -203,6 +206,7 @@ async def build_application(settings: Settings, db: Database) -> Application:
         responder=responder,
         sender=sender,
         stats=StatsService(StatsRepository(db), clock=time.time),
+        phones=PhoneVerification(shop, storage_retry=storage_retry),
         max_input_chars=settings.max_input_chars,
     )
 

@@ -28,6 +28,8 @@ from aiogram.enums import ChatAction
 from aiogram.methods import SendChatAction, TelegramMethod
 
 from bot.formatting import Rendered, markdown_to_messages
+from bot.keyboards import markup_from_json, markup_to_json
+from bot.sender import ReplyMarkup
 from storage.database import StorageRetry
 from storage.inbox import (
     DELIVERED,
@@ -64,6 +66,7 @@ class TextSender(Protocol):
         parse_mode: str | None = None,
         plain_text: str | None = None,
         reply_to_message_id: int | None = None,
+        reply_markup: ReplyMarkup | None = None,
     ) -> SendResultLike: ...
 
     async def call(self, method: TelegramMethod[bool]) -> bool: ...
@@ -108,6 +111,13 @@ class Responder:
         if answered is not None:
             await self.deliver(answered)
 
+    async def drop_contact(self, row: InboxRow) -> None:
+        """Keep no shared contact in the inbox row of an answered update (privacy)."""
+        await self._retry.run(
+            f"dropping the contact of update {row.update_id}",
+            lambda: self._inbox.drop_contact(row.update_id),
+        )
+
     async def ignore(self, row: InboxRow, reason: str) -> None:
         """Nothing will be sent for this update."""
         await self._finish(row.update_id, IGNORED, reason)
@@ -129,6 +139,7 @@ class Responder:
                     parse_mode="HTML",
                     plain_text=part.plain,
                     reply_to_message_id=part.reply_to_message_id,
+                    reply_markup=markup_from_json(part.reply_markup),
                 )
             except Exception:
                 log.exception("sending the reply to update %s failed", row.update_id)
@@ -202,20 +213,37 @@ class Outbox:
     def update_id(self) -> int:
         return self._row.update_id
 
-    async def send(self, markdown: str, *, turn_id: str | None = None) -> None:
-        """Answer the update with text in the Markdown subset of `bot.formatting`."""
-        await self.send_rendered(markdown_to_messages(markdown), turn_id=turn_id)
+    async def send(
+        self,
+        markdown: str,
+        *,
+        turn_id: str | None = None,
+        reply_markup: ReplyMarkup | None = None,
+    ) -> None:
+        """Answer the update with text in the Markdown subset of `bot.formatting`;
+        `reply_markup` (a keyboard) goes with the last part."""
+        await self.send_rendered(
+            markdown_to_messages(markdown), turn_id=turn_id, reply_markup=reply_markup
+        )
 
-    async def send_rendered(self, parts: Sequence[Rendered], *, turn_id: str | None = None) -> None:
+    async def send_rendered(
+        self,
+        parts: Sequence[Rendered],
+        *,
+        turn_id: str | None = None,
+        reply_markup: ReplyMarkup | None = None,
+    ) -> None:
         if self.used:
             log.warning("update %s answered twice by handlers; keeping the first", self.update_id)
             return
         self.used = True
+        markup = None if reply_markup is None else markup_to_json(reply_markup)
         stored = [
             StoredReply(
                 html=part.html,
                 plain=part.plain,
                 reply_to_message_id=self._reply_to if index == 0 else None,
+                reply_markup=markup if index == len(parts) - 1 else None,
             )
             for index, part in enumerate(parts)
         ]
@@ -223,6 +251,10 @@ class Outbox:
             await self.ignore("empty_reply")
             return
         await self._responder.reply(self._row, stored, turn_id=turn_id)
+
+    async def drop_contact(self) -> None:
+        """After the reply is stored: remove a shared contact from the stored update."""
+        await self._responder.drop_contact(self._row)
 
     async def ignore(self, reason: str) -> None:
         """Nothing will be sent for this update (e.g. silenced by a limit)."""

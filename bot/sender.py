@@ -44,7 +44,15 @@ from aiogram.client.session.middlewares.base import (
 from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramNetworkError
 from aiogram.methods import Response, SendMessage, SendPhoto, TelegramMethod
 from aiogram.methods.base import TelegramType
-from aiogram.types import BufferedInputFile, Message, ReplyParameters
+from aiogram.types import (
+    BufferedInputFile,
+    ForceReply,
+    InlineKeyboardMarkup,
+    Message,
+    ReplyKeyboardMarkup,
+    ReplyKeyboardRemove,
+    ReplyParameters,
+)
 
 from bot.pacer import ChatId, Pacer
 from bot.send_outcome import AttemptError, RetryPolicy, Verdict, classify, creates_message
@@ -54,6 +62,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SendStatus = Literal["delivered", "unknown", "failed"]
+ReplyMarkup = InlineKeyboardMarkup | ReplyKeyboardMarkup | ReplyKeyboardRemove | ForceReply
 
 # Cosmetic calls (the typing indicator, refreshed every few seconds by the caller) must
 # not crowd out answers: one attempt, and skipped when the global queue is long.
@@ -155,10 +164,12 @@ class Sender:
         parse_mode: str | None = None,
         plain_text: str | None = None,
         reply_to_message_id: int | None = None,
+        reply_markup: ReplyMarkup | None = None,
     ) -> SendResult:
         """Send one message; if Telegram rejects the formatting, send `plain_text` instead.
 
-        `plain_text` defaults to `text` sent without a parse mode.
+        `plain_text` defaults to `text` sent without a parse mode. `reply_markup` (a
+        keyboard) goes with the message and with its plain-text fallback.
         """
         reply = (
             ReplyParameters(message_id=reply_to_message_id, allow_sending_without_reply=True)
@@ -166,7 +177,11 @@ class Sender:
             else None
         )
         method = SendMessage(
-            chat_id=chat_id, text=text, parse_mode=parse_mode, reply_parameters=reply
+            chat_id=chat_id,
+            text=text,
+            parse_mode=parse_mode,
+            reply_parameters=reply,
+            reply_markup=reply_markup,
         )
         await self._pacer.chat_turn(chat_id)
         attempted = await self._attempt(method, chat_id, self._policy)
@@ -182,6 +197,7 @@ class Sender:
                 parse_mode=None,
                 entities=None,
                 reply_parameters=reply,
+                reply_markup=reply_markup,
             )
             # the rejected request showed nothing, so the fallback needs no chat turn
             attempted = await self._attempt(fallback, chat_id, self._policy)

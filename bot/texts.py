@@ -34,6 +34,17 @@ class Texts:
     refused: str
     apology: str
     rate_limited_notice: str
+    # phone-verified ownership (bot/routers/phone.py)
+    share_phone_button: str
+    phone_hint: str  # added under an answer whose order lookup missed (with the button)
+    phone_offer: str
+    phone_offer_verified: str
+    phone_saved: str
+    contact_not_own: str
+    contact_invalid: str
+    phone_private_only: str
+    phone_forgotten: str
+    phone_nothing_to_forget: str
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -76,6 +87,34 @@ RU = Texts(
     rate_limited_notice=(
         "Вы отправляете сообщения слишком часто. Я отвечу, когда пройдёт немного времени."
     ),
+    share_phone_button="Поделиться моим номером телефона",
+    phone_hint=(
+        "_Если заказ оформлен по номеру телефона, поделитесь номером кнопкой ниже "
+        "и спросите ещё раз._"
+    ),
+    phone_offer=(
+        "Если вы оформляли заказ по номеру телефона, поделитесь своим номером кнопкой ниже — "
+        "тогда я покажу заказы, оформленные на этот номер. Номер хранится только для этого; "
+        "удалить его можно командой /forget_phone."
+    ),
+    phone_offer_verified=(
+        "Ваш номер телефона уже подтверждён. Чтобы заменить его, поделитесь номером "
+        "кнопкой ниже; чтобы удалить — отправьте /forget_phone."
+    ),
+    phone_saved=(
+        "Спасибо, номер подтверждён. Теперь я покажу заказы, оформленные на него. "
+        "Удалить номер можно командой /forget_phone."
+    ),
+    contact_not_own=(
+        "Извините, я принимаю только ваш собственный номер — отправьте его кнопкой "
+        "«Поделиться моим номером телефона». Чужой контакт я не сохраняю."
+    ),
+    contact_invalid="Извините, этот номер телефона я не могу сохранить.",
+    phone_private_only=(
+        "Номером телефона можно поделиться только в личном чате со мной — напишите мне напрямую."
+    ),
+    phone_forgotten="Готово, ваш номер телефона удалён.",
+    phone_nothing_to_forget="У меня нет вашего номера телефона — удалять нечего.",
 )
 
 EN = Texts(
@@ -113,6 +152,35 @@ EN = Texts(
     rate_limited_notice=(
         "You are sending messages too often. I will answer again after a short pause."
     ),
+    share_phone_button="Share my phone number",
+    phone_hint=(
+        "_If you placed the order with your phone number, share it with the button below "
+        "and ask again._"
+    ),
+    phone_offer=(
+        "If you placed your order with a phone number, share your number with the button "
+        "below, and I will show the orders placed with it. The number is kept for this only; "
+        "remove it any time with /forget_phone."
+    ),
+    phone_offer_verified=(
+        "Your phone number is already verified. To replace it, share your number with the "
+        "button below; to remove it, send /forget_phone."
+    ),
+    phone_saved=(
+        "Thank you, your number is verified. I will now show the orders placed with it. "
+        "To remove it, send /forget_phone."
+    ),
+    contact_not_own=(
+        "Sorry, I can only accept your own number: please send it with the "
+        "“Share my phone number” button. I do not keep other people's contacts."
+    ),
+    contact_invalid="Sorry, I cannot store this phone number.",
+    phone_private_only=(
+        "You can share your phone number only in a private chat with me: please write to me "
+        "directly."
+    ),
+    phone_forgotten="Done, your phone number has been removed.",
+    phone_nothing_to_forget="I do not have your phone number, so there is nothing to remove.",
 )
 
 _BY_LANGUAGE: dict[Language, Texts] = {"ru": RU, "en": EN}

@@ -48,7 +48,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from services.data_blocks import defuse_tags
@@ -62,7 +62,7 @@ from storage.conversations import ConversationRepository, SessionSummary
 from storage.database import Database, StorageRetry, StorageUnavailable
 from storage.records import HistoryPair as StoredPair
 from storage.records import TurnRecord, TurnRecorder
-from tools.base import ToolContext
+from tools.base import ToolContext, TurnNote
 
 if TYPE_CHECKING:
     from storage.shop import ShopRepository
@@ -106,6 +106,7 @@ class _Turn:
     prompt_ref: str = ""
     instruction: str = ""  # the rendered system instruction, for the leak guard
     request_key: str | None = None
+    notes: set[TurnNote] = field(default_factory=set)  # what the tools noted (ToolContext)
 
 
 class ChatService:
@@ -282,6 +283,7 @@ class ChatService:
             turn_id=turn.id,
             text=None if refused else result.text,
             stop_reason=result.stop_reason,
+            offer_phone_share=not refused and TurnNote.ORDER_MISSED_NO_PHONE in turn.notes,
         )
 
     def _quotes_instruction(self, turn: _Turn, answer: str) -> bool:
@@ -318,6 +320,7 @@ class ChatService:
             session_id=turn.session_id,
             private_chat=turn.private_chat,
             sender_is_chat=turn.sender_is_chat,
+            notes=turn.notes,
         )
         return await self._loop.run(messages, context, prompt_ref=rendered.ref)
 

@@ -130,13 +130,18 @@ class TurnReply:
 
     `text` is the model's answer when `error_code` is None and the stop reason is not
     `refused`; otherwise the bot picks its own polite text from `error_code` /
-    `stop_reason`, so nothing internal reaches the customer.
+    `stop_reason`, so nothing internal reaches the customer. `offer_phone_share` is only
+    set on an answered turn.
     """
 
     turn_id: str
     text: str | None
     stop_reason: StopReason | None
     error_code: str | None = None
+    # an order lookup in this turn found nothing the caller may see and the caller has
+    # no verified phone (tools.base.TurnNote.ORDER_MISSED_NO_PHONE): the bot offers to
+    # share one. Set for every such miss, so it says nothing about whether orders exist.
+    offer_phone_share: bool = False
 
     @property
     def answered(self) -> bool:

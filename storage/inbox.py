@@ -53,11 +53,17 @@ class NewUpdate:
 
 @dataclass(frozen=True, slots=True)
 class StoredReply:
-    """One outgoing message of a reply: formatted text and its plain fallback."""
+    """One outgoing message of a reply: formatted text and its plain fallback.
+
+    `reply_markup` is the message's keyboard as the Bot API's JSON object (e.g. a reply
+    keyboard with a "share my phone number" button), stored so a resumed delivery sends
+    the same keyboard; None for none.
+    """
 
     html: str
     plain: str
     reply_to_message_id: int | None = None
+    reply_markup: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +209,12 @@ class InboxRepository:
         """pending → answered with the reply; False if the row was not pending."""
         reply = json.dumps(
             [
-                {"html": p.html, "plain": p.plain, "reply_to_message_id": p.reply_to_message_id}
+                {
+                    "html": p.html,
+                    "plain": p.plain,
+                    "reply_to_message_id": p.reply_to_message_id,
+                    **({"reply_markup": p.reply_markup} if p.reply_markup is not None else {}),
+                }
                 for p in parts
             ],
             ensure_ascii=False,
@@ -214,6 +225,15 @@ class InboxRepository:
             (ANSWERED, reply, turn_id, self._clock(), update_id, PENDING),
         )
         return changed == 1
+
+    async def drop_contact(self, update_id: int) -> None:
+        """Remove a shared contact (phone number, names) from the stored update once it
+        has been answered: the answer is stored, so the update is never handled again."""
+        await self._db.write(
+            "UPDATE updates SET payload = json_remove(payload, '$.message.contact') "
+            "WHERE update_id = ? AND status != ?",
+            (update_id, PENDING),
+        )
 
     async def add_message_id(self, update_id: int, message_id: int) -> None:
         """One more reply part was accepted by Telegram."""

@@ -45,8 +45,8 @@ class ShopRepository:
 
     async def get_order(self, order_id: str) -> OrderRecord | None:
         row = await self._db.fetch_one(
-            "SELECT order_id, status, owner_telegram_id, updated_at, pickup_point, expected_date"
-            " FROM orders WHERE order_id = ?",
+            "SELECT order_id, status, owner_telegram_id, owner_phone, updated_at, pickup_point,"
+            " expected_date FROM orders WHERE order_id = ?",
             (order_id,),
         )
         if row is None:
@@ -55,6 +55,7 @@ class ShopRepository:
             order_id=row["order_id"],
             status=row["status"],
             owner_telegram_id=row["owner_telegram_id"],
+            owner_phone=row["owner_phone"],
             updated_at=row["updated_at"],
             pickup_point=row["pickup_point"],
             expected_date=row["expected_date"],
@@ -94,6 +95,28 @@ class ShopRepository:
                 (user_id, order_id, now),
             )
             return True
+
+    # -- verified phones (a customer's own number, shared as their Telegram contact) ----
+
+    async def get_verified_phone(self, user_id: int) -> str | None:
+        row = await self._db.fetch_one(
+            "SELECT phone FROM verified_phones WHERE user_id = ?", (user_id,)
+        )
+        return None if row is None else str(row["phone"])
+
+    async def set_verified_phone(self, user_id: int, phone: str, *, now: float) -> None:
+        """Store `phone` as `user_id`'s verified number, replacing an earlier one."""
+        await self._db.write(
+            "INSERT INTO verified_phones(user_id, phone, verified_at) VALUES (?, ?, ?)"
+            " ON CONFLICT(user_id) DO UPDATE SET phone = excluded.phone,"
+            " verified_at = excluded.verified_at",
+            (user_id, phone, now),
+        )
+
+    async def delete_verified_phone(self, user_id: int) -> bool:
+        """Forget `user_id`'s verified number; False if none was stored."""
+        changed = await self._db.write("DELETE FROM verified_phones WHERE user_id = ?", (user_id,))
+        return bool(changed)
 
     # -- return policies and texts ------------------------------------------------
 
@@ -193,13 +216,14 @@ class ShopRepository:
             seed_policies = bool(policies) and await _is_empty(conn, "return_policies")
             if seed_orders:
                 await conn.executemany(
-                    "INSERT INTO orders(order_id, status, owner_telegram_id, updated_at,"
-                    " pickup_point, expected_date) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO orders(order_id, status, owner_telegram_id, owner_phone,"
+                    " updated_at, pickup_point, expected_date) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             order.order_id,
                             order.status,
                             order.owner_telegram_id,
+                            order.owner_phone,
                             order.updated_at,
                             order.pickup_point,
                             order.expected_date,

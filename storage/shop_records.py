@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 # Order columns an import may set (besides the key); also the whitelist for dynamic SQL.
-ORDER_COLUMNS = ("status", "owner_telegram_id", "updated_at", "pickup_point", "expected_date")
+ORDER_COLUMNS = (
+    "status",
+    "owner_telegram_id",
+    "owner_phone",
+    "updated_at",
+    "pickup_point",
+    "expected_date",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +24,7 @@ class OrderRecord:
     updated_at: str | None = None
     pickup_point: str | None = None
     expected_date: str | None = None
+    owner_phone: str | None = None  # E.164 (tools.shop.rules.normalise_phone)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ output.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -45,6 +45,18 @@ class ToolCall:
     arguments: str
 
 
+class TurnNote(StrEnum):
+    """Facts a tool learned during a turn that the front end may act on (no Telegram here).
+
+    - `ORDER_MISSED_NO_PHONE`: an order lookup in a private chat found nothing the caller
+      may see, and the caller has no verified phone; the bot then offers to share one.
+      Set for EVERY such miss — a missing number and someone else's order alike — so it
+      tells nothing about whether the order exists.
+    """
+
+    ORDER_MISSED_NO_PHONE = "order_missed_no_phone"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Who is asking, and where (from the Telegram update), and what data the tools may use.
@@ -57,6 +69,7 @@ class ToolContext:
       and it enters the group's shared history. False is the default: a context built
       without saying so gets no private data.
     - `sender_is_chat`: the message was sent on behalf of a chat, not by a known person.
+    - `notes`: filled by tools during the turn (`TurnNote`), read by the chat service.
     """
 
     user_id: int
@@ -66,6 +79,7 @@ class ToolContext:
     session_id: int | None = None
     private_chat: bool = False
     sender_is_chat: bool = False
+    notes: set[TurnNote] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)

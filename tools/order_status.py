@@ -1,19 +1,27 @@
 """`get_order_status`: where is my order — for the customer who owns it.
 
 Access is decided here from the caller identity in `ToolContext` (Telegram), never from
-the model's arguments. An order someone else owns is indistinguishable from an order
-that does not exist, so the tool cannot be used to probe which numbers are real. The
-number of distinct orders one caller may look up per rolling hour is bounded, and
-every lookup counts — found, hidden or missing — because otherwise probing is free.
+the model's arguments. An order with an owner is shown to a caller whose Telegram id is
+its `owner_telegram_id` or whose verified phone is its `owner_phone`; the verified phone
+is read from storage by the caller's Telegram id (a number the customer proved theirs by
+sharing their own contact, see `services.phones`), never taken from the conversation.
+The result never contains the phone number. A miss in a private chat by a caller without
+a verified phone notes `TurnNote.ORDER_MISSED_NO_PHONE`, so the bot offers to share one
+— for every such miss, whether or not the order exists. An order someone else owns is
+indistinguishable from an order that does not exist, so the tool cannot be used to probe
+which numbers are real. The number of distinct orders one caller may look up per rolling
+hour is bounded, and every lookup counts — found, hidden or missing — because otherwise
+probing is free.
 
 Groups. An answer in a group is read by every member and enters the group's shared
 history, so an owner-only order is never shown there, not even to its owner. In a group
-only public orders (no owner) are found; every other number — the caller's own order,
-someone else's, a missing one — gets one and the same answer: "ask in a private chat
-with the bot" (`ask_in_private_chat`). Uniform on purpose: the reply is posted in the
-group, so answering the owner "ask in private" but others "not found" would tell every
-member that the order exists and whose it is. A message sent on behalf of a chat (an
-anonymous group admin, a channel) never gets owner access, wherever it comes from.
+only public orders (no owner id and no owner phone) are found; every other number — the
+caller's own order, someone else's, a missing one — gets one and the same answer: "ask
+in a private chat with the bot" (`ask_in_private_chat`). Uniform on purpose: the reply
+is posted in the group, so answering the owner "ask in private" but others "not found"
+would tell every member that the order exists and whose it is. A message sent on behalf
+of a chat (an anonymous group admin, a channel) never gets owner access, wherever it
+comes from.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from datetime import date, datetime
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storage.shop_records import OrderRecord
-from tools.base import ErrorCode, Tool, ToolBusinessError, ToolContext
+from tools.base import ErrorCode, Tool, ToolBusinessError, ToolContext, TurnNote
 from tools.shop.rules import OrderStatus, check_order_id
 
 GET_ORDER_STATUS = "get_order_status"
@@ -104,7 +112,7 @@ class OrderStatusHandler:
         if not allowed:
             raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
         order = await context.shop.get_order(arguments.order_id)
-        if order is not None and order.owner_telegram_id is None:
+        if order is not None and order.owner_telegram_id is None and order.owner_phone is None:
             return _found(order)  # public: anyone, in any chat
         if not context.private_chat or context.sender_is_chat:
             # the same answer for own, someone else's and missing orders (module docstring)
@@ -114,11 +122,23 @@ class OrderStatusHandler:
                 ask_in_private_chat=True,
                 message=PRIVATE_CHAT_MESSAGE,
             )
-        if order is None or order.owner_telegram_id != context.user_id:
-            return OrderStatusResult(
-                order_id=arguments.order_id, found=False, message=NOT_FOUND_MESSAGE
-            )
-        return _found(order)
+        # read for every private lookup, found or not, so a miss costs the same
+        phone = await context.shop.get_verified_phone(context.user_id)
+        if order is not None and _owned_by(order, context.user_id, phone):
+            return _found(order)
+        if phone is None:
+            context.notes.add(TurnNote.ORDER_MISSED_NO_PHONE)
+        return OrderStatusResult(
+            order_id=arguments.order_id,
+            found=False,
+            message=NOT_FOUND_MESSAGE,
+        )
+
+
+def _owned_by(order: OrderRecord, user_id: int, verified_phone: str | None) -> bool:
+    if order.owner_telegram_id is not None and order.owner_telegram_id == user_id:
+        return True
+    return verified_phone is not None and order.owner_phone == verified_phone
 
 
 def _found(order: OrderRecord) -> OrderStatusResult:

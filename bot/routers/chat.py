@@ -14,6 +14,7 @@ from aiogram import Bot, Router
 from aiogram.types import Message
 
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
+from bot.keyboards import share_phone_keyboard
 from bot.replies import customer_text
 from bot.responder import Outbox, Responder
 from bot.texts import Texts
@@ -82,7 +83,15 @@ def build_chat_router() -> Router:
                 private_chat=caller.private_chat,
                 sender_is_chat=caller.is_chat,
             )
-        await outbox.send(customer_text(reply, texts), turn_id=reply.turn_id)
+        # a lookup missed for a customer without a verified phone: offer the share button
+        # (every miss alike, so it tells nothing about which orders exist); private only
+        offer = reply.answered and reply.offer_phone_share and caller.private_chat
+        answer = customer_text(reply, texts)
+        await outbox.send(
+            f"{answer}\n\n{texts.phone_hint}" if offer else answer,
+            turn_id=reply.turn_id,
+            reply_markup=share_phone_keyboard(texts) if offer else None,
+        )
 
     @router.message()
     async def on_other(

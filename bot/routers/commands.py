@@ -8,8 +8,10 @@ from aiogram.types import Message
 
 from bot.filters import AddressedToBot, IsCommand
 from bot.responder import Outbox
+from bot.routers.phone import phone_offer
 from bot.texts import Texts
 from services.chat import ChatService
+from services.phones import PhoneVerification
 
 
 def build_commands_router() -> Router:
@@ -18,8 +20,11 @@ def build_commands_router() -> Router:
     router.message.filter(IsCommand(), AddressedToBot())
 
     @router.message(CommandStart())
-    async def start(message: Message, outbox: Outbox, texts: Texts) -> None:
-        await outbox.send(texts.start)
+    async def start(
+        message: Message, outbox: Outbox, texts: Texts, phones: PhoneVerification
+    ) -> None:
+        # the "share my phone number" button comes with the welcome (bot/routers/phone.py)
+        await outbox.send(texts.start, reply_markup=await phone_offer(message, phones, texts))
 
     @router.message(Command("help"))
     async def help_(message: Message, outbox: Outbox, texts: Texts) -> None:

@@ -40,7 +40,7 @@ async def test_start_up_deletes_webhook_keeping_updates_and_sets_commands(
     )
     commands = fake_telegram.calls_of("setMyCommands")
     names = [[c["command"] for c in call.params["commands"]] for call in commands]
-    assert ["start", "help", "new"] in names
+    assert ["start", "help", "new", "phone", "forget_phone"] in names
     admin = [c for c in commands if c.params.get("scope", {}).get("chat_id") == 777]
     assert admin and [c["command"] for c in admin[0].params["commands"]][-1] == "stats"
     startup = [line for line in bot.lines if "starting:" in line]

@@ -74,6 +74,12 @@ class SentMessage:
     kind: str = "text"  # "text" | "photo"
 
     @property
+    def reply_markup(self) -> dict[str, Any] | None:
+        """The keyboard sent with the message (decoded JSON), if any."""
+        markup = self.params.get("reply_markup")
+        return markup if isinstance(markup, dict) else None
+
+    @property
     def plain_text(self) -> str:
         """What the customer reads: HTML tags removed and entities decoded."""
         if self.parse_mode != "HTML":
@@ -436,6 +442,23 @@ def message_update(
         }
     message.update(extra or {})
     return {"update_id": uid, "message": message}
+
+
+def contact_update(
+    chat_id: int,
+    *,
+    phone_number: str,
+    contact_user_id: int | None,
+    first_name: str = "Contact",
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """A message carrying a shared contact. The customer's own contact (the "share my
+    phone number" button) has `contact_user_id` equal to the sender's id; a forwarded or
+    address-book card has someone else's id, or none."""
+    contact: dict[str, Any] = {"phone_number": phone_number, "first_name": first_name}
+    if contact_user_id is not None:
+        contact["user_id"] = contact_user_id
+    return message_update(chat_id, extra={"contact": contact}, **kwargs)
 
 
 def sticker_update(chat_id: int, **kwargs: Any) -> dict[str, Any]:

@@ -9,7 +9,8 @@ what is imported is what is found.
 Document (every top-level key optional, unknown keys rejected)::
 
     {"orders": [{"order_id": "8041", "status": "in_transit",
-                 "owner_telegram_id": 123, "updated_at": "2026-11-29T10:00:00+03:00",
+                 "owner_telegram_id": 123, "owner_phone": "+79123456789",
+                 "updated_at": "2026-11-29T10:00:00+03:00",
                  "pickup_point": "...", "expected_date": "2026-12-01"}],
      "return_policies": [{"product": "Наушники", "return_days": 7,
                           "conditions": "...", "aliases": ["headphones"]}],
@@ -20,10 +21,17 @@ Bounds: at most 10,000 orders and 10,000 return policies per file, 50 aliases pe
 policy; at most 1,000 FAQ entries with 50 aliases each; at most 100 problem lines are
 kept (the total is counted).
 
+`owner_phone` names the order's owner by phone: it is stored in E.164 (see
+`tools.shop.rules.normalise_phone`: "+" and 8..15 digits; a Russian "8 (912) 345-67-89"
+or "7 912 ..." becomes "+79123456789"); anything else is a listed problem, which never
+repeats the number. An order is shown to the customer whose Telegram id is
+`owner_telegram_id` or whose verified phone (shared as their own contact) is `owner_phone`.
+
 Update semantics: an order field that is left out keeps its stored value, an explicit
-null clears it (so a re-import without `owner_telegram_id` never makes a private order
-public by accident). A policy replaces the stored one; its aliases are replaced when
-`aliases` is given and kept when it is left out. `general_return_policy: null` removes it.
+null clears it (so a re-import without `owner_telegram_id` or `owner_phone` never makes
+a private order public by accident). A policy replaces the stored one; its aliases are
+replaced when `aliases` is given and kept when it is left out. `general_return_policy:
+null` removes it.
 `faq` is the shop's whole FAQ: when given it replaces the stored one (an entry not in the
 list is removed, `[]` removes all); left out, the stored FAQ stays. FAQ topics and
 aliases are matched by `tools.shop.faq.faq_key`, so two that have the same key (in any
@@ -53,6 +61,7 @@ from tools.shop.rules import (
     GENERAL_RETURN_POLICY_KEY,
     OrderStatus,
     check_order_id,
+    normalise_phone,
     normalise_product_name,
 )
 
@@ -76,6 +85,7 @@ class OrderIn(BaseModel):
     order_id: str
     status: OrderStatus
     owner_telegram_id: Annotated[StrictInt, Field(gt=0, lt=TELEGRAM_ID_LIMIT)] | None = None
+    owner_phone: Annotated[str, StringConstraints(max_length=40)] | None = None
     updated_at: datetime | None = None
     pickup_point: Annotated[Text, StringConstraints(max_length=300)] | None = None
     expected_date: date | None = None
@@ -84,6 +94,11 @@ class OrderIn(BaseModel):
     @classmethod
     def _order_id(cls, value: str) -> str:
         return check_order_id(value)
+
+    @field_validator("owner_phone")
+    @classmethod
+    def _owner_phone(cls, value: str | None) -> str | None:
+        return None if value is None else normalise_phone(value)
 
 
 Alias = Annotated[Text, StringConstraints(min_length=2, max_length=100)]

@@ -30,3 +30,66 @@ def check_order_id(value: str) -> str:
 def normalise_product_name(name: str) -> str:
     """Trim, casefold, collapse inner whitespace and treat 'ё' as 'е'."""
     return " ".join(name.casefold().replace("ё", "е").split())
+
+
+# -- phone numbers ------------------------------------------------------------------
+#
+# Orders may name their owner by phone (`owner_phone`), and a customer proves a phone is
+# theirs by sharing their own Telegram contact; both are stored in E.164 ("+" and 8 to 15
+# digits, the first not 0) so the two meet. A small rule of our own instead of the
+# `phonenumbers` library: we only need one canonical spelling to compare, not per-country
+# validity, formatting or carrier data (phonenumbers ships ~50 MB of metadata tables and
+# its country rules change with its releases — a re-import could then reject numbers that
+# were accepted before). What this rule accepts:
+# - "+" followed by 8..15 digits, with spaces, dashes, dots and parentheses anywhere in
+#   between ("+7 (912) 345-67-89", "+44 20 7946 0958");
+# - a Russian national number without "+": 11 digits starting with 8 (the trunk prefix,
+#   "8 (912) 345-67-89") or 7 ("7 912 345 67 89") → "+7" and the last 10 digits; the
+#   shop is Russian-speaking, and such numbers are how its customers write them;
+# - nothing else: other national formats ("0912...") are ambiguous without a country, so
+#   the import lists them as problems and the shop writes them with "+".
+# Telegram sends a shared contact's number in international format, usually without the
+# "+" ("79123456789"), so `normalise_contact_phone` reads it as international.
+
+E164_MIN_DIGITS = 8
+E164_MAX_DIGITS = 15
+_PHONE_SEPARATORS = str.maketrans("", "", " -.()\u00a0\t")
+PHONE_RULE = (
+    "must be an international number like +74951234567 (a '+' and 8 to 15 digits), "
+    "or a Russian number starting with 8 or 7 (11 digits)"
+)
+
+
+def _e164(digits: str) -> str | None:
+    if (
+        digits.isascii()
+        and digits.isdigit()
+        and E164_MIN_DIGITS <= len(digits) <= E164_MAX_DIGITS
+        and digits[0] != "0"
+    ):
+        return "+" + digits
+    return None
+
+
+def normalise_phone(value: str) -> str:
+    """The E.164 spelling of a phone number as a shop writes it; ValueError if not one.
+
+    The message (shown in import problems) never repeats the number.
+    """
+    compact = value.strip().translate(_PHONE_SEPARATORS)
+    if compact.startswith("+"):
+        result = _e164(compact[1:])
+    elif len(compact) == 11 and compact[:1] in ("7", "8"):
+        result = _e164("7" + compact[1:])
+    else:
+        result = None
+    if result is None:
+        raise ValueError(PHONE_RULE)
+    return result
+
+
+def normalise_contact_phone(value: str) -> str | None:
+    """The E.164 spelling of a number from a Telegram contact (international, "+"
+    optional), or None if it is not a phone number we can store."""
+    compact = value.strip().translate(_PHONE_SEPARATORS)
+    return _e164(compact.removeprefix("+"))

@@ -189,7 +189,14 @@ class ScriptedSender:
         self.sent: list[tuple[int, str, str | None]] = []
 
     async def send_text(
-        self, chat_id, text, *, parse_mode=None, plain_text=None, reply_to_message_id=None
+        self,
+        chat_id,
+        text,
+        *,
+        parse_mode=None,
+        plain_text=None,
+        reply_to_message_id=None,
+        reply_markup=None,
     ):  # type: ignore[no-untyped-def]
         self.sent.append((chat_id, text, plain_text))
         return self.results.pop(0)
@@ -329,7 +336,14 @@ class DeliveringSender:
         self.ids = itertools.count(100)
 
     async def send_text(
-        self, chat_id, text, *, parse_mode=None, plain_text=None, reply_to_message_id=None
+        self,
+        chat_id,
+        text,
+        *,
+        parse_mode=None,
+        plain_text=None,
+        reply_to_message_id=None,
+        reply_markup=None,
     ):  # type: ignore[no-untyped-def]
         await asyncio.sleep(0)
         self.events.append(f"sent {text}")

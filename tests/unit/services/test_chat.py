@@ -530,3 +530,36 @@ async def test_a_storage_failure_does_not_hide_the_outcome_from_the_customer(
     failed = await service.answer(chat_id=1, user_id=5, text="fail")
     assert answered.text == "the answer"
     assert failed.error_code == "unavailable"
+
+
+# --- telling the bot that an order lookup missed ---------------------------------------
+
+
+async def test_a_lookup_miss_noted_by_a_tool_reaches_the_bot_as_an_offer(db: Database) -> None:
+    from tools.base import TurnNote
+
+    def answer(messages: list[Message], context: ToolContext) -> str:
+        if "8041" in str(messages[-1]["content"]):
+            context.notes.add(TurnNote.ORDER_MISSED_NO_PHONE)
+        return "Не нашёл такой заказ."
+
+    service, _ = _service(db, FakeLoop(answer=answer))
+    missed = await service.answer(chat_id=1, user_id=5, text="Где заказ 8041?", private_chat=True)
+    assert missed.offer_phone_share is True
+    # the next turn starts with no notes of its own
+    other = await service.answer(chat_id=1, user_id=5, text="Спасибо", private_chat=True)
+    assert other.offer_phone_share is False
+
+
+async def test_a_refused_turn_offers_nothing(db: Database) -> None:
+    from tools.base import TurnNote
+
+    def answer(messages: list[Message], context: ToolContext) -> LoopResult:
+        context.notes.add(TurnNote.ORDER_MISSED_NO_PHONE)
+        return LoopResult(
+            text="", stop_reason=StopReason.REFUSED, trace=LoopTrace(), prompt_ref="support_chat@1"
+        )
+
+    service, _ = _service(db, FakeLoop(answer=answer))
+    reply = await service.answer(chat_id=1, user_id=5, text="Где заказ 8041?", private_chat=True)
+    assert reply.offer_phone_share is False

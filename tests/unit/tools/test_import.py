@@ -373,3 +373,69 @@ async def test_a_demo_database_gains_the_demo_faq_on_upgrade(db: Database) -> No
     await shop.seed_if_empty(orders=DEMO_ORDERS, policies=())
     assert await seed_demo_shop(shop) is True
     assert await shop.faq_topics(10) != []
+
+
+def test_owner_phone_is_stored_in_e164_whatever_the_spelling() -> None:
+    plan = plan_import(
+        {
+            "orders": [
+                {"order_id": "1001", "status": "in_transit", "owner_phone": "8 (912) 345-67-89"},
+                {"order_id": "1002", "status": "in_transit", "owner_phone": "+44 20 7946 0958"},
+                {"order_id": "1003", "status": "in_transit", "owner_phone": None},
+                {"order_id": "1004", "status": "in_transit"},
+            ]
+        }
+    )
+    values = {order.order_id: dict(order.values) for order in plan.orders}
+    assert values["1001"]["owner_phone"] == "+79123456789"
+    assert values["1002"]["owner_phone"] == "+442079460958"
+    assert values["1003"]["owner_phone"] is None  # explicit null clears it
+    assert "owner_phone" not in values["1004"]  # left out: the stored one is kept
+
+
+def test_invalid_owner_phones_are_listed_problems_that_never_repeat_the_number() -> None:
+    problems = problems_of(
+        {
+            "orders": [
+                {"order_id": "1001", "status": "in_transit", "owner_phone": "9123456789"},
+                {"order_id": "1002", "status": "in_transit", "owner_phone": "+7 912 ABC"},
+                {"order_id": "1003", "status": "in_transit", "owner_phone": 79123456789},
+                {"order_id": "1004", "status": "in_transit", "owner_phone": "+79123456789"},
+            ]
+        }
+    )
+    assert len(problems) == 3
+    assert problems[0].startswith("orders[0] (order_id '1001').owner_phone: must be an inter")
+    assert problems[1].startswith("orders[1] (order_id '1002').owner_phone: must be an inter")
+    assert problems[2].startswith("orders[2] (order_id '1003').owner_phone:")
+    joined = "\n".join(problems)
+    assert "9123456789" not in joined and "ABC" not in joined
+
+
+async def test_an_invalid_owner_phone_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "shop.sqlite3"
+    monkeypatch.setenv("DATABASE_PATH", str(database))
+    path = tmp_path / "shop.json"
+    path.write_text(
+        json.dumps(
+            {
+                "orders": [
+                    {"order_id": "1001", "status": "in_transit", "owner_phone": "+79123456789"},
+                    {"order_id": "1002", "status": "in_transit", "owner_phone": "+7 912 34"},
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    assert await run_import(str(path)) == 1
+    captured = capsys.readouterr()
+    assert "orders[1] (order_id '1002').owner_phone: must be an international" in captured.err
+    assert "912" not in captured.err
+    if database.exists():
+        db = await Database.open(database)
+        try:
+            assert await db.fetch_one("SELECT 1 FROM orders") is None
+        finally:
+            await db.close()

@@ -1,0 +1,13 @@
+-- Phone-verified ownership (issue 15). An order may name its owner by phone
+-- (`owner_phone`, E.164 as written by tools/shop/rules.py), and a customer proves that a
+-- phone is theirs by sharing their own Telegram contact: the verified number is kept per
+-- Telegram user, replaced by a new share and deleted by /forget_phone. Nothing else about
+-- the contact (names, vCard) is stored.
+ALTER TABLE orders ADD COLUMN owner_phone TEXT;
+CREATE INDEX orders_owner_phone ON orders(owner_phone);
+
+CREATE TABLE verified_phones (
+    user_id     INTEGER PRIMARY KEY,     -- the Telegram user who shared their own contact
+    phone       TEXT NOT NULL,           -- E.164, e.g. +79123456789
+    verified_at REAL NOT NULL            -- unix seconds of the latest share
+);
