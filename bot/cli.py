@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 
 from bot.config import Settings, SettingsError, ShopSettings, load_settings, load_shop_settings
@@ -66,7 +67,12 @@ def print_texts() -> int:
     except (UnicodeDecodeError, OSError) as exc:
         print(f"error: {env_file_problem(exc)}", file=sys.stderr)
         return ExitCode.CANNOT_START
-    sys.stdout.write(describe_table(_texts_or_exit(shop)))
+    text = describe_table(_texts_or_exit(shop))
+    try:  # UTF-8 whatever the locale: the texts are Russian and English
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `texts | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return ExitCode.OK
 
 
