@@ -54,8 +54,9 @@ from bot.processing import UpdateProcessor
 from bot.responder import Responder
 from bot.routers import get_routers
 from bot.sender import RETRYABLE_FAILURES, Sender
+from bot.texts import BUILT_IN, TextTable
 from bot.webhook import build_runner, build_web_app
-from services.chat import ChatService, build_chat_service
+from services.chat import DEFAULT_SHOP_NAME, ChatService, build_chat_service
 from services.limits import UserMessageLimiter
 from services.llm.client import OpenAIChatModel
 from services.llm.errors import LLMAuthenticationError, LLMError
@@ -136,16 +137,21 @@ def build_bot(settings: Settings) -> Bot:
     return Bot(settings.bot_token.get_secret_value(), session=session)
 
 
-def build_dispatcher(*, admin_ids: frozenset[int], **services: Any) -> Dispatcher:
+def build_dispatcher(
+    *, admin_ids: frozenset[int], texts: TextTable = BUILT_IN, **services: Any
+) -> Dispatcher:
     """The dispatcher with its routers; `services` become workflow data for handlers
-    (chat_service, limiter, responder, sender, stats, max_input_chars)."""
+    (chat_service, limiter, responder, sender, stats, max_input_chars); `texts` are the
+    shop's effective fixed texts, handed out per update by the language middleware."""
     dispatcher = Dispatcher(**services)
-    dispatcher.update.outer_middleware(LanguageMiddleware())
+    dispatcher.update.outer_middleware(LanguageMiddleware(texts))
     dispatcher.include_routers(*get_routers(admin_ids=admin_ids))
     return dispatcher
 
 
-async def build_application(settings: Settings, db: Database) -> Application:
+async def build_application(
+    settings: Settings, db: Database, texts: TextTable = BUILT_IN
+) -> Application:
     """Wire every object; nothing here talks to Telegram or the model yet."""
     shop = ShopRepository(db)
     if settings.seed_demo_data and await seed_demo_shop(shop):
@@ -179,6 +185,7 @@ async def build_application(settings: Settings, db: Database) -> Application:
         model=model,
         prompts=prompts,
         shop=shop,
+        shop_name=settings.shop_name or DEFAULT_SHOP_NAME,
         history_token_budget=settings.history_token_budget,
         summary_max_tokens=settings.summary_max_tokens,
         max_concurrent_turns=settings.max_concurrent_turns,
@@ -198,6 +205,7 @@ async def build_application(settings: Settings, db: Database) -> Application:
 
     dispatcher = build_dispatcher(
         admin_ids=settings.admin_ids,
+        texts=texts,
         chat_service=chat_service,
         limiter=UserMessageLimiter(
             per_minute=settings.user_messages_per_minute,
@@ -494,8 +502,11 @@ def _stop_event() -> asyncio.Event:
     return stop
 
 
-async def run(settings: Settings) -> None:
-    """Run the bot until SIGTERM/SIGINT; see the module docstring for the order of steps."""
+async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
+    """Run the bot until SIGTERM/SIGINT; see the module docstring for the order of steps.
+
+    `texts`: the shop's fixed texts, loaded and checked by the CLI before anything starts.
+    """
     configure_logging(settings.log_level)
     try:
         db = await Database.open(settings.database_path)
@@ -507,7 +518,7 @@ async def run(settings: Settings) -> None:
     token = settings.bot_token.get_secret_value()
     try:
         stop = _stop_event()
-        app = await build_application(settings, db)
+        app = await build_application(settings, db, texts)
         log.info(
             "starting: mode=%s model=%s database=%s tools=%s",
             settings.bot_mode.value,

@@ -1,4 +1,5 @@
-"""Command line: `support-bot` runs the bot; `support-bot import-data FILE.json` loads shop data.
+"""Command line: `support-bot` runs the bot; `support-bot import-data FILE.json` loads shop data;
+`support-bot texts` prints the fixed texts customers will read (after SHOP_NAME and TEXTS_FILE).
 
 Configuration problems end the process with status 2 and one line on stderr that names
 the setting — never a traceback and never a secret.
@@ -8,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 
-from bot.config import Settings, SettingsError, load_settings
+from bot.config import Settings, SettingsError, ShopSettings, load_settings, load_shop_settings
 from bot.exit_codes import ExitCode
+from bot.texts import TextsError, TextTable, describe_table, load_text_table
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -20,6 +23,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     sub.add_parser("run", help="run the bot (the default)")
     importer = sub.add_parser("import-data", help="upsert orders and return policies from JSON")
     importer.add_argument("file", help="path to the JSON file")
+    sub.add_parser("texts", help="print the fixed texts customers will read, per language")
     return parser.parse_args(argv)
 
 
@@ -40,16 +44,51 @@ def _settings_or_exit() -> Settings:
     raise SystemExit(ExitCode.CANNOT_START)
 
 
+def _texts_or_exit(shop: ShopSettings) -> TextTable:
+    """The effective texts, or one line naming TEXTS_FILE (or SHOP_NAME) and status 2."""
+    try:
+        return load_text_table(
+            texts_file=shop.texts_file,
+            shop_name=shop.shop_name,
+            default_language=shop.default_language,
+        )
+    except TextsError as exc:
+        print(f"error: invalid settings: {exc}", file=sys.stderr)
+    raise SystemExit(ExitCode.CANNOT_START)
+
+
+def print_texts() -> int:
+    """`texts`: what customers will read; needs no token or API key."""
+    try:
+        shop = load_shop_settings()
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.CANNOT_START
+    except (UnicodeDecodeError, OSError) as exc:
+        print(f"error: {env_file_problem(exc)}", file=sys.stderr)
+        return ExitCode.CANNOT_START
+    text = describe_table(_texts_or_exit(shop))
+    try:  # UTF-8 whatever the locale: the texts are Russian and English
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `texts | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return ExitCode.OK
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parse_args(argv)
     if args.command == "import-data":
         from bot.data_import import run_import
 
         raise SystemExit(asyncio.run(run_import(args.file)))
+    if args.command == "texts":
+        raise SystemExit(print_texts())
     settings = _settings_or_exit()
+    texts = _texts_or_exit(settings)
     from bot.app import run
 
     try:
-        asyncio.run(run(settings))
+        asyncio.run(run(settings, texts))
     except KeyboardInterrupt:
         pass

@@ -25,6 +25,8 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.texts import Language
+
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # A bot token as @BotFather gives it: the bot's numeric id, a colon, then the secret
 # (35 characters of A-Z a-z 0-9 _ - today). aiogram itself only asks for digits, a colon
@@ -72,7 +74,42 @@ def _check_http_url(value: str | None, *, https_only: bool = False) -> str | Non
     return value.rstrip("/")
 
 
-class Settings(BaseSettings):
+class ShopSettings(BaseSettings):
+    """The shop's identity and words: all `python -m bot texts` needs (no token or key)."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        case_sensitive=False,
+        extra="ignore",
+    )
+
+    # The shop's public name: in the system instruction and the welcome. Unset: the
+    # instruction says "Online shop" and the welcome says "the shop".
+    shop_name: str | None = Field(default=None, max_length=100)
+    # Optional TOML file of text overrides per language (README "Make it your shop")
+    texts_file: Path | None = None
+    # Fixed texts for customers whose Telegram language is neither Russian nor English
+    default_language: Language = "ru"
+
+    @field_validator("shop_name", mode="before")
+    @classmethod
+    def _check_shop_name(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip()
+            if not value:
+                return None
+            if not value.isprintable():
+                raise ValueError("expected one line of printable text")
+        return value
+
+    @field_validator("texts_file", mode="before")
+    @classmethod
+    def _empty_path_is_none(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+class Settings(ShopSettings):
     """Every setting of the bot; names match the environment variables."""
 
     model_config = SettingsConfigDict(
@@ -285,6 +322,15 @@ def load_database_path(**overrides: Any) -> Path:
     """DATABASE_PATH from the environment or `.env`; `SettingsError` names a bad value."""
     try:
         return StorageSettings(**overrides).database_path
+    except ValidationError as exc:
+        problems = "; ".join(_describe(error) for error in exc.errors(include_input=False))
+        raise SettingsError(f"invalid settings: {problems}") from None
+
+
+def load_shop_settings(**overrides: Any) -> ShopSettings:
+    """SHOP_NAME, TEXTS_FILE and DEFAULT_LANGUAGE; `SettingsError` names a bad value."""
+    try:
+        return ShopSettings(**overrides)
     except ValidationError as exc:
         problems = "; ".join(_describe(error) for error in exc.errors(include_input=False))
         raise SettingsError(f"invalid settings: {problems}") from None

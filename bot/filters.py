@@ -26,7 +26,7 @@ from aiogram.enums import ChatType, MessageEntityType
 from aiogram.filters import Filter
 from aiogram.types import Message, TelegramObject, User
 
-from bot.texts import language_for, texts_for
+from bot.texts import BUILT_IN, TextTable
 
 # Telegram's placeholder senders of messages sent on behalf of a chat
 GROUP_ANONYMOUS_BOT_ID = 1087968824
@@ -138,11 +138,15 @@ async def strip_bot_mention(text: str, bot: Bot) -> str:
 class LanguageMiddleware(BaseMiddleware):
     """The one place a reply's language is chosen: once per update, for every router.
 
-    Puts `language` (ours: "ru" or "en", by `bot.texts.language_for`) and `texts` (the
-    fixed phrases in it) into the handler data. It wraps the update, so the data an
+    Puts `language` (ours: "ru" or "en", by `TextTable.choose`: the user's Telegram
+    language when it is one of ours, else DEFAULT_LANGUAGE) and `texts` (the shop's
+    effective phrases in it) into the handler data. It wraps the update, so the data an
     error handler receives carries them too. No user (a channel post, say) means the
     default language, as a missing `language_code` does.
     """
+
+    def __init__(self, table: TextTable = BUILT_IN) -> None:
+        self._table = table
 
     async def __call__(
         self,
@@ -151,7 +155,7 @@ class LanguageMiddleware(BaseMiddleware):
         data: dict[str, Any],
     ) -> Any:
         user: User | None = data.get("event_from_user")
-        language = language_for(user.language_code if user else None)
+        language, texts = self._table.choose(user.language_code if user else None)
         data["language"] = language
-        data["texts"] = texts_for(language)
+        data["texts"] = texts
         return await handler(event, data)

@@ -6,29 +6,53 @@ that. A frozen dataclass per language makes a missing translation a type error a
 time (every field is required), and tests can iterate over all of them.
 Texts are written in the same Markdown subset the model uses (see `bot.formatting`).
 
-`language_for` is the one rule that turns a Telegram user's `language_code` into the
-language of a reply; `bot.filters.LanguageMiddleware` applies it once per update and
-hands every handler its `language` and `texts` — no router decides it on its own.
+A shop makes the words its own at start-up (`load_text_table`): `SHOP_NAME` names the
+shop in the welcome, and an optional TOML file (`TEXTS_FILE`) replaces any text in
+either language. The file is validated whole before the bot starts — unknown languages
+or keys, a placeholder a text may not use or one it must use, a text that does not fit
+one message — and a problem is one `TextsError` line naming `TEXTS_FILE`. The result is
+a `TextTable`: the effective `Texts` per language and the default language.
+
+Placeholders (`str.format` syntax, a literal brace is written `{{` or `}}`):
+`{contacts}` — the `contacts` text (how to reach the shop other than through this
+assistant), which every welcome must contain; `{shop_name}` — `SHOP_NAME`, only when it
+is set; `{limit}` — in `too_long` only, and required there. All but `{limit}` are filled
+in once at start-up.
+
+`TextTable.choose` is the one rule that turns a Telegram user's `language_code` into the
+language of a reply (`language_for`); `bot.filters.LanguageMiddleware` applies it once
+per update and hands every handler its `language` and `texts` — no router decides it on
+its own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import string
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Literal, get_args
+
+from bot.formatting import TELEGRAM_TEXT_LIMIT, markdown_to_messages
 
 Language = Literal["ru", "en"]
 LANGUAGES: tuple[Language, ...] = get_args(Language)
-DEFAULT_LANGUAGE: Language = "ru"  # the shop's own language
+DEFAULT_LANGUAGE: Language = "ru"  # the shop's own language unless DEFAULT_LANGUAGE says
+
+# An override file is a few kilobytes of words; anything far larger is a mistake.
+MAX_TEXTS_FILE_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class Texts:
-    start: str
+    start: str  # {contacts} required, {shop_name}
     help: str
+    contacts: str  # how to reach the shop otherwise; {shop_name}
     new_session: str
     text_only: str
     empty_message: str
-    too_long: str  # {limit}
+    too_long: str  # {limit} required, filled in per message
     unknown_command: str
     temporarily_unavailable: str
     refused: str
@@ -50,24 +74,49 @@ class Texts:
         return self.too_long.format(limit=limit)
 
 
-RU = Texts(
-    start=(
-        "Здравствуйте! Я помощник поддержки магазина.\n\n"
-        "Я могу:\n"
-        "- подсказать, где сейчас ваш заказ;\n"
-        "- рассказать об условиях возврата.\n\n"
-        "Например, спросите:\n"
-        "- *Где сейчас находится заказ 8041?*\n"
-        "- *Можно ли вернуть наушники?*\n\n"
-        "Чтобы начать разговор заново, отправьте /new. Справка — /help."
-    ),
+TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts))
+# Which placeholders a text may use, and which it must (see the module docstring).
+_RUNTIME_KEYS = frozenset({"too_long"})
+_REQUIRED: Mapping[str, frozenset[str]] = {
+    "start": frozenset({"contacts"}),
+    "too_long": frozenset({"limit"}),
+}
+
+
+def allowed_placeholders(key: str) -> frozenset[str]:
+    if key in _RUNTIME_KEYS:
+        return frozenset({"limit"})
+    if key == "contacts":
+        return frozenset({"shop_name"})
+    return frozenset({"shop_name", "contacts"})
+
+
+_RU_START_BODY = (
+    "\n\n"
+    "Я могу:\n"
+    "- подсказать, где сейчас ваш заказ;\n"
+    "- рассказать об условиях возврата.\n\n"
+    "Например, спросите:\n"
+    "- *Где сейчас находится заказ 8041?*\n"
+    "- *Можно ли вернуть наушники?*\n\n"
+    "{contacts}\n\n"
+    "Чтобы начать разговор заново, отправьте /new. Справка — /help."
+)
+_RU_AI = "Я — ИИ-ассистент, то есть программа, а не человек, и могу ошибаться."
+
+RU_TEMPLATES = Texts(
+    start=f"Здравствуйте! Это поддержка магазина. {_RU_AI}{_RU_START_BODY}",
     help=(
         "Напишите вопрос обычным текстом — например, *«Где мой заказ 8041?»* "
         "или *«Как вернуть товар?»*.\n\n"
         "Команды:\n"
         "- /start — что я умею\n"
         "- /new — начать разговор заново\n"
-        "- /help — эта справка"
+        "- /help — эта справка\n\n"
+        "{contacts}"
+    ),
+    contacts=(
+        "Чтобы поговорить с сотрудником магазина, воспользуйтесь контактами на сайте магазина."
     ),
     new_session="Хорошо, начинаем с чистого листа. Чем могу помочь?",
     text_only=(
@@ -85,7 +134,9 @@ RU = Texts(
     refused="Извините, с этим я помочь не могу. Спросите, пожалуйста, о заказе или возврате.",
     apology="Извините, что-то пошло не так. Попробуйте, пожалуйста, ещё раз.",
     rate_limited_notice=(
-        "Вы отправляете сообщения слишком часто. Я отвечу, когда пройдёт немного времени."
+        "Вы отправляете сообщения слишком часто, поэтому ответы приостановлены. "
+        "На сообщения, отправленные во время паузы, ответа не будет — "
+        "напишите, пожалуйста, ещё раз позже."
     ),
     share_phone_button="Поделиться моим номером телефона",
     phone_hint=(
@@ -117,25 +168,31 @@ RU = Texts(
     phone_nothing_to_forget="У меня нет вашего номера телефона — удалять нечего.",
 )
 
-EN = Texts(
-    start=(
-        "Hello! I am the shop's support assistant.\n\n"
-        "I can:\n"
-        "- tell you where your order is now;\n"
-        "- explain the return policy.\n\n"
-        "For example, ask:\n"
-        "- *Where is my order 8041 now?*\n"
-        "- *Can I return headphones?*\n\n"
-        "To start the conversation over, send /new. Help: /help."
-    ),
+_EN_START_BODY = (
+    "\n\n"
+    "I can:\n"
+    "- tell you where your order is now;\n"
+    "- explain the return policy.\n\n"
+    "For example, ask:\n"
+    "- *Where is my order 8041 now?*\n"
+    "- *Can I return headphones?*\n\n"
+    "{contacts}\n\n"
+    "To start the conversation over, send /new. Help: /help."
+)
+_EN_AI = "I am an AI assistant: a program, not a person, and I can make mistakes."
+
+EN_TEMPLATES = Texts(
+    start=f"Hello! This is the shop's support. {_EN_AI}{_EN_START_BODY}",
     help=(
         "Just write your question as text — for example, *“Where is my order 8041?”* "
         "or *“How do I return an item?”*.\n\n"
         "Commands:\n"
         "- /start — what I can do\n"
         "- /new — start the conversation over\n"
-        "- /help — this help"
+        "- /help — this help\n\n"
+        "{contacts}"
     ),
+    contacts="To talk to a person at the shop, use the contacts on the shop's website.",
     new_session="Done, we are starting fresh. How can I help?",
     text_only="Sorry, I can read text messages only. Please write your question as text.",
     empty_message="The message looks empty. Please write your question.",
@@ -150,7 +207,8 @@ EN = Texts(
     refused="Sorry, I can't help with that. Please ask about an order or a return.",
     apology="Sorry, something went wrong. Please try again.",
     rate_limited_notice=(
-        "You are sending messages too often. I will answer again after a short pause."
+        "You are sending messages too often, so answers are paused. Messages sent "
+        "during the pause will not be answered — please write again later."
     ),
     share_phone_button="Share my phone number",
     phone_hint=(
@@ -183,18 +241,229 @@ EN = Texts(
     phone_nothing_to_forget="I do not have your phone number, so there is nothing to remove.",
 )
 
-_BY_LANGUAGE: dict[Language, Texts] = {"ru": RU, "en": EN}
+_TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}
+# The welcome when SHOP_NAME is set (and the file does not replace the welcome).
+_NAMED_START: dict[Language, str] = {
+    "ru": f"Здравствуйте! Это поддержка магазина «{{shop_name}}». {_RU_AI}{_RU_START_BODY}",
+    "en": f"Hello! This is the support of {{shop_name}}. {_EN_AI}{_EN_START_BODY}",
+}
 
 
-def language_for(language_code: str | None) -> Language:
-    """English for `en*`, Russian for everything else, a missing code included."""
+class TextsError(ValueError):
+    """One line saying what is wrong with the texts; it starts with `TEXTS_FILE`."""
+
+
+def _placeholders(text: str) -> set[str]:
+    """The `{name}` fields of `text`; `ValueError` for what `str.format` cannot take."""
+    names: set[str] = set()
+    for _literal, name, spec, conversion in string.Formatter().parse(text):
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            raise ValueError(f"{{{name}}} is not a placeholder (write a brace as {{{{ or }}}})")
+        names.add(name)
+    return names
+
+
+def _check_placeholders(key: str, text: str, *, shop_name: str | None) -> str | None:
+    """The problem with `text`'s placeholders as the text `key`, or None."""
+    try:
+        used = _placeholders(text)
+    except ValueError as exc:
+        return str(exc)
+    unknown = used - allowed_placeholders(key)
+    if unknown:
+        allowed = ", ".join(f"{{{n}}}" for n in sorted(allowed_placeholders(key))) or "none"
+        return f"unknown placeholder {{{sorted(unknown)[0]}}} (allowed here: {allowed})"
+    missing = _REQUIRED.get(key, frozenset()) - used
+    if missing:
+        return f"must contain the placeholder {{{sorted(missing)[0]}}}"
+    if "shop_name" in used and not shop_name:
+        return "uses {shop_name} but SHOP_NAME is not set"
+    return None
+
+
+def _fits_one_message(text: str) -> bool:
+    return len(markdown_to_messages(text)) == 1
+
+
+@dataclass(frozen=True, slots=True)
+class TextTable:
+    """The effective texts of every language, and the language for everyone else."""
+
+    by_language: Mapping[Language, Texts]
+    default_language: Language = DEFAULT_LANGUAGE
+    overridden: Mapping[Language, frozenset[str]] = field(default_factory=dict)
+
+    def choose(self, language_code: str | None) -> tuple[Language, Texts]:
+        language = language_for(language_code, default=self.default_language)
+        return language, self.by_language[language]
+
+
+def language_for(language_code: str | None, *, default: Language = DEFAULT_LANGUAGE) -> Language:
+    """Ours when the code's primary tag is one of ours (`en-GB` → en), else `default`
+    (a missing code included)."""
     primary = (language_code or "").split("-")[0].lower()
     for language in LANGUAGES:
         if primary == language:
             return language
-    return DEFAULT_LANGUAGE
+    return default
+
+
+def _effective(
+    language: Language, overrides: Mapping[str, str], shop_name: str | None
+) -> tuple[Texts, list[str]]:
+    """The texts of `language` with `overrides` and the shop name, and the problems."""
+    template = _TEMPLATES[language]
+    if shop_name and "start" not in overrides:
+        template = replace(template, start=_NAMED_START[language])
+    template = replace(template, **overrides)
+    problems = []
+    for key, text in overrides.items():
+        problem = _check_placeholders(key, text, shop_name=shop_name)
+        if problem:
+            problems.append(f"[{language}] {key}: {problem}")
+    if problems:
+        return template, problems
+    contacts = template.contacts.format(shop_name=shop_name)
+    values = {
+        key: getattr(template, key).format(shop_name=shop_name, contacts=contacts)
+        for key in TEXT_KEYS
+        if key not in _RUNTIME_KEYS
+    }
+    texts = replace(template, **values)
+    for key in TEXT_KEYS:
+        shown = (
+            texts.too_long_for(TELEGRAM_TEXT_LIMIT) if key == "too_long" else getattr(texts, key)
+        )
+        if not _fits_one_message(shown):
+            problems.append(f"[{language}] {key}: too long for one Telegram message")
+    return texts, problems
+
+
+def build_text_table(
+    *,
+    overrides: Mapping[Language, Mapping[str, str]] | None = None,
+    shop_name: str | None = None,
+    default_language: Language = DEFAULT_LANGUAGE,
+    source: str = "TEXTS_FILE",
+) -> TextTable:
+    """The effective texts; `TextsError` (one line, naming `source`) for bad overrides."""
+    overrides = overrides or {}
+    by_language: dict[Language, Texts] = {}
+    problems: list[str] = []
+    for language in LANGUAGES:
+        texts, found = _effective(language, overrides.get(language, {}), shop_name)
+        by_language[language] = texts
+        problems.extend(found)
+    if problems:
+        raise TextsError(f"{source}: {'; '.join(problems)}")
+    return TextTable(
+        by_language=by_language,
+        default_language=default_language,
+        overridden={lang: frozenset(overrides.get(lang, {})) for lang in LANGUAGES},
+    )
+
+
+def _parse_overrides(
+    document: Mapping[str, object],
+) -> tuple[dict[Language, dict[str, str]], list[str]]:
+    overrides: dict[Language, dict[str, str]] = {}
+    problems: list[str] = []
+    expected_languages = ", ".join(f"[{lang}]" for lang in LANGUAGES)
+    for name, table in document.items():
+        language = next((lang for lang in LANGUAGES if lang == name), None)
+        if language is None:
+            if isinstance(table, dict):
+                problems.append(f"unknown language [{name}] (expected {expected_languages})")
+            else:
+                problems.append(f"{name}: texts go under a language table, {expected_languages}")
+            continue
+        if not isinstance(table, dict):
+            problems.append(f"{name}: expected a table [{name}] of texts")
+            continue
+        overrides[language] = {}
+        for key, value in table.items():
+            if key not in TEXT_KEYS:
+                problems.append(
+                    f"[{name}] unknown text {key!r} (expected one of {', '.join(TEXT_KEYS)})"
+                )
+            elif not isinstance(value, str) or not value.strip():
+                problems.append(f"[{name}] {key}: expected a non-empty string")
+            else:
+                overrides[language][key] = value.strip()
+    return overrides, problems
+
+
+def read_overrides(path: Path) -> dict[Language, dict[str, str]]:
+    """The overrides in a TOML file (`[ru]`/`[en]` tables of text keys), checked for shape.
+
+    Placeholders are checked by `build_text_table`. Problems are one `TextsError` line.
+    """
+    source = f"TEXTS_FILE {path}"
+    try:
+        with path.open("rb") as file:
+            raw = file.read(MAX_TEXTS_FILE_BYTES + 1)
+    except OSError as exc:
+        raise TextsError(
+            f"{source}: cannot be read: {exc.strerror or type(exc).__name__}"
+        ) from None
+    if len(raw) > MAX_TEXTS_FILE_BYTES:
+        raise TextsError(f"{source}: larger than {MAX_TEXTS_FILE_BYTES // 1024} KB")
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TextsError(f"{source}: not UTF-8 text (byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TextsError(f"{source}: not valid TOML: {exc}") from None
+    overrides, problems = _parse_overrides(document)
+    if problems:
+        raise TextsError(f"{source}: {'; '.join(problems)}")
+    return overrides
+
+
+def load_text_table(
+    *,
+    texts_file: Path | None,
+    shop_name: str | None,
+    default_language: Language,
+) -> TextTable:
+    """What customers will read: the built-in texts, `SHOP_NAME` and `TEXTS_FILE`."""
+    overrides = read_overrides(texts_file) if texts_file is not None else {}
+    source = f"TEXTS_FILE {texts_file}" if texts_file is not None else "TEXTS_FILE"
+    return build_text_table(
+        overrides=overrides,
+        shop_name=shop_name,
+        default_language=default_language,
+        source=source,
+    )
+
+
+BUILT_IN = build_text_table()
+RU = BUILT_IN.by_language["ru"]
+EN = BUILT_IN.by_language["en"]
 
 
 def texts_for(language: Language) -> Texts:
-    """The fixed phrases of one of our languages (choose it with `language_for`)."""
-    return _BY_LANGUAGE[language]
+    """The built-in phrases of one of our languages (no shop overrides)."""
+    return BUILT_IN.by_language[language]
+
+
+def describe_table(table: TextTable) -> str:
+    """The effective texts as an owner reads them (`python -m bot texts`)."""
+    default = table.default_language
+    others = " nor ".join(LANGUAGES)
+    lines = [
+        f"Customers whose Telegram language is neither {others} read the {default} texts.",
+        "Texts are shown as written (Markdown: *bold* reaches customers in bold); "
+        "{limit} is MAX_INPUT_CHARS.",
+    ]
+    order = [default, *(language for language in LANGUAGES if language != default)]
+    for language in order:
+        texts = table.by_language[language]
+        title = f"{language} (default)" if language == default else language
+        lines += ["", f"===== {title} ====="]
+        for key in TEXT_KEYS:
+            origin = "TEXTS_FILE" if key in table.overridden.get(language, ()) else "built-in"
+            lines += ["", f"--- {key} ({origin}) ---", getattr(texts, key)]
+    return "\n".join(lines) + "\n"

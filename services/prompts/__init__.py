@@ -2,19 +2,20 @@
 
 prompts = build_prompt_registry()
 system = prompts.render("support_chat", shop_name="Кофейный двор")
-system.text, system.ref  # ref == "support_chat@1", stored with the turn
+system.text, system.ref  # ref == "support_chat@2", stored with the turn
 """
 
 from services.prompts.conversation_summary import CONVERSATION_SUMMARY_ID, CONVERSATION_SUMMARY_V1
 from services.prompts.registry import PromptRegistry
-from services.prompts.support_chat import SUPPORT_CHAT_ID, SUPPORT_CHAT_V1
+from services.prompts.support_chat import SUPPORT_CHAT_ID, SUPPORT_CHAT_V1, SUPPORT_CHAT_V2
 from services.prompts.template import PromptError, PromptTemplate, RenderedPrompt
 
 
 def build_prompt_registry() -> PromptRegistry:
     """A fresh registry with every prompt version; the newest of each is active."""
     registry = PromptRegistry()
-    registry.register(SUPPORT_CHAT_V1, active=True)
+    registry.register(SUPPORT_CHAT_V1)  # kept: turns stored with @1 still name it
+    registry.register(SUPPORT_CHAT_V2, active=True)
     registry.register(CONVERSATION_SUMMARY_V1, active=True)
     return registry
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import BotMode, SettingsError, load_settings
+from bot.config import BotMode, SettingsError, load_settings, load_shop_settings
 
 BASE = {"BOT_TOKEN": "1:secret-token", "OPENAI_API_KEY": "sk-secret-key"}
 
@@ -201,3 +201,45 @@ def test_both_required_values_missing_suggests_the_example(
 def test_the_model_check_is_on_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     assert make(monkeypatch).openai_startup_check is True
     assert make(monkeypatch, OPENAI_STARTUP_CHECK="false").openai_startup_check is False
+
+
+def test_shop_settings_default_to_no_name_no_file_and_russian(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = make(monkeypatch)
+    assert (settings.shop_name, settings.texts_file, settings.default_language) == (
+        None,
+        None,
+        "ru",
+    )
+    blank = make(monkeypatch, SHOP_NAME="   ", TEXTS_FILE="")
+    assert (blank.shop_name, blank.texts_file) == (None, None)
+    named = make(
+        monkeypatch, SHOP_NAME=" Кофейный двор ", TEXTS_FILE="texts.toml", DEFAULT_LANGUAGE="en"
+    )
+    assert named.shop_name == "Кофейный двор"
+    assert named.texts_file == Path("texts.toml")
+    assert named.default_language == "en"
+
+
+@pytest.mark.parametrize(
+    ("env", "name"),
+    [
+        ({"DEFAULT_LANGUAGE": "de"}, "DEFAULT_LANGUAGE"),
+        ({"SHOP_NAME": "a" * 101}, "SHOP_NAME"),
+        ({"SHOP_NAME": "Two\nlines"}, "SHOP_NAME"),
+    ],
+)
+def test_bad_shop_settings_name_the_setting(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], name: str
+) -> None:
+    assert f"{name}:" in error_for(monkeypatch, **env)
+
+
+def test_shop_settings_load_without_token_or_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOP_NAME", "Ромашка")
+    shop = load_shop_settings()
+    assert shop.shop_name == "Ромашка" and shop.default_language == "ru"
+    monkeypatch.setenv("DEFAULT_LANGUAGE", "fr")
+    with pytest.raises(SettingsError, match="DEFAULT_LANGUAGE:"):
+        load_shop_settings()

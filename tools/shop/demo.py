@@ -1,6 +1,9 @@
 """The demo shop from the course seeds, inserted when `SEED_DEMO_DATA` is on.
 
-Orders have no owner, so every user can try them. Names and aliases are written as a
+Orders have no owner, so every user can try them. They carry what a real order does —
+when it last changed, where it goes or waits, when it is expected — with dates computed
+at seeding relative to that moment (in Moscow time, the demo shop's), so a demo answer
+reads like a real one rather than naming a date years ago. Names and aliases are written as a
 person would and stored through the shop's own rules (`normalise_product_name`,
 `check_order_id`), so the demo is found exactly like imported data. It only fills
 tables that are empty: a shop's real data is never mixed with the demo.
@@ -8,15 +11,67 @@ tables that are empty: a shop's real data is never mixed with the demo.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
 from storage.shop import ShopRepository
 from storage.shop_records import FaqRecord, OrderRecord, ReturnPolicyRecord
 from tools.shop.faq import faq_key
 from tools.shop.rules import OrderStatus, check_order_id, normalise_product_name
 
+DEMO_TIMEZONE = timezone(timedelta(hours=3), "MSK")
+DEMO_PICKUP_POINT = "Пункт выдачи на ул. Садовой, 12 (ежедневно 10:00–21:00)"
+DEMO_ORDER_IDS = ("8041", "7718", "9912")
 
-def _order(order_id: str, status: OrderStatus, *, pickup_point: str | None = None) -> OrderRecord:
+
+def _order(
+    order_id: str,
+    status: OrderStatus,
+    *,
+    updated_at: datetime,
+    pickup_point: str | None = None,
+    expected_date: datetime | None = None,
+) -> OrderRecord:
     return OrderRecord(
-        order_id=check_order_id(order_id), status=status.value, pickup_point=pickup_point
+        order_id=check_order_id(order_id),
+        status=status.value,
+        updated_at=updated_at.isoformat(timespec="minutes"),
+        pickup_point=pickup_point,
+        expected_date=None if expected_date is None else expected_date.date().isoformat(),
+    )
+
+
+def _at(day: datetime, hour: int, minute: int) -> datetime:
+    return day.replace(hour=hour, minute=minute, second=0, microsecond=0)
+
+
+def demo_orders(now: datetime) -> tuple[OrderRecord, ...]:
+    """8041 on its way, 7718 delivered, 9912 waiting at a pickup point, dated around `now`.
+
+    Every `updated_at` is in the past of `now` and every expected date of an order still
+    on its way is after it.
+    """
+    local = now.astimezone(DEMO_TIMEZONE)
+    day = timedelta(days=1)
+    return (
+        _order(
+            "8041",
+            OrderStatus.IN_TRANSIT,
+            updated_at=local - timedelta(hours=3, minutes=17),
+            pickup_point=DEMO_PICKUP_POINT,
+            expected_date=local + 2 * day,
+        ),
+        _order(
+            "7718",
+            OrderStatus.DELIVERED,
+            updated_at=_at(local - 3 * day, 14, 32),
+            pickup_point=DEMO_PICKUP_POINT,
+        ),
+        _order(
+            "9912",
+            OrderStatus.READY_FOR_PICKUP,
+            updated_at=_at(local - day, 11, 5),
+            pickup_point=DEMO_PICKUP_POINT,
+        ),
     )
 
 
@@ -31,16 +86,6 @@ def _policy(
         aliases=tuple(normalise_product_name(alias) for alias in aliases),
     )
 
-
-DEMO_ORDERS: tuple[OrderRecord, ...] = (
-    _order("8041", OrderStatus.IN_TRANSIT),
-    _order("7718", OrderStatus.DELIVERED),
-    _order(
-        "9912",
-        OrderStatus.READY_FOR_PICKUP,
-        pickup_point="Демо-пункт выдачи, ул. Примерная, 1",
-    ),
-)
 
 DEMO_RETURN_POLICIES: tuple[ReturnPolicyRecord, ...] = (
     _policy(
@@ -105,15 +150,17 @@ DEMO_FAQ: tuple[FaqRecord, ...] = (
 )
 
 
-async def seed_demo_shop(shop: ShopRepository) -> bool:
-    """Insert the demo orders, policies and FAQ into whichever of their tables is empty.
+async def seed_demo_shop(shop: ShopRepository, *, now: datetime | None = None) -> bool:
+    """Insert the demo orders (dated around `now`, default the current time), policies and
+    FAQ into whichever of their tables is empty.
 
     The demo FAQ only goes into a demo shop (no orders but the demo ones): its made-up
     delivery prices and contacts must never reach a real shop's customers, e.g. when a
     shop's existing database gains the FAQ table on an upgrade. Returns True when
     anything was inserted.
     """
-    seeded = await shop.seed_if_empty(orders=DEMO_ORDERS, policies=DEMO_RETURN_POLICIES)
-    if await shop.has_orders_except([order.order_id for order in DEMO_ORDERS]):
+    orders = demo_orders(now or datetime.now(UTC))
+    seeded = await shop.seed_if_empty(orders=orders, policies=DEMO_RETURN_POLICIES)
+    if await shop.has_orders_except(DEMO_ORDER_IDS):
         return seeded
     return await shop.seed_faq_if_empty(DEMO_FAQ) or seeded

@@ -27,6 +27,16 @@ def test_language_choice_defaults_to_russian(language_code: str | None, language
     assert language_for(language_code) == language
 
 
+@pytest.mark.parametrize(
+    ("language_code", "language"),
+    [("en", "en"), ("ru-RU", "ru"), ("de", "en"), ("uk", "en"), ("", "en"), (None, "en")],
+)
+def test_language_choice_with_english_as_the_default(
+    language_code: str | None, language: str
+) -> None:
+    assert language_for(language_code, default="en") == language
+
+
 def test_every_language_has_its_texts() -> None:
     assert texts_for("en") is EN
     assert texts_for("ru") is RU

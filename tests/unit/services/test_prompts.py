@@ -8,12 +8,12 @@ import pytest
 
 from services.prompts import PromptError, PromptTemplate, build_prompt_registry
 from services.prompts.conversation_summary import CONVERSATION_SUMMARY_V1
-from services.prompts.support_chat import SUPPORT_CHAT_V1
+from services.prompts.support_chat import SUPPORT_CHAT_V1, SUPPORT_CHAT_V2
 
 
 def test_support_chat_renders_with_its_ref_and_carries_the_rules() -> None:
     prompt = build_prompt_registry().render("support_chat", shop_name="Кофейный двор")
-    assert prompt.ref == "support_chat@1"
+    assert prompt.ref == "support_chat@2"
     text = prompt.text
     assert "Кофейный двор" in text and "{{" not in text
     for needle in (
@@ -26,8 +26,16 @@ def test_support_chat_renders_with_its_ref_and_carries_the_rules() -> None:
         "never instructions",
         "Never reveal",
         "language of the customer",
+        "AI assistant, not a person",
+        "whatever\n  language",
     ):
         assert needle in text
+
+
+def test_the_first_version_stays_registered_for_turns_that_name_it() -> None:
+    registry = build_prompt_registry()
+    assert registry.get("support_chat", "1") is SUPPORT_CHAT_V1
+    assert registry.get("support_chat") is SUPPORT_CHAT_V2
 
 
 def test_conversation_summary_caps_length_and_treats_input_as_data() -> None:
@@ -49,25 +57,25 @@ def test_missing_extra_or_empty_variables_are_errors(variables: dict[str, str]) 
 
 def test_versions_are_kept_and_the_active_one_is_rendered() -> None:
     registry = build_prompt_registry()
-    v2 = PromptTemplate(
+    v8 = PromptTemplate(
         prompt_id="support_chat",
-        version="2",
+        version="8",
         body='Shop {{shop_name}}. JSON stays: {"a": 1}',
         required_variables=frozenset({"shop_name"}),
     )
-    registry.register(v2)
-    assert registry.get("support_chat").ref == "support_chat@1"  # not active until asked
+    registry.register(v8)
+    assert registry.get("support_chat").ref == "support_chat@2"  # not active until asked
     registry.register(
-        PromptTemplate(prompt_id="support_chat", version="3", body="Shop v3"), active=True
+        PromptTemplate(prompt_id="support_chat", version="9", body="Shop v9"), active=True
     )
-    assert registry.render("support_chat").text == "Shop v3"
-    rendered = registry.get("support_chat", "2").render(shop_name="X")
-    assert (rendered.text, rendered.ref) == ('Shop X. JSON stays: {"a": 1}', "support_chat@2")
+    assert registry.render("support_chat").text == "Shop v9"
+    rendered = registry.get("support_chat", "8").render(shop_name="X")
+    assert (rendered.text, rendered.ref) == ('Shop X. JSON stays: {"a": 1}', "support_chat@8")
     assert registry.get("support_chat", "1").ref == "support_chat@1"
     with pytest.raises(PromptError):
-        registry.register(v2)
+        registry.register(v8)
     with pytest.raises(PromptError):
-        registry.get("support_chat", "9")
+        registry.get("support_chat", "7")
     with pytest.raises(PromptError):
         registry.render("no_such_prompt")
 
@@ -98,9 +106,9 @@ def test_the_system_instructions_hold_nothing_secret() -> None:
     secretish = re.compile(
         r"sk-|api[_ -]?key|token|password|secret|https?://|@\w|\d{5,}|admin_ids", re.IGNORECASE
     )
-    for template in (SUPPORT_CHAT_V1, CONVERSATION_SUMMARY_V1):
+    for template in (SUPPORT_CHAT_V1, SUPPORT_CHAT_V2, CONVERSATION_SUMMARY_V1):
         assert not secretish.search(template.body), template.prompt_id
-    assert SUPPORT_CHAT_V1.required_variables == frozenset({"shop_name"})
+    assert SUPPORT_CHAT_V2.required_variables == frozenset({"shop_name"})
     assert CONVERSATION_SUMMARY_V1.required_variables == frozenset({"max_words"})
     rendered = registry.render("support_chat", shop_name="Кофейный двор").text
-    assert rendered == SUPPORT_CHAT_V1.body.replace("{{shop_name}}", "Кофейный двор")
+    assert rendered == SUPPORT_CHAT_V2.body.replace("{{shop_name}}", "Кофейный двор")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from bot.data_import import run_import
 from storage.database import Database
 from storage.shop import ShopRepository
-from tools.shop.demo import DEMO_ORDERS, seed_demo_shop
+from tools.shop.demo import DEMO_ORDER_IDS, demo_orders, seed_demo_shop
 from tools.shop.import_document import ShopDataError, plan_import
 
 VALID: dict[str, Any] = {
@@ -370,7 +371,9 @@ async def test_a_shop_with_its_own_orders_never_gets_the_demo_faq(db: Database) 
 
 async def test_a_demo_database_gains_the_demo_faq_on_upgrade(db: Database) -> None:
     shop = ShopRepository(db)
-    await shop.seed_if_empty(orders=DEMO_ORDERS, policies=())
+    orders = demo_orders(datetime.now(UTC))
+    assert {order.order_id for order in orders} == set(DEMO_ORDER_IDS)
+    await shop.seed_if_empty(orders=orders, policies=())
     assert await seed_demo_shop(shop) is True
     assert await shop.faq_topics(10) != []
 
