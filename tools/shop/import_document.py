@@ -40,6 +40,7 @@ entries) are a problem, as are ones without a letter or digit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Annotated, Any, TypeVar
@@ -238,19 +239,34 @@ def _cross_record_problems(orders: list[OrderIn], policies: list[ReturnPolicyIn]
             problems.append(f"{label}.product: same name as {names[key]}")
         else:
             names[key] = f"{label}.product"
-        own = {key}
-        for alias_index, alias in enumerate(policy.aliases or []):
-            alias_key = normalise_product_name(alias)
-            if alias_key in own:
-                continue  # repeating the product's own name or alias is harmless; dropped
-            own.add(alias_key)
-            if alias_key in names:
-                problems.append(
-                    f"{label}.aliases[{alias_index}]: {alias!r} is already used by "
-                    f"{names[alias_key]}"
-                )
-            else:
-                names[alias_key] = f"{label}.aliases[{alias_index}]"
+        aliases = policy.aliases or []
+        problems += _alias_clashes(label, key, aliases, normalise_product_name, names)
+    return problems
+
+
+def _alias_clashes(
+    label: str,
+    own_key: str,
+    aliases: list[str],
+    key_of: Callable[[str], str],
+    claimed: dict[str, str],
+) -> list[str]:
+    """Aliases whose key another record already uses; claims the others in `claimed`.
+
+    Repeating the record's own name or alias is harmless: it is skipped, not a problem.
+    """
+    problems: list[str] = []
+    own = {own_key}
+    for alias_index, alias in enumerate(aliases):
+        alias_key = key_of(alias)
+        if alias_key in own:
+            continue
+        own.add(alias_key)
+        where = f"{label}.aliases[{alias_index}]"
+        if alias_key in claimed:
+            problems.append(f"{where}: {alias!r} is already used by {claimed[alias_key]}")
+        else:
+            claimed[alias_key] = where
     return problems
 
 
@@ -265,17 +281,7 @@ def _faq_problems(entries: list[FaqIn]) -> list[str]:
             problems.append(f"{label}.topic: {entry.topic!r} is already used by {keys[key]}")
         else:
             keys[key] = f"{label}.topic"
-        own = {key}
-        for alias_index, alias in enumerate(entry.aliases or []):
-            alias_key = faq_key(alias)
-            if alias_key in own:
-                continue  # repeating the entry's own topic or alias is harmless; dropped
-            own.add(alias_key)
-            if alias_key in keys:
-                where = f"{label}.aliases[{alias_index}]"
-                problems.append(f"{where}: {alias!r} is already used by {keys[alias_key]}")
-            else:
-                keys[alias_key] = f"{label}.aliases[{alias_index}]"
+        problems += _alias_clashes(label, key, entry.aliases or [], faq_key, keys)
     return problems
 
 
