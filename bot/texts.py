@@ -444,11 +444,6 @@ RU = BUILT_IN.by_language["ru"]
 EN = BUILT_IN.by_language["en"]
 
 
-def texts_for(language: Language) -> Texts:
-    """The built-in phrases of one of our languages (no shop overrides)."""
-    return BUILT_IN.by_language[language]
-
-
 def describe_table(table: TextTable) -> str:
     """The effective texts as an owner reads them (`python -m bot texts`)."""
     default = table.default_language

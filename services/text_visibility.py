@@ -75,20 +75,9 @@ def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
     )
 
 
-_IGNORABLE_RE = re.compile(f"[{_char_class(IGNORABLE)}]+")
 _INVISIBLE_RE = re.compile(f"[{_char_class(IGNORABLE + BLANK)}]*")
-
-
-def is_invisible(ch: str) -> bool:
-    """True for one character that renders as nothing (IGNORABLE or BLANK)."""
-    return _INVISIBLE_RE.fullmatch(ch) is not None
 
 
 def has_visible_text(text: str) -> bool:
     """False for text made only of characters that render as nothing (see the module)."""
     return _INVISIBLE_RE.fullmatch(text) is None
-
-
-def strip_ignorable(text: str) -> str:
-    """`text` without the zero-width characters (IGNORABLE); blanks stay."""
-    return _IGNORABLE_RE.sub("", text)

@@ -7,7 +7,7 @@ from dataclasses import fields
 import pytest
 
 from bot.formatting import markdown_to_messages
-from bot.texts import EN, LANGUAGES, RU, language_for, texts_for
+from bot.texts import BUILT_IN, EN, LANGUAGES, RU, language_for
 
 
 @pytest.mark.parametrize(
@@ -38,14 +38,14 @@ def test_language_choice_with_english_as_the_default(
 
 
 def test_every_language_has_its_texts() -> None:
-    assert texts_for("en") is EN
-    assert texts_for("ru") is RU
-    assert {texts_for(language) for language in LANGUAGES} == {RU, EN}
+    assert BUILT_IN.by_language["en"] is EN
+    assert BUILT_IN.by_language["ru"] is RU
+    assert set(BUILT_IN.by_language) == set(LANGUAGES)
 
 
 def test_every_text_is_filled_and_renders_as_one_message() -> None:
     for language in LANGUAGES:
-        texts = texts_for(language)
+        texts = BUILT_IN.by_language[language]
         for name in (f.name for f in fields(texts)):
             text = getattr(texts, name)
             assert text.strip(), (language, name)

@@ -7,7 +7,7 @@ import unicodedata
 
 from services.output_guard import SystemPromptGuard, normalised_words
 from services.prompts import build_prompt_registry
-from services.text_visibility import IGNORABLE, has_visible_text, is_invisible, strip_ignorable
+from services.text_visibility import IGNORABLE, has_visible_text
 
 # Prepended_Concatenation_Mark (PropList.txt): format characters that are displayed.
 PREPENDED_MARKS = {*range(0x0600, 0x0606), 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x110BD, 0x110CD}
@@ -29,7 +29,7 @@ def test_every_whitespace_and_control_character_is_invisible() -> None:
         f"U+{cp:04X}"
         for cp in range(sys.maxunicode + 1)
         if (chr(cp).isspace() or unicodedata.category(chr(cp)) in {"Cc", "Zs", "Zl", "Zp"})
-        and not is_invisible(chr(cp))
+        and has_visible_text(chr(cp))
     ]
     assert missing == []
 
@@ -39,14 +39,9 @@ def test_letters_digits_symbols_and_marks_are_visible() -> None:
     wrong = [
         f"U+{cp:04X}"
         for cp in range(0x10000)
-        if unicodedata.category(chr(cp)) in visible_categories and is_invisible(chr(cp))
+        if unicodedata.category(chr(cp)) in visible_categories and not has_visible_text(chr(cp))
     ]
     assert wrong == []
-
-
-def test_strip_ignorable_removes_zero_width_characters_and_keeps_blanks() -> None:
-    assert strip_ignorable("in\u200bstr\u3164uc\ufe0ft\U000e0041ion") == "instruction"
-    assert strip_ignorable("a b\u2800c\u3000d") == "a b\u2800c\u3000d"
 
 
 def test_empty_text_is_not_visible() -> None:
