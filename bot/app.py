@@ -65,11 +65,13 @@ from services.loop import BoundedToolLoop
 from services.phones import PhoneVerification
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
+from services.voice import VoiceTranscription
 from storage.database import Database, DatabaseOpenError, StorageRetry
 from storage.inbox import InboxRepository
 from storage.migrations import MigrationError
 from storage.shop import ShopRepository
 from storage.stats import StatsRepository
+from storage.voice import VoiceNoteRepository
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 from tools.shop.demo import seed_demo_shop
@@ -199,6 +201,14 @@ async def build_application(
         global_per_second=settings.telegram_global_sends_per_s,
     )
     inbox = InboxRepository(db)
+    voice_notes = VoiceNoteRepository(db)
+    voice = VoiceTranscription(
+        model,
+        voice_notes,
+        model=settings.transcription_model,
+        max_seconds=settings.voice_max_seconds,
+        storage_retry=storage_retry,
+    )
     responder = Responder(
         inbox, sender, storage_retry=storage_retry, transient_failures=RETRYABLE_FAILURES
     )
@@ -213,9 +223,10 @@ async def build_application(
         ),
         responder=responder,
         sender=sender,
-        stats=StatsService(StatsRepository(db), clock=time.time),
+        stats=StatsService(StatsRepository(db), clock=time.time, voice=voice_notes),
         phones=PhoneVerification(shop, storage_retry=storage_retry),
         max_input_chars=settings.max_input_chars,
+        voice=voice,
     )
 
     intake = Intake(

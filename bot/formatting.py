@@ -250,3 +250,14 @@ def markdown_to_messages(markdown: str, *, limit: int = TELEGRAM_TEXT_LIMIT) -> 
     if current:
         messages.append(_join(current, "\n\n"))
     return [m for m in messages if m.plain.strip()]
+
+
+def messages_under_heading(heading: Rendered, markdown: str) -> list[Rendered]:
+    """`markdown_to_messages(markdown)` with `heading` (already rendered) and a blank line
+    before the first message, every message still within Telegram's limit."""
+    separator = Rendered("\n\n", "\n\n")
+    room = TELEGRAM_TEXT_LIMIT - utf16_len(heading.html) - utf16_len(separator.html)
+    parts = markdown_to_messages(markdown, limit=max(room, 1))
+    if not parts:
+        return [heading]
+    return [heading + separator + parts[0], *parts[1:]]

@@ -69,17 +69,25 @@ class Texts:
     phone_private_only: str
     phone_forgotten: str
     phone_nothing_to_forget: str
+    # voice notes (bot/routers/voice.py)
+    voice_heard: str  # the label before the quoted transcript, above the answer
+    voice_too_long: str  # {limit} required (VOICE_MAX_SECONDS), filled in per message
+    voice_not_understood: str
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
 
+    def voice_too_long_for(self, limit: int) -> str:
+        return self.voice_too_long.format(limit=limit)
+
 
 TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts))
 # Which placeholders a text may use, and which it must (see the module docstring).
-_RUNTIME_KEYS = frozenset({"too_long"})
+_RUNTIME_KEYS = frozenset({"too_long", "voice_too_long"})
 _REQUIRED: Mapping[str, frozenset[str]] = {
     "start": frozenset({"contacts"}),
     "too_long": frozenset({"limit"}),
+    "voice_too_long": frozenset({"limit"}),
 }
 
 
@@ -166,6 +174,14 @@ RU_TEMPLATES = Texts(
     ),
     phone_forgotten="Готово, ваш номер телефона удалён.",
     phone_nothing_to_forget="У меня нет вашего номера телефона — удалять нечего.",
+    voice_heard="Распознано:",
+    voice_too_long=(
+        "Голосовое сообщение слишком длинное — я слушаю до {limit} секунд. "
+        "Запишите, пожалуйста, покороче или напишите вопрос текстом."
+    ),
+    voice_not_understood=(
+        "Извините, я не смог разобрать голосовое сообщение. Напишите, пожалуйста, вопрос текстом."
+    ),
 )
 
 _EN_START_BODY = (
@@ -239,6 +255,14 @@ EN_TEMPLATES = Texts(
     ),
     phone_forgotten="Done, your phone number has been removed.",
     phone_nothing_to_forget="I do not have your phone number, so there is nothing to remove.",
+    voice_heard="Heard:",
+    voice_too_long=(
+        "The voice message is too long: I listen to up to {limit} seconds. "
+        "Please record a shorter one or type your question."
+    ),
+    voice_not_understood=(
+        "Sorry, I could not make out the voice message. Please type your question."
+    ),
 )
 
 _TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}
@@ -333,9 +357,8 @@ def _effective(
     }
     texts = replace(template, **values)
     for key in TEXT_KEYS:
-        shown = (
-            texts.too_long_for(TELEGRAM_TEXT_LIMIT) if key == "too_long" else getattr(texts, key)
-        )
+        text = getattr(texts, key)
+        shown = text.format(limit=TELEGRAM_TEXT_LIMIT) if key in _RUNTIME_KEYS else text
         if not _fits_one_message(shown):
             problems.append(f"[{language}] {key}: too long for one Telegram message")
     return texts, problems
@@ -451,7 +474,7 @@ def describe_table(table: TextTable) -> str:
     lines = [
         f"Customers whose Telegram language is neither {others} read the {default} texts.",
         "Texts are shown as written (Markdown: *bold* reaches customers in bold); "
-        "{limit} is MAX_INPUT_CHARS.",
+        "{limit} is MAX_INPUT_CHARS (in voice_too_long: VOICE_MAX_SECONDS).",
     ]
     order = [default, *(language for language in LANGUAGES if language != default)]
     for language in order:

@@ -155,8 +155,11 @@ class ChatService:
         request_key: str | None = None,
         private_chat: bool = False,
         sender_is_chat: bool = False,
+        transcribed: bool = False,
     ) -> TurnReply:
         """Run one turn; never raises for a failed turn (see TurnReply.error_code).
+
+        `transcribed`: `text` is what was heard in a voice note; the history marks it so.
 
         `user_id`, `private_chat` and `sender_is_chat` say who asks and where, as the
         Telegram update says (tools.base.ToolContext); the defaults are the cautious ones
@@ -184,6 +187,7 @@ class ChatService:
                 request_key,
                 private_chat=private_chat,
                 sender_is_chat=sender_is_chat,
+                transcribed=transcribed,
             )
 
     async def reset(self, chat_id: int) -> int:
@@ -230,6 +234,7 @@ class ChatService:
         *,
         private_chat: bool,
         sender_is_chat: bool,
+        transcribed: bool = False,
     ) -> TurnReply:
         turn = _Turn(
             id=turn_id,
@@ -263,7 +268,11 @@ class ChatService:
         refused = result.stop_reason is StopReason.REFUSED
         withheld = not refused and self._quotes_instruction(turn, result.text)
         history = (
-            None if refused or withheld else StoredPair(user_text=text, assistant_text=result.text)
+            None
+            if refused or withheld
+            else StoredPair(
+                user_text=text, assistant_text=result.text, user_transcribed=transcribed
+            )
         )
         turn.prompt_ref = result.prompt_ref
         stored = await self._save(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from storage.stats import (
     ModelFigures,
@@ -19,6 +20,7 @@ from storage.stats import (
     ToolFigures,
     TurnFigures,
 )
+from storage.voice import FAILED, OFF, TOO_LONG, TRANSCRIBED, VoiceStatusCount
 
 PERIOD_SECONDS: dict[str, float | None] = {
     "24h": 24 * 3600.0,
@@ -66,6 +68,56 @@ class ChartData:
 
 
 @dataclass(frozen=True, slots=True)
+class VoiceStats:
+    """Voice and video notes received in the period (issue 21).
+
+    `received` counts every note; of those `transcribed` became a turn's text, `failed`
+    could not be heard (download, transcription or nothing said: `failed_by_error`),
+    `too_long` were refused unheard and `off` got the text-only reply. `audio_s` is the
+    length of the transcribed notes (what a per-minute price is charged on) and
+    `transcription_s` the time spent waiting for transcriptions.
+    """
+
+    received: int = 0
+    transcribed: int = 0
+    failed: int = 0
+    failed_by_error: dict[str, int] = field(default_factory=dict)
+    too_long: int = 0
+    off: int = 0
+    audio_s: int = 0
+    transcription_s: float = 0.0
+
+    @classmethod
+    def from_counts(cls, counts: list[VoiceStatusCount]) -> VoiceStats:
+        by_status: dict[str, int] = {}
+        failed_by_error: dict[str, int] = {}
+        audio_s = 0
+        for count in counts:
+            by_status[count.status] = by_status.get(count.status, 0) + count.notes
+            if count.status == FAILED:
+                code = count.error_code or "unknown"
+                failed_by_error[code] = failed_by_error.get(code, 0) + count.notes
+            if count.status == TRANSCRIBED:
+                audio_s += count.audio_s
+        return cls(
+            received=sum(c.notes for c in counts),
+            transcribed=by_status.get(TRANSCRIBED, 0),
+            failed=by_status.get(FAILED, 0),
+            failed_by_error=failed_by_error,
+            too_long=by_status.get(TOO_LONG, 0),
+            off=by_status.get(OFF, 0),
+            audio_s=audio_s,
+            transcription_s=sum(c.transcription_s for c in counts),
+        )
+
+
+class VoiceCounter(Protocol):
+    """What the stats need from storage.voice.VoiceNoteRepository."""
+
+    async def status_counts(self, since: float | None, until: float) -> list[VoiceStatusCount]: ...
+
+
+@dataclass(frozen=True, slots=True)
 class StatsReport:
     """Every figure of one `/stats` answer; the bot draws the table and the chart from it."""
 
@@ -79,6 +131,7 @@ class StatsReport:
     models: ModelFigures = field(default_factory=ModelFigures)
     resets: int = 0
     chart: ChartData | None = None
+    voice: VoiceStats = field(default_factory=VoiceStats)
 
     @property
     def tool_calls_total(self) -> int:
@@ -95,6 +148,7 @@ class StatsReport:
             or models.fallback_answers
             or models.summaries_ok
             or models.summaries_failed
+            or self.voice.received
         )
 
     @property
@@ -111,9 +165,15 @@ class StatsReport:
 class StatsService:
     """Builds `/stats` reports from the repository; `clock()` returns unix seconds."""
 
-    def __init__(self, repository: StatsRepository, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        repository: StatsRepository,
+        clock: Callable[[], float],
+        voice: VoiceCounter | None = None,
+    ) -> None:
         self._repo = repository
         self._clock = clock
+        self._voice = voice
 
     def parse_period(self, arg: str | None) -> Period:
         """`24h` (default), `7d`, `30d` or `all`, ending now; anything else is a usage error."""
@@ -129,11 +189,18 @@ class StatsService:
         turns = await self._repo.turn_figures(since, until)
         models = await self._repo.model_figures(since, until)
         resets = await self._repo.resets(since, until)
+        voice = VoiceStats.from_counts(await self._voice_counts(since, until))
         # "all" starts at the first turn or tool call; the chart's buckets start there too
         start = since if since is not None else await self._repo.first_activity()
         if start is None or start >= until:
             return StatsReport(
-                period=period, since=start, until=until, turns=turns, models=models, resets=resets
+                period=period,
+                since=start,
+                until=until,
+                turns=turns,
+                models=models,
+                resets=resets,
+                voice=voice,
             )
         bucket_s = choose_bucket(until - start)
         # buckets end exactly at `until`, so the latest bar is whole; only the first, which
@@ -155,8 +222,12 @@ class StatsService:
             turns=turns,
             models=models,
             resets=resets,
+            voice=voice,
             chart=_chart_data(usage.buckets, known, invented_names, bucket_start, bucket_s, until),
         )
+
+    async def _voice_counts(self, since: float | None, until: float) -> list[VoiceStatusCount]:
+        return [] if self._voice is None else await self._voice.status_counts(since, until)
 
 
 def choose_bucket(span_s: float) -> float:
@@ -229,5 +300,6 @@ __all__ = [
     "StatsReport",
     "StatsService",
     "StatsUsageError",
+    "VoiceStats",
     "choose_bucket",
 ]

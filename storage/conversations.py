@@ -49,14 +49,21 @@ async def insert_pair(
     assistant_text: str,
     turn_id: str | None,
     created_at: float,
+    user_transcribed: bool = False,
 ) -> tuple[int, int]:
-    """Insert one user/assistant pair inside the caller's transaction; returns both ids."""
+    """Insert one user/assistant pair inside the caller's transaction; returns both ids.
+
+    `user_transcribed`: the user's message is the transcript of a voice note (issue 21).
+    """
     ids: list[int] = []
-    for role, content in (("user", user_text), ("assistant", assistant_text)):
+    for role, content, transcribed in (
+        ("user", user_text, user_transcribed),
+        ("assistant", assistant_text, False),
+    ):
         cursor = await conn.execute(
-            "INSERT INTO messages(session_id, role, content, turn_id, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (session_id, role, content, turn_id, created_at),
+            "INSERT INTO messages(session_id, role, content, turn_id, created_at, transcribed) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, role, content, turn_id, created_at, 1 if transcribed else 0),
         )
         assert cursor.lastrowid is not None
         ids.append(cursor.lastrowid)

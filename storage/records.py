@@ -111,6 +111,7 @@ class HistoryPair:
 
     user_text: str
     assistant_text: str
+    user_transcribed: bool = False  # the user's message was heard in a voice note
 
 
 class TurnRecorder:
@@ -176,6 +177,7 @@ class TurnRecorder:
                     assistant_text=history.assistant_text,
                     turn_id=turn.id,
                     created_at=turn.started_at + turn.duration_ms / 1000.0,
+                    user_transcribed=history.user_transcribed,
                 )
 
     async def save_model_call(

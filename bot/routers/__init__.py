@@ -2,8 +2,8 @@
 
 Commands first (/phone and /forget_phone among them), then the admin commands (only for
 ADMIN_IDS), then the fall-through for unknown commands — so a non-admin's /stats gets
-exactly the reply any unknown command gets — then shared contacts, then customer
-messages. Errors are handled by their own router.
+exactly the reply any unknown command gets — then shared contacts, then voice notes,
+then customer messages. Errors are handled by their own router.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from bot.routers.chat import build_chat_router
 from bot.routers.commands import build_commands_router, build_unknown_command_router
 from bot.routers.errors import build_errors_router
 from bot.routers.phone import build_contact_router, build_phone_commands_router
+from bot.routers.voice import build_voice_router
 
 
 def get_routers(*, admin_ids: Iterable[int]) -> list[Router]:
@@ -27,6 +28,7 @@ def get_routers(*, admin_ids: Iterable[int]) -> list[Router]:
         build_admin_router(frozenset(admin_ids)),
         build_unknown_command_router(),
         build_contact_router(),
+        build_voice_router(),
         build_chat_router(),
         build_errors_router(),
     ]

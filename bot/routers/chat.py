@@ -3,7 +3,9 @@
 Cheap checks come first and never reach the model: per-user limits, empty text (made
 only of characters that render as nothing: spaces, fillers, zero-width marks — see
 services/text_visibility.py), text over MAX_INPUT_CHARS, non-text content. The typing
-indicator covers the whole turn.
+indicator covers the whole turn. `ask_model` and `send_answer` are the one way a
+customer's words become a turn and its answer; voice notes (bot/routers/voice.py) use
+them too, with what was heard.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from aiogram import Bot, Router
 from aiogram.types import Message
 
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
+from bot.formatting import Rendered, messages_under_heading
 from bot.keyboards import share_phone_keyboard
 from bot.replies import customer_text
 from bot.responder import Outbox, Responder
 from bot.texts import Texts
 from services.chat import ChatService
+from services.loop_types import TurnReply
 from services.text_visibility import has_visible_text
 
 
@@ -33,7 +37,7 @@ class MessageLimiter(Protocol):
     def check(self, user_id: int) -> LimitDecisionLike: ...
 
 
-async def _within_limits(
+async def within_limits(
     message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
 ) -> bool:
     # keyed by the sender (anonymous admins: by their group, not one shared placeholder id)
@@ -45,6 +49,50 @@ async def _within_limits(
     else:
         await outbox.ignore("user_rate_limited")
     return False
+
+
+async def ask_model(
+    message: Message,
+    text: str,
+    chat_service: ChatService,
+    inbox_update_id: int,
+    *,
+    transcribed: bool = False,
+) -> TurnReply:
+    """One turn on the customer's words (`transcribed`: heard in a voice note)."""
+    caller = caller_of(message)  # who and where from the update, for the tools' access
+    return await chat_service.answer(
+        chat_id=message.chat.id,
+        user_id=caller.key,
+        text=text,
+        # a replay of this update after a crash gets the stored answer, not a new one
+        request_key=f"telegram:{inbox_update_id}",
+        private_chat=caller.private_chat,
+        sender_is_chat=caller.is_chat,
+        transcribed=transcribed,
+    )
+
+
+async def send_answer(
+    message: Message,
+    reply: TurnReply,
+    outbox: Outbox,
+    texts: Texts,
+    *,
+    heading: Rendered | None = None,
+) -> None:
+    """The turn's answer in the customer's words; `heading` goes above it (what was heard)."""
+    # a lookup missed for a customer without a verified phone: offer the share button
+    # (every miss alike, so it tells nothing about which orders exist); private only
+    offer = reply.answered and reply.offer_phone_share and caller_of(message).private_chat
+    answer = customer_text(reply, texts)
+    body = f"{answer}\n\n{texts.phone_hint}" if offer else answer
+    markup = share_phone_keyboard(texts) if offer else None
+    if heading is None:
+        await outbox.send(body, turn_id=reply.turn_id, reply_markup=markup)
+    else:
+        parts = messages_under_heading(heading, body)
+        await outbox.send_rendered(parts, turn_id=reply.turn_id, reply_markup=markup)
 
 
 def build_chat_router() -> Router:
@@ -63,7 +111,7 @@ def build_chat_router() -> Router:
         max_input_chars: int,
         inbox_update_id: int,
     ) -> None:
-        if not await _within_limits(message, outbox, texts, limiter):
+        if not await within_limits(message, outbox, texts, limiter):
             return
         text = (await strip_bot_mention(message.text or "", bot)).strip()
         if not has_visible_text(text):
@@ -72,32 +120,15 @@ def build_chat_router() -> Router:
         if len(text) > max_input_chars:
             await outbox.send(texts.too_long_for(max_input_chars))
             return
-        caller = caller_of(message)  # who and where from the update, for the tools' access
         async with responder.typing(message.chat.id):
-            reply = await chat_service.answer(
-                chat_id=message.chat.id,
-                user_id=caller.key,
-                text=text,
-                # a replay of this update after a crash gets the stored answer, not a new one
-                request_key=f"telegram:{inbox_update_id}",
-                private_chat=caller.private_chat,
-                sender_is_chat=caller.is_chat,
-            )
-        # a lookup missed for a customer without a verified phone: offer the share button
-        # (every miss alike, so it tells nothing about which orders exist); private only
-        offer = reply.answered and reply.offer_phone_share and caller.private_chat
-        answer = customer_text(reply, texts)
-        await outbox.send(
-            f"{answer}\n\n{texts.phone_hint}" if offer else answer,
-            turn_id=reply.turn_id,
-            reply_markup=share_phone_keyboard(texts) if offer else None,
-        )
+            reply = await ask_model(message, text, chat_service, inbox_update_id)
+        await send_answer(message, reply, outbox, texts)
 
     @router.message()
     async def on_other(
         message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
     ) -> None:
-        if not await _within_limits(message, outbox, texts, limiter):
+        if not await within_limits(message, outbox, texts, limiter):
             return
         await outbox.send(texts.text_only)
 

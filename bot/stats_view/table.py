@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from bot.stats_view.voice import voice_rows
 from bot.stats_view.wording import StatsWords, format_decimal, format_int, words_for
 from bot.texts import Language
 from services.stats import UNKNOWN_TOOLS, StatsReport
@@ -35,6 +36,8 @@ def render_table(report: StatsReport, language: Language) -> list[str]:
     else:
         blocks.append([_kv(w.tool_calls, "0", indent=0)])
     blocks.append(_turn_block(report, w, language))
+    if voice := [_kv(*row) for row in voice_rows(report.voice, language)]:
+        blocks.append(voice)
     return _pack(blocks, MESSAGE_LIMIT)
 
 

@@ -39,6 +39,7 @@ from openai.types.chat import ChatCompletion
 from services.llm.errors import (
     LLMAuthenticationError,
     LLMError,
+    LLMModelNotFound,
     LLMRateLimited,
     LLMRequestRejected,
     LLMTimeout,
@@ -143,6 +144,29 @@ class OpenAIChatModel:
             raise _translate(error, self._model) from error
         missing = tuple(name for name in self._chain if not _offered(name, offered))
         return ModelCheck(listed=True, missing=missing)
+
+    async def transcribe(self, audio: bytes, *, filename: str, model: str) -> str:
+        """The text heard in `audio` (`POST /audio/transcriptions`, multipart), on the same
+        endpoint and key as the chat model; `filename`'s extension names the format.
+
+        Raises `LLMModelNotFound` when the endpoint has no such model (or no such
+        endpoint: HTTP 404), other `LLMError`s as `complete()` does. The audio is sent
+        from memory and never logged.
+        """
+        try:
+            result = await self._client.audio.transcriptions.create(
+                model=model, file=(filename, audio), response_format="json"
+            )
+        except openai.APIStatusError as error:
+            if error.status_code == 404 or getattr(error, "code", None) == "model_not_found":
+                detail = f"model {model}: HTTP {error.status_code} (no such model)"
+                raise LLMModelNotFound(detail, model=model) from error
+            raise _translate(error, model) from error
+        except openai.APIError as error:
+            raise _translate(error, model) from error
+        except openai.OpenAIError as error:
+            raise LLMError(f"LLM client error ({type(error).__name__})", model=model) from error
+        return str(getattr(result, "text", "") or "")
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -31,3 +31,10 @@ class LLMRequestRejected(LLMError):
 
 class LLMAuthenticationError(LLMError):
     code = "authentication"
+
+
+class LLMModelNotFound(LLMRequestRejected):
+    """The endpoint says it has no such model (HTTP 404, or the error code
+    `model_not_found`): asking again will not help."""
+
+    code = "model_not_found"

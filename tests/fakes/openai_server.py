@@ -22,6 +22,15 @@ root as the working directory (or on PYTHONPATH). Extra endpoints for such tests
 `GET /_fake/requests` (recorded bodies), `POST /_fake/reset`, and
 `POST /_fake/fail {"status": 500, "times": 1}` (the next N completions fail).
 
+`POST /v1/audio/transcriptions` (multipart, as the SDK sends it) answers `{"text": ...}`:
+the text scripted for the file's bytes in `server.transcripts`, else the bytes themselves
+read as UTF-8 (so a test's "audio" can simply be the words it stands for). A model not in
+`server.transcription_models` gets 404 `model_not_found`, as OpenAI answers;
+`server.transcription_reply` replaces the answer (e.g. `error(500)`); a set
+`server.transcription_hold` keeps requests in flight until it is set (to kill the bot
+mid-transcription). Each request is recorded in `server.transcriptions` (model, file name,
+size — never the audio), and `wait_for_transcriptions(n)` waits for the n-th.
+
 `GET /v1/models` lists `server.models` (by default the model names the tests and the
 bench use) the way OpenAI does; `server.models_reply` replaces that answer (e.g.
 `error(401)` for a rejected key, `error(404)` for a server without the endpoint), and
@@ -330,6 +339,8 @@ def default_script(body: Body) -> FakeReply:
 # What GET /v1/models lists unless a test says otherwise: the models the e2e tests and
 # the bench configure (OPENAI_MODEL=fake-model) and the bot's default.
 DEFAULT_MODELS = ("fake-model", "fake-fallback", "gpt-4o-mini")
+# The transcription models the fake offers unless a test says otherwise.
+DEFAULT_TRANSCRIPTION_MODELS = ("whisper-1",)
 
 
 class FakeOpenAIServer:
@@ -353,6 +364,11 @@ class FakeOpenAIServer:
         self.models: list[str] = list(DEFAULT_MODELS)
         self.models_reply: FakeReply | None = None
         self.models_requests = 0
+        self.transcripts: dict[bytes, str] = {}
+        self.transcription_models: set[str] = set(DEFAULT_TRANSCRIPTION_MODELS)
+        self.transcription_reply: FakeReply | None = None
+        self.transcription_hold: asyncio.Event | None = None
+        self.transcriptions: list[Body] = []
         self._arrived: asyncio.Condition | None = None
         self._closing = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -388,6 +404,7 @@ class FakeOpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
         app.router.add_get("/v1/models", self._list_models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         app.router.add_get("/_fake/requests", self._list_requests)
         app.router.add_post("/_fake/reset", self._reset)
         app.router.add_post("/_fake/fail", self._fail)
@@ -415,6 +432,37 @@ class FakeOpenAIServer:
         assert self._arrived is not None, "server not started"
         async with asyncio.timeout(within_s), self._arrived:
             await self._arrived.wait_for(lambda: len(self.requests) >= count)
+
+    async def wait_for_transcriptions(self, count: int, within_s: float = 10.0) -> None:
+        """Bounded wait until at least `count` transcription requests have arrived."""
+        assert self._arrived is not None, "server not started"
+        async with asyncio.timeout(within_s), self._arrived:
+            await self._arrived.wait_for(lambda: len(self.transcriptions) >= count)
+
+    async def _transcribe(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        upload = form.get("file")
+        if not isinstance(upload, web.FileField):
+            return _json_response(error(400, "file is required"))
+        audio = upload.file.read()
+        model = str(form.get("model", ""))
+        self.transcriptions.append(
+            {"model": model, "filename": upload.filename, "size": len(audio)}
+        )
+        assert self._arrived is not None
+        async with self._arrived:
+            self._arrived.notify_all()
+        if self.transcription_hold is not None:
+            await _first_of(self.transcription_hold, self._closing)
+        if self.transcription_reply is not None:
+            return _json_response(self.transcription_reply)
+        if model not in self.transcription_models:
+            message = f"The model `{model}` does not exist or you do not have access to it."
+            return _json_response(error(404, message, code="model_not_found"))
+        text = self.transcripts.get(audio)
+        if text is None:
+            text = audio.decode("utf-8", "replace")
+        return web.json_response({"text": text})
 
     async def _list_models(self, request: web.Request) -> web.Response:
         self.models_requests += 1

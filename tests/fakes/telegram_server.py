@@ -7,6 +7,10 @@ long poll (`getUpdates` honours `offset` and `timeout`), and lets a test shape t
 answers of `sendMessage`: reject HTML parse mode, answer 429 with `retry_after`, or hold
 the request until the test releases it (to kill the bot at a precise moment).
 
+Files: `add_file(file_id, data)` makes a file known; `getFile` answers its path and
+`GET /file/bot<token>/<path>` serves its bytes (each download is recorded in
+`downloads`); `voice_update` / `video_note_update` build the updates that carry them.
+
 Tests synchronise on conditions (`wait_for_messages`, `wait_for_call`, `Hold.arrived`),
 never on sleeps; every wait is bounded by a timeout.
 """
@@ -147,11 +151,14 @@ class FakeTelegramServer:
         self._next_update_id = itertools.count(1000)
         self._next_message_id = itertools.count(1)
         self._changed = asyncio.Event()
+        self.files: dict[str, bytes] = {}  # file_id -> content
+        self.downloads: list[str] = []  # file paths downloaded, in order
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, port: int = 0) -> str:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         # handler_cancellation: a killed bot's held request is cancelled, never "sent"
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
@@ -177,6 +184,10 @@ class FakeTelegramServer:
         self._updates.append(update)
         self._notify()
         return int(update["update_id"])
+
+    def add_file(self, file_id: str, data: bytes) -> None:
+        """A file the bot may fetch with getFile and download."""
+        self.files[file_id] = data
 
     def fail_next_sends_with_retry_after(self, retry_after: int = 1, times: int = 1) -> None:
         """The next `times` sendMessage calls answer 429 Too Many Requests."""
@@ -270,6 +281,32 @@ class FakeTelegramServer:
                 else:  # an uploaded file
                     params[name] = {"filename": value.filename, "size": len(value.file.read())}
         return params
+
+    async def _m_getfile(self, params: dict[str, Any], _request: web.Request) -> web.Response:
+        file_id = str(params.get("file_id", ""))
+        data = self.files.get(file_id)
+        if data is None:
+            return _error(400, "Bad Request: invalid file_id")
+        return _ok(
+            {
+                "file_id": file_id,
+                "file_unique_id": f"u-{file_id}",
+                "file_size": len(data),
+                "file_path": f"voice/{file_id}.oga",
+            }
+        )
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _error(401, "Unauthorized")
+        path = request.match_info["path"]
+        file_id = path.removeprefix("voice/").removesuffix(".oga")
+        data = self.files.get(file_id)
+        self.downloads.append(path)
+        self._notify()
+        if data is None:
+            return _error(404, "Not Found")
+        return web.Response(body=data, content_type="application/octet-stream")
 
     async def _m_getme(self, _params: dict[str, Any], _request: web.Request) -> web.Response:
         return _ok(BOT_USER)
@@ -473,6 +510,34 @@ def sticker_update(chat_id: int, **kwargs: Any) -> dict[str, Any]:
         "emoji": "👍",
     }
     return message_update(chat_id, extra={"sticker": sticker}, **kwargs)
+
+
+def voice_update(
+    chat_id: int, *, file_id: str, duration: int, file_size: int | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """A voice note (the file itself: `FakeTelegramServer.add_file`)."""
+    voice: dict[str, Any] = {
+        "file_id": file_id,
+        "file_unique_id": f"u-{file_id}",
+        "duration": duration,
+        "mime_type": "audio/ogg",
+    }
+    if file_size is not None:
+        voice["file_size"] = file_size
+    return message_update(chat_id, extra={"voice": voice}, **kwargs)
+
+
+def video_note_update(
+    chat_id: int, *, file_id: str, duration: int, **kwargs: Any
+) -> dict[str, Any]:
+    """A round video note (the file itself: `FakeTelegramServer.add_file`)."""
+    note = {
+        "file_id": file_id,
+        "file_unique_id": f"u-{file_id}",
+        "length": 240,
+        "duration": duration,
+    }
+    return message_update(chat_id, extra={"video_note": note}, **kwargs)
 
 
 def edited_message_update(chat_id: int, text: str, **kwargs: Any) -> dict[str, Any]:

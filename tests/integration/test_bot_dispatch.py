@@ -51,6 +51,7 @@ class ChatDouble:
         request_key: str | None = None,
         private_chat: bool = False,
         sender_is_chat: bool = False,
+        transcribed: bool = False,
     ) -> TurnReply:
         self.asked.append(text)
         if self.error is not None:

@@ -1,0 +1,167 @@
+"""Voice notes and round video notes: heard, then answered like typed text (issue 21).
+
+The note's length is checked before anything is downloaded (VOICE_MAX_SECONDS); the
+audio is fetched through the Bot API (`getFile` via the sender, then the file URL) into
+memory — never onto disk, never into a log — and `services.voice` transcribes it. The
+transcript then takes the path of typed text (`ask_model`, `send_answer`: the same limits,
+history and tools), and the answer opens with a short line quoting what was heard, so a
+customer sees at once if the bot misheard. A note that cannot be heard gets a polite "please
+type it"; with transcription off, the "text only" reply as before.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import logging
+import re
+
+from aiogram import Bot, Router
+from aiogram.filters import Filter
+from aiogram.methods import GetFile
+from aiogram.types import Message
+
+from bot.filters import AddressedToBot
+from bot.formatting import Rendered
+from bot.responder import Outbox, Responder
+from bot.routers.chat import MessageLimiter, ask_model, send_answer, within_limits
+from bot.sender import Sender
+from bot.texts import Language, Texts
+from services.chat import ChatService
+from services.voice import (
+    DOWNLOAD_FAILED,
+    TOO_BIG,
+    AudioUnavailable,
+    Heard,
+    VoiceNote,
+    VoiceTranscription,
+)
+
+log = logging.getLogger(__name__)
+
+# The Bot API lets bots download files up to 20 MB; a note is far smaller (a minute of
+# voice is about 250 KB), so this only bounds the memory one download may take.
+MAX_AUDIO_BYTES = 20 * 1024 * 1024
+DOWNLOAD_TIMEOUT_S = 30
+HEARD_QUOTE_CHARS = 200  # the quoted transcript above an answer is cut after this
+
+
+class IsVoiceNote(Filter):
+    """A voice note or a round video note (async: see `bot.filters.HasText`)."""
+
+    async def __call__(self, message: Message) -> bool:
+        return message.voice is not None or message.video_note is not None
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _CappedBuffer(io.BytesIO):
+    """An in-memory file that refuses to grow beyond `cap` bytes."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self._cap = cap
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        if self.tell() + len(data) > self._cap:
+            raise _TooBig
+        return super().write(data)
+
+
+def note_of(message: Message, update_id: int) -> tuple[VoiceNote, str, int | None]:
+    """The note, its file id and its stated size (the message has a voice or video note)."""
+    if message.voice is not None:
+        audio = message.voice
+        note = VoiceNote(update_id, message.chat.id, "voice", audio.duration)
+        return note, audio.file_id, audio.file_size
+    video = message.video_note
+    assert video is not None  # IsVoiceNote
+    note = VoiceNote(update_id, message.chat.id, "video_note", video.duration)
+    return note, video.file_id, video.file_size
+
+
+async def download_audio(bot: Bot, sender: Sender, file_id: str, size: int | None) -> bytes:
+    """The file's bytes, in memory; `AudioUnavailable` when it cannot be fetched."""
+    if size is not None and size > MAX_AUDIO_BYTES:
+        raise AudioUnavailable(TOO_BIG)
+    buffer = _CappedBuffer(MAX_AUDIO_BYTES)
+    try:
+        file = await sender.call(GetFile(file_id=file_id))
+        if not file.file_path:
+            raise AudioUnavailable(DOWNLOAD_FAILED)
+        await bot.download_file(file.file_path, buffer, timeout=DOWNLOAD_TIMEOUT_S)
+    except _TooBig:
+        raise AudioUnavailable(TOO_BIG) from None
+    except AudioUnavailable:
+        raise
+    except Exception as exc:  # the error may carry the file URL, which holds the token
+        log.warning("voice note download failed: %s", type(exc).__name__)
+        raise AudioUnavailable(DOWNLOAD_FAILED) from None
+    return buffer.getvalue()
+
+
+def heard_line(texts: Texts, language: Language, transcript: str) -> Rendered:
+    """The italic line above an answer quoting (briefly) what was heard."""
+    said = re.sub(r"\s+", " ", transcript).strip()
+    if len(said) > HEARD_QUOTE_CHARS:
+        said = said[: HEARD_QUOTE_CHARS - 1].rstrip() + "…"
+    opening, closing = ("«", "»") if language == "ru" else ("“", "”")
+    plain = f"{texts.voice_heard} {opening}{said}{closing}"
+    return Rendered(f"<i>{html.escape(plain, quote=False)}</i>", plain)
+
+
+def _unheard_text(heard: Heard, texts: Texts, max_seconds: int) -> str:
+    if heard.off:
+        return texts.text_only
+    if heard.too_long:
+        return texts.voice_too_long_for(max_seconds)
+    return texts.voice_not_understood
+
+
+def build_voice_router() -> Router:
+    router = Router(name="voice")
+    router.message.filter(AddressedToBot(), IsVoiceNote())
+
+    @router.message()
+    async def on_voice(
+        message: Message,
+        bot: Bot,
+        sender: Sender,
+        outbox: Outbox,
+        texts: Texts,
+        language: Language,
+        limiter: MessageLimiter,
+        chat_service: ChatService,
+        responder: Responder,
+        max_input_chars: int,
+        inbox_update_id: int,
+        voice: VoiceTranscription | None = None,
+    ) -> None:
+        if not await within_limits(message, outbox, texts, limiter):
+            return
+        if voice is None:  # not wired (tests of other parts)
+            await outbox.send(texts.text_only)
+            return
+        note, file_id, size = note_of(message, inbox_update_id)
+        async with responder.typing(message.chat.id):
+            heard = await voice.hear(note, lambda: download_audio(bot, sender, file_id, size))
+            said = heard.text
+            fits = said is not None and len(said) <= max_input_chars
+            reply = None
+            if said is not None and fits:
+                reply = await ask_model(
+                    message, said, chat_service, inbox_update_id, transcribed=True
+                )
+        if said is None:
+            await outbox.send(_unheard_text(heard, texts, voice.max_seconds))
+            return
+        if reply is None:  # heard, but longer than a typed message may be
+            await outbox.send(texts.too_long_for(max_input_chars))
+        else:
+            heading = heard_line(texts, language, said)
+            await send_answer(message, reply, outbox, texts, heading=heading)
+        await voice.forget(note.update_id)
+
+    return router
