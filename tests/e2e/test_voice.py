@@ -13,7 +13,7 @@ from pathlib import Path
 from bot.texts import EN, RU
 from tests.e2e.chat_helpers import WAIT_S, query, results_for, seen_text, wait_for_db
 from tests.e2e.conftest import StartBot
-from tests.fakes.openai_server import FakeOpenAIServer, error
+from tests.fakes.openai_server import FakeOpenAIServer, default_script, error
 from tests.fakes.telegram_server import (
     FakeTelegramServer,
     message_update,
@@ -258,3 +258,59 @@ async def test_stats_count_voice_notes(
     assert "not understood 1" in lines and "unavailable 1" in lines
     assert "too long 1" in lines
     assert "audio transcribed 7 s" in lines
+
+
+async def _exactly_one_heard_answer(telegram: FakeTelegramServer) -> str:
+    """The answer to the note, checked to be the only one (a later /help comes after it)."""
+    telegram.enqueue_update(message_update(CHAT, text="/help"))
+    messages = await telegram.wait_for_messages(CHAT, 2, within=30)
+    assert len(messages) == 2, [m.text for m in messages]
+    assert "/new" in messages[1].plain_text
+    return messages[0].plain_text
+
+
+async def test_killed_mid_download_answers_once_after_restart(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    hold = asyncio.Event()
+    fake_telegram.download_hold = hold
+    bot = await start_bot(**VOICE_ON)
+    await send_voice(fake_telegram, QUESTION)
+    await fake_telegram.wait_until(lambda: bool(fake_telegram.downloads))
+    await bot.kill()
+    assert fake_openai.transcriptions == []
+
+    fake_telegram.download_hold = None
+    hold.set()
+    await start_bot(**VOICE_ON)
+    answer = await _exactly_one_heard_answer(fake_telegram)
+    assert answer.startswith(f"{RU.voice_heard} «{QUESTION}»") and "8041" in answer
+    assert len(fake_openai.transcriptions) == 1
+
+
+async def test_killed_after_transcription_does_not_transcribe_again(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    release = fake_openai.hold_answers()  # the model turn hangs after the note was heard
+    bot = await start_bot(**VOICE_ON)
+    await send_voice(fake_telegram, QUESTION)
+    await fake_openai.wait_for_requests(1)
+    assert query(database_path, "SELECT status, transcript FROM voice_notes") == [
+        ("transcribed", QUESTION)
+    ]
+    await bot.kill()
+
+    fake_openai.handler = default_script
+    release.set()
+    await start_bot(**VOICE_ON)
+    answer = await _exactly_one_heard_answer(fake_telegram)
+    assert answer.startswith(f"{RU.voice_heard} «{QUESTION}»") and "8041" in answer
+    assert len(fake_openai.transcriptions) == 1  # the stored transcript was used
+    assert fake_telegram.downloads == ["voice/voice-1.oga"]
+    await wait_for_db(database_path, "SELECT transcript FROM voice_notes", [(None,)])

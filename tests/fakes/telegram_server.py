@@ -9,7 +9,8 @@ the request until the test releases it (to kill the bot at a precise moment).
 
 Files: `add_file(file_id, data)` makes a file known; `getFile` answers its path and
 `GET /file/bot<token>/<path>` serves its bytes (each download is recorded in
-`downloads`); `voice_update` / `video_note_update` build the updates that carry them.
+`downloads`; a set `download_hold` keeps downloads waiting until it is set);
+`voice_update` / `video_note_update` build the updates that carry them.
 
 Tests synchronise on conditions (`wait_for_messages`, `wait_for_call`, `Hold.arrived`),
 never on sleeps; every wait is bounded by a timeout.
@@ -153,6 +154,7 @@ class FakeTelegramServer:
         self._changed = asyncio.Event()
         self.files: dict[str, bytes] = {}  # file_id -> content
         self.downloads: list[str] = []  # file paths downloaded, in order
+        self.download_hold: asyncio.Event | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, port: int = 0) -> str:
@@ -304,6 +306,8 @@ class FakeTelegramServer:
         data = self.files.get(file_id)
         self.downloads.append(path)
         self._notify()
+        if self.download_hold is not None:
+            await self.download_hold.wait()
         if data is None:
             return _error(404, "Not Found")
         return web.Response(body=data, content_type="application/octet-stream")
