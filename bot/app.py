@@ -111,6 +111,7 @@ class Application:
     intake: Intake
     health: Health
     tool_names: tuple[str, ...]
+    voice: VoiceTranscription
 
 
 def configure_logging(level: str) -> None:
@@ -254,6 +255,7 @@ async def build_application(
         intake=intake,
         health=health,
         tool_names=registry.names,
+        voice=voice,
     )
 
 
@@ -540,6 +542,7 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
         pruned = await app.inbox.prune(older_than_s=INBOX_RETENTION_S)
         if pruned:
             log.info("inbox: removed %d finished update(s) older than 7 days", pruned)
+        await app.voice.forget_answered()
         if await _first_of(_start(app), stop):
             # the commands menu is optional and may retry for a while: never wait for it
             menu = asyncio.create_task(set_commands(app), name="commands-menu")

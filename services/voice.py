@@ -134,6 +134,12 @@ class VoiceTranscription:
             lambda: self._notes.forget_transcript(update_id),
         )
 
+    async def forget_answered(self) -> None:
+        """At start-up: drop transcripts a crash left behind after their reply was stored."""
+        cleared = await self._notes.forget_answered_transcripts()
+        if cleared:
+            log.info("voice notes: cleared %d transcript(s) of answered notes", cleared)
+
     async def _transcribe(self, note: VoiceNote, audio: bytes, model: str) -> Heard:
         started = time.perf_counter()
         try:

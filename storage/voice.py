@@ -100,6 +100,15 @@ class VoiceNoteRepository:
             (update_id,),
         )
 
+    async def forget_answered_transcripts(self) -> int:
+        """Clear the transcripts of notes whose update is no longer pending (a crash came
+        between storing the reply and `forget_transcript`); returns how many."""
+        return await self._db.write(
+            "UPDATE voice_notes SET transcript = NULL WHERE transcript IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM updates AS u "
+            "WHERE u.update_id = voice_notes.update_id AND u.status = 'pending')"
+        )
+
     async def status_counts(self, since: float | None, until: float) -> list[VoiceStatusCount]:
         """Notes received in [since, until) per status and error code (`since=None`: all)."""
         rows = await self._db.fetch_all(

@@ -48,3 +48,19 @@ async def test_status_counts_cover_the_period_only(db: Database) -> None:
     ]
     everything = await repo.status_counts(None, 2001.0)
     assert sum(c.notes for c in everything) == 6
+
+
+async def test_leftover_transcripts_of_answered_updates_are_cleared(db: Database) -> None:
+    async with db.transaction() as conn:
+        await conn.executemany(
+            "INSERT INTO updates(update_id, chat_id, received_at, payload, status) "
+            "VALUES (?, 1, 0, '{}', ?)",
+            [(1, "pending"), (2, "answered"), (3, "delivered")],
+        )
+    repo = VoiceNoteRepository(db)
+    for update_id in (1, 2, 3, 4):  # 4: its update was pruned
+        await repo.receive(update_id, chat_id=1, kind="voice", duration_s=1, status="received")
+        await repo.finish(update_id, "transcribed", transcript=f"said {update_id}")
+    assert await repo.forget_answered_transcripts() == 3
+    kept = await db.fetch_all("SELECT update_id FROM voice_notes WHERE transcript IS NOT NULL")
+    assert [r[0] for r in kept] == [1]  # still pending: needed after the restart
