@@ -69,23 +69,40 @@ class Texts:
     phone_private_only: str
     phone_forgotten: str
     phone_nothing_to_forget: str
+    # handoff to a person (bot/routers/handoff.py), used only when OPERATOR_CHAT_ID is set
+    operator_button: str
+    handoff_started: str
+    handoff_off_hours: str  # {hours} required, filled in per message
+    handoff_already: str
+    handoff_private_only: str
+    handoff_closed: str
+    handoff_not_relayed: str
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
 
+    def off_hours_for(self, hours: str) -> str:
+        return self.handoff_off_hours.format(hours=hours)
+
 
 TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts))
 # Which placeholders a text may use, and which it must (see the module docstring).
-_RUNTIME_KEYS = frozenset({"too_long"})
+_RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
+    "too_long": frozenset({"limit"}),
+    "handoff_off_hours": frozenset({"hours"}),
+}
+_RUNTIME_KEYS = frozenset(_RUNTIME_PLACEHOLDERS)
 _REQUIRED: Mapping[str, frozenset[str]] = {
     "start": frozenset({"contacts"}),
-    "too_long": frozenset({"limit"}),
+    **_RUNTIME_PLACEHOLDERS,
 }
+# the longest working hours label (services/handoff.py), to check the text fits a message
+_LONGEST_HOURS = "00:00–24:00 (UTC+14)"
 
 
 def allowed_placeholders(key: str) -> frozenset[str]:
     if key in _RUNTIME_KEYS:
-        return frozenset({"limit"})
+        return _RUNTIME_PLACEHOLDERS[key]
     if key == "contacts":
         return frozenset({"shop_name"})
     return frozenset({"shop_name", "contacts"})
@@ -166,6 +183,27 @@ RU_TEMPLATES = Texts(
     ),
     phone_forgotten="Готово, ваш номер телефона удалён.",
     phone_nothing_to_forget="У меня нет вашего номера телефона — удалять нечего.",
+    operator_button="Позвать сотрудника",
+    handoff_started=(
+        "Передаю разговор сотруднику магазина — он ответит здесь, в этом чате. "
+        "Пока разговор идёт с сотрудником, я не отвечаю."
+    ),
+    handoff_off_hours=(
+        "Сотрудники магазина отвечают {hours}. Разговор им передан — вам ответят здесь, "
+        "в этом чате, в рабочее время. Пока разговор идёт с сотрудником, я не отвечаю."
+    ),
+    handoff_already="Вы уже на связи с сотрудником магазина — просто напишите здесь.",
+    handoff_private_only=(
+        "Позвать сотрудника можно только в личном чате со мной — напишите мне напрямую."
+    ),
+    handoff_closed=(
+        "Сотрудник магазина завершил разговор. Дальше снова отвечаю я, ИИ-ассистент. "
+        "Позвать сотрудника ещё раз — /operator."
+    ),
+    handoff_not_relayed=(
+        "Сотрудник видит текст, фото и документы — это сообщение ему не передано. "
+        "Напишите, пожалуйста, текстом."
+    ),
 )
 
 _EN_START_BODY = (
@@ -239,6 +277,28 @@ EN_TEMPLATES = Texts(
     ),
     phone_forgotten="Done, your phone number has been removed.",
     phone_nothing_to_forget="I do not have your phone number, so there is nothing to remove.",
+    operator_button="Talk to a person",
+    handoff_started=(
+        "I am passing the conversation to a person from the shop: they will answer here, "
+        "in this chat. While you talk with them, I stay silent."
+    ),
+    handoff_off_hours=(
+        "The shop's staff answer {hours}. The conversation has been passed to them: they "
+        "will answer here, in this chat, during working hours. While you talk with them, "
+        "I stay silent."
+    ),
+    handoff_already="You are already connected to a person from the shop: just write here.",
+    handoff_private_only=(
+        "You can ask for a person only in a private chat with me: please write to me directly."
+    ),
+    handoff_closed=(
+        "The shop's staff member has ended the conversation. From now on I, the AI "
+        "assistant, answer again. To call a person again, send /operator."
+    ),
+    handoff_not_relayed=(
+        "The staff member sees text, photos and documents: this message was not passed on. "
+        "Please write it as text."
+    ),
 )
 
 _TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}
@@ -333,12 +393,18 @@ def _effective(
     }
     texts = replace(template, **values)
     for key in TEXT_KEYS:
-        shown = (
-            texts.too_long_for(TELEGRAM_TEXT_LIMIT) if key == "too_long" else getattr(texts, key)
-        )
-        if not _fits_one_message(shown):
+        if not _fits_one_message(_shown(texts, key)):
             problems.append(f"[{language}] {key}: too long for one Telegram message")
     return texts, problems
+
+
+def _shown(texts: Texts, key: str) -> str:
+    """The text as a customer may see it at its longest (runtime placeholders filled)."""
+    if key == "too_long":
+        return texts.too_long_for(TELEGRAM_TEXT_LIMIT)
+    if key == "handoff_off_hours":
+        return texts.off_hours_for(_LONGEST_HOURS)
+    return str(getattr(texts, key))
 
 
 def build_text_table(

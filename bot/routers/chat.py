@@ -14,6 +14,7 @@ from aiogram import Bot, Router
 from aiogram.types import Message
 
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
+from bot.handoff import HandoffDesk
 from bot.keyboards import share_phone_keyboard
 from bot.replies import customer_text
 from bot.responder import Outbox, Responder
@@ -33,7 +34,7 @@ class MessageLimiter(Protocol):
     def check(self, user_id: int) -> LimitDecisionLike: ...
 
 
-async def _within_limits(
+async def within_limits(
     message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
 ) -> bool:
     # keyed by the sender (anonymous admins: by their group, not one shared placeholder id)
@@ -62,8 +63,10 @@ def build_chat_router() -> Router:
         responder: Responder,
         max_input_chars: int,
         inbox_update_id: int,
+        language: str,
+        handoff: HandoffDesk | None = None,
     ) -> None:
-        if not await _within_limits(message, outbox, texts, limiter):
+        if not await within_limits(message, outbox, texts, limiter):
             return
         text = (await strip_bot_mention(message.text or "", bot)).strip()
         if not has_visible_text(text):
@@ -87,17 +90,25 @@ def build_chat_router() -> Router:
         # (every miss alike, so it tells nothing about which orders exist); private only
         offer = reply.answered and reply.offer_phone_share and caller.private_chat
         answer = customer_text(reply, texts)
+        # the model asked for a person (request_human): the notice and the operators' brief
+        # go with the answer (bot/handoff.py); found in SQLite, so a replayed turn has it too
+        begun = await handoff.after_turn(message, language, texts) if handoff else None
+        if begun is not None:
+            answer = f"{answer}\n\n{begun.notice}"
         await outbox.send(
             f"{answer}\n\n{texts.phone_hint}" if offer else answer,
             turn_id=reply.turn_id,
             reply_markup=share_phone_keyboard(texts) if offer else None,
+            also=begun.parts if begun is not None else (),
         )
+        if begun is not None and handoff is not None:
+            await handoff.service.mark_briefed(begun.handoff)
 
     @router.message()
     async def on_other(
         message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
     ) -> None:
-        if not await _within_limits(message, outbox, texts, limiter):
+        if not await within_limits(message, outbox, texts, limiter):
             return
         await outbox.send(texts.text_only)
 
