@@ -15,9 +15,10 @@ from aiogram.types import Message
 
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.handoff import HandoffDesk
-from bot.keyboards import share_phone_keyboard
+from bot.keyboards import operator_keyboard, share_phone_keyboard
 from bot.replies import customer_text
 from bot.responder import Outbox, Responder
+from bot.sender import ReplyMarkup
 from bot.texts import Texts
 from services.chat import ChatService
 from services.text_visibility import has_visible_text
@@ -46,6 +47,12 @@ async def within_limits(
     else:
         await outbox.ignore("user_rate_limited")
     return False
+
+
+def _keyboard(texts: Texts, *, phone: bool, person: bool) -> ReplyMarkup | None:
+    if phone:
+        return share_phone_keyboard(texts)
+    return operator_keyboard(texts) if person else None
 
 
 def build_chat_router() -> Router:
@@ -95,10 +102,12 @@ def build_chat_router() -> Router:
         begun = await handoff.after_turn(message, language, texts) if handoff else None
         if begun is not None:
             answer = f"{answer}\n\n{begun.notice}"
+        # the turn failed (the apology): a private chat may call a person with one button
+        offer_person = reply.error_code is not None and begun is None and caller.private_chat
         await outbox.send(
             f"{answer}\n\n{texts.phone_hint}" if offer else answer,
             turn_id=reply.turn_id,
-            reply_markup=share_phone_keyboard(texts) if offer else None,
+            reply_markup=_keyboard(texts, phone=offer, person=offer_person and handoff is not None),
             also=begun.parts if begun is not None else (),
         )
         if begun is not None and handoff is not None:

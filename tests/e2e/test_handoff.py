@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from tests.fakes.openai_server import (
     FakeReply,
     completion,
     default_script,
+    error,
     fake_call,
 )
 from tests.fakes.telegram_server import (
@@ -439,3 +441,35 @@ async def test_start_stops_when_the_bot_may_not_manage_topics(
     await _exits_2_naming_operator_chat(bot_base_env, tmp_path, "Manage topics")
     fake_telegram.add_forum(OPERATORS, bot_status="member")
     await _exits_2_naming_operator_chat(bot_base_env, tmp_path, "Manage topics")
+
+
+async def test_a_failed_turn_offers_the_person_button_and_it_works(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    fake_openai.handler = lambda body: error(500)
+    await start(start_bot, fake_telegram)
+    apology = await next_message(fake_telegram, CUSTOMER, message_update(CUSTOMER, text="Привет"))
+    [[button]] = (apology.reply_markup or {})["inline_keyboard"]
+    assert button == {"text": RU_TEMPLATES.operator_button, "callback_data": "handoff:start"}
+    notice = await next_message(
+        fake_telegram, CUSTOMER, callback_update(CUSTOMER, button["callback_data"])
+    )
+    assert seen_text(notice.text) == RU_TEMPLATES.handoff_started
+    assert query(database_path, "SELECT source FROM handoffs") == [("button",)]
+
+
+async def test_outside_working_hours_the_customer_is_told_when_people_answer(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer
+) -> None:
+    now = datetime.now(UTC)
+    later = now + timedelta(hours=3)  # a one-hour window that starts in three hours
+    hours = f"{later:%H}:00-{(later + timedelta(hours=1)):%H}:00"
+    await start(start_bot, fake_telegram, OPERATOR_HOURS=hours, OPERATOR_UTC_OFFSET="0")
+    notice = await next_message(
+        fake_telegram, CUSTOMER, message_update(CUSTOMER, text="/operator", language_code="en")
+    )
+    label = f"{later:%H}:00–{(later + timedelta(hours=1)):%H}:00 (UTC)"
+    assert seen_text(notice.text) == EN_TEMPLATES.off_hours_for(label)
