@@ -473,3 +473,37 @@ async def test_outside_working_hours_the_customer_is_told_when_people_answer(
     )
     label = f"{later:%H}:00–{(later + timedelta(hours=1)):%H}:00 (UTC)"
     assert seen_text(notice.text) == EN_TEMPLATES.off_hours_for(label)
+
+
+async def test_closing_the_topic_ends_the_handoff_and_reopening_it_changes_nothing(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    await start(start_bot, fake_telegram)
+    topic_id = await handed_over(fake_telegram)
+    closed = await next_message(
+        fake_telegram, CUSTOMER, topic_closed_update(OPERATORS, topic_id, user_id=OPERATOR_USER)
+    )
+    assert seen_text(closed.text) == RU_TEMPLATES.handoff_closed
+    assert query(database_path, "SELECT close_reason FROM handoffs") == [("topic_closed",)]
+    again = topic_closed_update(OPERATORS, topic_id, user_id=OPERATOR_USER)
+    reopened = topic_message_update(
+        OPERATORS, topic_id, user_id=OPERATOR_USER, extra={"forum_topic_reopened": {}}
+    )
+    fake_telegram.enqueue_update(again)
+    fake_telegram.enqueue_update(reopened)
+    await finished(database_path, [again["update_id"], reopened["update_id"]])
+    reasons = query(
+        database_path,
+        "SELECT reason FROM updates WHERE update_id IN (?, ?) ORDER BY update_id",
+        again["update_id"],
+        reopened["update_id"],
+    )
+    assert reasons == [("handoff_not_open",), ("handoff_service_message",)]
+    assert len(fake_telegram.messages_to(CUSTOMER)) == 2  # the notice and the close
+    assert len(fake_telegram.messages_to(OPERATORS)) == 1  # the brief only
+    # the AI answers the customer again
+    answer = await next_message(fake_telegram, CUSTOMER, message_update(CUSTOMER, text="Привет"))
+    assert answer.kind == "text" and "Здравствуйте" in answer.plain_text
