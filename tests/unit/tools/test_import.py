@@ -277,7 +277,8 @@ def test_faq_problems_name_the_entry_and_the_field() -> None:
     ]
     assert problems_of({"faq": None}) == ["faq: Input should be a valid list"]
     assert problems_of({"faq": [{"topic": "Тема", "answer": "a", "aliases": ["xx"] * 51}]}) == [
-        "faq[0] (topic 'Тема').aliases: List should have at most 50 items after validation, not 51"
+        "faq[0] (topic 'Тема').aliases: List should have at most 50 items after validation,"
+        " not 51"
     ]
 
 
