@@ -46,6 +46,7 @@ from aiohttp import web
 from bot.config import BotMode, Settings
 from bot.exit_codes import ExitCode
 from bot.filters import LanguageMiddleware
+from bot.handoff import HandoffDesk, HandoffSetupError
 from bot.health import Health, build_health_app
 from bot.intake import Intake
 from bot.logs import CHATTY_LOGGERS, LOG_FORMAT, ClientErrorFilter, SafeFormatter
@@ -57,6 +58,7 @@ from bot.sender import RETRYABLE_FAILURES, Sender
 from bot.texts import BUILT_IN, TextTable
 from bot.webhook import build_runner, build_web_app
 from services.chat import DEFAULT_SHOP_NAME, ChatService, build_chat_service
+from services.handoff import HandoffService
 from services.limits import UserMessageLimiter
 from services.llm.client import OpenAIChatModel
 from services.llm.errors import LLMAuthenticationError, LLMError
@@ -66,7 +68,9 @@ from services.phones import PhoneVerification
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
 from services.voice import VoiceTranscription
+from storage.conversations import ConversationRepository
 from storage.database import Database, DatabaseOpenError, StorageRetry
+from storage.handoffs import HandoffRepository
 from storage.inbox import InboxRepository
 from storage.migrations import MigrationError
 from storage.shop import ShopRepository
@@ -94,6 +98,8 @@ CUSTOMER_COMMANDS = (
     ("forget_phone", "Удалить мой номер телефона", "Remove my phone number"),
 )
 ADMIN_COMMANDS = (("stats", "Статистика инструментов", "Tool usage statistics"),)
+# in the menu only when OPERATOR_CHAT_ID is set
+HANDOFF_COMMANDS = (("operator", "Позвать сотрудника магазина", "Talk to a person"),)
 
 
 @dataclass(slots=True)
@@ -112,6 +118,7 @@ class Application:
     health: Health
     tool_names: tuple[str, ...]
     voice: VoiceTranscription
+    handoff: HandoffDesk | None = None
 
 
 def configure_logging(level: str) -> None:
@@ -141,14 +148,19 @@ def build_bot(settings: Settings) -> Bot:
 
 
 def build_dispatcher(
-    *, admin_ids: frozenset[int], texts: TextTable = BUILT_IN, **services: Any
+    *,
+    admin_ids: frozenset[int],
+    texts: TextTable = BUILT_IN,
+    operator_chat_id: int | None = None,
+    **services: Any,
 ) -> Dispatcher:
     """The dispatcher with its routers; `services` become workflow data for handlers
-    (chat_service, limiter, responder, sender, stats, max_input_chars); `texts` are the
-    shop's effective fixed texts, handed out per update by the language middleware."""
+    (chat_service, limiter, responder, sender, stats, max_input_chars, and `handoff`
+    when OPERATOR_CHAT_ID is set); `texts` are the shop's effective fixed texts, handed
+    out per update by the language middleware."""
     dispatcher = Dispatcher(**services)
     dispatcher.update.outer_middleware(LanguageMiddleware(texts))
-    dispatcher.include_routers(*get_routers(admin_ids=admin_ids))
+    dispatcher.include_routers(*get_routers(admin_ids=admin_ids, operator_chat_id=operator_chat_id))
     return dispatcher
 
 
@@ -168,7 +180,25 @@ async def build_application(
         timeout_s=settings.openai_timeout_s,
         max_retries=settings.openai_max_retries,
     )
-    registry = build_registry(order_lookups_per_hour=settings.order_lookups_per_hour)
+    storage_retry = StorageRetry(
+        first_delay_s=settings.storage_retry_first_delay_s,
+        give_up_after_s=settings.storage_retry_give_up_s,
+    )
+    # handoff to operators: only with OPERATOR_CHAT_ID (else no tool, no command, no router)
+    handoffs = (
+        HandoffService(
+            HandoffRepository(db),
+            ConversationRepository(db),
+            hours=settings.handoff_hours,
+            storage_retry=storage_retry,
+            clock=time.time,
+        )
+        if settings.operator_chat_id is not None
+        else None
+    )
+    registry = build_registry(
+        order_lookups_per_hour=settings.order_lookups_per_hour, handoffs=handoffs
+    )
     loop = BoundedToolLoop(
         model,
         registry,
@@ -178,10 +208,6 @@ async def build_application(
         parallel_tool_calls=settings.parallel_tool_calls,
     )
     prompts = build_prompt_registry()
-    storage_retry = StorageRetry(
-        first_delay_s=settings.storage_retry_first_delay_s,
-        give_up_after_s=settings.storage_retry_give_up_s,
-    )
     chat_service = build_chat_service(
         db=db,
         loop=loop,
@@ -201,6 +227,16 @@ async def build_application(
         per_chat_interval_s=settings.telegram_chat_interval_s,
         global_per_second=settings.telegram_global_sends_per_s,
     )
+    desk = (
+        HandoffDesk(
+            operator_chat_id=settings.operator_chat_id,
+            service=handoffs,
+            sender=sender,
+            texts=texts,
+        )
+        if handoffs is not None and settings.operator_chat_id is not None
+        else None
+    )
     inbox = InboxRepository(db)
     voice_notes = VoiceNoteRepository(db)
     voice = VoiceTranscription(
@@ -211,12 +247,18 @@ async def build_application(
         storage_retry=storage_retry,
     )
     responder = Responder(
-        inbox, sender, storage_retry=storage_retry, transient_failures=RETRYABLE_FAILURES
+        inbox,
+        sender,
+        storage_retry=storage_retry,
+        transient_failures=RETRYABLE_FAILURES,
+        topic_lost=desk.topic_lost if desk is not None else None,
     )
+    handoff_data: dict[str, Any] = {"handoff": desk} if desk is not None else {}
 
     dispatcher = build_dispatcher(
         admin_ids=settings.admin_ids,
         texts=texts,
+        operator_chat_id=settings.operator_chat_id,
         chat_service=chat_service,
         limiter=UserMessageLimiter(
             per_minute=settings.user_messages_per_minute,
@@ -228,6 +270,7 @@ async def build_application(
         phones=PhoneVerification(shop, storage_retry=storage_retry),
         max_input_chars=settings.max_input_chars,
         voice=voice,
+        **handoff_data,
     )
 
     intake = Intake(
@@ -256,6 +299,7 @@ async def build_application(
         health=health,
         tool_names=registry.names,
         voice=voice,
+        handoff=desk,
     )
 
 
@@ -280,9 +324,10 @@ def _host_of(url: str | None, default: str) -> str:
     return urlparse(url).netloc if url else default
 
 
-async def check_token(app: Application) -> None:
+async def check_token(app: Application) -> int:
     """getMe until it succeeds: 401/404 end the start (exit 2, one line naming BOT_TOKEN);
-    an unreachable or failing Telegram is asked again, with a WARNING line each time."""
+    an unreachable or failing Telegram is asked again, with a WARNING line each time.
+    Returns the bot's user id."""
     host = _host_of(app.settings.telegram_api_url, "api.telegram.org")
     attempt = 0
     while True:
@@ -306,7 +351,7 @@ async def check_token(app: Application) -> None:
             log.warning("Telegram asks to wait (flood control); retrying in %.0f s", delay)
         else:
             log.info("bot @%s (id %s)", me.username, me.id)
-            return
+            return me.id
         attempt += 1
         await asyncio.sleep(delay)
 
@@ -391,11 +436,12 @@ async def set_commands(app: Application) -> None:
     def commands(items: tuple[tuple[str, str, str], ...], english: bool) -> list[BotCommand]:
         return [BotCommand(command=c, description=en if english else ru) for c, ru, en in items]
 
+    customer = CUSTOMER_COMMANDS + (HANDOFF_COMMANDS if app.handoff is not None else ())
     calls: list[SetMyCommands] = []
     for english, language in ((False, None), (True, "en")):
         calls.append(
             SetMyCommands(
-                commands=commands(CUSTOMER_COMMANDS, english),
+                commands=commands(customer, english),
                 scope=BotCommandScopeDefault(),
                 language_code=language,
             )
@@ -403,7 +449,7 @@ async def set_commands(app: Application) -> None:
         for admin_id in sorted(app.settings.admin_ids):
             calls.append(
                 SetMyCommands(
-                    commands=commands(CUSTOMER_COMMANDS + ADMIN_COMMANDS, english),
+                    commands=commands(customer + ADMIN_COMMANDS, english),
                     scope=BotCommandScopeChat(chat_id=admin_id),
                     language_code=language,
                 )
@@ -583,7 +629,12 @@ async def _start(app: Application) -> None:
     Answers that could not be delivered because Telegram was unreachable are tried again
     (within the day Telegram itself would have kept the update), never re-asking the model.
     """
-    await check_token(app)
+    bot_id = await check_token(app)
+    if app.handoff is not None:
+        try:
+            await app.handoff.check_operator_chat(bot_id)
+        except HandoffSetupError as exc:
+            raise CannotStart(str(exc)) from None
     await check_model(app)
     reopened = await app.inbox.reopen_failed(
         reasons=RETRYABLE_FAILURES, newer_than_s=UNDELIVERED_RETRY_WINDOW_S

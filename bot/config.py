@@ -26,6 +26,7 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.texts import Language
+from services.handoff import OperatorHours
 
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # A bot token as @BotFather gives it: the bot's numeric id, a colon, then the secret
@@ -184,6 +185,14 @@ class Settings(ShopSettings):
     seed_demo_data: bool = True
     log_level: str = "INFO"
 
+    # Handoff to a person (README "Handoff to a person"): the operators' forum supergroup.
+    # Unset: no handoff — no /operator, no request_human tool, nothing mentions it.
+    operator_chat_id: int | None = None
+    # When operators answer, HH:MM-HH:MM at OPERATOR_UTC_OFFSET (unset: any time); outside
+    # them the customer is told when a person will be back
+    operator_hours: str | None = None
+    operator_utc_offset: int = Field(default=0, ge=-12, le=14)
+
     @field_validator("admin_ids", mode="before")
     @classmethod
     def _parse_admin_ids(cls, value: Any) -> Any:
@@ -249,6 +258,38 @@ class Settings(ShopSettings):
                 "@BotFather gives it (digits:letters, digits, _ or -, no spaces)"
             )
         return value
+
+    @field_validator("operator_chat_id", mode="before")
+    @classmethod
+    def _check_operator_chat(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        try:
+            number = int(value) if value is not None else None
+        except (TypeError, ValueError):
+            number = 0
+        if number is not None and number >= 0:
+            raise ValueError(
+                "expected the id of the operators' group, a negative number such as -1001234567890"
+            )
+        return value
+
+    @field_validator("operator_hours", mode="before")
+    @classmethod
+    def _check_operator_hours(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            OperatorHours.parse(value)  # ValueError names the expected shape
+            return value.strip()
+        return value
+
+    @property
+    def handoff_hours(self) -> OperatorHours | None:
+        """OPERATOR_HOURS at OPERATOR_UTC_OFFSET, or None (operators answer any time)."""
+        if self.operator_hours is None:
+            return None
+        return OperatorHours.parse(self.operator_hours, self.operator_utc_offset)
 
     @field_validator("log_level")
     @classmethod

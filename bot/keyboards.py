@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiogram.types import KeyboardButton, ReplyKeyboardMarkup, ReplyKeyboardRemove
+from aiogram.types import (
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    KeyboardButton,
+    ReplyKeyboardMarkup,
+    ReplyKeyboardRemove,
+)
 
 from bot.sender import ReplyMarkup
 from bot.texts import Texts
@@ -25,6 +31,19 @@ def share_phone_keyboard(texts: Texts) -> ReplyKeyboardMarkup:
         keyboard=[[KeyboardButton(text=texts.share_phone_button, request_contact=True)]],
         resize_keyboard=True,
         one_time_keyboard=True,
+    )
+
+
+# The callback data of the "talk to a person" button (also offered by issue 18's feedback)
+HANDOFF_START = "handoff:start"
+
+
+def operator_keyboard(texts: Texts) -> InlineKeyboardMarkup:
+    """One inline button that starts a handoff to a person (bot/routers/handoff.py)."""
+    return InlineKeyboardMarkup(
+        inline_keyboard=[
+            [InlineKeyboardButton(text=texts.operator_button, callback_data=HANDOFF_START)]
+        ]
     )
 
 
@@ -42,6 +61,8 @@ def markup_from_json(data: dict[str, Any] | None) -> ReplyMarkup | None:
         return None
     if "keyboard" in data:
         return ReplyKeyboardMarkup.model_validate(data)
+    if "inline_keyboard" in data:
+        return InlineKeyboardMarkup.model_validate(data)
     if data.get("remove_keyboard"):
         return ReplyKeyboardRemove.model_validate(data)
     return None

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Protocol
 
 from aiogram.enums import ChatAction
@@ -29,6 +29,7 @@ from aiogram.methods import SendChatAction, TelegramMethod
 
 from bot.formatting import Rendered, markdown_to_messages
 from bot.keyboards import markup_from_json, markup_to_json
+from bot.send_outcome import THREAD_NOT_FOUND
 from bot.sender import ReplyMarkup
 from storage.database import StorageRetry
 from storage.inbox import (
@@ -67,9 +68,24 @@ class TextSender(Protocol):
         plain_text: str | None = None,
         reply_to_message_id: int | None = None,
         reply_markup: ReplyMarkup | None = None,
+        message_thread_id: int | None = None,
+    ) -> SendResultLike: ...
+
+    async def copy_message(
+        self,
+        chat_id: int,
+        *,
+        from_chat_id: int,
+        message_id: int,
+        message_thread_id: int | None = None,
     ) -> SendResultLike: ...
 
     async def call(self, method: TelegramMethod[bool]) -> bool: ...
+
+
+# Called when a part's forum topic no longer exists: (chat id, lost topic id) → the id of
+# a topic to post in instead, or None (bot/handoff.py recreates a customer's topic).
+TopicLost = Callable[[int, int], Awaitable[int | None]]
 
 
 class Responder:
@@ -83,9 +99,11 @@ class Responder:
         storage_retry: StorageRetry | None = None,
         transient_failures: frozenset[str] = frozenset(),
         clock: Callable[[], float] = time.time,
+        topic_lost: TopicLost | None = None,
     ) -> None:
         self._inbox = inbox
         self._sender = sender
+        self._topic_lost = topic_lost
         self._retry = storage_retry or StorageRetry()
         self._transient = transient_failures
         self._clock = clock
@@ -133,14 +151,7 @@ class Responder:
             return
         for part in row.undelivered:
             try:
-                result = await self._sender.send_text(
-                    row.chat_id,
-                    part.html,
-                    parse_mode="HTML",
-                    plain_text=part.plain,
-                    reply_to_message_id=part.reply_to_message_id,
-                    reply_markup=markup_from_json(part.reply_markup),
-                )
+                result = await self._send_part(row.chat_id, part)
             except Exception:
                 log.exception("sending the reply to update %s failed", row.update_id)
                 await self._finish(row.update_id, FAILED, "send_error")
@@ -162,6 +173,51 @@ class Responder:
             await self._finish(row.update_id, status, result.reason or status)
             return
         await self._finish(row.update_id, DELIVERED, None)
+
+    async def _send_part(self, row_chat_id: int, part: StoredReply) -> SendResultLike:
+        """One part to its chat (the update's unless the part names another); a part
+        whose forum topic was deleted goes to the topic `topic_lost` gives instead."""
+        chat_id = part.chat_id if part.chat_id is not None else row_chat_id
+        result = await self._send_once(chat_id, part, part.thread_id)
+        if (
+            result.reason == THREAD_NOT_FOUND
+            and part.thread_id is not None
+            and self._topic_lost is not None
+        ):
+            thread_id = await self._topic_lost(chat_id, part.thread_id)
+            if thread_id is not None:
+                result = await self._send_once(chat_id, part, thread_id)
+        return result
+
+    async def _send_once(
+        self, chat_id: int, part: StoredReply, thread_id: int | None
+    ) -> SendResultLike:
+        if part.copy_message_id is not None and part.copy_from_chat_id is not None:
+            return await self._sender.copy_message(
+                chat_id,
+                from_chat_id=part.copy_from_chat_id,
+                message_id=part.copy_message_id,
+                message_thread_id=thread_id,
+            )
+        markup = markup_from_json(part.reply_markup)
+        if thread_id is None:  # the usual answer: no topic argument at all
+            return await self._sender.send_text(
+                chat_id,
+                part.html,
+                parse_mode="HTML",
+                plain_text=part.plain,
+                reply_to_message_id=part.reply_to_message_id,
+                reply_markup=markup,
+            )
+        return await self._sender.send_text(
+            chat_id,
+            part.html,
+            parse_mode="HTML",
+            plain_text=part.plain,
+            reply_to_message_id=part.reply_to_message_id,
+            reply_markup=markup,
+            message_thread_id=thread_id,
+        )
 
     async def _record_part(self, update_id: int, message_id: int) -> None:
         await self._retry.run(
@@ -219,11 +275,13 @@ class Outbox:
         *,
         turn_id: str | None = None,
         reply_markup: ReplyMarkup | None = None,
+        also: Sequence[StoredReply] = (),
     ) -> None:
         """Answer the update with text in the Markdown subset of `bot.formatting`;
-        `reply_markup` (a keyboard) goes with the last part."""
+        `reply_markup` (a keyboard) goes with the last part; `also`: ready parts sent
+        after it, e.g. to another chat (see `send_parts`)."""
         await self.send_rendered(
-            markdown_to_messages(markdown), turn_id=turn_id, reply_markup=reply_markup
+            markdown_to_messages(markdown), turn_id=turn_id, reply_markup=reply_markup, also=also
         )
 
     async def send_rendered(
@@ -232,6 +290,7 @@ class Outbox:
         *,
         turn_id: str | None = None,
         reply_markup: ReplyMarkup | None = None,
+        also: Sequence[StoredReply] = (),
     ) -> None:
         if self.used:
             log.warning("update %s answered twice by handlers; keeping the first", self.update_id)
@@ -247,10 +306,23 @@ class Outbox:
             )
             for index, part in enumerate(parts)
         ]
+        stored += also
         if not stored:
             await self.ignore("empty_reply")
             return
         await self._responder.reply(self._row, stored, turn_id=turn_id)
+
+    async def send_parts(self, parts: Sequence[StoredReply]) -> None:
+        """Answer the update with ready parts, some of which may go to other chats or be
+        copies (the handoff's relays and mirrors): stored, then sent, like any answer."""
+        if self.used:
+            log.warning("update %s answered twice by handlers; keeping the first", self.update_id)
+            return
+        self.used = True
+        if not parts:
+            await self.ignore("empty_reply")
+            return
+        await self._responder.reply(self._row, parts)
 
     async def drop_contact(self) -> None:
         """After the reply is stored: remove a shared contact from the stored update."""

@@ -13,7 +13,8 @@ policy) puts every rule about Telegram's failure modes in one table-testable pla
 * A message-creating request whose response was lost (read timeout, dropped connection,
   a garbled response) may have been delivered. Repeating it could show the customer the
   same answer twice, so it is `unknown` and never resent; the caller decides.
-* Everything else is `failed` with a short reason code (safe to store and log). A
+* Everything else is `failed` with a short reason code (safe to store and log); a forum
+  topic that no longer exists is `thread_not_found` (its sender may recreate it). A
   formatting rejection is a failed bad request flagged `formatting_rejected`: the sender
   may then send the plain-text version instead.
 """
@@ -177,7 +178,15 @@ def _backoff_or_fail(reason: str, attempt: int, budget: int, policy: RetryPolicy
     return Verdict("backoff", reason, delay_s=policy.backoff_s(attempt), attempts=budget)
 
 
+# Telegram's description when a message is sent into a forum topic that no longer exists
+# (an operator deleted it): the handoff recreates the topic (bot/handoff.py).
+THREAD_NOT_FOUND = "thread_not_found"
+_THREAD_NOT_FOUND_MARKER = "message thread not found"
+
+
 def _refused(error: TelegramAPIError) -> Verdict:
+    if isinstance(error, TelegramBadRequest) and _THREAD_NOT_FOUND_MARKER in error.message.lower():
+        return Verdict("failed", THREAD_NOT_FOUND)
     for error_type, reason in _FINAL_REFUSALS:
         if isinstance(error, error_type):
             return Verdict("failed", reason, formatting_rejected=_is_formatting_error(error))

@@ -42,13 +42,14 @@ from aiogram.client.session.middlewares.base import (
     NextRequestMiddlewareType,
 )
 from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramNetworkError
-from aiogram.methods import Response, SendMessage, SendPhoto, TelegramMethod
+from aiogram.methods import CopyMessage, Response, SendMessage, SendPhoto, TelegramMethod
 from aiogram.methods.base import TelegramType
 from aiogram.types import (
     BufferedInputFile,
     ForceReply,
     InlineKeyboardMarkup,
     Message,
+    MessageId,
     ReplyKeyboardMarkup,
     ReplyKeyboardRemove,
     ReplyParameters,
@@ -165,11 +166,13 @@ class Sender:
         plain_text: str | None = None,
         reply_to_message_id: int | None = None,
         reply_markup: ReplyMarkup | None = None,
+        message_thread_id: int | None = None,
     ) -> SendResult:
         """Send one message; if Telegram rejects the formatting, send `plain_text` instead.
 
         `plain_text` defaults to `text` sent without a parse mode. `reply_markup` (a
         keyboard) goes with the message and with its plain-text fallback.
+        `message_thread_id`: the forum topic to post in (the operators' group).
         """
         reply = (
             ReplyParameters(message_id=reply_to_message_id, allow_sending_without_reply=True)
@@ -182,6 +185,7 @@ class Sender:
             parse_mode=parse_mode,
             reply_parameters=reply,
             reply_markup=reply_markup,
+            message_thread_id=message_thread_id,
         )
         await self._pacer.chat_turn(chat_id)
         attempted = await self._attempt(method, chat_id, self._policy)
@@ -198,6 +202,7 @@ class Sender:
                 entities=None,
                 reply_parameters=reply,
                 reply_markup=reply_markup,
+                message_thread_id=message_thread_id,
             )
             # the rejected request showed nothing, so the fallback needs no chat turn
             attempted = await self._attempt(fallback, chat_id, self._policy)
@@ -216,6 +221,29 @@ class Sender:
         await self._pacer.chat_turn(chat_id)
         attempted = await self._attempt(method, chat_id, self._policy)
         return self._result(chat_id, "sendPhoto", attempted)
+
+    async def copy_message(
+        self,
+        chat_id: ChatId,
+        *,
+        from_chat_id: int,
+        message_id: int,
+        message_thread_id: int | None = None,
+    ) -> SendResult:
+        """Copy a message (text, photo, document, …) from one chat to another, as is.
+
+        The handoff mirrors customers' messages into the operators' topic and relays
+        operators' messages to the customer this way; a copy carries no "forwarded from".
+        """
+        method = CopyMessage(
+            chat_id=chat_id,
+            from_chat_id=from_chat_id,
+            message_id=message_id,
+            message_thread_id=message_thread_id,
+        )
+        await self._pacer.chat_turn(chat_id)
+        attempted = await self._attempt(method, chat_id, self._policy)
+        return self._result(chat_id, "copyMessage", attempted)
 
     async def call(self, method: TelegramMethod[T]) -> T:
         """Run any other Bot API method with the same flood-control and network handling.
@@ -262,7 +290,9 @@ class Sender:
                 delivered = classify(None, method=name, attempt=attempt, policy=policy)
                 return _Attempted(delivered, value)
 
-    def _result(self, chat_id: ChatId, name: str, attempted: _Attempted[Message]) -> SendResult:
+    def _result(
+        self, chat_id: ChatId, name: str, attempted: _Attempted[Message] | _Attempted[MessageId]
+    ) -> SendResult:
         verdict, message = attempted.verdict, attempted.value
         if verdict.kind == "delivered" and message is not None:
             return SendResult(status="delivered", message_id=message.message_id)

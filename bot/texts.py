@@ -73,6 +73,14 @@ class Texts:
     voice_heard: str  # the label before the quoted transcript, above the answer
     voice_too_long: str  # {limit} required (VOICE_MAX_SECONDS), filled in per message
     voice_not_understood: str
+    # handoff to a person (bot/routers/handoff.py), used only when OPERATOR_CHAT_ID is set
+    operator_button: str
+    handoff_started: str
+    handoff_off_hours: str  # {hours} required, filled in per message
+    handoff_already: str
+    handoff_private_only: str
+    handoff_closed: str
+    handoff_not_relayed: str
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -80,20 +88,29 @@ class Texts:
     def voice_too_long_for(self, limit: int) -> str:
         return self.voice_too_long.format(limit=limit)
 
+    def off_hours_for(self, hours: str) -> str:
+        return self.handoff_off_hours.format(hours=hours)
+
 
 TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts))
 # Which placeholders a text may use, and which it must (see the module docstring).
-_RUNTIME_KEYS = frozenset({"too_long", "voice_too_long"})
-_REQUIRED: Mapping[str, frozenset[str]] = {
-    "start": frozenset({"contacts"}),
+_RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
     "too_long": frozenset({"limit"}),
+    "handoff_off_hours": frozenset({"hours"}),
     "voice_too_long": frozenset({"limit"}),
 }
+_RUNTIME_KEYS = frozenset(_RUNTIME_PLACEHOLDERS)
+_REQUIRED: Mapping[str, frozenset[str]] = {
+    "start": frozenset({"contacts"}),
+    **_RUNTIME_PLACEHOLDERS,
+}
+# the longest working hours label (services/handoff.py), to check the text fits a message
+_LONGEST_HOURS = "00:00–24:00 (UTC+14)"
 
 
 def allowed_placeholders(key: str) -> frozenset[str]:
     if key in _RUNTIME_KEYS:
-        return frozenset({"limit"})
+        return _RUNTIME_PLACEHOLDERS[key]
     if key == "contacts":
         return frozenset({"shop_name"})
     return frozenset({"shop_name", "contacts"})
@@ -182,6 +199,27 @@ RU_TEMPLATES = Texts(
     voice_not_understood=(
         "Извините, я не смог разобрать голосовое сообщение. Напишите, пожалуйста, вопрос текстом."
     ),
+    operator_button="Позвать сотрудника",
+    handoff_started=(
+        "Передаю разговор сотруднику магазина — он ответит здесь, в этом чате. "
+        "Пока разговор идёт с сотрудником, я не отвечаю."
+    ),
+    handoff_off_hours=(
+        "Сотрудники магазина отвечают {hours}. Разговор им передан — вам ответят здесь, "
+        "в этом чате, в рабочее время. Пока разговор идёт с сотрудником, я не отвечаю."
+    ),
+    handoff_already="Вы уже на связи с сотрудником магазина — просто напишите здесь.",
+    handoff_private_only=(
+        "Позвать сотрудника можно только в личном чате со мной — напишите мне напрямую."
+    ),
+    handoff_closed=(
+        "Сотрудник магазина завершил разговор. Дальше снова отвечаю я, ИИ-ассистент. "
+        "Позвать сотрудника ещё раз — /operator."
+    ),
+    handoff_not_relayed=(
+        "Сотрудник видит текст, фото, документы и голосовые — это сообщение ему не передано. "
+        "Напишите, пожалуйста, текстом."
+    ),
 )
 
 _EN_START_BODY = (
@@ -262,6 +300,28 @@ EN_TEMPLATES = Texts(
     ),
     voice_not_understood=(
         "Sorry, I could not make out the voice message. Please type your question."
+    ),
+    operator_button="Talk to a person",
+    handoff_started=(
+        "I am passing the conversation to a person from the shop: they will answer here, "
+        "in this chat. While you talk with them, I stay silent."
+    ),
+    handoff_off_hours=(
+        "The shop's staff answer {hours}. The conversation has been passed to them: they "
+        "will answer here, in this chat, during working hours. While you talk with them, "
+        "I stay silent."
+    ),
+    handoff_already="You are already connected to a person from the shop: just write here.",
+    handoff_private_only=(
+        "You can ask for a person only in a private chat with me: please write to me directly."
+    ),
+    handoff_closed=(
+        "The shop's staff member has ended the conversation. From now on I, the AI "
+        "assistant, answer again. To call a person again, send /operator."
+    ),
+    handoff_not_relayed=(
+        "The staff member sees text, photos, documents and voice messages: this message "
+        "was not passed on. Please write it as text."
     ),
 )
 
@@ -357,11 +417,20 @@ def _effective(
     }
     texts = replace(template, **values)
     for key in TEXT_KEYS:
-        text = getattr(texts, key)
-        shown = text.format(limit=TELEGRAM_TEXT_LIMIT) if key in _RUNTIME_KEYS else text
-        if not _fits_one_message(shown):
+        if not _fits_one_message(_shown(texts, key)):
             problems.append(f"[{language}] {key}: too long for one Telegram message")
     return texts, problems
+
+
+def _shown(texts: Texts, key: str) -> str:
+    """The text as a customer may see it at its longest (runtime placeholders filled)."""
+    if key == "too_long":
+        return texts.too_long_for(TELEGRAM_TEXT_LIMIT)
+    if key == "voice_too_long":
+        return texts.voice_too_long_for(TELEGRAM_TEXT_LIMIT)
+    if key == "handoff_off_hours":
+        return texts.off_hours_for(_LONGEST_HOURS)
+    return str(getattr(texts, key))
 
 
 def build_text_table(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from storage.conversations import StoredMessage
 
@@ -78,20 +78,35 @@ class HistoryPair:
 def to_pairs(messages: Sequence[StoredMessage]) -> list[HistoryPair]:
     """Pair consecutive user→assistant messages (oldest first); orphans are dropped.
 
-    Pairs are written in one transaction, so orphans only appear at the edge of a
-    limited read (an assistant message whose user message was not fetched).
+    Turns write pairs in one transaction, so orphans only appear at the edge of a
+    limited read (an assistant message whose user message was not fetched). During a
+    handoff to a person (services/handoff.py) the customer may write several messages
+    before an operator answers, or an operator several in a row: consecutive messages
+    of one role are joined into one, so nothing said to or by a person is lost.
     """
     pairs: list[HistoryPair] = []
-    pending_user: StoredMessage | None = None
+    users: list[StoredMessage] = []
+    previous_role = ""
     for message in messages:
         if message.role == "user":
-            pending_user = message
-        elif message.role == "assistant" and pending_user is not None:
-            pairs.append(HistoryPair(user=pending_user, assistant=message))
-            pending_user = None
-        else:
-            pending_user = None
+            users.append(message)
+        elif message.role == "assistant" and users:
+            pairs.append(HistoryPair(user=_joined(users), assistant=message))
+            users = []
+        elif message.role == "assistant" and pairs and previous_role == "assistant":
+            last = pairs[-1]
+            pairs[-1] = HistoryPair(user=last.user, assistant=_joined([last.assistant, message]))
+        previous_role = message.role
     return pairs
+
+
+def _joined(messages: list[StoredMessage]) -> StoredMessage:
+    """One message standing for consecutive ones of a role: the first's id for a user
+    message, the last's for an answer (so a pair's ids still span it), contents joined."""
+    if len(messages) == 1:
+        return messages[0]
+    keep = messages[0] if messages[0].role == "user" else messages[-1]
+    return replace(keep, content="\n\n".join(m.content for m in messages))
 
 
 def select_window(pairs: Sequence[HistoryPair], budget_tokens: int) -> list[HistoryPair]:

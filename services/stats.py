@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from storage.handoffs import HandoffCounts
 from storage.stats import (
     ModelFigures,
     StatsRepository,
@@ -38,6 +39,39 @@ _BUCKET_CHOICES = tuple(
 # `StatsReport.unknown_tools`). It is a key, not wording: it can never be a registered
 # tool's name (those match ^[a-z][a-z0-9_]{0,63}$); the chart shows its own label for it.
 UNKNOWN_TOOLS = "(unknown tools)"
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffStats:
+    """Handoffs to a person in a period (issue 16): how they started, how fast a person
+    first answered, how many ended; `open_now` is at the time of the report."""
+
+    by_command: int
+    by_button: int
+    by_model: int
+    open_now: int
+    closed: int
+    first_reply_median_s: float | None  # of handoffs started in the period and answered
+
+    @property
+    def started(self) -> int:
+        return self.by_command + self.by_button + self.by_model
+
+
+def handoff_stats(counts: HandoffCounts) -> HandoffStats:
+    delays = counts.first_reply_delays_s
+    median: float | None = None
+    if delays:
+        middle = len(delays) // 2
+        median = delays[middle] if len(delays) % 2 else (delays[middle - 1] + delays[middle]) / 2
+    return HandoffStats(
+        by_command=counts.started.get("command", 0),
+        by_button=counts.started.get("button", 0),
+        by_model=counts.started.get("model", 0),
+        open_now=counts.open_now,
+        closed=counts.closed,
+        first_reply_median_s=median,
+    )
 
 
 class StatsUsageError(ValueError):

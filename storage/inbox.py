@@ -58,12 +58,44 @@ class StoredReply:
     `reply_markup` is the message's keyboard as the Bot API's JSON object (e.g. a reply
     keyboard with a "share my phone number" button), stored so a resumed delivery sends
     the same keyboard; None for none.
+
+    A part may go elsewhere than the update's chat (the handoff to operators: a relay
+    to the customer, a mirror into the operators' topic): `chat_id` names that chat and
+    `thread_id` the forum topic in it. A part with `copy_message_id` is a copy of that
+    message of `copy_from_chat_id` (text, photo, document), not a text of its own.
     """
 
     html: str
     plain: str
     reply_to_message_id: int | None = None
     reply_markup: dict[str, Any] | None = None
+    chat_id: int | None = None
+    thread_id: int | None = None
+    copy_from_chat_id: int | None = None
+    copy_message_id: int | None = None
+
+
+_OPTIONAL_PART_FIELDS = (
+    "reply_markup",
+    "chat_id",
+    "thread_id",
+    "copy_from_chat_id",
+    "copy_message_id",
+)
+
+
+def _part_json(part: StoredReply) -> dict[str, Any]:
+    """A part as stored: optional fields only when set, so older rows read the same."""
+    stored: dict[str, Any] = {
+        "html": part.html,
+        "plain": part.plain,
+        "reply_to_message_id": part.reply_to_message_id,
+    }
+    for name in _OPTIONAL_PART_FIELDS:
+        value = getattr(part, name)
+        if value is not None:
+            stored[name] = value
+    return stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,18 +239,7 @@ class InboxRepository:
         self, update_id: int, parts: Sequence[StoredReply], *, turn_id: str | None = None
     ) -> bool:
         """pending → answered with the reply; False if the row was not pending."""
-        reply = json.dumps(
-            [
-                {
-                    "html": p.html,
-                    "plain": p.plain,
-                    "reply_to_message_id": p.reply_to_message_id,
-                    **({"reply_markup": p.reply_markup} if p.reply_markup is not None else {}),
-                }
-                for p in parts
-            ],
-            ensure_ascii=False,
-        )
+        reply = json.dumps([_part_json(p) for p in parts], ensure_ascii=False)
         changed = await self._db.write(
             "UPDATE updates SET status = ?, reply = ?, turn_id = ?, answered_at = ? "
             "WHERE update_id = ? AND status = ?",

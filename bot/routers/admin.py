@@ -23,13 +23,15 @@ from aiogram.types import Message
 
 from bot.filters import FromUsers, IsCommand
 from bot.formatting import Rendered
+from bot.handoff import HandoffDesk
 from bot.responder import Outbox
 from bot.sender import Sender
 from bot.stats_view.chart import render_chart
+from bot.stats_view.handoff import add_handoff_section
 from bot.stats_view.table import render_table
 from bot.stats_view.wording import chart_caption, usage_hint
 from bot.texts import Language
-from services.stats import StatsReport, StatsService, StatsUsageError
+from services.stats import StatsReport, StatsService, StatsUsageError, handoff_stats
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ def build_admin_router(
         outbox: Outbox,
         sender: Sender,
         language: Language,
+        handoff: HandoffDesk | None = None,
     ) -> None:
         try:
             period = stats.parse_period(command.args)
@@ -67,9 +70,11 @@ def build_admin_router(
             except Exception:  # the table is still worth sending
                 logger.exception("stats chart rendering failed; sending the table only")
         caption = chart_caption(report, language)
-        await _send_report(
-            outbox, sender, message.chat.id, render_table(report, language), chart, caption
-        )
+        table = render_table(report, language)
+        if handoff is not None:  # issue 16: its own section (bot/stats_view/handoff.py)
+            counts = await handoff.service.counts(report.period.since, report.period.until)
+            table = add_handoff_section(table, handoff_stats(counts), language)
+        await _send_report(outbox, sender, message.chat.id, table, chart, caption)
 
     return router
 

@@ -17,9 +17,11 @@ from aiogram.types import Message
 
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.formatting import Rendered, messages_under_heading
-from bot.keyboards import share_phone_keyboard
+from bot.handoff import HandoffDesk
+from bot.keyboards import operator_keyboard, share_phone_keyboard
 from bot.replies import customer_text
 from bot.responder import Outbox, Responder
+from bot.sender import ReplyMarkup
 from bot.texts import Texts
 from services.chat import ChatService
 from services.loop_types import TurnReply
@@ -73,26 +75,45 @@ async def ask_model(
     )
 
 
+def _keyboard(texts: Texts, *, phone: bool, person: bool) -> ReplyMarkup | None:
+    if phone:
+        return share_phone_keyboard(texts)
+    return operator_keyboard(texts) if person else None
+
+
 async def send_answer(
     message: Message,
     reply: TurnReply,
     outbox: Outbox,
     texts: Texts,
     *,
+    language: str,
+    handoff: HandoffDesk | None,
     heading: Rendered | None = None,
 ) -> None:
     """The turn's answer in the customer's words; `heading` goes above it (what was heard)."""
+    private = caller_of(message).private_chat
     # a lookup missed for a customer without a verified phone: offer the share button
     # (every miss alike, so it tells nothing about which orders exist); private only
-    offer = reply.answered and reply.offer_phone_share and caller_of(message).private_chat
+    offer = reply.answered and reply.offer_phone_share and private
     answer = customer_text(reply, texts)
+    # the model asked for a person (request_human): the notice and the operators' brief
+    # go with the answer (bot/handoff.py); found in SQLite, so a replayed turn has it too
+    begun = await handoff.after_turn(message, language, texts) if handoff else None
+    if begun is not None:
+        answer = f"{answer}\n\n{begun.notice}"
+    # the turn failed (the apology): a private chat may call a person with one button
+    offer_person = reply.error_code is not None and begun is None and private
     body = f"{answer}\n\n{texts.phone_hint}" if offer else answer
-    markup = share_phone_keyboard(texts) if offer else None
+    markup = _keyboard(texts, phone=offer, person=offer_person and handoff is not None)
+    also = begun.parts if begun is not None else ()
     if heading is None:
-        await outbox.send(body, turn_id=reply.turn_id, reply_markup=markup)
+        await outbox.send(body, turn_id=reply.turn_id, reply_markup=markup, also=also)
     else:
         parts = messages_under_heading(heading, body)
-        await outbox.send_rendered(parts, turn_id=reply.turn_id, reply_markup=markup)
+        await outbox.send_rendered(parts, turn_id=reply.turn_id, reply_markup=markup, also=also)
+    if begun is not None and handoff is not None:
+        await handoff.service.mark_briefed(begun.handoff)
 
 
 def build_chat_router() -> Router:
@@ -110,6 +131,8 @@ def build_chat_router() -> Router:
         responder: Responder,
         max_input_chars: int,
         inbox_update_id: int,
+        language: str,
+        handoff: HandoffDesk | None = None,
     ) -> None:
         if not await within_limits(message, outbox, texts, limiter):
             return
@@ -122,7 +145,7 @@ def build_chat_router() -> Router:
             return
         async with responder.typing(message.chat.id):
             reply = await ask_model(message, text, chat_service, inbox_update_id)
-        await send_answer(message, reply, outbox, texts)
+        await send_answer(message, reply, outbox, texts, language=language, handoff=handoff)
 
     @router.message()
     async def on_other(

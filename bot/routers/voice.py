@@ -23,6 +23,7 @@ from aiogram.types import Message
 
 from bot.filters import AddressedToBot
 from bot.formatting import Rendered
+from bot.handoff import HandoffDesk
 from bot.responder import Outbox, Responder
 from bot.routers.chat import MessageLimiter, ask_model, send_answer, within_limits
 from bot.sender import Sender
@@ -138,6 +139,7 @@ def build_voice_router() -> Router:
         max_input_chars: int,
         inbox_update_id: int,
         voice: VoiceTranscription | None = None,
+        handoff: HandoffDesk | None = None,
     ) -> None:
         if not await within_limits(message, outbox, texts, limiter):
             return
@@ -161,7 +163,15 @@ def build_voice_router() -> Router:
             await outbox.send(texts.too_long_for(max_input_chars))
         else:
             heading = heard_line(texts, language, said)
-            await send_answer(message, reply, outbox, texts, heading=heading)
+            await send_answer(
+                message,
+                reply,
+                outbox,
+                texts,
+                language=language,
+                handoff=handoff,
+                heading=heading,
+            )
         await voice.forget(note.update_id)
 
     return router

@@ -54,7 +54,19 @@ _JSON_FIELDS = frozenset(
         "caption_entities",
     }
 )
-_INT_FIELDS = frozenset({"offset", "limit", "timeout", "message_id", "reply_to_message_id"})
+_INT_FIELDS = frozenset(
+    {
+        "offset",
+        "limit",
+        "timeout",
+        "message_id",
+        "reply_to_message_id",
+        "message_thread_id",
+        "from_chat_id",
+        "user_id",
+        "icon_color",
+    }
+)
 _BOOL_FIELDS = frozenset({"drop_pending_updates", "disable_notification"})
 
 
@@ -76,7 +88,20 @@ class SentMessage:
     text: str
     parse_mode: str | None
     params: dict[str, Any]
-    kind: str = "text"  # "text" | "photo"
+    kind: str = "text"  # "text" | "photo" | "copy" (copyMessage)
+
+    @property
+    def thread_id(self) -> int | None:
+        """The forum topic the message was posted in (`message_thread_id`), if any."""
+        value = self.params.get("message_thread_id")
+        return value if isinstance(value, int) else None
+
+    @property
+    def copied_from(self) -> tuple[int, int] | None:
+        """(from_chat_id, message_id) of a copyMessage."""
+        if self.kind != "copy":
+            return None
+        return int(self.params["from_chat_id"]), int(self.params["message_id"])
 
     @property
     def reply_markup(self) -> dict[str, Any] | None:
@@ -155,6 +180,14 @@ class FakeTelegramServer:
         self.files: dict[str, bytes] = {}  # file_id -> content
         self.downloads: list[str] = []  # file paths downloaded, in order
         self.download_hold: asyncio.Event | None = None
+        # forum supergroups (the operators' group of a handoff): getChat answers for the
+        # chats here; getChatMember answers the bot's membership in `bot_members`
+        self.chats: dict[int, dict[str, Any]] = {}
+        self.bot_members: dict[int, dict[str, Any]] = {}
+        self.topics: dict[tuple[int, int], str] = {}  # (chat, thread id) -> name
+        self.closed_topics: set[tuple[int, int]] = set()
+        self.deleted_topics: set[tuple[int, int]] = set()
+        self._next_thread_id = itertools.count(700)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, port: int = 0) -> str:
@@ -196,10 +229,66 @@ class FakeTelegramServer:
         self._retry_after.extend([retry_after] * times)
 
     def hold_send_message(self, chat_id: int | None = None) -> Hold:
-        """Hold sendMessage (to `chat_id`, or any) until `Hold.release()`."""
+        """Hold sendMessage and copyMessage (to `chat_id`, or any) until `Hold.release()`."""
         hold = Hold(chat_id=chat_id)
         self._holds.append(hold)
         return hold
+
+    def add_forum(
+        self,
+        chat_id: int,
+        *,
+        is_forum: bool = True,
+        bot_status: str = "administrator",
+        can_manage_topics: bool = True,
+    ) -> None:
+        """A supergroup the bot is in: a forum or not, the bot admin with or without the
+        right to manage topics (or `bot_status="member"`)."""
+        self.chats[chat_id] = {
+            "id": chat_id,
+            "type": "supergroup",
+            "title": "Operators",
+            "is_forum": is_forum,
+            "accent_color_id": 0,
+            "max_reaction_count": 11,
+            "accepted_gift_types": {
+                "unlimited_gifts": False,
+                "limited_gifts": False,
+                "unique_gifts": False,
+                "premium_subscription": False,
+                "gifts_from_channels": False,
+            },
+        }
+        bot = {k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")}
+        member: dict[str, Any] = {"status": bot_status, "user": bot}
+        if bot_status == "administrator":
+            member.update(
+                {
+                    "can_be_edited": False,
+                    "is_anonymous": False,
+                    "can_manage_chat": True,
+                    "can_delete_messages": True,
+                    "can_manage_video_chats": False,
+                    "can_restrict_members": False,
+                    "can_promote_members": False,
+                    "can_change_info": False,
+                    "can_invite_users": True,
+                    "can_post_stories": False,
+                    "can_edit_stories": False,
+                    "can_delete_stories": False,
+                    "can_send_welcome_messages": False,
+                    "can_manage_topics": can_manage_topics,
+                }
+            )
+        self.bot_members[chat_id] = member
+
+    def delete_topic(self, chat_id: int, thread_id: int) -> None:
+        """An operator deleted the topic: posting into it fails from now on."""
+        self.deleted_topics.add((chat_id, thread_id))
+        self.topics.pop((chat_id, thread_id), None)
+
+    def messages_in_topic(self, chat_id: int, thread_id: int) -> list[SentMessage]:
+        return [m for m in self.messages_to(chat_id) if m.thread_id == thread_id]
 
     def messages_to(self, chat_id: int) -> list[SentMessage]:
         return [m for m in self.messages if m.chat_id == chat_id]
@@ -331,20 +420,7 @@ class FakeTelegramServer:
 
     async def _m_sendmessage(self, params: dict[str, Any], request: web.Request) -> web.Response:
         chat_id = int(params["chat_id"])
-        hold = next(
-            (h for h in self._holds if not h.released.is_set() and h.chat_id in (None, chat_id)),
-            None,
-        )
-        if hold is not None:
-            hold.waiting += 1
-            hold.arrived.set()
-            try:
-                await hold.released.wait()
-            finally:
-                hold.waiting -= 1  # released, or cancelled because the client went away
-                self._notify()
-            if request.transport is None or request.transport.is_closing():
-                raise asyncio.CancelledError
+        await self._wait_on_hold(chat_id, request)
         if self._retry_after:
             retry_after = self._retry_after.pop(0)
             return web.json_response(
@@ -356,10 +432,30 @@ class FakeTelegramServer:
                 },
                 status=429,
             )
+        if self._in_deleted_topic(params):
+            return _error(400, "Bad Request: message thread not found")
         parse_mode = params.get("parse_mode")
         if self.reject_html and parse_mode == "HTML":
             return _error(400, "Bad Request: can't parse entities: unsupported start tag")
         return _ok(self._accept(chat_id, str(params.get("text", "")), parse_mode, params))
+
+    async def _wait_on_hold(self, chat_id: int, request: web.Request) -> None:
+        """Keep a sendMessage/copyMessage to a held chat until released (or cancelled)."""
+        hold = next(
+            (h for h in self._holds if not h.released.is_set() and h.chat_id in (None, chat_id)),
+            None,
+        )
+        if hold is None:
+            return
+        hold.waiting += 1
+        hold.arrived.set()
+        try:
+            await hold.released.wait()
+        finally:
+            hold.waiting -= 1  # released, or cancelled because the client went away
+            self._notify()
+        if request.transport is None or request.transport.is_closing():
+            raise asyncio.CancelledError
 
     async def _m_sendphoto(self, params: dict[str, Any], _request: web.Request) -> web.Response:
         chat_id = int(params["chat_id"])
@@ -392,6 +488,58 @@ class FakeTelegramServer:
         return result
 
     async def _m_sendchataction(self, _p: dict[str, Any], _r: web.Request) -> web.Response:
+        return _ok(True)
+
+    # ------------------------------------------------------------------ forum topics
+    def _in_deleted_topic(self, params: dict[str, Any]) -> bool:
+        thread = params.get("message_thread_id")
+        return isinstance(thread, int) and (int(params["chat_id"]), thread) in self.deleted_topics
+
+    async def _m_copymessage(self, params: dict[str, Any], request: web.Request) -> web.Response:
+        chat_id = int(params["chat_id"])
+        await self._wait_on_hold(chat_id, request)
+        if self._in_deleted_topic(params):
+            return _error(400, "Bad Request: message thread not found")
+        message = self._accept(chat_id, "", None, params, kind="copy")
+        return _ok({"message_id": message["message_id"]})
+
+    async def _m_getchat(self, params: dict[str, Any], _r: web.Request) -> web.Response:
+        chat = self.chats.get(int(params["chat_id"]))
+        return _ok(chat) if chat is not None else _error(400, "Bad Request: chat not found")
+
+    async def _m_getchatmember(self, params: dict[str, Any], _r: web.Request) -> web.Response:
+        member = self.bot_members.get(int(params["chat_id"]))
+        if member is None or int(params["user_id"]) != BOT_USER["id"]:
+            return _error(400, "Bad Request: chat not found")
+        return _ok(member)
+
+    async def _m_createforumtopic(self, params: dict[str, Any], _r: web.Request) -> web.Response:
+        chat_id = int(params["chat_id"])
+        if not self.chats.get(chat_id, {}).get("is_forum"):
+            return _error(400, "Bad Request: the chat is not a forum")
+        thread_id = next(self._next_thread_id)
+        name = str(params.get("name", ""))
+        self.topics[(chat_id, thread_id)] = name
+        self._notify()
+        return _ok({"message_thread_id": thread_id, "name": name, "icon_color": 7322096})
+
+    async def _m_closeforumtopic(self, params: dict[str, Any], _r: web.Request) -> web.Response:
+        return self._topic_state(params, closed=True)
+
+    async def _m_reopenforumtopic(self, params: dict[str, Any], _r: web.Request) -> web.Response:
+        return self._topic_state(params, closed=False)
+
+    def _topic_state(self, params: dict[str, Any], *, closed: bool) -> web.Response:
+        key = (int(params["chat_id"]), int(params["message_thread_id"]))
+        if key not in self.topics:
+            return _error(400, "Bad Request: message thread not found")
+        if (key in self.closed_topics) == closed:
+            return _error(400, "Bad Request: TOPIC_NOT_MODIFIED")
+        (self.closed_topics.add if closed else self.closed_topics.discard)(key)
+        self._notify()
+        return _ok(True)
+
+    async def _m_answercallbackquery(self, _p: dict[str, Any], _r: web.Request) -> web.Response:
         return _ok(True)
 
     async def _m_setmycommands(self, _p: dict[str, Any], _r: web.Request) -> web.Response:
@@ -542,6 +690,83 @@ def video_note_update(
         "duration": duration,
     }
     return message_update(chat_id, extra={"video_note": note}, **kwargs)
+
+
+def topic_message_update(
+    chat_id: int,
+    thread_id: int | None,
+    *,
+    text: str | None = None,
+    user_id: int = 9001,
+    language_code: str | None = "ru",
+    extra: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """A message in a forum supergroup: inside topic `thread_id`, or in the General topic
+    (None). A message outside a forum carrying `message_thread_id` (a reply thread) has
+    no `is_topic_message`; pass it through `extra` to build one."""
+    update = message_update(
+        chat_id,
+        text=text,
+        user_id=user_id,
+        language_code=language_code,
+        chat_type="supergroup",
+        extra=extra,
+        **kwargs,
+    )
+    message = update["message"]
+    message["chat"]["is_forum"] = True
+    if thread_id is not None:
+        message["message_thread_id"] = thread_id
+        message["is_topic_message"] = True
+    return update
+
+
+def topic_closed_update(chat_id: int, thread_id: int, *, user_id: int = 9001) -> dict[str, Any]:
+    """Telegram's service message when someone closes a forum topic."""
+    return topic_message_update(
+        chat_id, thread_id, user_id=user_id, extra={"forum_topic_closed": {}}
+    )
+
+
+def photo_update(chat_id: int, *, caption: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    photo = [{"file_id": "photo-file", "file_unique_id": "ph1", "width": 90, "height": 90}]
+    extra: dict[str, Any] = {"photo": photo}
+    if caption is not None:
+        extra["caption"] = caption
+    return message_update(chat_id, extra=extra, **kwargs)
+
+
+def callback_update(
+    chat_id: int,
+    data: str,
+    *,
+    user_id: int | None = None,
+    language_code: str | None = "ru",
+    chat_type: str | None = None,
+) -> dict[str, Any]:
+    """A press of an inline button under one of the bot's messages in `chat_id`."""
+    uid = next(_update_ids)
+    kind = chat_type or ("private" if chat_id > 0 else "group")
+    chat: dict[str, Any] = {"id": chat_id, "type": kind}
+    if kind != "private":
+        chat["title"] = "Test group"
+    return {
+        "update_id": uid,
+        "callback_query": {
+            "id": f"cb{uid}",
+            "from": _user(user_id if user_id is not None else abs(chat_id), language_code),
+            "chat_instance": "ci1",
+            "data": data,
+            "message": {
+                "message_id": 1,
+                "date": int(time.time()),
+                "chat": chat,
+                "from": {k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")},
+                "text": "earlier answer",
+            },
+        },
+    }
 
 
 def edited_message_update(chat_id: int, text: str, **kwargs: Any) -> dict[str, Any]:

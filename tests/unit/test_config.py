@@ -243,3 +243,24 @@ def test_shop_settings_load_without_token_or_key(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("DEFAULT_LANGUAGE", "fr")
     with pytest.raises(SettingsError, match="DEFAULT_LANGUAGE:"):
         load_shop_settings()
+
+
+def test_handoff_is_off_unless_operator_chat_id_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make(monkeypatch)
+    assert settings.operator_chat_id is None and settings.handoff_hours is None
+    on = make(monkeypatch, OPERATOR_CHAT_ID="-1001234567890", OPERATOR_HOURS=" 09:00-18:00 ")
+    assert on.operator_chat_id == -1001234567890
+    assert on.handoff_hours is not None and on.handoff_hours.label == "09:00–18:00 (UTC)"
+
+
+@pytest.mark.parametrize("value", ["1234", "0", "operators"])
+def test_operator_chat_id_must_be_a_group_id(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    assert "OPERATOR_CHAT_ID: expected the id of the operators' group" in error_for(
+        monkeypatch, OPERATOR_CHAT_ID=value
+    )
+
+
+def test_operator_hours_shape_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = error_for(monkeypatch, OPERATOR_CHAT_ID="-100", OPERATOR_HOURS="9 to 6")
+    assert "OPERATOR_HOURS: expected HH:MM-HH:MM" in message
+    assert "OPERATOR_UTC_OFFSET" in error_for(monkeypatch, OPERATOR_UTC_OFFSET="15")

@@ -214,6 +214,12 @@ CASES: dict[str, Case] = {
     "chat not found is a bad request": Case(
         lambda: bad_request("chat not found"), "sendMessage", 1, Verdict("failed", "bad_request")
     ),
+    "a deleted forum topic is its own reason (the handoff recreates it)": Case(
+        lambda: bad_request("message thread not found"),
+        "copyMessage",
+        1,
+        Verdict("failed", "thread_not_found"),
+    ),
     "formatting rejected: plain-text fallback": Case(
         lambda: bad_request("can't parse entities: Can't find end of the entity at 4"),
         "sendMessage",

@@ -107,6 +107,14 @@ def test_an_empty_file_changes_nothing(tmp_path: Path) -> None:
             "[ru] too_long: must contain the placeholder {limit}",
         ),
         (
+            '[en]\nhandoff_off_hours = "We answer later."\n',
+            "[en] handoff_off_hours: must contain the placeholder {hours}",
+        ),
+        (
+            '[en]\nhandoff_off_hours = "We answer {hours}, {limit}"\n',
+            "[en] handoff_off_hours: unknown placeholder {limit} (allowed here: {hours})",
+        ),
+        (
             '[en]\nhelp = "Ask {manager}"\n',
             "[en] help: unknown placeholder {manager} (allowed here: {contacts}, {shop_name})",
         ),

@@ -81,3 +81,21 @@ def test_read_limit_is_enough_for_any_window() -> None:
     tiny = _pairs(*([1] * 100))  # 10 tokens per pair
     window = select_window(tiny, budget)
     assert 2 * len(window) <= window_read_limit(budget)
+
+
+def test_a_handoffs_consecutive_messages_of_one_role_are_joined_not_dropped() -> None:
+    # a handoff to a person: the customer writes twice, the operator answers twice
+    messages = [
+        _msg(1, "user", "q"),
+        _msg(2, "assistant", "a"),
+        _msg(3, "user", "first"),
+        _msg(4, "user", "second"),
+        _msg(5, "assistant", "person one"),
+        _msg(6, "assistant", "person two"),
+    ]
+    pairs = to_pairs(messages)
+    assert [(p.user.content, p.assistant.content) for p in pairs] == [
+        ("q", "a"),
+        ("first\n\nsecond", "person one\n\nperson two"),
+    ]
+    assert (pairs[1].first_id, pairs[1].last_id) == (3, 6)  # the pair spans all four

@@ -1,0 +1,82 @@
+"""`request_human`: the model hands the conversation to a person at the shop.
+
+The model calls it when the customer asks for a person, or when it cannot help. The
+tool only records the request (an open handoff in SQLite, source "model", with the
+model's short reason) — durable before the turn's answer is stored, so a crash cannot
+lose it; the bot then opens the operators' topic and tells the customer, in their
+language, after the turn (bot/handoff.py). Who is handed over comes from `ToolContext`
+(the Telegram chat), never from the arguments. A person is reached only from a private
+chat between that person and the bot: in a group, or for a message sent on behalf of a
+chat, the tool refuses. The tool is registered only when OPERATOR_CHAT_ID is set.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from tools.base import Tool, ToolBusinessError, ToolContext
+
+REQUEST_HUMAN = "request_human"
+PRIVATE_ONLY = "private_chat_only"
+
+DESCRIPTION = (
+    "Hand the conversation over to a person from the shop's support team. Call it when "
+    "the customer asks to talk to a person, or when you cannot help with their request "
+    "(a complaint, a problem the tools cannot solve). Give a short reason for the "
+    "operator. After it succeeds, tell the customer briefly that a person will answer "
+    "in this chat; do not promise a time."
+)
+
+
+class RequestHumanArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=3, max_length=200)
+    ] = Field(description="Why a person is needed, in a few words, for the operator.")
+
+
+class RequestHumanResult(BaseModel):
+    requested: bool
+    already_open: bool
+    message: str
+
+
+class HandoffRequests(Protocol):
+    """What the tool needs from the handoff service: record one request."""
+
+    async def request_from_model(self, chat_id: int, reason: str) -> bool:
+        """Open a handoff for the chat; False when one was open already."""
+        ...
+
+
+def request_human_tool(
+    handoffs: HandoffRequests,
+) -> Tool[RequestHumanArguments, RequestHumanResult]:
+    async def request_human(
+        arguments: RequestHumanArguments, context: ToolContext
+    ) -> RequestHumanResult:
+        if not context.private_chat or context.sender_is_chat:
+            raise ToolBusinessError(
+                PRIVATE_ONLY,
+                "A person can be reached only from a private chat with the bot. Ask the "
+                "customer to write to the bot directly and ask for a person there.",
+            )
+        opened = await handoffs.request_from_model(context.chat_id, arguments.reason)
+        return RequestHumanResult(
+            requested=True,
+            already_open=not opened,
+            message="A person from the shop will answer in this chat.",
+        )
+
+    return Tool(
+        name=REQUEST_HUMAN,
+        description=DESCRIPTION,
+        arguments_model=RequestHumanArguments,
+        result_model=RequestHumanResult,
+        handler=request_human,
+        timeout_s=5.0,
+        read_only=False,
+    )
