@@ -58,6 +58,7 @@ def model_call_record(
         prompt_tokens=response.prompt_tokens,
         completion_tokens=response.completion_tokens,
         total_tokens=response.total_tokens,
+        cached_tokens=response.cached_tokens,
         response_id=response.response_id,
     )
 
@@ -74,6 +75,7 @@ class LoopTrace:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    cached_tokens: int | None = None  # None unless every response reported them
 
 
 @dataclass(frozen=True, slots=True)

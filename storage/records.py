@@ -67,6 +67,7 @@ class ModelCallRecord:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    cached_tokens: int | None = None  # part of prompt_tokens; None = not reported
     response_id: str | None = None
 
     @property
@@ -94,6 +95,7 @@ class TurnRecord:
     total_tokens: int | None
     prompt: str  # system prompt id@version
     request_key: str | None = None  # what the turn answered (e.g. "telegram:<update_id>")
+    cached_tokens: int | None = None  # cached input tokens (part of prompt_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +145,8 @@ class TurnRecorder:
             await conn.execute(
                 "INSERT INTO turns(id, session_id, chat_id, user_id, started_at, duration_ms, "
                 "status, stop_reason, error_code, model_steps, tool_calls, prompt_tokens, "
-                "completion_tokens, total_tokens, prompt, request_key) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "completion_tokens, total_tokens, prompt, request_key, cached_tokens) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     turn.id,
                     turn.session_id,
@@ -162,6 +164,7 @@ class TurnRecorder:
                     turn.total_tokens,
                     turn.prompt,
                     turn.request_key,
+                    turn.cached_tokens,
                 ),
             )
             for audit in audit_records:
@@ -216,8 +219,8 @@ async def _insert_model_call(
     await conn.execute(
         "INSERT INTO llm_calls(turn_id, session_id, purpose, requested_model, model, fallback, "
         "started_at, latency_ms, status, error_code, finish_reason, prompt_tokens, "
-        "completion_tokens, total_tokens, response_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "completion_tokens, total_tokens, response_id, cached_tokens) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             turn_id,
             session_id,
@@ -234,5 +237,6 @@ async def _insert_model_call(
             call.completion_tokens,
             call.total_tokens,
             call.response_id,
+            call.cached_tokens,
         ),
     )

@@ -1,0 +1,3 @@
+-- Reserved: issue 16 (handoffs) ships migration 0008 in parallel. This empty file only
+-- keeps the numbering gap-free on the issue-18 branch; the merge replaces it with
+-- issue 16's 0008 (delete this file then).
