@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
+from zoneinfo import ZoneInfo
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
@@ -57,6 +58,7 @@ from bot.sender import RETRYABLE_FAILURES, Sender
 from bot.texts import BUILT_IN, TextTable
 from bot.webhook import build_runner, build_web_app
 from services.chat import DEFAULT_SHOP_NAME, ChatService, build_chat_service
+from services.feedback import FeedbackService
 from services.limits import UserMessageLimiter
 from services.llm.client import OpenAIChatModel
 from services.llm.errors import LLMAuthenticationError, LLMError
@@ -64,8 +66,9 @@ from services.llm.types import ModelCheck
 from services.loop import BoundedToolLoop
 from services.phones import PhoneVerification
 from services.prompts import build_prompt_registry
-from services.stats import StatsService
+from services.stats import Prices, StatsService
 from storage.database import Database, DatabaseOpenError, StorageRetry
+from storage.feedback import FeedbackRepository
 from storage.inbox import InboxRepository
 from storage.migrations import MigrationError
 from storage.shop import ShopRepository
@@ -91,7 +94,7 @@ CUSTOMER_COMMANDS = (
     ("phone", "Подтвердить номер телефона", "Verify my phone number"),
     ("forget_phone", "Удалить мой номер телефона", "Remove my phone number"),
 )
-ADMIN_COMMANDS = (("stats", "Статистика инструментов", "Tool usage statistics"),)
+ADMIN_COMMANDS = (("stats", "Статистика поддержки", "Support statistics"),)
 
 
 @dataclass(slots=True)
@@ -138,15 +141,48 @@ def build_bot(settings: Settings) -> Bot:
 
 
 def build_dispatcher(
-    *, admin_ids: frozenset[int], texts: TextTable = BUILT_IN, **services: Any
+    *,
+    admin_ids: frozenset[int],
+    texts: TextTable = BUILT_IN,
+    feedback_buttons: bool = True,
+    offer_operator: bool = False,
+    **services: Any,
 ) -> Dispatcher:
     """The dispatcher with its routers; `services` become workflow data for handlers
-    (chat_service, limiter, responder, sender, stats, max_input_chars); `texts` are the
-    shop's effective fixed texts, handed out per update by the language middleware."""
+    (chat_service, limiter, responder, sender, stats, feedback, max_input_chars); `texts`
+    are the shop's effective fixed texts, handed out per update by the language
+    middleware. `feedback_buttons` (FEEDBACK_ENABLED) puts 👍/👎 under AI answers;
+    `offer_operator` offers "talk to a person" after a 👎 (when handoff is configured)."""
     dispatcher = Dispatcher(**services)
     dispatcher.update.outer_middleware(LanguageMiddleware(texts))
-    dispatcher.include_routers(*get_routers(admin_ids=admin_ids))
+    dispatcher.include_routers(
+        *get_routers(
+            admin_ids=admin_ids, feedback_buttons=feedback_buttons, offer_operator=offer_operator
+        )
+    )
     return dispatcher
+
+
+def build_stats_service(settings: Settings, db: Database) -> StatsService:
+    """/stats in STATS_TIMEZONE, with a cost estimate when the model's prices are set."""
+    prices = None
+    if (
+        settings.model_price_input_per_1m is not None
+        and settings.model_price_output_per_1m is not None
+    ):
+        prices = Prices(
+            input_per_1m=settings.model_price_input_per_1m,
+            output_per_1m=settings.model_price_output_per_1m,
+            cached_input_per_1m=settings.model_price_cached_input_per_1m,
+            currency=settings.model_price_currency,
+        )
+    return StatsService(
+        StatsRepository(db),
+        clock=time.time,
+        timezone=ZoneInfo(settings.stats_timezone),
+        prices=prices,
+        currency=settings.model_price_currency,
+    )
 
 
 async def build_application(
@@ -206,6 +242,7 @@ async def build_application(
     dispatcher = build_dispatcher(
         admin_ids=settings.admin_ids,
         texts=texts,
+        feedback_buttons=settings.feedback_enabled,
         chat_service=chat_service,
         limiter=UserMessageLimiter(
             per_minute=settings.user_messages_per_minute,
@@ -213,7 +250,8 @@ async def build_application(
         ),
         responder=responder,
         sender=sender,
-        stats=StatsService(StatsRepository(db), clock=time.time),
+        stats=build_stats_service(settings, db),
+        feedback=FeedbackService(FeedbackRepository(db), storage_retry=storage_retry),
         phones=PhoneVerification(shop, storage_retry=storage_retry),
         max_input_chars=settings.max_input_chars,
     )

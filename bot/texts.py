@@ -69,6 +69,11 @@ class Texts:
     phone_private_only: str
     phone_forgotten: str
     phone_nothing_to_forget: str
+    # 👍/👎 under an answer (bot/routers/feedback.py): the short notes of the press
+    feedback_thanks: str
+    feedback_refused: str  # the button does not name an answer of this chat
+    feedback_not_asker: str  # in a group, someone other than the asker pressed
+    operator_button: str  # offered after a 👎 when handoff to a person is configured
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -166,6 +171,10 @@ RU_TEMPLATES = Texts(
     ),
     phone_forgotten="Готово, ваш номер телефона удалён.",
     phone_nothing_to_forget="У меня нет вашего номера телефона — удалять нечего.",
+    feedback_thanks="Спасибо за оценку!",
+    feedback_refused="Этот ответ здесь оценить нельзя.",
+    feedback_not_asker="Оценить ответ может только тот, кто задал вопрос.",
+    operator_button="Позвать сотрудника",
 )
 
 _EN_START_BODY = (
@@ -239,6 +248,10 @@ EN_TEMPLATES = Texts(
     ),
     phone_forgotten="Done, your phone number has been removed.",
     phone_nothing_to_forget="I do not have your phone number, so there is nothing to remove.",
+    feedback_thanks="Thank you for the rating!",
+    feedback_refused="This answer cannot be rated here.",
+    feedback_not_asker="Only the person who asked can rate this answer.",
+    operator_button="Talk to a person",
 )
 
 _TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}

@@ -14,6 +14,12 @@ from enum import StrEnum
 from services.llm.types import LLMResponse
 from storage.records import AuditRecord, ModelCallRecord
 
+# error codes meaning "the model is not available right now" (loop and LLM client codes):
+# the customer is asked to try again in a minute, /stats says the AI service did not answer
+UNAVAILABLE_CODES = frozenset(
+    {"rate_limited", "timeout", "unavailable", "turn_timeout", "authentication"}
+)
+
 
 class StopReason(StrEnum):
     COMPLETED = "completed"  # the model answered with text

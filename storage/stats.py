@@ -89,8 +89,39 @@ class TurnFigures:
     p95_ms: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # part of prompt_tokens, where the provider reported them
     usage_known: int = 0
     usage_unknown: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackFigures:
+    """Ratings of the answers given in the period (each answer once, its latest rating)."""
+
+    up: int = 0
+    down: int = 0
+
+    @property
+    def rated(self) -> int:
+        return self.up + self.down
+
+
+@dataclass(frozen=True, slots=True)
+class TokenFigures:
+    """Tokens of calls whose usage is known (`cached` is part of `prompt`)."""
+
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionBucket:
+    """Turns started inside chart bucket number `bucket`, and how many went unanswered."""
+
+    bucket: int
+    turns: int
+    not_answered: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +277,9 @@ class StatsRepository:
                    SUM(model_steps), MAX(model_steps), SUM(tool_calls),
                    SUM(prompt_tokens) FILTER (WHERE completion_tokens IS NOT NULL),
                    SUM(completion_tokens) FILTER (WHERE prompt_tokens IS NOT NULL),
-                   COUNT(*) FILTER (WHERE prompt_tokens IS NULL OR completion_tokens IS NULL)
+                   COUNT(*) FILTER (WHERE prompt_tokens IS NULL OR completion_tokens IS NULL),
+                   SUM(cached_tokens) FILTER (
+                     WHERE prompt_tokens IS NOT NULL AND completion_tokens IS NOT NULL)
             FROM turns WHERE started_at >= ? AND started_at < ?
             """,
             (low, until),
@@ -295,6 +328,7 @@ class StatsRepository:
             p95_ms=await self._turn_duration_at(low, until, 95, count),
             prompt_tokens=int(totals[4] or 0),
             completion_tokens=int(totals[5] or 0),
+            cached_tokens=int(totals[7] or 0),
             usage_known=count - unknown,
             usage_unknown=unknown,
         )
@@ -383,3 +417,59 @@ class StatsRepository:
             (low, until),
         )
         return int(row[0]) if row else 0
+
+    async def feedback_figures(self, since: float | None, until: float) -> FeedbackFigures:
+        """👍 and 👎 of the answers given in the period: two range counts on one index."""
+        low = _NO_LOWER_BOUND if since is None else since
+        rows = await self._db.fetch_all(
+            "SELECT rating, COUNT(*) FROM answer_feedback"
+            " WHERE answered_at >= ? AND answered_at < ? GROUP BY rating",
+            (low, until),
+        )
+        by_rating = {int(r[0]): int(r[1]) for r in rows}
+        return FeedbackFigures(up=by_rating.get(1, 0), down=by_rating.get(-1, 0))
+
+    async def summary_tokens(self, since: float | None, until: float) -> TokenFigures:
+        """Tokens of the conversation summaries made in the period (they cost too)."""
+        low = _NO_LOWER_BOUND if since is None else since
+        row = await self._db.fetch_one(
+            "SELECT SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens)"
+            " FROM llm_calls INDEXED BY llm_calls_stats_summary"
+            " WHERE purpose = 'summary' AND started_at >= ? AND started_at < ?"
+            " AND prompt_tokens IS NOT NULL AND completion_tokens IS NOT NULL",
+            (low, until),
+        )
+        if row is None:
+            return TokenFigures()
+        return TokenFigures(int(row[0] or 0), int(row[1] or 0), int(row[2] or 0))
+
+    async def question_buckets(
+        self, since: float | None, until: float, *, bucket_s: float, bucket_start: float
+    ) -> list[QuestionBucket]:
+        """Turns and unanswered turns per chart bucket (same buckets as `tool_usage`).
+
+        Each bucket is two range counts: all turns on the time index, the unanswered
+        (failed or refused) on the partial index of unusual turns.
+        """
+        if bucket_s <= 0:
+            raise ValueError("bucket_s must be positive")
+        low = _NO_LOWER_BOUND if since is None else since
+        rows = await self._db.fetch_all(
+            """
+            WITH RECURSIVE buckets(i, lo, hi) AS (
+              SELECT 0, MAX(?1, ?2), MIN(?1 + ?3, ?4)
+              UNION ALL
+              SELECT i + 1, hi, MIN(?1 + (i + 2) * ?3, ?4) FROM buckets WHERE hi < ?4
+            )
+            SELECT i,
+                   (SELECT COUNT(*) FROM turns AS t INDEXED BY turns_started_at
+                    WHERE t.started_at >= buckets.lo AND t.started_at < buckets.hi),
+                   (SELECT COUNT(*) FROM turns AS u
+                    WHERE (u.status <> 'answered' OR u.stop_reason IS NOT 'completed')
+                      AND (u.status = 'failed' OR u.stop_reason = 'refused')
+                      AND u.started_at >= buckets.lo AND u.started_at < buckets.hi)
+            FROM buckets
+            """,
+            (bucket_start, low, bucket_s, until),
+        )
+        return [QuestionBucket(int(r[0]), int(r[1]), int(r[2])) for r in rows if r[1]]

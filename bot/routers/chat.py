@@ -14,11 +14,13 @@ from aiogram import Bot, Router
 from aiogram.types import Message
 
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
-from bot.keyboards import share_phone_keyboard
+from bot.keyboards import feedback_keyboard, share_phone_keyboard
 from bot.replies import customer_text
 from bot.responder import Outbox, Responder
+from bot.sender import ReplyMarkup
 from bot.texts import Texts
 from services.chat import ChatService
+from services.loop_types import TurnReply
 from services.text_visibility import has_visible_text
 
 
@@ -47,7 +49,20 @@ async def _within_limits(
     return False
 
 
-def build_chat_router() -> Router:
+def _reply_markup(
+    reply: TurnReply, texts: Texts, *, offer_phone: bool, feedback_buttons: bool
+) -> ReplyMarkup | None:
+    """One keyboard per message: the share button when offered, else 👍/👎 under an AI
+    answer (our own texts — apologies, refusals — are not rated)."""
+    if offer_phone:
+        return share_phone_keyboard(texts)
+    if feedback_buttons and reply.answered and reply.text:
+        return feedback_keyboard(reply.turn_id)
+    return None
+
+
+def build_chat_router(*, feedback_buttons: bool = True) -> Router:
+    """`feedback_buttons`: 👍/👎 under each AI answer, stored with the answer."""
     router = Router(name="chat")
     router.message.filter(AddressedToBot())
 
@@ -90,7 +105,9 @@ def build_chat_router() -> Router:
         await outbox.send(
             f"{answer}\n\n{texts.phone_hint}" if offer else answer,
             turn_id=reply.turn_id,
-            reply_markup=share_phone_keyboard(texts) if offer else None,
+            reply_markup=_reply_markup(
+                reply, texts, offer_phone=offer, feedback_buttons=feedback_buttons
+            ),
         )
 
     @router.message()
