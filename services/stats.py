@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 
+from services.chat import WITHHELD
 from services.loop_types import UNAVAILABLE_CODES, StopReason
 from storage.stats import (
     FeedbackFigures,
@@ -246,9 +247,10 @@ class StatsService:
 
 
 def questions_of(turns: TurnFigures) -> Questions:
-    """Answered = the customer got the model's answer (complete or cut short); a refusal
-    or a failed turn is a question not answered, by plain reason."""
-    declined = turns.answered_by_stop_reason.get(StopReason.REFUSED.value, 0)
+    """Answered = the customer got the model's answer (complete or cut short); a refusal,
+    an answer withheld by the output guard or a failed turn is a question not answered."""
+    by_stop = turns.answered_by_stop_reason
+    declined = by_stop.get(StopReason.REFUSED.value, 0) + by_stop.get(WITHHELD, 0)
     reasons = dict.fromkeys(NOT_ANSWERED_REASONS, 0)
     reasons["declined"] = declined
     for code, n in turns.failed_by_error.items():

@@ -26,10 +26,11 @@ class FeedbackRepository:
         self._db = db
 
     async def answer(self, turn_id: str) -> RatableAnswer | None:
-        """The answered turn `turn_id`, or None (unknown, or failed: nothing to rate)."""
+        """The turn `turn_id` if the customer got the model's answer from it (complete or
+        cut short); None otherwise — unknown, failed, refused or withheld: nothing to rate."""
         row = await self._db.fetch_one(
             "SELECT id, chat_id, user_id, started_at FROM turns"
-            " WHERE id = ? AND status = 'answered'",
+            " WHERE id = ? AND status = 'answered' AND stop_reason IN ('completed', 'truncated')",
             (turn_id,),
         )
         if row is None:

@@ -449,7 +449,7 @@ class StatsRepository:
         """Turns and unanswered turns per chart bucket (same buckets as `tool_usage`).
 
         Each bucket is two range counts: all turns on the time index, the unanswered
-        (failed or refused) on the partial index of unusual turns.
+        (failed, refused or withheld) on the partial index of unusual turns.
         """
         if bucket_s <= 0:
             raise ValueError("bucket_s must be positive")
@@ -466,7 +466,7 @@ class StatsRepository:
                     WHERE t.started_at >= buckets.lo AND t.started_at < buckets.hi),
                    (SELECT COUNT(*) FROM turns AS u
                     WHERE (u.status <> 'answered' OR u.stop_reason IS NOT 'completed')
-                      AND (u.status = 'failed' OR u.stop_reason = 'refused')
+                      AND (u.status = 'failed' OR u.stop_reason IN ('refused', 'withheld'))
                       AND u.started_at >= buckets.lo AND u.started_at < buckets.hi)
             FROM buckets
             """,

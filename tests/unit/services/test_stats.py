@@ -143,17 +143,17 @@ def test_questions_answered_and_not_by_plain_reason():
     from storage.stats import TurnFigures
 
     turns = TurnFigures(
-        count=10,
+        count=11,
         users=4,
-        answered=7,
+        answered=8,
         failed=3,
-        answered_by_stop_reason={"completed": 5, "truncated": 1, "refused": 1},
+        answered_by_stop_reason={"completed": 5, "truncated": 1, "refused": 1, "withheld": 1},
         failed_by_error={"rate_limited": 1, "turn_timeout": 1, "protocol_error": 1},
     )
     q = questions_of(turns)
-    assert (q.asked, q.answered, q.customers) == (10, 6, 4)  # a cut-short answer is one
-    assert q.not_answered == {"unavailable": 2, "declined": 1, "failure": 1}
-    assert q.not_answered_total == 4
+    assert (q.asked, q.answered, q.customers) == (11, 6, 4)  # a cut-short answer is one
+    assert q.not_answered == {"unavailable": 2, "declined": 2, "failure": 1}
+    assert q.not_answered_total == 5
 
 
 def test_cost_prices_cached_input_apart_and_defaults_it_to_the_input_price():
