@@ -29,3 +29,28 @@ DROP INDEX llm_calls_stats_summary;
 CREATE INDEX llm_calls_stats_summary
     ON llm_calls(started_at, status, prompt_tokens, completion_tokens, cached_tokens)
     WHERE purpose = 'summary';
+
+-- Turn totals per UTC day, so /stats over a long period sums a few hundred rows instead
+-- of scanning a million turns. Kept by storage/records.py in the SAME transaction that
+-- inserts the turn (turns are never updated or deleted), so a crash leaves both or
+-- neither; a period's ragged first and last day are read from `turns` itself.
+CREATE TABLE turn_totals_daily (
+    day               REAL PRIMARY KEY,  -- UTC midnight, unix seconds (a multiple of 86400)
+    turns             INTEGER NOT NULL,
+    model_steps       INTEGER NOT NULL,
+    max_model_steps   INTEGER NOT NULL,
+    tool_calls        INTEGER NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,  -- sums over turns whose usage is known
+    completion_tokens INTEGER NOT NULL,
+    cached_tokens     INTEGER NOT NULL,
+    usage_unknown     INTEGER NOT NULL   -- turns whose prompt or completion count is NULL
+);
+INSERT INTO turn_totals_daily
+SELECT CAST(started_at / 86400 AS INTEGER) * 86400.0,  -- floor: unix times are positive
+       COUNT(*), SUM(model_steps), MAX(model_steps), SUM(tool_calls),
+       COALESCE(SUM(prompt_tokens) FILTER (WHERE completion_tokens IS NOT NULL), 0),
+       COALESCE(SUM(completion_tokens) FILTER (WHERE prompt_tokens IS NOT NULL), 0),
+       COALESCE(SUM(cached_tokens)
+         FILTER (WHERE prompt_tokens IS NOT NULL AND completion_tokens IS NOT NULL), 0),
+       COUNT(*) FILTER (WHERE prompt_tokens IS NULL OR completion_tokens IS NULL)
+FROM turns GROUP BY 1;
