@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
+from zoneinfo import ZoneInfo
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
@@ -58,6 +59,7 @@ from bot.sender import RETRYABLE_FAILURES, Sender
 from bot.texts import BUILT_IN, TextTable
 from bot.webhook import build_runner, build_web_app
 from services.chat import DEFAULT_SHOP_NAME, ChatService, build_chat_service
+from services.feedback import FeedbackService
 from services.handoff import HandoffService
 from services.limits import UserMessageLimiter
 from services.llm.client import OpenAIChatModel
@@ -66,10 +68,11 @@ from services.llm.types import ModelCheck
 from services.loop import BoundedToolLoop
 from services.phones import PhoneVerification
 from services.prompts import build_prompt_registry
-from services.stats import StatsService
+from services.stats import Prices, StatsService
 from services.voice import VoiceTranscription
 from storage.conversations import ConversationRepository
 from storage.database import Database, DatabaseOpenError, StorageRetry
+from storage.feedback import FeedbackRepository
 from storage.handoffs import HandoffRepository
 from storage.inbox import InboxRepository
 from storage.migrations import MigrationError
@@ -97,7 +100,7 @@ CUSTOMER_COMMANDS = (
     ("phone", "Подтвердить номер телефона", "Verify my phone number"),
     ("forget_phone", "Удалить мой номер телефона", "Remove my phone number"),
 )
-ADMIN_COMMANDS = (("stats", "Статистика инструментов", "Tool usage statistics"),)
+ADMIN_COMMANDS = (("stats", "Статистика поддержки", "Support statistics"),)
 # in the menu only when OPERATOR_CHAT_ID is set
 HANDOFF_COMMANDS = (("operator", "Позвать сотрудника магазина", "Talk to a person"),)
 
@@ -152,16 +155,50 @@ def build_dispatcher(
     admin_ids: frozenset[int],
     texts: TextTable = BUILT_IN,
     operator_chat_id: int | None = None,
+    feedback_buttons: bool = True,
     **services: Any,
 ) -> Dispatcher:
     """The dispatcher with its routers; `services` become workflow data for handlers
-    (chat_service, limiter, responder, sender, stats, max_input_chars, and `handoff`
-    when OPERATOR_CHAT_ID is set); `texts` are the shop's effective fixed texts, handed
-    out per update by the language middleware."""
+    (chat_service, limiter, responder, sender, stats, feedback, max_input_chars, and
+    `handoff` when OPERATOR_CHAT_ID is set); `texts` are the shop's effective fixed texts,
+    handed out per update by the language middleware. `feedback_buttons`
+    (FEEDBACK_ENABLED) puts 👍/👎 under AI answers; with handoff configured a 👎 offers
+    "talk to a person"."""
     dispatcher = Dispatcher(**services)
     dispatcher.update.outer_middleware(LanguageMiddleware(texts))
-    dispatcher.include_routers(*get_routers(admin_ids=admin_ids, operator_chat_id=operator_chat_id))
+    dispatcher.include_routers(
+        *get_routers(
+            admin_ids=admin_ids,
+            operator_chat_id=operator_chat_id,
+            feedback_buttons=feedback_buttons,
+        )
+    )
     return dispatcher
+
+
+def build_stats_service(
+    settings: Settings, db: Database, voice: VoiceNoteRepository
+) -> StatsService:
+    """/stats in STATS_TIMEZONE, with a cost estimate when the model's prices are set."""
+    prices = None
+    if (
+        settings.model_price_input_per_1m is not None
+        and settings.model_price_output_per_1m is not None
+    ):
+        prices = Prices(
+            input_per_1m=settings.model_price_input_per_1m,
+            output_per_1m=settings.model_price_output_per_1m,
+            cached_input_per_1m=settings.model_price_cached_input_per_1m,
+            currency=settings.model_price_currency,
+        )
+    return StatsService(
+        StatsRepository(db),
+        clock=time.time,
+        voice=voice,
+        timezone=ZoneInfo(settings.stats_timezone),
+        prices=prices,
+        currency=settings.model_price_currency,
+    )
 
 
 async def build_application(
@@ -259,6 +296,7 @@ async def build_application(
         admin_ids=settings.admin_ids,
         texts=texts,
         operator_chat_id=settings.operator_chat_id,
+        feedback_buttons=settings.feedback_enabled,
         chat_service=chat_service,
         limiter=UserMessageLimiter(
             per_minute=settings.user_messages_per_minute,
@@ -266,7 +304,8 @@ async def build_application(
         ),
         responder=responder,
         sender=sender,
-        stats=StatsService(StatsRepository(db), clock=time.time, voice=voice_notes),
+        stats=build_stats_service(settings, db, voice_notes),
+        feedback=FeedbackService(FeedbackRepository(db), storage_retry=storage_retry),
         phones=PhoneVerification(shop, storage_retry=storage_retry),
         max_input_chars=settings.max_input_chars,
         voice=voice,

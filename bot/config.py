@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlparse
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     Field,
@@ -192,6 +193,17 @@ class Settings(ShopSettings):
     # them the customer is told when a person will be back
     operator_hours: str | None = None
     operator_utc_offset: int = Field(default=0, ge=-12, le=14)
+    # Feedback and /stats
+    # 👍/👎 buttons under each AI answer (presses on buttons already sent still count)
+    feedback_enabled: bool = True
+    # the time zone of /stats period boundaries and labels (an IANA name, e.g. Europe/Moscow)
+    stats_timezone: str = "UTC"
+    # the model's prices per 1,000,000 tokens, for the cost estimate in /stats; cached
+    # input defaults to the input price when not set. No input/output price: no estimate.
+    model_price_input_per_1m: float | None = Field(default=None, ge=0, le=1_000_000)
+    model_price_output_per_1m: float | None = Field(default=None, ge=0, le=1_000_000)
+    model_price_cached_input_per_1m: float | None = Field(default=None, ge=0, le=1_000_000)
+    model_price_currency: str = Field(default="USD", min_length=1, max_length=8)
 
     @field_validator("admin_ids", mode="before")
     @classmethod
@@ -205,6 +217,15 @@ class Settings(ShopSettings):
                     "expected comma-separated Telegram user ids, e.g. 123,456"
                 ) from None
         return items
+
+    @field_validator("stats_timezone")
+    @classmethod
+    def _check_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("expected an IANA time zone name, e.g. UTC or Europe/Moscow") from None
+        return value
 
     @field_validator("openai_fallback_models", mode="before")
     @classmethod

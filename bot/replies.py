@@ -9,12 +9,9 @@ service checks it before anything is stored.)
 from __future__ import annotations
 
 from bot.texts import Texts
-from services.loop_types import StopReason, TurnReply
+from services.loop_types import UNAVAILABLE_CODES, StopReason, TurnReply
 
-# error codes meaning "the model is not available right now" (loop and LLM client codes)
-UNAVAILABLE_CODES = frozenset(
-    {"rate_limited", "timeout", "unavailable", "turn_timeout", "authentication"}
-)
+__all__ = ["UNAVAILABLE_CODES", "customer_text"]
 
 
 def customer_text(reply: TurnReply, texts: Texts) -> str:

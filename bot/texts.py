@@ -81,6 +81,10 @@ class Texts:
     handoff_private_only: str
     handoff_closed: str
     handoff_not_relayed: str
+    # 👍/👎 under an answer (bot/routers/feedback.py): the short notes of the press
+    feedback_thanks: str
+    feedback_refused: str  # the button does not name an answer of this chat
+    feedback_not_asker: str  # in a group, someone other than the asker pressed
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -220,6 +224,9 @@ RU_TEMPLATES = Texts(
         "Сотрудник видит текст, фото, документы и голосовые — это сообщение ему не передано. "
         "Напишите, пожалуйста, текстом."
     ),
+    feedback_thanks="Спасибо за оценку!",
+    feedback_refused="Этот ответ здесь оценить нельзя.",
+    feedback_not_asker="Оценить ответ может только тот, кто задал вопрос.",
 )
 
 _EN_START_BODY = (
@@ -323,6 +330,9 @@ EN_TEMPLATES = Texts(
         "The staff member sees text, photos, documents and voice messages: this message "
         "was not passed on. Please write it as text."
     ),
+    feedback_thanks="Thank you for the rating!",
+    feedback_refused="This answer cannot be rated here.",
+    feedback_not_asker="Only the person who asked can rate this answer.",
 )
 
 _TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}

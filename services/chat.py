@@ -367,6 +367,7 @@ class ChatService:
             prompt_tokens=trace.prompt_tokens,
             completion_tokens=trace.completion_tokens,
             total_tokens=trace.total_tokens,
+            cached_tokens=trace.cached_tokens,
             prompt=turn.prompt_ref,
             request_key=turn.request_key,
         )

@@ -211,6 +211,7 @@ class BoundedToolLoop:
         turn.trace.prompt_tokens = total([r.prompt_tokens for r in turn.responses])
         turn.trace.completion_tokens = total([r.completion_tokens for r in turn.responses])
         turn.trace.total_tokens = total([r.total_tokens for r in turn.responses])
+        turn.trace.cached_tokens = total([r.cached_tokens for r in turn.responses])
 
     @staticmethod
     def _protocol(turn: _Turn, problem: str) -> ProtocolError:

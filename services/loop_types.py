@@ -14,6 +14,12 @@ from enum import StrEnum
 from services.llm.types import LLMResponse
 from storage.records import AuditRecord, ModelCallRecord
 
+# error codes meaning "the model is not available right now" (loop and LLM client codes):
+# the customer is asked to try again in a minute, /stats says the AI service did not answer
+UNAVAILABLE_CODES = frozenset(
+    {"rate_limited", "timeout", "unavailable", "turn_timeout", "authentication"}
+)
+
 
 class StopReason(StrEnum):
     COMPLETED = "completed"  # the model answered with text
@@ -58,6 +64,7 @@ def model_call_record(
         prompt_tokens=response.prompt_tokens,
         completion_tokens=response.completion_tokens,
         total_tokens=response.total_tokens,
+        cached_tokens=response.cached_tokens,
         response_id=response.response_id,
     )
 
@@ -74,6 +81,7 @@ class LoopTrace:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    cached_tokens: int | None = None  # None unless every response reported them
 
 
 @dataclass(frozen=True, slots=True)

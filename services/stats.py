@@ -1,8 +1,10 @@
 """The figures of `/stats`: a period, a typed report and the chart's buckets — numbers only.
 
 The storage layer counts; this module decides what the counts mean to a shop owner —
-which period, which chart buckets, which tool names are really the model inventing
-tools. How the figures read (the phone table, its Russian and English words, the PNG
+which period, which chart buckets (aligned to the hours and midnights of STATS_TIMEZONE),
+which questions count as answered and why the others were not, what the model cost at
+the configured prices, which tool names are really the model inventing tools. How the
+figures read (the phone table, its Russian and English words, the PNG
 chart) is the Telegram layer's business: `bot.stats_view` draws them from this report.
 """
 
@@ -10,13 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, tzinfo
 from typing import Protocol
 
+from services.chat import WITHHELD
+from services.loop_types import UNAVAILABLE_CODES, StopReason
 from storage.handoffs import HandoffCounts
 from storage.stats import (
+    FeedbackFigures,
     ModelFigures,
+    QuestionBucket,
     StatsRepository,
+    TokenFigures,
     ToolBucketCount,
     ToolFigures,
     TurnFigures,
@@ -74,6 +82,11 @@ def handoff_stats(counts: HandoffCounts) -> HandoffStats:
     )
 
 
+# Why a question went unanswered, in the order the owner's table lists them. Keys, not
+# wording (bot.stats_view.wording says them in each language).
+NOT_ANSWERED_REASONS = ("unavailable", "declined", "failure")
+
+
 class StatsUsageError(ValueError):
     """The argument after /stats is not a known period."""
 
@@ -88,14 +101,63 @@ class Period:
 
 
 @dataclass(frozen=True, slots=True)
+class Prices:
+    """The model's prices per 1,000,000 tokens (MODEL_PRICE_* settings)."""
+
+    input_per_1m: float
+    output_per_1m: float
+    cached_input_per_1m: float | None = None  # None: cached input costs the input price
+    currency: str = "USD"
+
+    def cost(self, tokens: TokenFigures) -> float:
+        cached = min(tokens.cached, tokens.prompt)
+        cached_price = (
+            self.input_per_1m if self.cached_input_per_1m is None else (self.cached_input_per_1m)
+        )
+        return (
+            (tokens.prompt - cached) * self.input_per_1m
+            + cached * cached_price
+            + tokens.completion * self.output_per_1m
+        ) / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Questions:
+    """The owner's first figures: questions asked, answered, and why not."""
+
+    asked: int = 0
+    answered: int = 0
+    not_answered: dict[str, int] = field(default_factory=dict)  # NOT_ANSWERED_REASONS order
+    customers: int = 0
+
+    @property
+    def not_answered_total(self) -> int:
+        return sum(self.not_answered.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """The model's estimated cost over the period; `amount` None when no prices are set."""
+
+    tokens: TokenFigures
+    amount: float | None
+    currency: str
+    uncounted_turns: int  # turns whose usage the provider did not report (not in the sum)
+
+
+@dataclass(frozen=True, slots=True)
 class ChartData:
-    """Tool calls per time bucket, per tool and status — what the PNG chart draws."""
+    """Per time bucket: questions answered / not answered, and tool calls per tool and
+    status — what the PNG chart draws. `timezone` is STATS_TIMEZONE, for the labels."""
 
     bucket_start: float
     bucket_s: float
     bucket_count: int
     tools: tuple[str, ...]  # panel order: most calls first
     counts: dict[tuple[str, str], tuple[int, ...]]  # (tool, status) -> calls per bucket
+    answered: tuple[int, ...] = ()  # questions answered per bucket
+    not_answered: tuple[int, ...] = ()
+    timezone: tzinfo = UTC
 
     def series(self, tool: str, status: str) -> tuple[int, ...]:
         return self.counts.get((tool, status), (0,) * self.bucket_count)
@@ -166,6 +228,13 @@ class StatsReport:
     resets: int = 0
     chart: ChartData | None = None
     voice: VoiceStats = field(default_factory=VoiceStats)
+    feedback: FeedbackFigures = field(default_factory=FeedbackFigures)
+    cost: Cost | None = None
+    timezone: tzinfo = UTC  # STATS_TIMEZONE: the table's and the chart's times
+
+    @property
+    def questions(self) -> Questions:
+        return questions_of(self.turns)
 
     @property
     def tool_calls_total(self) -> int:
@@ -174,15 +243,9 @@ class StatsReport:
 
     @property
     def is_empty(self) -> bool:
-        models = self.models
+        """Nothing the owner's view shows: no questions, tool calls, ratings or voice notes."""
         return not (
-            self.tool_calls_total
-            or self.turns.count
-            or self.resets
-            or models.fallback_answers
-            or models.summaries_ok
-            or models.summaries_failed
-            or self.voice.received
+            self.tool_calls_total or self.turns.count or self.feedback.rated or self.voice.received
         )
 
     @property
@@ -203,11 +266,18 @@ class StatsService:
         self,
         repository: StatsRepository,
         clock: Callable[[], float],
+        *,
         voice: VoiceCounter | None = None,
+        timezone: tzinfo = UTC,
+        prices: Prices | None = None,
+        currency: str = "USD",
     ) -> None:
         self._repo = repository
         self._clock = clock
         self._voice = voice
+        self._tz = timezone
+        self._prices = prices
+        self._currency = prices.currency if prices else currency
 
     def parse_period(self, arg: str | None) -> Period:
         """`24h` (default), `7d`, `30d` or `all`, ending now; anything else is a usage error."""
@@ -221,47 +291,80 @@ class StatsService:
     async def report(self, period: Period) -> StatsReport:
         since, until = period.since, period.until
         turns = await self._repo.turn_figures(since, until)
-        models = await self._repo.model_figures(since, until)
-        resets = await self._repo.resets(since, until)
         voice = VoiceStats.from_counts(await self._voice_counts(since, until))
         # "all" starts at the first turn or tool call; the chart's buckets start there too
         start = since if since is not None else await self._repo.first_activity()
+        base = StatsReport(
+            period=period,
+            since=start,
+            until=until,
+            turns=turns,
+            models=await self._repo.model_figures(since, until),
+            resets=await self._repo.resets(since, until),
+            feedback=await self._repo.feedback_figures(since, until),
+            cost=await self._cost(turns, since, until),
+            timezone=self._tz,
+            voice=voice,
+        )
         if start is None or start >= until:
-            return StatsReport(
-                period=period,
-                since=start,
-                until=until,
-                turns=turns,
-                models=models,
-                resets=resets,
-                voice=voice,
-            )
+            return base
         bucket_s = choose_bucket(until - start)
-        # buckets end exactly at `until`, so the latest bar is whole; only the first, which
-        # begins before the first activity of "all", may be partly empty
-        bucket_start = until - math.ceil((until - start) / bucket_s) * bucket_s
+        bucket_start = aligned_start(start, bucket_s, until, self._tz)
         usage = await self._repo.tool_usage(
+            since, until, bucket_s=bucket_s, bucket_start=bucket_start
+        )
+        questions = await self._repo.question_buckets(
             since, until, bucket_s=bucket_s, bucket_start=bucket_start
         )
         known, invented = _split_invented_tools(usage.tools)
         known.sort(key=lambda t: (-t.calls, t.tool_name))
         invented_names = {t.tool_name for t in invented}
-        return StatsReport(
-            period=period,
-            since=start,
-            until=until,
+        chart = _chart_data(usage.buckets, known, invented_names, bucket_start, bucket_s, until)
+        return replace(
+            base,
             tools=tuple(known),
             unknown_tools=_merge_unknown(invented),
             unknown_tool_names=len(invented),
-            turns=turns,
-            models=models,
-            resets=resets,
-            voice=voice,
-            chart=_chart_data(usage.buckets, known, invented_names, bucket_start, bucket_s, until),
+            chart=_with_questions(chart, questions, self._tz),
         )
 
     async def _voice_counts(self, since: float | None, until: float) -> list[VoiceStatusCount]:
         return [] if self._voice is None else await self._voice.status_counts(since, until)
+
+    async def _cost(self, turns: TurnFigures, since: float | None, until: float) -> Cost:
+        summaries = await self._repo.summary_tokens(since, until)
+        tokens = TokenFigures(
+            prompt=turns.prompt_tokens + summaries.prompt,
+            completion=turns.completion_tokens + summaries.completion,
+            cached=turns.cached_tokens + summaries.cached,
+        )
+        amount = self._prices.cost(tokens) if self._prices else None
+        return Cost(tokens, amount, self._currency, turns.usage_unknown)
+
+
+def questions_of(turns: TurnFigures) -> Questions:
+    """Answered = the customer got the model's answer (complete or cut short); a refusal,
+    an answer withheld by the output guard or a failed turn is a question not answered."""
+    by_stop = turns.answered_by_stop_reason
+    declined = by_stop.get(StopReason.REFUSED.value, 0) + by_stop.get(WITHHELD, 0)
+    reasons = dict.fromkeys(NOT_ANSWERED_REASONS, 0)
+    reasons["declined"] = declined
+    for code, n in turns.failed_by_error.items():
+        reasons["unavailable" if code in UNAVAILABLE_CODES else "failure"] += n
+    return Questions(
+        asked=turns.count,
+        answered=turns.answered - declined,
+        not_answered={k: n for k, n in reasons.items() if n},
+        customers=turns.users,
+    )
+
+
+def aligned_start(start: float, bucket_s: float, until: float, tz: tzinfo) -> float:
+    """The first bucket's start: bars begin on whole hours / local midnights of `tz`
+    (its offset at `until`; a DST change inside the period shifts bars by that hour)."""
+    offset = datetime.fromtimestamp(until, tz).utcoffset()
+    shift = offset.total_seconds() if offset is not None else 0.0
+    return math.floor((start + shift) / bucket_s) * bucket_s - shift
 
 
 def choose_bucket(span_s: float) -> float:
@@ -282,6 +385,30 @@ def _split_invented_tools(
         only_unknown = tool.calls > 0 and tool.rejected.get("unknown_tool", 0) == tool.calls
         (invented if only_unknown else known).append(tool)
     return known, invented
+
+
+def _with_questions(chart: ChartData, buckets: list[QuestionBucket], tz: tzinfo) -> ChartData:
+    n = (
+        max(chart.bucket_count, *(b.bucket + 1 for b in buckets))
+        if buckets
+        else (chart.bucket_count)
+    )
+    answered = [0] * n
+    missed = [0] * n
+    for b in buckets:
+        answered[b.bucket] += b.turns - b.not_answered
+        missed[b.bucket] += b.not_answered
+    counts = {k: v + (0,) * (n - len(v)) for k, v in chart.counts.items()}
+    return ChartData(
+        bucket_start=chart.bucket_start,
+        bucket_s=chart.bucket_s,
+        bucket_count=n,
+        tools=chart.tools,
+        counts=counts,
+        answered=tuple(answered),
+        not_answered=tuple(missed),
+        timezone=tz,
+    )
 
 
 def _merge_unknown(tools: list[ToolFigures]) -> ToolFigures | None:
@@ -327,13 +454,19 @@ def _chart_data(
 
 __all__ = [
     "DEFAULT_PERIOD",
+    "NOT_ANSWERED_REASONS",
     "PERIOD_SECONDS",
     "UNKNOWN_TOOLS",
     "ChartData",
+    "Cost",
     "Period",
+    "Prices",
+    "Questions",
     "StatsReport",
     "StatsService",
     "StatsUsageError",
     "VoiceStats",
+    "aligned_start",
     "choose_bucket",
+    "questions_of",
 ]

@@ -1,9 +1,10 @@
 """What happened in each turn, stored for `/stats` and for audit.
 
 One turn is written in ONE transaction: its `turns` row, the audit rows of its tool
-calls, the usage rows of its model calls and, when the turn was answered, its history
-pair. So the records and the history never disagree, and a crash leaves either all of a
-turn or none of it. Unknown token counts stay NULL, never 0.
+calls, the usage rows of its model calls, its share of the day's totals for /stats
+(`turn_totals_daily`) and, when the turn was answered, its history pair. So the records,
+the roll-up and the history never disagree, and a crash leaves either all of a turn or
+none of it. Unknown token counts stay NULL, never 0.
 
 The row types (`TurnRecord`, `AuditRecord`, `ModelCallRecord`, `AuditStatus`) live here,
 in the lowest layer, because they are what storage stores: tools and services build them
@@ -12,6 +13,7 @@ and import them from here, so no layer has to mirror another's types.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -67,6 +69,7 @@ class ModelCallRecord:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    cached_tokens: int | None = None  # part of prompt_tokens; None = not reported
     response_id: str | None = None
 
     @property
@@ -94,6 +97,7 @@ class TurnRecord:
     total_tokens: int | None
     prompt: str  # system prompt id@version
     request_key: str | None = None  # what the turn answered (e.g. "telegram:<update_id>")
+    cached_tokens: int | None = None  # cached input tokens (part of prompt_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +148,8 @@ class TurnRecorder:
             await conn.execute(
                 "INSERT INTO turns(id, session_id, chat_id, user_id, started_at, duration_ms, "
                 "status, stop_reason, error_code, model_steps, tool_calls, prompt_tokens, "
-                "completion_tokens, total_tokens, prompt, request_key) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "completion_tokens, total_tokens, prompt, request_key, cached_tokens) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     turn.id,
                     turn.session_id,
@@ -163,8 +167,10 @@ class TurnRecorder:
                     turn.total_tokens,
                     turn.prompt,
                     turn.request_key,
+                    turn.cached_tokens,
                 ),
             )
+            await _add_to_daily_totals(conn, turn)
             for audit in audit_records:
                 await _insert_audit(conn, audit, turn)
             for call in model_calls:
@@ -186,6 +192,42 @@ class TurnRecorder:
         """A model call outside a turn's transaction (the summarizer's)."""
         async with self._db.transaction() as conn:
             await _insert_model_call(conn, call, turn_id=turn_id, session_id=session_id)
+
+
+DAY_S = 86_400.0
+
+
+def day_of(started_at: float) -> float:
+    """The UTC midnight (unix seconds) of the day `started_at` falls in."""
+    return math.floor(started_at / DAY_S) * DAY_S
+
+
+async def _add_to_daily_totals(conn: aiosqlite.Connection, turn: TurnRecord) -> None:
+    """The turn's share of `turn_totals_daily`, in the turn's own transaction (/stats)."""
+    known = turn.prompt_tokens is not None and turn.completion_tokens is not None
+    await conn.execute(
+        "INSERT INTO turn_totals_daily (day, turns, model_steps, max_model_steps, tool_calls,"
+        " prompt_tokens, completion_tokens, cached_tokens, usage_unknown)"
+        " VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(day) DO UPDATE SET turns = turns + 1,"
+        " model_steps = model_steps + excluded.model_steps,"
+        " max_model_steps = MAX(max_model_steps, excluded.max_model_steps),"
+        " tool_calls = tool_calls + excluded.tool_calls,"
+        " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+        " completion_tokens = completion_tokens + excluded.completion_tokens,"
+        " cached_tokens = cached_tokens + excluded.cached_tokens,"
+        " usage_unknown = usage_unknown + excluded.usage_unknown",
+        (
+            day_of(turn.started_at),
+            turn.model_steps,
+            turn.model_steps,
+            turn.tool_calls,
+            (turn.prompt_tokens or 0) if known else 0,
+            (turn.completion_tokens or 0) if known else 0,
+            (turn.cached_tokens or 0) if known else 0,
+            0 if known else 1,
+        ),
+    )
 
 
 async def _insert_audit(conn: aiosqlite.Connection, audit: AuditRecord, turn: TurnRecord) -> None:
@@ -218,8 +260,8 @@ async def _insert_model_call(
     await conn.execute(
         "INSERT INTO llm_calls(turn_id, session_id, purpose, requested_model, model, fallback, "
         "started_at, latency_ms, status, error_code, finish_reason, prompt_tokens, "
-        "completion_tokens, total_tokens, response_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "completion_tokens, total_tokens, response_id, cached_tokens) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             turn_id,
             session_id,
@@ -236,5 +278,6 @@ async def _insert_model_call(
             call.completion_tokens,
             call.total_tokens,
             call.response_id,
+            call.cached_tokens,
         ),
     )

@@ -10,7 +10,10 @@ history of millions of rows without pulling them into Python:
   a sort of the period's own index range (SORT_LIMIT decides);
 - distinct chats and users: a skip-scan (next id after the previous one, EXISTS in the
   period) on a long period instead of a DISTINCT sort, a plain DISTINCT on a short one;
-- turn failures are read from a partial index that holds only the unusual turns.
+- turn failures are read from a partial index that holds only the unusual turns;
+- turn totals (count, steps, tool calls, tokens) of whole UTC days come from the daily
+  roll-up `turn_totals_daily`, written in each turn's own transaction (so it cannot drift
+  from `turns`, crash or not); only the period's ragged first and last day are scanned.
 
 The indexes live at the end of `migrations/0002_conversations.sql`. `since=None` means
 "from the beginning". Percentiles use the nearest-rank definition: the value at rank
@@ -19,10 +22,12 @@ ceil(p·n) in ascending order, so they are always values that really occurred.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from storage.database import Database
-from storage.records import AuditStatus
+from storage.records import DAY_S, AuditStatus
 
 # The audit statuses a tool call can have (the CHECK constraint of tool_calls.status).
 TOOL_STATUSES: tuple[str, ...] = tuple(status.value for status in AuditStatus)
@@ -30,6 +35,9 @@ _NO_LOWER_BOUND = float("-inf")
 _NO_CODE = "unknown"  # key for a business error / rejection stored without a code
 # Up to this many rows in the period, sorting them beats walking a whole ordered index.
 SORT_LIMIT = 20_000
+# Periods spanning at least this many whole UTC days read turn totals from the daily
+# roll-up (`turn_totals_daily`); shorter ones scan their few turns directly.
+ROLLUP_MIN_DAYS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +97,39 @@ class TurnFigures:
     p95_ms: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # part of prompt_tokens, where the provider reported them
     usage_known: int = 0
     usage_unknown: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackFigures:
+    """Ratings of the answers given in the period (each answer once, its latest rating)."""
+
+    up: int = 0
+    down: int = 0
+
+    @property
+    def rated(self) -> int:
+        return self.up + self.down
+
+
+@dataclass(frozen=True, slots=True)
+class TokenFigures:
+    """Tokens of calls whose usage is known (`cached` is part of `prompt`)."""
+
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionBucket:
+    """Turns started inside chart bucket number `bucket`, and how many went unanswered."""
+
+    bucket: int
+    turns: int
+    not_answered: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +139,48 @@ class ModelFigures:
     fallback_answers: int = 0  # chat calls answered by a fallback model
     summaries_ok: int = 0
     summaries_failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Totals:
+    """Sums over turns (raw or rolled up by day); they add up across disjoint ranges."""
+
+    count: int = 0
+    model_steps: int = 0
+    max_model_steps: int | None = None
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_unknown: int = 0
+    cached_tokens: int = 0
+
+    @classmethod
+    def of(cls, row: Any) -> _Totals:
+        if row is None or not row[0]:
+            return cls()
+        return cls(
+            count=int(row[0]),
+            model_steps=int(row[1] or 0),
+            max_model_steps=None if row[2] is None else int(row[2]),
+            tool_calls=int(row[3] or 0),
+            prompt_tokens=int(row[4] or 0),
+            completion_tokens=int(row[5] or 0),
+            usage_unknown=int(row[6] or 0),
+            cached_tokens=int(row[7] or 0),
+        )
+
+    def __add__(self, other: _Totals) -> _Totals:
+        maxima = [m for m in (self.max_model_steps, other.max_model_steps) if m is not None]
+        return _Totals(
+            count=self.count + other.count,
+            model_steps=self.model_steps + other.model_steps,
+            max_model_steps=max(maxima) if maxima else None,
+            tool_calls=self.tool_calls + other.tool_calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            usage_unknown=self.usage_unknown + other.usage_unknown,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+        )
 
 
 def nearest_rank(percent: int, count: int) -> int:
@@ -238,21 +319,45 @@ class StatsRepository:
         )
         return None if row is None else float(row[0])
 
-    async def turn_figures(self, since: float | None, until: float) -> TurnFigures:
-        low = _NO_LOWER_BOUND if since is None else since
-        totals = await self._db.fetch_one(
+    async def _turn_totals(self, low: float, until: float) -> _Totals:
+        """The period's turn totals: whole UTC days from `turn_totals_daily`, the ragged
+        first and last day from the turns' covering index."""
+        first_day = low if low == _NO_LOWER_BOUND else math.ceil(low / DAY_S) * DAY_S
+        end_day = math.floor(until / DAY_S) * DAY_S
+        if end_day - first_day < ROLLUP_MIN_DAYS * DAY_S:
+            return await self._raw_totals(low, until)
+        row = await self._db.fetch_one(
+            "SELECT SUM(turns), SUM(model_steps), MAX(max_model_steps), SUM(tool_calls),"
+            " SUM(prompt_tokens), SUM(completion_tokens), SUM(usage_unknown), SUM(cached_tokens)"
+            " FROM turn_totals_daily WHERE day >= ? AND day < ?",
+            (first_day, end_day),
+        )
+        days = _Totals.of(row)
+        head = await self._raw_totals(low, first_day) if low < first_day else _Totals()
+        tail = await self._raw_totals(end_day, until)
+        return days + head + tail
+
+    async def _raw_totals(self, low: float, until: float) -> _Totals:
+        row = await self._db.fetch_one(
             """
             SELECT COUNT(*),
                    SUM(model_steps), MAX(model_steps), SUM(tool_calls),
                    SUM(prompt_tokens) FILTER (WHERE completion_tokens IS NOT NULL),
                    SUM(completion_tokens) FILTER (WHERE prompt_tokens IS NOT NULL),
-                   COUNT(*) FILTER (WHERE prompt_tokens IS NULL OR completion_tokens IS NULL)
+                   COUNT(*) FILTER (WHERE prompt_tokens IS NULL OR completion_tokens IS NULL),
+                   SUM(cached_tokens) FILTER (
+                     WHERE prompt_tokens IS NOT NULL AND completion_tokens IS NOT NULL)
             FROM turns WHERE started_at >= ? AND started_at < ?
             """,
             (low, until),
         )
-        count = int(totals[0]) if totals else 0
-        if not totals or count == 0:
+        return _Totals.of(row)
+
+    async def turn_figures(self, since: float | None, until: float) -> TurnFigures:
+        low = _NO_LOWER_BOUND if since is None else since
+        totals = await self._turn_totals(low, until)
+        count = totals.count
+        if count == 0:
             return TurnFigures()
         # Only unusual turns are in this partial index; the WHERE repeats its condition.
         unusual = await self._db.fetch_all(
@@ -278,7 +383,7 @@ class StatsRepository:
         completed = count - unusual_total
         if completed:
             answered_by = {"completed": completed, **answered_by}
-        unknown = int(totals[6])
+        unknown = totals.usage_unknown
         chats, users = await self._distinct_chats_and_users(low, until, count)
         return TurnFigures(
             count=count,
@@ -288,13 +393,14 @@ class StatsRepository:
             failed=sum(failed_by.values()),
             answered_by_stop_reason=dict(sorted(answered_by.items(), key=lambda kv: -kv[1])),
             failed_by_error=dict(sorted(failed_by.items(), key=lambda kv: -kv[1])),
-            model_steps_total=int(totals[1] or 0),
-            model_steps_max=None if totals[2] is None else int(totals[2]),
-            tool_calls_total=int(totals[3] or 0),
+            model_steps_total=totals.model_steps,
+            model_steps_max=totals.max_model_steps,
+            tool_calls_total=totals.tool_calls,
             p50_ms=await self._turn_duration_at(low, until, 50, count),
             p95_ms=await self._turn_duration_at(low, until, 95, count),
-            prompt_tokens=int(totals[4] or 0),
-            completion_tokens=int(totals[5] or 0),
+            prompt_tokens=totals.prompt_tokens,
+            completion_tokens=totals.completion_tokens,
+            cached_tokens=totals.cached_tokens,
             usage_known=count - unknown,
             usage_unknown=unknown,
         )
@@ -383,3 +489,59 @@ class StatsRepository:
             (low, until),
         )
         return int(row[0]) if row else 0
+
+    async def feedback_figures(self, since: float | None, until: float) -> FeedbackFigures:
+        """👍 and 👎 of the answers given in the period: two range counts on one index."""
+        low = _NO_LOWER_BOUND if since is None else since
+        rows = await self._db.fetch_all(
+            "SELECT rating, COUNT(*) FROM answer_feedback"
+            " WHERE answered_at >= ? AND answered_at < ? GROUP BY rating",
+            (low, until),
+        )
+        by_rating = {int(r[0]): int(r[1]) for r in rows}
+        return FeedbackFigures(up=by_rating.get(1, 0), down=by_rating.get(-1, 0))
+
+    async def summary_tokens(self, since: float | None, until: float) -> TokenFigures:
+        """Tokens of the conversation summaries made in the period (they cost too)."""
+        low = _NO_LOWER_BOUND if since is None else since
+        row = await self._db.fetch_one(
+            "SELECT SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens)"
+            " FROM llm_calls INDEXED BY llm_calls_stats_summary"
+            " WHERE purpose = 'summary' AND started_at >= ? AND started_at < ?"
+            " AND prompt_tokens IS NOT NULL AND completion_tokens IS NOT NULL",
+            (low, until),
+        )
+        if row is None:
+            return TokenFigures()
+        return TokenFigures(int(row[0] or 0), int(row[1] or 0), int(row[2] or 0))
+
+    async def question_buckets(
+        self, since: float | None, until: float, *, bucket_s: float, bucket_start: float
+    ) -> list[QuestionBucket]:
+        """Turns and unanswered turns per chart bucket (same buckets as `tool_usage`).
+
+        Each bucket is two range counts: all turns on the time index, the unanswered
+        (failed, refused or withheld) on the partial index of unusual turns.
+        """
+        if bucket_s <= 0:
+            raise ValueError("bucket_s must be positive")
+        low = _NO_LOWER_BOUND if since is None else since
+        rows = await self._db.fetch_all(
+            """
+            WITH RECURSIVE buckets(i, lo, hi) AS (
+              SELECT 0, MAX(?1, ?2), MIN(?1 + ?3, ?4)
+              UNION ALL
+              SELECT i + 1, hi, MIN(?1 + (i + 2) * ?3, ?4) FROM buckets WHERE hi < ?4
+            )
+            SELECT i,
+                   (SELECT COUNT(*) FROM turns AS t INDEXED BY turns_started_at
+                    WHERE t.started_at >= buckets.lo AND t.started_at < buckets.hi),
+                   (SELECT COUNT(*) FROM turns AS u
+                    WHERE (u.status <> 'answered' OR u.stop_reason IS NOT 'completed')
+                      AND (u.status = 'failed' OR u.stop_reason IN ('refused', 'withheld'))
+                      AND u.started_at >= buckets.lo AND u.started_at < buckets.hi)
+            FROM buckets
+            """,
+            (bucket_start, low, bucket_s, until),
+        )
+        return [QuestionBucket(int(r[0]), int(r[1]), int(r[2])) for r in rows if r[1]]

@@ -7,7 +7,9 @@ the picture from `bot.stats_view`, in the `language` `LanguageMiddleware` chose;
 module only sends them: the table as monospace text through the update's `outbox`
 (stored in the inbox before it is sent, like every answer), then the chart as a photo
 through the shared `sender` (paced, flood control honoured). The chart is drawn in a
-worker thread, and a drawing failure costs the photo, never the text.
+worker thread, in the admin's language, and a drawing failure costs the photo, never the
+text. `sections` are extra blocks of the owner's table (e.g. handoffs when configured),
+each a callable that returns its lines for a language.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from aiogram import Router
 from aiogram.filters import Command, CommandObject
@@ -27,19 +29,22 @@ from bot.handoff import HandoffDesk
 from bot.responder import Outbox
 from bot.sender import Sender
 from bot.stats_view.chart import render_chart
-from bot.stats_view.handoff import add_handoff_section
-from bot.stats_view.table import render_table
+from bot.stats_view.handoff import handoff_block
+from bot.stats_view.table import TableSection, render_table
 from bot.stats_view.wording import chart_caption, usage_hint
 from bot.texts import Language
 from services.stats import StatsReport, StatsService, StatsUsageError, handoff_stats
 
 logger = logging.getLogger(__name__)
 
-ChartRenderer = Callable[[StatsReport], bytes]
+ChartRenderer = Callable[[StatsReport, Language], bytes]
 
 
 def build_admin_router(
-    admin_ids: frozenset[int], *, chart_renderer: ChartRenderer = render_chart
+    admin_ids: frozenset[int],
+    *,
+    chart_renderer: ChartRenderer = render_chart,
+    sections: Sequence[TableSection] = (),
 ) -> Router:
     """`chart_renderer` is replaceable so tests can make the drawing fail."""
     router = Router(name="admin")
@@ -64,17 +69,25 @@ def build_admin_router(
             return
         report = await stats.report(period)
         chart: bytes | None = None
-        if report.tool_calls_total:  # nothing to draw otherwise; the table says 0
+        if report.turns.count or report.tool_calls_total:  # else nothing to draw
             try:
-                chart = await asyncio.to_thread(chart_renderer, report)
+                chart = await asyncio.to_thread(chart_renderer, report, language)
             except Exception:  # the table is still worth sending
                 logger.exception("stats chart rendering failed; sending the table only")
         caption = chart_caption(report, language)
-        table = render_table(report, language)
-        if handoff is not None:  # issue 16: its own section (bot/stats_view/handoff.py)
+        shown = list(sections)
+        if handoff is not None:  # handoffs, when configured (bot/stats_view/handoff.py)
             counts = await handoff.service.counts(report.period.since, report.period.until)
-            table = add_handoff_section(table, handoff_stats(counts), language)
-        await _send_report(outbox, sender, message.chat.id, table, chart, caption)
+            handoffs = handoff_stats(counts)
+            shown.append(lambda lang: handoff_block(handoffs, lang))
+        await _send_report(
+            outbox,
+            sender,
+            message.chat.id,
+            render_table(report, language, sections=shown),
+            chart,
+            caption,
+        )
 
     return router
 

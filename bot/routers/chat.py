@@ -18,7 +18,7 @@ from aiogram.types import Message
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.formatting import Rendered, messages_under_heading
 from bot.handoff import HandoffDesk
-from bot.keyboards import operator_keyboard, share_phone_keyboard
+from bot.keyboards import feedback_keyboard, operator_keyboard, share_phone_keyboard
 from bot.replies import customer_text
 from bot.responder import Outbox, Responder
 from bot.sender import ReplyMarkup
@@ -75,10 +75,18 @@ async def ask_model(
     )
 
 
-def _keyboard(texts: Texts, *, phone: bool, person: bool) -> ReplyMarkup | None:
+def _keyboard(
+    reply: TurnReply, texts: Texts, *, phone: bool, person: bool, feedback_buttons: bool
+) -> ReplyMarkup | None:
+    """One keyboard per message: the share button when offered, the "talk to a person"
+    button under an apology, else 👍/👎 under an AI answer (our own texts are not rated)."""
     if phone:
         return share_phone_keyboard(texts)
-    return operator_keyboard(texts) if person else None
+    if person:
+        return operator_keyboard(texts)
+    if feedback_buttons and reply.answered and reply.text:
+        return feedback_keyboard(reply.turn_id)
+    return None
 
 
 async def send_answer(
@@ -89,9 +97,11 @@ async def send_answer(
     *,
     language: str,
     handoff: HandoffDesk | None,
+    feedback_buttons: bool,
     heading: Rendered | None = None,
 ) -> None:
-    """The turn's answer in the customer's words; `heading` goes above it (what was heard)."""
+    """The turn's answer in the customer's words; `heading` goes above it (what was heard);
+    `feedback_buttons`: 👍/👎 under an AI answer (FEEDBACK_ENABLED), stored with it."""
     private = caller_of(message).private_chat
     # a lookup missed for a customer without a verified phone: offer the share button
     # (every miss alike, so it tells nothing about which orders exist); private only
@@ -105,7 +115,13 @@ async def send_answer(
     # the turn failed (the apology): a private chat may call a person with one button
     offer_person = reply.error_code is not None and begun is None and private
     body = f"{answer}\n\n{texts.phone_hint}" if offer else answer
-    markup = _keyboard(texts, phone=offer, person=offer_person and handoff is not None)
+    markup = _keyboard(
+        reply,
+        texts,
+        phone=offer,
+        person=offer_person and handoff is not None,
+        feedback_buttons=feedback_buttons,
+    )
     also = begun.parts if begun is not None else ()
     if heading is None:
         await outbox.send(body, turn_id=reply.turn_id, reply_markup=markup, also=also)
@@ -116,7 +132,8 @@ async def send_answer(
         await handoff.service.mark_briefed(begun.handoff)
 
 
-def build_chat_router() -> Router:
+def build_chat_router(*, feedback_buttons: bool = True) -> Router:
+    """`feedback_buttons`: 👍/👎 under each AI answer, stored with the answer."""
     router = Router(name="chat")
     router.message.filter(AddressedToBot())
 
@@ -145,7 +162,15 @@ def build_chat_router() -> Router:
             return
         async with responder.typing(message.chat.id):
             reply = await ask_model(message, text, chat_service, inbox_update_id)
-        await send_answer(message, reply, outbox, texts, language=language, handoff=handoff)
+        await send_answer(
+            message,
+            reply,
+            outbox,
+            texts,
+            language=language,
+            handoff=handoff,
+            feedback_buttons=feedback_buttons,
+        )
 
     @router.message()
     async def on_other(

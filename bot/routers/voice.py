@@ -121,7 +121,8 @@ def _unheard_text(heard: Heard, texts: Texts, max_seconds: int) -> str:
     return texts.voice_not_understood
 
 
-def build_voice_router() -> Router:
+def build_voice_router(*, feedback_buttons: bool = True) -> Router:
+    """`feedback_buttons`: 👍/👎 under the answer to a heard note, as under typed ones."""
     router = Router(name="voice")
     router.message.filter(AddressedToBot(), IsVoiceNote())
 
@@ -170,6 +171,7 @@ def build_voice_router() -> Router:
                 texts,
                 language=language,
                 handoff=handoff,
+                feedback_buttons=feedback_buttons,
                 heading=heading,
             )
         await voice.forget(note.update_id)

@@ -1,165 +1,176 @@
-"""The `/stats` chart: tool calls over the period, one panel per tool, stacked by status.
+"""The `/stats` chart: questions answered / not answered per hour or day, then tool calls.
 
 Drawn with Pillow rather than matplotlib: a few rectangles, lines and labels do not need
 a plotting stack, and Pillow imports in milliseconds with a few MB of memory where
 matplotlib (plus numpy) costs a second and tens of MB in a long-running bot. Rendering
 is CPU work: callers run `render_chart` in a worker thread (`asyncio.to_thread`).
-Labels are English and ASCII (tool and status names), which the bundled font covers;
-the title is the English photo caption (`bot.stats_view.wording`), period title included.
+
+Everything is in the admin's language, so the text is drawn with DejaVu Sans, shipped
+with the project (`fonts/DejaVuSans.ttf`, Bitstream Vera licence with public-domain
+DejaVu changes, `fonts/LICENSE-DejaVu.txt`): it covers Latin and Cyrillic, which
+Pillow's built-in font does not. Sizes are for a phone: Telegram shows the 1080-pixel
+picture about 360 points wide, so text is drawn at 26-40 px (9-13 pt on the screen).
+Times are in STATS_TIMEZONE. The first panel is the owner's question — were customers
+answered — and at most MAX_TOOL_PANELS tool panels follow (the rest summed into one).
 """
 
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime
+from datetime import datetime
+from functools import cache
+from importlib import resources
 
 from PIL import Image, ImageDraw, ImageFont
 
-from bot.stats_view.wording import chart_caption
+from bot.stats_view.wording import StatsWords, chart_caption, format_int, words_for
+from bot.texts import Language
 from services.stats import UNKNOWN_TOOLS, ChartData, StatsReport
-from storage.stats import TOOL_STATUSES
 
-WIDTH = 960
-MARGIN_LEFT = 64
-MARGIN_RIGHT = 24
-HEADER_H = 96
-PANEL_H = 170
-PLOT_H = 112
-MAX_PANELS = 6
-OTHER_TOOLS = "(other tools)"
-UNKNOWN_TOOLS_TITLE = "(unknown tools)"  # the panel of every tool name the model invented
+WIDTH = 1080
+MARGIN_LEFT = 96
+MARGIN_RIGHT = 28
+HEADER_H = 120
+PANEL_H = 330
+PLOT_H = 200
+MAX_TOOL_PANELS = 3
+OTHER_TOOLS = "(other tools)"  # key of the panel that sums the tools past the limit
+TITLE_SIZE, TEXT_SIZE, SMALL_SIZE = 40, 30, 26
+FONT_FILE = "DejaVuSans.ttf"
 BACKGROUND = (255, 255, 255)
 INK = (33, 33, 33)
-MUTED = (117, 117, 117)
+MUTED = (97, 97, 97)
 GRID = (224, 224, 224)
-STATUS_COLOURS: dict[str, tuple[int, int, int]] = {
-    "success": (67, 160, 71),
-    "business_error": (251, 192, 45),
-    "rejected": (142, 36, 170),
-    "timeout": (239, 108, 0),
-    "technical_error": (229, 57, 53),
-}
+GREEN, YELLOW, RED = (67, 160, 71), (251, 192, 45), (229, 57, 53)
+
+Series = list[tuple[str, tuple[int, ...], tuple[int, int, int]]]  # (label, counts, colour)
+Font = ImageFont.FreeTypeFont
 
 
-def render_chart(report: StatsReport) -> bytes:
-    """A PNG of the report's tool calls per time bucket (blocking; run it in a thread)."""
+@cache
+def font(size: int) -> Font:
+    """DejaVu Sans at `size` px from the package's own fonts folder."""
+    data = (resources.files("bot.stats_view") / "fonts" / FONT_FILE).read_bytes()
+    return ImageFont.truetype(io.BytesIO(data), size=size)
+
+
+def render_chart(report: StatsReport, language: Language = "en") -> bytes:
+    """A PNG of the report in `language` (blocking; run it in a thread)."""
+    w = words_for(language)
     chart = report.chart
-    panels = _panels(chart) if chart else []
-    height = HEADER_H + max(1, len(panels)) * PANEL_H + 12
+    panels = _panels(chart, w, language) if chart else []
+    height = HEADER_H + max(1, len(panels)) * PANEL_H + 16
     image = Image.new("RGB", (WIDTH, height), BACKGROUND)
     draw = ImageDraw.Draw(image)
-    title_font = _font(22)
-    font = _font(15)
-    small = _font(13)
-
-    draw.text((MARGIN_LEFT, 14), chart_caption(report, "en"), font=title_font, fill=INK)
-    draw.text((MARGIN_LEFT, 44), _range_text(report), font=small, fill=MUTED)
-    _legend(draw, font, y=68)
-
+    draw.text((MARGIN_LEFT, 18), chart_caption(report, language), font=font(TITLE_SIZE), fill=INK)
+    draw.text((MARGIN_LEFT, 72), _range_text(report), font=font(SMALL_SIZE), fill=MUTED)
     if chart is None or not panels:
-        draw.text(
-            (MARGIN_LEFT, HEADER_H + PANEL_H // 2 - 10),
-            "no tool calls in this period",
-            font=font,
-            fill=MUTED,
-        )
+        y = HEADER_H + PANEL_H // 2 - 16
+        draw.text((MARGIN_LEFT, y), w.chart_no_data, font=font(TEXT_SIZE), fill=MUTED)
     else:
-        for index, (tool, series) in enumerate(panels):
-            _panel(draw, chart, tool, series, top=HEADER_H + index * PANEL_H, fonts=(font, small))
-
+        for index, (title, series) in enumerate(panels):
+            _panel(draw, chart, title, series, top=HEADER_H + index * PANEL_H)
     out = io.BytesIO()
     image.save(out, format="PNG", optimize=True)
     return out.getvalue()
 
 
-def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    return ImageFont.load_default(size=size)
-
-
-def _panels(chart: ChartData) -> list[tuple[str, dict[str, tuple[int, ...]]]]:
-    """(tool, status -> counts) per panel; tools past MAX_PANELS are summed into one."""
+def _panels(chart: ChartData, w: StatsWords, lang: Language) -> list[tuple[str, Series]]:
+    """The questions panel, then a panel per busiest tool (done / said no / failed)."""
+    panels: list[tuple[str, Series]] = []
+    if chart.answered or chart.not_answered:
+        n = chart.bucket_count
+        panels.append(
+            (
+                w.chart_questions,
+                [
+                    (w.answered, _fit(chart.answered, n), GREEN),
+                    (w.not_answered, _fit(chart.not_answered, n), RED),
+                ],
+            )
+        )
     tools = list(chart.tools)
-    shown = tools if len(tools) <= MAX_PANELS else tools[: MAX_PANELS - 1]
-    panels = [(t, {s: chart.series(t, s) for s in TOOL_STATUSES}) for t in shown]
-    rest = tools[len(shown) :]
-    if rest:
-        summed = {
-            s: tuple(sum(v) for v in zip(*(chart.series(t, s) for t in rest), strict=True))
-            for s in TOOL_STATUSES
-        }
-        panels.append((OTHER_TOOLS, summed))
+    shown = tools if len(tools) <= MAX_TOOL_PANELS else tools[: MAX_TOOL_PANELS - 1]
+    groups = [(t, [t]) for t in shown]
+    if len(shown) < len(tools):
+        groups.append((OTHER_TOOLS, tools[len(shown) :]))
+    for key, members in groups:
+        series = _tool_series(chart, members, w)
+        calls = sum(sum(counts) for _, counts, _ in series)
+        name = {OTHER_TOOLS: w.chart_other_tools, UNKNOWN_TOOLS: w.chart_invented_tools}.get(
+            key, key
+        )
+        panels.append((w.chart_tools.format(tool=name, calls=format_int(calls, lang)), series))
     return panels
 
 
-def _legend(
-    draw: ImageDraw.ImageDraw, font: ImageFont.FreeTypeFont | ImageFont.ImageFont, y: int
-) -> None:
-    x = MARGIN_LEFT
-    for status in TOOL_STATUSES:
-        draw.rectangle((x, y + 3, x + 12, y + 15), fill=STATUS_COLOURS[status])
-        label = status.replace("_", " ")
-        draw.text((x + 18, y), label, font=font, fill=INK)
-        x += 18 + int(draw.textlength(label, font=font)) + 22
+def _fit(values: tuple[int, ...], n: int) -> tuple[int, ...]:
+    return values + (0,) * (n - len(values)) if len(values) < n else values[:n]
+
+
+def _tool_series(chart: ChartData, tools: list[str], w: StatsWords) -> Series:
+    def summed(statuses: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(
+            sum(chart.series(t, s)[i] for t in tools for s in statuses)
+            for i in range(chart.bucket_count)
+        )
+
+    return [
+        (w.done, summed(("success",)), GREEN),
+        (w.said_no, summed(("business_error",)), YELLOW),
+        (w.failed, summed(("rejected", "timeout", "technical_error")), RED),
+    ]
 
 
 def _panel(
-    draw: ImageDraw.ImageDraw,
-    chart: ChartData,
-    tool: str,
-    series: dict[str, tuple[int, ...]],
-    *,
-    top: int,
-    fonts: tuple[ImageFont.FreeTypeFont | ImageFont.ImageFont, ...],
+    draw: ImageDraw.ImageDraw, chart: ChartData, title: str, series: Series, *, top: int
 ) -> None:
-    font, small = fonts
-    n = chart.bucket_count
-    totals = [sum(series[s][i] for s in TOOL_STATUSES) for i in range(n)]
-    peak = max(totals) if totals else 0
-    draw.text((MARGIN_LEFT, top + 4), _panel_title(tool, sum(totals)), font=font, fill=INK)
+    """A title, a legend and stacked bars, one per bucket, with a few time labels."""
+    text, small = font(TEXT_SIZE), font(SMALL_SIZE)
+    draw.text((MARGIN_LEFT, top + 6), title, font=text, fill=INK)
+    x = MARGIN_LEFT
+    for label, _, colour in series:
+        draw.rectangle((x, top + 52, x + 22, top + 74), fill=colour)
+        draw.text((x + 30, top + 48), label, font=small, fill=INK)
+        x += 30 + int(draw.textlength(label, font=small)) + 30
 
-    plot_top = top + 28
+    n = chart.bucket_count
+    totals = [sum(counts[i] for _, counts, _ in series) for i in range(n)]
+    scale = max(max(totals, default=0), 1)
+    plot_top = top + 88
     plot_bottom = plot_top + PLOT_H
     left, right = MARGIN_LEFT, WIDTH - MARGIN_RIGHT
-    scale = max(peak, 1)
-    fractions = (0.0, 0.5, 1.0) if scale >= 4 else (0.0, 1.0)
-    for fraction in fractions:
+    for fraction in (0.0, 0.5, 1.0) if scale >= 4 else (0.0, 1.0):
         y = plot_bottom - round(fraction * PLOT_H)
-        draw.line((left, y, right, y), fill=GRID, width=1)
-        label = f"{round(fraction * scale):,}"
+        draw.line((left, y, right, y), fill=GRID, width=2)
+        label = format_int(round(fraction * scale), "en")
         width = draw.textlength(label, font=small)
-        draw.text((left - 8 - width, y - 8), label, font=small, fill=MUTED)
+        draw.text((left - 10 - width, y - 15), label, font=small, fill=MUTED)
 
     slot = (right - left) / n
-    bar = max(1.0, slot * 0.8)
+    bar = max(2.0, slot * 0.8)
     for i in range(n):
         x0 = left + i * slot + (slot - bar) / 2
         base = float(plot_bottom)
-        for status in TOOL_STATUSES:
-            value = series[status][i]
-            if not value:
+        for _, counts, colour in series:
+            if not counts[i]:
                 continue
-            h = value / scale * PLOT_H
+            h = counts[i] / scale * PLOT_H
             y0, y1 = round(base - h), round(base) - 1
             x1 = max(round(x0), round(x0 + bar) - 1)
             # a non-zero count is always at least one pixel high
-            draw.rectangle((round(x0), min(y0, y1), x1, y1), fill=STATUS_COLOURS[status])
+            draw.rectangle((round(x0), min(y0, y1), x1, y1), fill=colour)
             base -= h
 
-    step = max(1, round(n / 8))
+    step = max(1, round(n / 4))  # about four labels: each fits under its bars on a phone
     for i in range(0, n, step):
         label = _bucket_label(chart, i)
-        x = left + i * slot + slot / 2 - draw.textlength(label, font=small) / 2
-        draw.text((max(x, 2), plot_bottom + 6), label, font=small, fill=MUTED)
-
-
-def _panel_title(tool: str, calls: int) -> str:
-    """`get_order_status  (1,234 calls)`; the invented names' key gets a readable title."""
-    title = UNKNOWN_TOOLS_TITLE if tool == UNKNOWN_TOOLS else tool
-    return f"{title}  ({calls:,} {'call' if calls == 1 else 'calls'})"
+        centre = left + i * slot + slot / 2 - draw.textlength(label, font=small) / 2
+        draw.text((max(centre, 4.0), plot_bottom + 8), label, font=small, fill=MUTED)
 
 
 def _bucket_label(chart: ChartData, index: int) -> str:
-    start = datetime.fromtimestamp(chart.bucket_start + index * chart.bucket_s, UTC)
+    start = datetime.fromtimestamp(chart.bucket_start + index * chart.bucket_s, chart.timezone)
     if chart.bucket_s < 86400:
         return start.strftime("%d.%m %H:%M")
     if chart.bucket_count * chart.bucket_s > 360 * 86400:
@@ -168,8 +179,9 @@ def _bucket_label(chart: ChartData, index: int) -> str:
 
 
 def _range_text(report: StatsReport) -> str:
-    until = datetime.fromtimestamp(report.until, UTC)
+    until = datetime.fromtimestamp(report.until, report.timezone)
+    zone = until.tzname() or "UTC"
     if report.since is None:
-        return f"until {until:%Y-%m-%d %H:%M} UTC"
-    since = datetime.fromtimestamp(report.since, UTC)
-    return f"{since:%Y-%m-%d %H:%M} - {until:%Y-%m-%d %H:%M} UTC"
+        return f"… – {until:%Y-%m-%d %H:%M} {zone}"
+    since = datetime.fromtimestamp(report.since, report.timezone)
+    return f"{since:%Y-%m-%d %H:%M} – {until:%Y-%m-%d %H:%M} {zone}"

@@ -1,22 +1,16 @@
-"""The /stats section about handoffs to a person (issue 16), under the main table.
-
-Kept apart from `table.py` on purpose: it is drawn only when OPERATOR_CHAT_ID is set, and
-the owner's view of /stats is being rewritten in parallel (issue 18) — this is one block
-to fold into it.
-"""
+"""The /stats block about handoffs to a person (issue 16), shown when OPERATOR_CHAT_ID
+is set: the admin router passes it to `render_table` as an extra section."""
 
 from __future__ import annotations
 
+from bot.stats_view.table import kv
 from bot.stats_view.wording import format_decimal, format_int
 from bot.texts import Language
 from services.stats import HandoffStats
 
-_WIDTH = 34  # as bot/stats_view/table.py
-_MESSAGE_LIMIT = 4000  # as bot/stats_view/table.py
-
 _WORDS: dict[Language, dict[str, str]] = {
     "ru": {
-        "title": "Передано сотрудникам",
+        "title": "ПЕРЕДАНО СОТРУДНИКАМ",
         "command": "командой /operator",
         "button": "кнопкой",
         "model": "по решению ИИ",
@@ -27,7 +21,7 @@ _WORDS: dict[Language, dict[str, str]] = {
         "s": "с",
     },
     "en": {
-        "title": "Handed to a person",
+        "title": "HANDED TO A PERSON",
         "command": "by /operator",
         "button": "by the button",
         "model": "by the AI",
@@ -40,12 +34,6 @@ _WORDS: dict[Language, dict[str, str]] = {
 }
 
 
-def _line(label: str, value: str, indent: int = 1) -> str:
-    left = " " * indent + label
-    gap = _WIDTH - len(left) - len(value)
-    return left + " " * max(gap, 1) + value
-
-
 def _duration(seconds: float | None, w: dict[str, str], language: Language) -> str:
     if seconds is None:
         return "—"
@@ -54,25 +42,15 @@ def _duration(seconds: float | None, w: dict[str, str], language: Language) -> s
     return f"{format_decimal(seconds / 60, language, 1)} {w['min']}"
 
 
-def render_handoff_section(stats: HandoffStats, language: Language) -> str:
-    """Plain monospace lines, the width of the main table."""
+def handoff_block(stats: HandoffStats, language: Language) -> list[str]:
+    """The block's monospace lines, laid out like the rest of the owner's table."""
     w = _WORDS[language]
-    return "\n".join(
-        [
-            _line(w["title"], format_int(stats.started, language), indent=0),
-            _line(w["command"], format_int(stats.by_command, language)),
-            _line(w["button"], format_int(stats.by_button, language)),
-            _line(w["model"], format_int(stats.by_model, language)),
-            _line(w["open"], format_int(stats.open_now, language)),
-            _line(w["first_reply"], _duration(stats.first_reply_median_s, w, language)),
-            _line(w["closed"], format_int(stats.closed, language)),
-        ]
-    )
-
-
-def add_handoff_section(chunks: list[str], stats: HandoffStats, language: Language) -> list[str]:
-    """The table's messages with the section under the last one (or in its own)."""
-    section = render_handoff_section(stats, language)
-    if chunks and len(chunks[-1]) + 2 + len(section) <= _MESSAGE_LIMIT:
-        return [*chunks[:-1], f"{chunks[-1]}\n\n{section}"]
-    return [*chunks, section]
+    return [
+        kv(w["title"], format_int(stats.started, language), indent=0),
+        kv(w["command"], format_int(stats.by_command, language)),
+        kv(w["button"], format_int(stats.by_button, language)),
+        kv(w["model"], format_int(stats.by_model, language)),
+        kv(w["open"], format_int(stats.open_now, language)),
+        kv(w["first_reply"], _duration(stats.first_reply_median_s, w, language)),
+        kv(w["closed"], format_int(stats.closed, language)),
+    ]

@@ -1,73 +1,81 @@
 """The `/stats` report as a phone-sized monospace table, split into Telegram messages.
 
-About 34 characters wide so it fits a phone screen in a monospace block, in the admin's
-language, split under Telegram's 4096-character limit without cutting a tool's block in
-half. The text is plain; the admin router wraps each message in `<pre>`.
+The owner's view first: questions answered and not (with the reasons), satisfaction,
+any extra sections the bot shows (e.g. handoffs, when configured), the model's cost,
+then the tools for the curious. About 34 characters wide so it fits a phone screen in a
+monospace block, in the admin's language, times in STATS_TIMEZONE, split under
+Telegram's 4096-character limit without cutting a block in half. The text is plain; the
+admin router wraps each message in `<pre>`.
+
+Extra sections: `render_table(..., sections=[...])` takes callables that return a block
+of lines for a language (an empty list shows nothing), so a feature adds its numbers
+without this module knowing it.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from bot.stats_view.voice import voice_rows
-from bot.stats_view.wording import StatsWords, format_decimal, format_int, words_for
+from bot.stats_view.wording import (
+    StatsWords,
+    format_decimal,
+    format_int,
+    format_money,
+    words_for,
+)
 from bot.texts import Language
-from services.stats import UNKNOWN_TOOLS, StatsReport
-from storage.stats import ToolFigures
+from services.stats import Cost, StatsReport
+from storage.stats import FeedbackFigures, ToolFigures
 
 TABLE_WIDTH = 34  # characters that fit a phone screen in a monospace block
 MESSAGE_LIMIT = 4000  # Telegram allows 4096; a margin for the caller's wrapping
 
+TableSection = Callable[[Language], list[str]]
 
-def render_table(report: StatsReport, language: Language) -> list[str]:
+
+def render_table(
+    report: StatsReport, language: Language, *, sections: Sequence[TableSection] = ()
+) -> list[str]:
     """The report as plain monospace text, split into messages under the limit."""
     w = words_for(language)
     header = [f"/stats · {w.periods[report.period.key]}", _range_line(report)]
     if report.is_empty:
         return ["\n".join([*header, "", w.no_data])]
-    blocks: list[list[str]] = [header]
-    if report.tool_calls_total:
-        blocks.append([_kv(w.tool_calls, format_int(report.tool_calls_total, language), indent=0)])
-        for tool in report.tools:
-            blocks.append(_tool_block(tool, tool.tool_name, w, language))
-        if report.unknown_tools:
-            title = w.unknown_tools.format(n=report.unknown_tool_names)
-            blocks.append(_tool_block(report.unknown_tools, title, w, language))
-    else:
-        blocks.append([_kv(w.tool_calls, "0", indent=0)])
-    blocks.append(_turn_block(report, w, language))
-    if voice := [_kv(*row) for row in voice_rows(report.voice, language)]:
+    blocks: list[list[str]] = [
+        header,
+        questions_block(report, w, language),
+        satisfaction_block(report.feedback, report.questions.answered, w, language),
+    ]
+    blocks.extend(block for block in (section(language) for section in sections) if block)
+    if voice := [kv(*row) for row in voice_rows(report.voice, language)]:
         blocks.append(voice)
+    if report.cost is not None:
+        blocks.append(cost_block(report.cost, w, language))
+    if report.tool_calls_total:
+        blocks.append([kv(w.tools, format_int(report.tool_calls_total, language), indent=0)])
+        blocks.extend(_tool_block(tool, tool.tool_name, w, language) for tool in report.tools)
+        if report.unknown_tools:
+            title = w.invented_tools.format(n=report.unknown_tool_names)
+            calls = format_int(report.unknown_tools.calls, language)
+            blocks.append([kv(_clip(title), calls, indent=0)])
     return _pack(blocks, MESSAGE_LIMIT)
 
 
-def _share(part: int, whole: int, language: Language) -> str:
+def share(part: int, whole: int, language: Language) -> str:
+    """`93%`, or one decimal near the ends: never 100% or 0% for a share that is not."""
     if whole == 0:
         return ""
     pct = 100.0 * part / whole
     if part == whole or pct == 0:
         return f"{round(pct)}%"
-    # never show 100% or 0% for a share that is not complete or empty
+    if 1 <= pct <= 99:
+        return f"{round(pct)}%"
     return f"{format_decimal(min(max(pct, 0.1), 99.9), language, 1)}%"
 
 
-def _duration_pair(p50: float | None, p95: float | None, w: StatsWords, lang: Language) -> str:
-    """`34 / 133 ms`, `2.0 / 4.6 s`, or `850 ms / 1.2 s` when the units differ."""
-    if p50 is None or p95 is None:
-        return "—"
-
-    def one(value: float) -> tuple[str, str]:
-        if value < 1000:
-            return str(round(value)), w.ms
-        return format_decimal(value / 1000, lang, 1), w.s
-
-    (a, unit_a), (b, unit_b) = one(p50), one(p95)
-    if unit_a == unit_b:
-        return f"{a} / {b} {unit_a}"
-    return f"{a} {unit_a} / {b} {unit_b}"
-
-
-def _kv(label: str, value: str, indent: int = 1) -> str:
+def kv(label: str, value: str, indent: int = 1) -> str:
     """`label ... value` right-aligned to the table width; the value wins if space is short."""
     left = " " * indent + label
     gap = TABLE_WIDTH - len(left) - len(value)
@@ -76,68 +84,101 @@ def _kv(label: str, value: str, indent: int = 1) -> str:
     return f"{left} {value}"
 
 
+def questions_block(report: StatsReport, w: StatsWords, lang: Language) -> list[str]:
+    q = report.questions
+    lines = [kv(w.questions, format_int(q.asked, lang), indent=0)]
+    if not q.asked:
+        return lines
+    lines.append(
+        kv(w.answered, f"{format_int(q.answered, lang)}  {share(q.answered, q.asked, lang)}")
+    )
+    lines.append(kv(w.not_answered, format_int(q.not_answered_total, lang)))
+    for reason, n in q.not_answered.items():
+        lines.append(kv(w.reasons[reason], format_int(n, lang), indent=3))
+    lines.append(kv(w.customers, format_int(q.customers, lang)))
+    t = report.turns
+    if t.p50_ms is not None and t.p95_ms is not None:
+        lines.append(kv(w.reply_typical, _duration(t.p50_ms, w, lang)))
+        lines.append(kv(w.reply_slow, _duration(t.p95_ms, w, lang)))
+    return lines
+
+
+def satisfaction_block(
+    feedback: FeedbackFigures, answered: int, w: StatsWords, lang: Language
+) -> list[str]:
+    if not feedback.rated:
+        return [kv(w.satisfaction, "", indent=0).rstrip(), f" {w.no_ratings}"]
+    return [
+        kv(w.satisfaction, share(feedback.up, feedback.rated, lang), indent=0),
+        kv(w.helpful, format_int(feedback.up, lang)),
+        kv(w.not_helpful, format_int(feedback.down, lang)),
+        kv(
+            w.rated,
+            w.rated_value.format(
+                rated=format_int(feedback.rated, lang), answered=format_int(answered, lang)
+            ),
+        ),
+    ]
+
+
+def cost_block(cost: Cost, w: StatsWords, lang: Language) -> list[str]:
+    if cost.amount is None:
+        value = w.no_prices
+    else:
+        value = w.cost_value.format(amount=format_money(cost.amount, lang), currency=cost.currency)
+    lines = [kv(w.cost, value, indent=0)]
+    lines.append(kv(w.input_tokens, format_int(cost.tokens.prompt, lang)))
+    if cost.tokens.cached:
+        lines.append(kv(w.cached_tokens, format_int(cost.tokens.cached, lang), indent=3))
+    lines.append(kv(w.output_tokens, format_int(cost.tokens.completion, lang)))
+    if cost.uncounted_turns:
+        lines.append(
+            kv(w.uncounted, w.uncounted_value.format(n=format_int(cost.uncounted_turns, lang)))
+        )
+    return lines
+
+
+def _duration(value_ms: float, w: StatsWords, lang: Language) -> str:
+    if value_ms < 1000:
+        return f"{round(value_ms)} {w.ms}"
+    return f"{format_decimal(value_ms / 1000, lang, 1)} {w.s}"
+
+
+def _duration_pair(p50: float | None, p95: float | None, w: StatsWords, lang: Language) -> str:
+    """`34 / 133 ms`, `2.0 / 4.6 s`, or `850 ms / 1.2 s` when the units differ."""
+    if p50 is None or p95 is None:
+        return "—"
+    a, b = _duration(p50, w, lang).split(" "), _duration(p95, w, lang).split(" ")
+    if a[1] == b[1]:
+        return f"{a[0]} / {b[0]} {a[1]}"
+    return f"{' '.join(a)} / {' '.join(b)}"
+
+
 def _clip(text: str) -> str:
     return text if len(text) <= TABLE_WIDTH else text[: TABLE_WIDTH - 1] + "…"
 
 
 def _range_line(report: StatsReport) -> str:
-    until = datetime.fromtimestamp(report.until, UTC)
+    tz = report.timezone
+    until = datetime.fromtimestamp(report.until, tz)
+    zone = until.tzname() or "UTC"
     if report.since is None:
-        return f"… – {until:%d.%m %H:%M} UTC"
-    since = datetime.fromtimestamp(report.since, UTC)
-    same_year = since.year == until.year
-    fmt = "%d.%m %H:%M" if same_year else "%d.%m.%y %H:%M"
-    return f"{since.strftime(fmt)} – {until.strftime(fmt)} UTC"
+        return f"… – {until:%d.%m %H:%M} {zone}"
+    since = datetime.fromtimestamp(report.since, tz)
+    fmt = "%d.%m %H:%M" if since.year == until.year else "%d.%m.%y %H:%M"
+    return f"{since.strftime(fmt)} – {until.strftime(fmt)} {zone}"
 
 
 def _tool_block(tool: ToolFigures, title: str, w: StatsWords, lang: Language) -> list[str]:
-    def count(n: int) -> str:
-        return format_int(n, lang)
-
-    lines = [_clip(title), _kv(w.calls, count(tool.calls))]
-    if tool.tool_name != UNKNOWN_TOOLS:
-        share = _share(tool.success, tool.calls, lang)
-        lines.append(_kv(w.success, f"{count(tool.success)}  {share}".rstrip()))
-        lines.append(_kv(w.business, count(tool.business_error_total)))
-        lines.extend(_kv(code, count(n), indent=3) for code, n in tool.business_errors.items())
-    lines.append(_kv(w.rejected, count(tool.rejected_total)))
-    if tool.tool_name != UNKNOWN_TOOLS:
-        lines.extend(_kv(code, count(n), indent=3) for code, n in tool.rejected.items())
-        lines.append(_kv(w.timeouts, count(tool.timeouts)))
-        lines.append(_kv(w.technical, count(tool.technical_errors)))
-        lines.append(_kv(w.duration, _duration_pair(tool.p50_ms, tool.p95_ms, w, lang)))
-    return lines
-
-
-def _turn_block(report: StatsReport, w: StatsWords, lang: Language) -> list[str]:
-    t = report.turns
-    m = report.models
-
-    def count(n: int) -> str:
-        return format_int(n, lang)
-
-    lines = [_kv(w.turns_title, count(t.count), indent=0)]
-    if t.count:
-        lines.append(_kv(w.chats_users, f"{count(t.chats)} / {count(t.users)}"))
-        share = _share(t.answered, t.count, lang)
-        lines.append(_kv(w.answered, f"{count(t.answered)}  {share}".rstrip()))
-        for reason, n in t.answered_by_stop_reason.items():
-            lines.append(_kv(w.stop_reasons.get(reason, reason), count(n), indent=3))
-        lines.append(_kv(w.failed, count(t.failed)))
-        lines.extend(_kv(code, count(n), indent=3) for code, n in t.failed_by_error.items())
-        steps = report.model_steps_mean or 0.0
-        mean = format_decimal(steps, lang)
-        lines.append(_kv(w.steps, w.steps_value.format(mean=mean, max=t.model_steps_max or 0)))
-        lines.append(_kv(w.tools_per_turn, format_decimal(report.tool_calls_per_turn or 0.0, lang)))
-        lines.append(_kv(w.latency, _duration_pair(t.p50_ms, t.p95_ms, w, lang)))
-        lines.append(_kv(w.prompt_tokens, count(t.prompt_tokens)))
-        lines.append(_kv(w.completion_tokens, count(t.completion_tokens)))
-        lines.append(_kv(w.usage_unknown, w.usage_unknown_value.format(n=count(t.usage_unknown))))
-    lines.append(_kv(w.fallback, count(m.fallback_answers)))
-    summaries = w.summaries_value.format(ok=count(m.summaries_ok), failed=count(m.summaries_failed))
-    lines.append(_kv(w.summaries, summaries))
-    lines.append(_kv(w.resets, count(report.resets)))
-    return lines
+    failed = tool.rejected_total + tool.timeouts + tool.technical_errors
+    return [
+        _clip(title),
+        kv(w.calls, format_int(tool.calls, lang)),
+        kv(w.done, f"{format_int(tool.success, lang)}  {share(tool.success, tool.calls, lang)}"),
+        kv(w.said_no, format_int(tool.business_error_total, lang)),
+        kv(w.failed, format_int(failed, lang)),
+        kv(w.tool_time, _duration_pair(tool.p50_ms, tool.p95_ms, w, lang)),
+    ]
 
 
 def _pack(blocks: list[list[str]], limit: int) -> list[str]:

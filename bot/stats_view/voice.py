@@ -63,7 +63,6 @@ def voice_rows(voice: VoiceStats, language: Language) -> list[Row]:
     rows: list[Row] = [(w.title, count(voice.received), 0)]
     rows.append((w.transcribed, count(voice.transcribed), 1))
     rows.append((w.failed, count(voice.failed), 1))
-    rows.extend((code, count(n), 3) for code, n in sorted(voice.failed_by_error.items()))
     if voice.too_long:
         rows.append((w.too_long, count(voice.too_long), 1))
     if voice.off:

@@ -1,8 +1,10 @@
 """Every word of `/stats` in Russian and English, and how numbers are written in each.
 
-One typed table per language, like `bot.texts`: a missing word is an error at import
-time. The period titles live here once; the table header, the photo caption and the
-chart title all take them from here.
+Written for a shop owner reading on a phone: questions answered and not (by a reason in
+plain words), satisfaction, what the model cost, then the tools for the curious — no raw
+codes. One typed table per language, like `bot.texts`: a missing word is an error at
+import time. The period titles live here once; the table header, the photo caption and
+the chart title all take them from here.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.texts import Language
-from services.stats import StatsReport
+from services.stats import NOT_ANSWERED_REASONS, StatsReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,108 +20,159 @@ class StatsWords:
     periods: dict[str, str]  # period key ("24h", "7d", "30d", "all") -> its title
     no_data: str
     usage: str
-    chart_caption: str  # {period} {calls}
-    tool_calls: str
-    calls: str
-    success: str
-    business: str
-    rejected: str
-    timeouts: str
-    technical: str
-    duration: str
-    unknown_tools: str  # {n}
-    turns_title: str
-    turns: str
-    chats_users: str
+    chart_caption: str  # {period} {asked} {answered}
+    # questions
+    questions: str
     answered: str
+    not_answered: str
+    reasons: dict[str, str]  # NOT_ANSWERED_REASONS -> words
+    customers: str
+    reply_typical: str
+    reply_slow: str
+    # satisfaction
+    satisfaction: str
+    helpful: str
+    not_helpful: str
+    rated: str
+    rated_value: str  # {rated} {answered}
+    no_ratings: str
+    # cost
+    cost: str
+    cost_value: str  # {amount} {currency}
+    no_prices: str
+    input_tokens: str
+    cached_tokens: str
+    output_tokens: str
+    uncounted: str
+    uncounted_value: str  # {n}
+    # tools
+    tools: str
+    calls: str
+    done: str
+    said_no: str
     failed: str
-    steps: str
-    steps_value: str  # {mean} {max}
-    tools_per_turn: str
-    latency: str
-    prompt_tokens: str
-    completion_tokens: str
-    usage_unknown: str
-    usage_unknown_value: str  # {n}
-    fallback: str
-    summaries: str
-    summaries_value: str  # {ok} {failed}
-    resets: str
+    tool_time: str
+    invented_tools: str  # {n}
     ms: str
     s: str
-    stop_reasons: dict[str, str]
+    # chart
+    chart_questions: str
+    chart_tools: str  # {tool} {calls}
+    chart_other_tools: str
+    chart_invented_tools: str
+    chart_no_data: str
 
 
-EN = StatsWords(
-    periods={"24h": "last 24 hours", "7d": "last 7 days", "30d": "last 30 days", "all": "all time"},
-    no_data="No data for this period yet.",
-    usage="Usage: /stats [24h|7d|30d|all] (default 24h)",
-    chart_caption="Tool calls by status, {period}: {calls}",
-    tool_calls="TOOL CALLS",
-    calls="calls",
-    success="success",
-    business="business errors",
-    rejected="rejected",
-    timeouts="timeouts",
-    technical="technical errors",
-    duration="p50 / p95",
-    unknown_tools="unknown tool names: {n}",
-    turns_title="TURNS",
-    turns="turns",
-    chats_users="chats / users",
-    answered="answered",
-    failed="failed",
-    steps="model steps",
-    steps_value="{mean} avg, max {max}",
-    tools_per_turn="tool calls / turn",
-    latency="latency p50/p95",
-    prompt_tokens="prompt tokens",
-    completion_tokens="completion tokens",
-    usage_unknown="usage unknown",
-    usage_unknown_value="{n} turns",
-    fallback="fallback answers",
-    summaries="summaries",
-    summaries_value="{ok} ok, {failed} failed",
-    resets="/new resets",
-    ms="ms",
-    s="s",
-    stop_reasons={},
+def _check_reasons(words: StatsWords) -> StatsWords:
+    if set(words.reasons) != set(NOT_ANSWERED_REASONS):
+        raise ValueError("every reason a question goes unanswered needs its words")
+    return words
+
+
+EN = _check_reasons(
+    StatsWords(
+        periods={
+            "24h": "last 24 hours",
+            "7d": "last 7 days",
+            "30d": "last 30 days",
+            "all": "all time",
+        },
+        no_data="No data for this period yet.",
+        usage="Usage: /stats [24h|7d|30d|all] (default 24h)",
+        chart_caption="Questions, {period}: {asked}, answered {answered}",
+        questions="QUESTIONS",
+        answered="answered",
+        not_answered="not answered",
+        reasons={
+            "unavailable": "AI service was down",
+            "declined": "declined, off-topic",
+            "failure": "technical failure",
+        },
+        customers="customers",
+        reply_typical="typical reply time",
+        reply_slow="5% of replies over",
+        satisfaction="SATISFACTION",
+        helpful="helpful",
+        not_helpful="not helpful",
+        rated="rated answers",
+        rated_value="{rated} of {answered}",
+        no_ratings="no ratings yet",
+        cost="MODEL COST",
+        cost_value="≈ {amount} {currency}",
+        no_prices="prices not set",
+        input_tokens="input tokens",
+        cached_tokens="from cache",
+        output_tokens="output tokens",
+        uncounted="not counted",
+        uncounted_value="{n} questions",
+        tools="TOOLS, for the curious",
+        calls="calls",
+        done="done",
+        said_no="said no",
+        failed="failed",
+        tool_time="typical / slow",
+        invented_tools="made-up tool names: {n}",
+        ms="ms",
+        s="s",
+        chart_questions="Questions: answered / not answered",
+        chart_tools="{tool} — calls: {calls}",
+        chart_other_tools="other tools",
+        chart_invented_tools="made-up tool names",
+        chart_no_data="no questions in this period",
+    )
 )
 
-RU = StatsWords(
-    periods={"24h": "за 24 часа", "7d": "за 7 дней", "30d": "за 30 дней", "all": "за всё время"},
-    no_data="Пока нет данных за этот период.",
-    usage="Использование: /stats [24h|7d|30d|all] (по умолчанию 24h)",
-    chart_caption="Вызовы инструментов по статусам {period}: {calls}",
-    tool_calls="ВЫЗОВЫ ИНСТРУМЕНТОВ",
-    calls="вызовов",
-    success="успешно",
-    business="бизнес-ошибки",
-    rejected="отклонено",
-    timeouts="таймауты",
-    technical="тех. сбои",
-    duration="p50 / p95",
-    unknown_tools="неизвестные названия: {n}",
-    turns_title="ХОДЫ ДИАЛОГА",
-    turns="ходов",
-    chats_users="чатов / польз.",
-    answered="с ответом",
-    failed="сбои",
-    steps="шаги модели",
-    steps_value="{mean} ср., макс {max}",
-    tools_per_turn="инструм. на ход",
-    latency="время p50/p95",
-    prompt_tokens="токены запроса",
-    completion_tokens="токены ответа",
-    usage_unknown="токены неизвестны",
-    usage_unknown_value="{n} ход.",
-    fallback="ответы резервной",
-    summaries="сводки",
-    summaries_value="{ok} ок, {failed} сбой",
-    resets="сбросы /new",
-    ms="мс",
-    s="с",
-    stop_reasons={"completed": "завершён", "truncated": "обрезан", "refused": "отказ"},
+RU = _check_reasons(
+    StatsWords(
+        periods={
+            "24h": "за 24 часа",
+            "7d": "за 7 дней",
+            "30d": "за 30 дней",
+            "all": "за всё время",
+        },
+        no_data="Пока нет данных за этот период.",
+        usage="Использование: /stats [24h|7d|30d|all] (по умолчанию 24h)",
+        chart_caption="Вопросы {period}: {asked}, с ответом {answered}",
+        questions="ВОПРОСЫ",
+        answered="с ответом",
+        not_answered="без ответа",
+        reasons={
+            "unavailable": "ИИ-сервис недоступен",
+            "declined": "отказ, не по теме",
+            "failure": "технический сбой",
+        },
+        customers="покупателей",
+        reply_typical="обычное время ответа",
+        reply_slow="5% ответов дольше",
+        satisfaction="ОЦЕНКИ",
+        helpful="полезно",
+        not_helpful="не помогло",
+        rated="оценено ответов",
+        rated_value="{rated} из {answered}",
+        no_ratings="оценок пока нет",
+        cost="СТОИМОСТЬ МОДЕЛИ",
+        cost_value="≈ {amount} {currency}",
+        no_prices="цены не заданы",
+        input_tokens="токены запросов",
+        cached_tokens="из кэша",
+        output_tokens="токены ответов",
+        uncounted="не учтено",
+        uncounted_value="{n} вопр.",
+        tools="ИНСТРУМЕНТЫ, подробности",
+        calls="вызовов",
+        done="выполнено",
+        said_no="отказ",
+        failed="сбой",
+        tool_time="обычно / долго",
+        invented_tools="выдуманные названия: {n}",
+        ms="мс",
+        s="с",
+        chart_questions="Вопросы: с ответом / без ответа",
+        chart_tools="{tool} — вызовов: {calls}",
+        chart_other_tools="другие инструменты",
+        chart_invented_tools="выдуманные названия",
+        chart_no_data="вопросов за этот период нет",
+    )
 )
 
 _BY_LANGUAGE: dict[Language, StatsWords] = {"ru": RU, "en": EN}
@@ -135,11 +188,13 @@ def usage_hint(language: Language) -> str:
 
 
 def chart_caption(report: StatsReport, language: Language) -> str:
-    """One line under the chart photo; the chart's own title is the English caption."""
+    """One line under the chart photo, and the chart's own title."""
     words = words_for(language)
+    questions = report.questions
     return words.chart_caption.format(
         period=words.periods[report.period.key],
-        calls=format_int(report.tool_calls_total, language),
+        asked=format_int(questions.asked, language),
+        answered=format_int(questions.answered, language),
     )
 
 
@@ -153,3 +208,12 @@ def format_decimal(value: float, language: Language, digits: int = 2) -> str:
     """`1.67` in English, `1,67` in Russian."""
     text = f"{value:.{digits}f}"
     return text.replace(".", ",") if language == "ru" else text
+
+
+def format_money(value: float, language: Language) -> str:
+    """Two decimals, or more significant digits for a sum under one cent."""
+    digits = 2 if value == 0 or value >= 0.01 else 4
+    text = f"{value:,.{digits}f}"
+    if language == "ru":
+        text = text.replace(",", " ").replace(".", ",")
+    return text

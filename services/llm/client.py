@@ -291,11 +291,19 @@ def _to_response(completion: Any, *, model: str, requested: str, latency: float)
         prompt_tokens=getattr(usage, "prompt_tokens", None),
         completion_tokens=getattr(usage, "completion_tokens", None),
         total_tokens=getattr(usage, "total_tokens", None),
+        cached_tokens=_cached_tokens(usage),
         response_id=completion.id or None,
         latency_ms=latency,
         requested_model=requested,
         raw_assistant_message=_assistant_message(message),
     )
+
+
+def _cached_tokens(usage: Any) -> int | None:
+    """`usage.prompt_tokens_details.cached_tokens` when the provider reports it."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    return cached if isinstance(cached, int) else None
 
 
 def _assistant_message(message: Any) -> Message:

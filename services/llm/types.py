@@ -24,6 +24,9 @@ class LLMResponse:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    # input tokens served from the provider's prompt cache (part of prompt_tokens);
+    # None when the provider does not report them
+    cached_tokens: int | None = None
     response_id: str | None = None
     latency_ms: float = 0.0
     requested_model: str | None = None  # the primary model; differs from `model` on fallback

@@ -158,8 +158,9 @@ async def test_operator_handoff_end_to_end(
     stats = await next_message(
         fake_telegram, ADMIN, message_update(ADMIN, text="/stats", language_code="en")
     )
-    assert "Handed to a person" in stats.plain_text
-    section = stats.plain_text.split("Handed to a person")[1].splitlines()
+    assert "HANDED TO A PERSON" in stats.plain_text
+    block = stats.plain_text.split("HANDED TO A PERSON")[1].split("\n\n")[0]
+    section = block.splitlines()
     lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in section[1:])
     assert section[0].strip() == "1"
     assert lines["by /operator"] == "1"

@@ -158,7 +158,8 @@ async def test_sharing_their_own_contact_shows_the_customer_their_phone_owned_or
     assert RU.phone_hint.strip("_") not in seen_text(found.text)
     # a miss by a customer WITH a verified phone offers nothing more
     other = await send(fake_telegram, CUSTOMER, message_update(CUSTOMER, text="Заказ 6109?"))
-    assert other.reply_markup is None
+    assert share_button(other) is None  # only the answer's 👍/👎 buttons
+    assert set(other.reply_markup or {}) <= {"inline_keyboard"}
 
     # the model never saw the number; nor did the logs
     for body in fake_openai.chat_requests:

@@ -96,6 +96,7 @@ def completion(
     finish_reason: str | None = None,
     refusal: str | None = None,
     usage: tuple[int, int] | None = (12, 7),
+    cached_tokens: int | None = None,
     model: str | None = None,
     id: str | None = None,
     hold: asyncio.Event | None = None,
@@ -129,6 +130,8 @@ def completion(
             "completion_tokens": done,
             "total_tokens": prompt + done,
         }
+        if cached_tokens is not None:  # the provider served part of the prompt from cache
+            body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     return FakeReply(body=body, hold=hold)
 
 

@@ -539,8 +539,24 @@ class FakeTelegramServer:
         self._notify()
         return _ok(True)
 
+
     async def _m_answercallbackquery(self, _p: dict[str, Any], _r: web.Request) -> web.Response:
-        return _ok(True)
+        return _ok(True)  # the call is recorded in `calls` (its text is what the user sees)
+
+    async def _m_editmessagereplymarkup(
+        self, params: dict[str, Any], _r: web.Request
+    ) -> web.Response:
+        chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
+        for index, sent in enumerate(self.messages):
+            if sent.chat_id == chat_id and sent.message_id == message_id:
+                markup = params.get("reply_markup")
+                new_params = {**sent.params, "reply_markup": markup}
+                self.messages[index] = SentMessage(
+                    sent.message_id, chat_id, sent.text, sent.parse_mode, new_params, sent.kind
+                )
+                self._notify()
+                return _ok(True)
+        return _error(400, "Bad Request: message to edit not found")
 
     async def _m_setmycommands(self, _p: dict[str, Any], _r: web.Request) -> web.Response:
         return _ok(True)
@@ -741,32 +757,34 @@ def callback_update(
     chat_id: int,
     data: str,
     *,
+    message_id: int = 1,
     user_id: int | None = None,
     language_code: str | None = "ru",
     chat_type: str | None = None,
+    update_id: int | None = None,
 ) -> dict[str, Any]:
-    """A press of an inline button under one of the bot's messages in `chat_id`."""
-    uid = next(_update_ids)
+    """A press of an inline button under the bot's message `message_id` in `chat_id`;
+    `data` is whatever the (possibly forged) client sends."""
+    uid = next(_update_ids) if update_id is None else update_id
     kind = chat_type or ("private" if chat_id > 0 else "group")
     chat: dict[str, Any] = {"id": chat_id, "type": kind}
     if kind != "private":
         chat["title"] = "Test group"
-    return {
-        "update_id": uid,
-        "callback_query": {
-            "id": f"cb{uid}",
-            "from": _user(user_id if user_id is not None else abs(chat_id), language_code),
-            "chat_instance": "ci1",
-            "data": data,
-            "message": {
-                "message_id": 1,
-                "date": int(time.time()),
-                "chat": chat,
-                "from": {k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")},
-                "text": "earlier answer",
-            },
-        },
+    message = {
+        "message_id": message_id,
+        "date": int(time.time()),
+        "chat": chat,
+        "from": {k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")},
+        "text": "an answer",
     }
+    query = {
+        "id": f"cq-{uid}",
+        "from": _user(user_id if user_id is not None else abs(chat_id), language_code),
+        "chat_instance": f"ci-{chat_id}",
+        "message": message,
+        "data": data,
+    }
+    return {"update_id": uid, "callback_query": query}
 
 
 def edited_message_update(chat_id: int, text: str, **kwargs: Any) -> dict[str, Any]:

@@ -99,9 +99,9 @@ async def test_admin_gets_the_table_and_the_chart(
     assert table.parse_mode == "HTML" and table.text.startswith("<pre>")
     assert "/stats · last 24 hours" in table.plain_text
     assert "get_order_status" in table.plain_text
-    assert "TURNS" in table.plain_text
+    assert "QUESTIONS" in table.plain_text
     photo = photos[0]
-    assert photo.text.startswith("Tool calls by status, last 24 hours: ")
+    assert photo.text.startswith("Questions, last 24 hours: ")
     assert "\n" not in photo.text  # a one-line caption
     reference = photo.params["photo"]  # aiogram uploads the file as a form part
     assert reference.startswith("attach://")
@@ -124,7 +124,7 @@ async def test_admin_gets_russian_for_a_russian_client(
     [table] = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "text"]
     [photo] = [m for m in fake_telegram.messages_to(ADMIN) if m.kind == "photo"]
     assert "/stats · за 24 часа" in table.plain_text
-    assert photo.text.startswith("Вызовы инструментов по статусам за 24 часа: ")
+    assert photo.text.startswith("Вопросы за 24 часа: ")
 
 
 async def test_admin_gets_english_for_a_regional_english_client(
@@ -189,7 +189,7 @@ async def test_chart_failure_still_sends_the_table(
 ):
     await _seed(db)
 
-    def broken(report: StatsReport) -> bytes:
+    def broken(report: StatsReport, language: str) -> bytes:
         raise RuntimeError("font missing")
 
     with caplog.at_level(logging.ERROR, logger="bot.routers.admin"):

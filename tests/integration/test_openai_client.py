@@ -367,3 +367,15 @@ async def test_sdk_request_options_and_http_hooks_see_the_real_request(
     [on_http] = seen_on_http
     _assert_is_the_whole_request(on_http, expected)
     _assert_is_the_whole_request(fake_openai.requests[0], expected)
+
+
+async def test_cached_input_tokens_are_read_when_the_provider_reports_them(
+    fake_openai: FakeOpenAIServer, client: OpenAIChatModel
+) -> None:
+    fake_openai.handler = lambda body: completion(text="ok", usage=(1000, 20), cached_tokens=768)
+    reported = await client.complete_text(USER)
+    fake_openai.handler = lambda body: completion(text="ok", usage=(1000, 20))
+    silent = await client.complete_text(USER)
+
+    assert (reported.prompt_tokens, reported.cached_tokens) == (1000, 768)
+    assert silent.cached_tokens is None

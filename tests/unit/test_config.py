@@ -264,3 +264,32 @@ def test_operator_hours_shape_is_checked(monkeypatch: pytest.MonkeyPatch) -> Non
     message = error_for(monkeypatch, OPERATOR_CHAT_ID="-100", OPERATOR_HOURS="9 to 6")
     assert "OPERATOR_HOURS: expected HH:MM-HH:MM" in message
     assert "OPERATOR_UTC_OFFSET" in error_for(monkeypatch, OPERATOR_UTC_OFFSET="15")
+
+
+def test_feedback_and_stats_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    defaults = make(monkeypatch)
+    assert defaults.feedback_enabled is True and defaults.stats_timezone == "UTC"
+    assert defaults.model_price_input_per_1m is None and defaults.model_price_currency == "USD"
+    settings = make(
+        monkeypatch,
+        FEEDBACK_ENABLED="false",
+        STATS_TIMEZONE="Europe/Moscow",
+        MODEL_PRICE_INPUT_PER_1M="0.15",
+        MODEL_PRICE_OUTPUT_PER_1M="0.6",
+        MODEL_PRICE_CACHED_INPUT_PER_1M="0.075",
+        MODEL_PRICE_CURRENCY="RUB",
+    )
+    assert settings.feedback_enabled is False and settings.stats_timezone == "Europe/Moscow"
+    assert (settings.model_price_input_per_1m, settings.model_price_output_per_1m) == (0.15, 0.6)
+    assert settings.model_price_cached_input_per_1m == 0.075
+    assert settings.model_price_currency == "RUB"
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "../etc/passwd", ""])
+def test_an_unknown_stats_timezone_is_named(monkeypatch: pytest.MonkeyPatch, zone: str) -> None:
+    message = error_for(monkeypatch, STATS_TIMEZONE=zone)
+    assert "STATS_TIMEZONE" in message and "IANA" in message
+
+
+def test_a_negative_price_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "MODEL_PRICE_INPUT_PER_1M" in error_for(monkeypatch, MODEL_PRICE_INPUT_PER_1M="-1")

@@ -1,18 +1,27 @@
-"""The `/stats` words and the phone-sized table, drawn from real reports on real SQLite."""
+"""The `/stats` words and the phone-sized owner's table, drawn from real reports on real
+SQLite: golden text in English and Russian."""
 
 from __future__ import annotations
 
 import dataclasses
+from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.stats_view.table import MESSAGE_LIMIT, TABLE_WIDTH, render_table
+from bot.stats_view.table import MESSAGE_LIMIT, TABLE_WIDTH, kv, render_table, share
 from bot.stats_view.wording import EN, RU, chart_caption, usage_hint
 from bot.texts import LANGUAGES, Language
-from services.stats import PERIOD_SECONDS, Period, StatsReport, StatsService
+from services.stats import (
+    NOT_ANSWERED_REASONS,
+    PERIOD_SECONDS,
+    Period,
+    Prices,
+    StatsReport,
+    StatsService,
+)
 from storage.database import Database
 from storage.stats import StatsRepository, ToolFigures
-from tests.unit.storage.test_stats import SINCE, UNTIL, _seed
+from tests.unit.storage.test_stats import SINCE, UNTIL, _seed, _seed_owner_figures
 
 NOW = 1_800_000_000.0
 
@@ -31,46 +40,162 @@ def test_usage_hint_names_every_period():
 def test_every_period_has_a_title_in_every_language():
     for words in (EN, RU):
         assert set(words.periods) == set(PERIOD_SECONDS)
+        assert set(words.reasons) == set(NOT_ANSWERED_REASONS)
         for field in dataclasses.fields(words):
-            value = getattr(words, field.name)
-            assert value or field.name == "stop_reasons", field.name
+            assert getattr(words, field.name), field.name
 
 
-async def test_table_in_english(db: Database):
+GOLDEN_EN = """\
+/stats · last 24 hours
+01.01 00:16 – 01.01 00:33 UTC
+
+QUESTIONS                        6
+ answered                   3  50%
+ not answered                    3
+   AI service was down           2
+   declined, off-topic           1
+ customers                       3
+ typical reply time         800 ms
+ 5% of replies over          3.0 s
+
+SATISFACTION                   67%
+ helpful                         2
+ not helpful                     1
+ rated answers              3 of 3
+
+MODEL COST              ≈ 0.13 USD
+ input tokens                  650
+   from cache                  140
+ output tokens                  65
+ not counted           3 questions
+
+TOOLS, for the curious          13
+
+get_order_status
+ calls                          10
+ done                       4  40%
+ said no                         3
+ failed                          3
+ typical / slow      50 ms / 5.0 s
+
+get_return_policy
+ calls                           1
+ done                      1  100%
+ said no                         0
+ failed                          0
+ typical / slow         15 / 15 ms
+
+made-up tool names: 1            2"""
+
+GOLDEN_RU = """\
+/stats · за 7 дней
+01.01 03:16 – 01.01 03:33 MSK
+
+ВОПРОСЫ                          6
+ с ответом                  3  50%
+ без ответа                      3
+   ИИ-сервис недоступен          2
+   отказ, не по теме             1
+ покупателей                     3
+ обычное время ответа       800 мс
+ 5% ответов дольше           3,0 с
+
+ОЦЕНКИ                         67%
+ полезно                         2
+ не помогло                      1
+ оценено ответов            3 из 3
+
+СТОИМОСТЬ МОДЕЛИ        ≈ 0,14 RUB
+ токены запросов               650
+   из кэша                     140
+ токены ответов                 65
+ не учтено                 3 вопр.
+
+ИНСТРУМЕНТЫ, подробности        13
+
+get_order_status
+ вызовов                        10
+ выполнено                  4  40%
+ отказ                           3
+ сбой                            3
+ обычно / долго      50 мс / 5,0 с
+
+get_return_policy
+ вызовов                         1
+ выполнено                 1  100%
+ отказ                           0
+ сбой                            0
+ обычно / долго         15 / 15 мс
+
+выдуманные названия: 1           2"""
+
+
+async def test_golden_table_in_english(db: Database):
+    """Owner's view first (questions, reasons, satisfaction, cost with cached input), then
+    the tools; prices per 1M tokens 150 in / 75 cached in / 600 out."""
+    await _seed(db)
+    await _seed_owner_figures(db)
+    service = StatsService(
+        StatsRepository(db), clock=lambda: UNTIL, prices=Prices(150.0, 600.0, 75.0)
+    )
+    report = await service.report(Period("24h", SINCE, UNTIL))
+    assert render_table(report, "en") == [GOLDEN_EN]
+    assert max(len(line) for line in GOLDEN_EN.splitlines()) <= TABLE_WIDTH
+
+
+async def test_golden_table_in_russian_in_the_stats_timezone(db: Database):
+    """Times in STATS_TIMEZONE (Moscow, UTC+3); cached input at the input price when no
+    cached price is set; the currency as configured."""
+    await _seed(db)
+    await _seed_owner_figures(db)
+    service = StatsService(
+        StatsRepository(db),
+        clock=lambda: UNTIL,
+        timezone=ZoneInfo("Europe/Moscow"),
+        prices=Prices(150.0, 600.0, None, "RUB"),
+    )
+    report = await service.report(Period("7d", SINCE, UNTIL))
+    assert render_table(report, "ru") == [GOLDEN_RU]
+    assert max(len(line) for line in GOLDEN_RU.splitlines()) <= TABLE_WIDTH
+
+
+async def test_without_prices_the_cost_says_so_and_still_counts_tokens(db: Database):
     await _seed(db)
     report = await _service(db).report(Period("24h", SINCE, UNTIL))
-    chunks = render_table(report, "en")
-    assert len(chunks) == 1
-    text = chunks[0]
-    lines = text.splitlines()
-    assert lines[0] == "/stats · last 24 hours"
-    assert max(len(line) for line in lines) <= TABLE_WIDTH
-    assert "get_order_status" in lines
-    row = {line.split("  ")[0].strip(): line.split()[-1] for line in lines if "  " in line}
-    assert row["TOOL CALLS"] == "13"
-    assert "rate_limited" in text and "invalid_arguments" in text
-    assert "50 ms / 5.0 s" in text  # p50 / p95 of get_order_status
-    assert "unknown tool names: 1" in text
-    assert "TURNS" in text and "turn_timeout" in text
-    assert "3 turns" in text  # usage unknown, never counted as zero tokens
-    assert "2 ok, 1 failed" in text
+    text = "\n".join(render_table(report, "en"))
+    assert kv("MODEL COST", "prices not set", indent=0) in text.splitlines()
+    assert kv("input tokens", "450") in text.splitlines()
+    assert "SATISFACTION" in text and " no ratings yet" in text.splitlines()
 
 
-async def test_table_in_russian(db: Database):
+async def test_extra_sections_come_after_satisfaction_and_empty_ones_show_nothing(
+    db: Database,
+):
     await _seed(db)
-    report = await _service(db).report(Period("7d", SINCE, UNTIL))
-    text = "\n".join(render_table(report, "ru"))
-    assert text.startswith("/stats · за 7 дней")
-    assert "ВЫЗОВЫ ИНСТРУМЕНТОВ" in text and "ХОДЫ ДИАЛОГА" in text
-    assert "сбросы /new" in text
-    assert max(len(line) for line in text.splitlines()) <= TABLE_WIDTH
+    report = await _service(db).report(Period("24h", SINCE, UNTIL))
+
+    def handoffs(language: Language) -> list[str]:
+        return ["HANDOFFS" if language == "en" else "ПЕРЕДАНО ЛЮДЯМ", " to a person    2"]
+
+    text = "\n".join(render_table(report, "en", sections=[handoffs, lambda _lang: []]))
+    assert text.index("SATISFACTION") < text.index("HANDOFFS") < text.index("MODEL COST")
+    assert "\n\n\n" not in text
 
 
 async def test_caption_is_one_line_with_the_period_title(db: Database):
     await _seed(db)
     report = await _service(db).report(Period("24h", SINCE, UNTIL))
-    assert chart_caption(report, "en") == "Tool calls by status, last 24 hours: 13"
-    assert chart_caption(report, "ru") == "Вызовы инструментов по статусам за 24 часа: 13"
+    assert chart_caption(report, "en") == "Questions, last 24 hours: 6, answered 3"
+    assert chart_caption(report, "ru") == "Вопросы за 24 часа: 6, с ответом 3"
+
+
+def test_no_raw_codes_in_the_owners_words():
+    for words in (EN, RU):
+        for field in dataclasses.fields(words):
+            value = getattr(words, field.name)
+            texts = value.values() if isinstance(value, dict) else [value]
+            for text in texts:
+                assert "_" not in text, (field.name, text)
 
 
 @pytest.mark.parametrize(
@@ -110,10 +235,10 @@ def test_long_tables_are_split_under_the_message_limit():
         assert joined.count(tool.tool_name) == 1
     # a tool's block is never cut in half between two messages
     for chunk in chunks:
-        assert chunk.count("p50 / p95") == chunk.count("tool_number_")
+        assert chunk.count("typical / slow") == chunk.count("tool_number_")
 
 
-async def test_a_period_with_only_resets_shows_them(db: Database):
+async def test_a_period_with_only_resets_has_nothing_for_the_owner(db: Database):
     async with db.transaction() as conn:
         await conn.execute(
             "INSERT INTO sessions (chat_id, opened_at, closed_at, close_reason)"
@@ -121,8 +246,8 @@ async def test_a_period_with_only_resets_shows_them(db: Database):
         )
     service = _service(db, now=100.0)
     report = await service.report(service.parse_period("all"))
-    text = "\n".join(render_table(report, "en"))
-    assert "/new resets" in text and "No data" not in text
+    assert report.is_empty
+    assert render_table(report, "en")[0].endswith("No data for this period yet.")
 
 
 def test_numbers_follow_the_language():
@@ -142,5 +267,11 @@ def test_numbers_follow_the_language():
     report = StatsReport(period=Period("all", None, NOW), since=0.0, until=NOW, tools=tools)
     english = "\n".join(render_table(report, "en"))
     russian = "\n".join(render_table(report, "ru"))
-    assert "12,345" in english and "97.2%" in english and "850 ms / 1.2 s" in english
-    assert "12 345" in russian and "97,2%" in russian and "850 мс / 1,2 с" in russian
+    assert "12,345" in english and "97%" in english and "850 ms / 1.2 s" in english
+    assert "12 345" in russian and "97%" in russian and "850 мс / 1,2 с" in russian
+
+
+def test_shares_near_the_ends_keep_a_decimal():
+    assert share(999, 1000, "en") == "99.9%" and share(1, 1000, "ru") == "0,1%"
+    assert share(1000, 1000, "en") == "100%" and share(0, 5, "en") == "0%"
+    assert share(1, 3, "en") == "33%"

@@ -200,3 +200,54 @@ async def test_empty_history(db: Database):
 )
 def test_nearest_rank(percent: int, count: int, rank: int):
     assert nearest_rank(percent, count) == rank
+
+
+async def _seed_owner_figures(db: Database) -> None:
+    """Ratings, cached tokens and summary tokens on top of `_seed`."""
+    async with db.transaction() as conn:
+        await conn.execute("UPDATE turns SET cached_tokens = 40 WHERE id = 't1'")
+        await conn.execute("UPDATE turns SET cached_tokens = 5 WHERE id = 't4'")  # usage unknown
+        await conn.executemany(
+            "INSERT INTO answer_feedback (turn_id, chat_id, user_id, rating, answered_at,"
+            " rated_at) VALUES (?, ?, ?, ?, ?, 5000.0)",
+            [
+                ("t1", 10, 10, 1, 1000.0),
+                ("t2", 10, 10, -1, 1500.0),
+                ("t4", 30, 31, 1, 1200.0),
+                ("out1", 10, 10, -1, 2000.0),  # an answer of the next period
+            ],
+        )
+        await conn.execute(
+            "UPDATE llm_calls SET prompt_tokens = 200, completion_tokens = 20, cached_tokens = 100"
+            " WHERE purpose = 'summary' AND started_at = 1300.0"
+        )
+        await conn.execute(
+            "UPDATE llm_calls SET prompt_tokens = 900, completion_tokens = 90"
+            " WHERE purpose = 'summary' AND started_at = 500.0"  # before the period
+        )
+
+
+async def test_feedback_counts_the_ratings_of_the_periods_answers(db: Database):
+    await _seed(db)
+    await _seed_owner_figures(db)
+    figures = await StatsRepository(db).feedback_figures(SINCE, UNTIL)
+    assert (figures.up, figures.down, figures.rated) == (2, 1, 3)
+    assert (await StatsRepository(db).feedback_figures(None, 3000.0)).down == 2
+
+
+async def test_cached_tokens_are_summed_where_usage_is_known(db: Database):
+    await _seed(db)
+    await _seed_owner_figures(db)
+    turns = await StatsRepository(db).turn_figures(SINCE, UNTIL)
+    assert turns.cached_tokens == 40  # t4's usage is incomplete, so it is not counted
+    summaries = await StatsRepository(db).summary_tokens(SINCE, UNTIL)
+    assert (summaries.prompt, summaries.completion, summaries.cached) == (200, 20, 100)
+
+
+async def test_question_buckets_count_turns_and_unanswered_ones(db: Database):
+    await _seed(db)
+    buckets = await StatsRepository(db).question_buckets(
+        SINCE, UNTIL, bucket_s=500.0, bucket_start=SINCE
+    )
+    # [1000,1500): t1, t4, t5 (failed), t6 (refused); [1500,2000): t2, t3 (failed)
+    assert [(b.bucket, b.turns, b.not_answered) for b in buckets] == [(0, 4, 2), (1, 2, 1)]
