@@ -135,3 +135,34 @@ async def test_feedback_enabled_false_sends_answers_without_buttons(
     answer = await ask(fake_telegram, CUSTOMER, "Where is my order 8041?")
     assert seen_text(answer.text) == "Your order is on its way."
     assert answer.reply_markup is None
+
+
+async def test_with_handoff_configured_a_thumbs_down_offers_a_person_who_then_gets_the_chat(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    operators = -1001500
+    fake_openai.handler = answer_model
+    fake_telegram.add_forum(operators)
+    await start_bot(OPERATOR_CHAT_ID=str(operators))
+
+    answer = await ask(fake_telegram, CUSTOMER, "Where is my order 8041?")
+    [[_, down]] = buttons(answer)
+    await press(fake_telegram, CUSTOMER, answer.message_id, down["callback_data"])
+    await fake_telegram.wait_until(
+        lambda: len(buttons(fake_telegram.messages_to(CUSTOMER)[-1])) == 2
+    )
+    [_, [person]] = buttons(fake_telegram.messages_to(CUSTOMER)[-1])
+    assert person == {"text": EN.operator_button, "callback_data": "handoff:start"}
+
+    # the customer presses it: the operators get a topic, the customer the notice
+    before = len(fake_telegram.messages_to(CUSTOMER))
+    fake_telegram.enqueue_update(
+        callback_update(CUSTOMER, "handoff:start", message_id=answer.message_id, language_code="en")
+    )
+    [notice] = (await fake_telegram.wait_for_messages(CUSTOMER, before + 1, within=WAIT_S))[
+        before:
+    ]
+    assert seen_text(notice.text) == EN.handoff_started
+    await fake_telegram.wait_until(lambda: any(key[0] == operators for key in fake_telegram.topics))
