@@ -44,6 +44,7 @@ from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefaul
 from aiohttp import web
 
 from bot.config import BotMode, Settings
+from bot.drafts import Drafts
 from bot.exit_codes import ExitCode
 from bot.filters import LanguageMiddleware
 from bot.health import Health, build_health_app
@@ -190,6 +191,7 @@ async def build_application(
         summary_max_tokens=settings.summary_max_tokens,
         max_concurrent_turns=settings.max_concurrent_turns,
         storage_retry=storage_retry,
+        draft_interval_s=settings.draft_interval_s,
     )
 
     bot = build_bot(settings)
@@ -198,6 +200,7 @@ async def build_application(
         per_chat_interval_s=settings.telegram_chat_interval_s,
         global_per_second=settings.telegram_global_sends_per_s,
     )
+    drafts = Drafts(sender, enabled=settings.stream_answers)
     inbox = InboxRepository(db)
     responder = Responder(
         inbox, sender, storage_retry=storage_retry, transient_failures=RETRYABLE_FAILURES
@@ -216,6 +219,7 @@ async def build_application(
         stats=StatsService(StatsRepository(db), clock=time.time),
         phones=PhoneVerification(shop, storage_retry=storage_retry),
         max_input_chars=settings.max_input_chars,
+        drafts=drafts,
     )
 
     intake = Intake(
@@ -223,6 +227,7 @@ async def build_application(
         process=UpdateProcessor(bot, dispatcher, responder),
         deliver=responder.deliver,
         storage_retry=storage_retry,
+        signal=drafts.signal,
     )
     health = Health(
         db=db,

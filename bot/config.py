@@ -137,6 +137,11 @@ class Settings(ShopSettings):
     telegram_global_sends_per_s: float = Field(default=25.0, gt=0, le=100_000)
     # Seconds between two messages to one chat (Telegram allows about one per second).
     telegram_chat_interval_s: float = Field(default=1.0, ge=0, le=60)
+    # Streamed answers in private chats (sendMessageDraft): "Thinking…" at once, then the
+    # answer as it is written, with a stop button. Off: typing indicator, whole answer.
+    stream_answers: bool = True
+    # Seconds between two draft updates in one chat (drafts are dropped under load).
+    draft_interval_s: float = Field(default=1.0, ge=0.05, le=60)
 
     # LLM
     openai_api_key: SecretStr

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from storage.stats import (
     ModelFigures,
@@ -66,6 +66,14 @@ class ChartData:
 
 
 @dataclass(frozen=True, slots=True)
+class StoppedFigures:
+    """Streamed answers the customer stopped (the stop button), issue 17's numbers."""
+
+    stopped: int = 0
+    with_text: int = 0  # the partial answer was sent; the others got the "stopped" note
+
+
+@dataclass(frozen=True, slots=True)
 class StatsReport:
     """Every figure of one `/stats` answer; the bot draws the table and the chart from it."""
 
@@ -79,6 +87,7 @@ class StatsReport:
     models: ModelFigures = field(default_factory=ModelFigures)
     resets: int = 0
     chart: ChartData | None = None
+    stopped: StoppedFigures = field(default_factory=StoppedFigures)
 
     @property
     def tool_calls_total(self) -> int:
@@ -129,6 +138,14 @@ class StatsService:
         turns = await self._repo.turn_figures(since, until)
         models = await self._repo.model_figures(since, until)
         resets = await self._repo.resets(since, until)
+        report = await self._report(period, turns, models, resets)
+        stopped = StoppedFigures(*await self._repo.stopped_turns(since, until))
+        return replace(report, stopped=stopped)
+
+    async def _report(
+        self, period: Period, turns: TurnFigures, models: ModelFigures, resets: int
+    ) -> StatsReport:
+        since, until = period.since, period.until
         # "all" starts at the first turn or tool call; the chart's buckets start there too
         start = since if since is not None else await self._repo.first_activity()
         if start is None or start >= until:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from bot.stats_view.streaming import stopped_block
 from bot.stats_view.wording import StatsWords, format_decimal, format_int, words_for
 from bot.texts import Language
 from services.stats import UNKNOWN_TOOLS, StatsReport
@@ -34,7 +35,7 @@ def render_table(report: StatsReport, language: Language) -> list[str]:
             blocks.append(_tool_block(report.unknown_tools, title, w, language))
     else:
         blocks.append([_kv(w.tool_calls, "0", indent=0)])
-    blocks.append(_turn_block(report, w, language))
+    blocks.append(_turn_block(report, w, language) + stopped_block(report, language))
     return _pack(blocks, MESSAGE_LIMIT)
 
 

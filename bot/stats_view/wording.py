@@ -119,7 +119,12 @@ RU = StatsWords(
     resets="сбросы /new",
     ms="мс",
     s="с",
-    stop_reasons={"completed": "завершён", "truncated": "обрезан", "refused": "отказ"},
+    stop_reasons={
+        "completed": "завершён",
+        "truncated": "обрезан",
+        "refused": "отказ",
+        "stopped": "остановлен",
+    },
 )
 
 _BY_LANGUAGE: dict[Language, StatsWords] = {"ru": RU, "en": EN}

@@ -23,6 +23,18 @@ Two choices keep a request cheap in CPU (measured in bench/, see docs/benchmarks
   already installed for aiogram). The default httpx pool scans every pooled
   connection on each request, which grows with the number of concurrent model calls.
   If the installed SDK has no aiohttp transport, the default client is used.
+
+Streaming (`stream_complete`, used for the steps whose text the customer may watch
+being written): the same body with `stream: true` and `stream_options.include_usage`,
+posted the same way and read as server-sent events (`AsyncStream[ChatCompletionChunk]`).
+Text deltas are joined and handed to a listener as they come; tool-call deltas are
+assembled by their `index` (id and name from the first delta, arguments concatenated);
+the usage comes from the final chunk (empty `choices`) where the provider sends it, else
+stays unknown. A provider that rejects the streamed request (HTTP 400 or 422: some do
+not stream, some reject `stream_options`) is asked again without streaming; if that
+works, streaming is off for the rest of the process (one WARNING). The assembled answer
+is the same `LLMResponse` a non-streamed request gives; provider-specific extras of the
+assistant message (reasoning fields) are not rebuilt from a stream.
 """
 
 from __future__ import annotations
@@ -33,8 +45,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import openai
-from openai import AsyncOpenAI, RequestOptions
-from openai.types.chat import ChatCompletion
+from openai import AsyncOpenAI, AsyncStream, RequestOptions
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from services.llm.errors import (
     LLMAuthenticationError,
@@ -44,7 +56,7 @@ from services.llm.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
-from services.llm.types import LLMResponse, Message, ModelCheck, ToolChoice
+from services.llm.types import LLMResponse, Message, ModelCheck, StepListener, ToolChoice
 from tools.base import ToolCall
 
 log = logging.getLogger(__name__)
@@ -77,6 +89,7 @@ class OpenAIChatModel:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         self._model = model
+        self._streaming = True  # until a provider refuses a streamed request
         self._chain: tuple[str, ...] = (model, *(m for m in fallback_models if m and m != model))
         self._client = AsyncOpenAI(
             api_key=api_key,
@@ -95,6 +108,11 @@ class OpenAIChatModel:
         """The primary model followed by the fallbacks, in the order they are tried."""
         return self._chain
 
+    @property
+    def streaming(self) -> bool:
+        """False once a provider refused a streamed request (then every step is whole)."""
+        return self._streaming
+
     async def complete(
         self,
         messages: Sequence[Message],
@@ -103,14 +121,21 @@ class OpenAIChatModel:
         tool_choice: ToolChoice | None = None,
         parallel_tool_calls: bool | None = None,
     ) -> LLMResponse:
-        params: dict[str, Any] = {"messages": list(messages)}
-        if tools:
-            params["tools"] = list(tools)
-            if tool_choice is not None:
-                params["tool_choice"] = tool_choice
-            if parallel_tool_calls is not None:
-                params["parallel_tool_calls"] = parallel_tool_calls
+        params = _chat_params(messages, tools, tool_choice, parallel_tool_calls)
         return await self._create_with_fallback(params)
+
+    async def stream_complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        listener: StepListener,
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> LLMResponse:
+        """Like `complete`, streamed: `listener` sees the text as it is generated."""
+        params = _chat_params(messages, tools, tool_choice, parallel_tool_calls)
+        return await self._create_with_fallback(params, listener=listener)
 
     async def complete_text(
         self, messages: Sequence[Message], *, max_tokens: int | None = None
@@ -147,12 +172,23 @@ class OpenAIChatModel:
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def _create_with_fallback(self, params: dict[str, Any]) -> LLMResponse:
+    async def _create_with_fallback(
+        self, params: dict[str, Any], *, listener: StepListener | None = None
+    ) -> LLMResponse:
         started = time.perf_counter()
         last_error: LLMError | None = None
         for index, model in enumerate(self._chain):
             try:
-                completion = await self._create(model, params)
+                if listener is not None and self._streaming:
+                    assembled = await self._stream_or_whole(model, params, listener)
+                    if isinstance(assembled, _StreamAssembly):
+                        latency_ms = (time.perf_counter() - started) * 1000
+                        return assembled.response(
+                            model=model, requested=self._model, latency=latency_ms
+                        )
+                    completion = assembled
+                else:
+                    completion = await self._create(model, params)
                 latency_ms = (time.perf_counter() - started) * 1000
                 return _to_response(
                     completion, model=model, requested=self._model, latency=latency_ms
@@ -181,6 +217,148 @@ class OpenAIChatModel:
             raise _translate(error, model) from error
         except openai.OpenAIError as error:  # e.g. a client-side configuration problem
             raise LLMError(f"LLM client error ({type(error).__name__})", model=model) from error
+
+    async def _stream_or_whole(
+        self, model: str, params: dict[str, Any], listener: StepListener
+    ) -> _StreamAssembly | ChatCompletion:
+        """The streamed answer; if the provider rejects streaming, the whole one."""
+        try:
+            return await self._stream(model, params, listener)
+        except LLMRequestRejected:
+            completion = await self._create(model, params)  # raises if that fails too
+            self._streaming = False
+            log.warning(
+                "model %s rejected a streamed request but answered a whole one; "
+                "streaming is off until restart",
+                model,
+            )
+            return completion
+
+    async def _stream(
+        self, model: str, params: dict[str, Any], listener: StepListener
+    ) -> _StreamAssembly:
+        body: dict[str, Any] = {
+            "model": model,
+            **params,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        assembly = _StreamAssembly(listener)
+        try:
+            stream = await self._client.post(
+                _COMPLETIONS_PATH,
+                body=body,
+                cast_to=ChatCompletion,
+                options=_request_options(),
+                stream=True,
+                stream_cls=AsyncStream[ChatCompletionChunk],
+            )
+            async with stream:
+                async for chunk in stream:
+                    assembly.add(chunk)
+        except openai.APIError as error:
+            raise _translate(error, model) from error
+        except openai.OpenAIError as error:
+            raise LLMError(f"LLM client error ({type(error).__name__})", model=model) from error
+        except Exception as error:  # broke off midway: the transport's own errors, bad JSON
+            raise LLMUnavailable(
+                f"model {model}: the stream broke off ({type(error).__name__})", model=model
+            ) from error
+        return assembly
+
+
+class _StreamAssembly:
+    """Joins the chunks of one streamed completion into what `_to_response` builds."""
+
+    def __init__(self, listener: StepListener) -> None:
+        self._listener = listener
+        self.id: str | None = None
+        self.text = ""
+        self.refusal = ""
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.seen_choice = False
+        # tool calls by their `index` in the stream: [id, name, argument pieces]
+        self._calls: dict[int, list[Any]] = {}
+
+    def add(self, chunk: ChatCompletionChunk) -> None:
+        self.id = self.id or chunk.id or None
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            self.seen_choice = True
+            if choice.finish_reason is not None:
+                self.finish_reason = choice.finish_reason
+            self._add_delta(choice.delta)
+
+    def _add_delta(self, delta: Any) -> None:
+        if delta.refusal:
+            self.refusal += delta.refusal
+        for call in delta.tool_calls or ():
+            entry = self._calls.get(call.index)
+            if entry is None:
+                entry = self._calls[call.index] = [None, None, []]
+                self._listener.on_tool_call()
+            function = call.function
+            entry[0] = entry[0] or call.id
+            if function is not None:
+                entry[1] = entry[1] or function.name
+                entry[2].append(function.arguments or "")
+        if delta.content:
+            self.text += delta.content
+            if not self._calls:
+                self._listener.on_text(self.text)
+
+    def response(self, *, model: str, requested: str, latency: float) -> LLMResponse:
+        if not self.seen_choice:
+            raise LLMUnavailable(f"model {model} returned no choices", model=model)
+        calls = tuple(
+            ToolCall(id=entry[0] or "", name=entry[1] or "", arguments="".join(entry[2]))
+            for _index, entry in sorted(self._calls.items())
+        )
+        raw: Message = {"role": "assistant", "content": self.text or None}
+        if calls:
+            raw["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in calls
+            ]
+        usage = self.usage
+        return LLMResponse(
+            text=self.text or None,
+            refusal=self.refusal or None,
+            tool_calls=calls,
+            model=model,
+            finish_reason=self.finish_reason,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            total_tokens=getattr(usage, "total_tokens", None),
+            response_id=self.id,
+            latency_ms=latency,
+            requested_model=requested,
+            raw_assistant_message=raw,
+        )
+
+
+def _chat_params(
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]] | None,
+    tool_choice: ToolChoice | None,
+    parallel_tool_calls: bool | None,
+) -> dict[str, Any]:
+    params: dict[str, Any] = {"messages": list(messages)}
+    if tools:
+        params["tools"] = list(tools)
+        if tool_choice is not None:
+            params["tool_choice"] = tool_choice
+        if parallel_tool_calls is not None:
+            params["parallel_tool_calls"] = parallel_tool_calls
+    return params
 
 
 def _offered(name: str, offered: set[str]) -> bool:

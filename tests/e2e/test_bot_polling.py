@@ -29,7 +29,7 @@ async def test_start_up_deletes_webhook_keeping_updates_and_sets_commands(
     delete = await fake_telegram.wait_for_call("deleteWebhook")
     assert delete.params.get("drop_pending_updates") in (None, False)
     poll = await fake_telegram.wait_for_call("getUpdates")
-    assert poll.params["allowed_updates"] == ["message"]
+    assert poll.params["allowed_updates"] == ["message", "stopped_message_generation"]
     # the menu is set in the background (it is optional); the admin's scope comes last
     await fake_telegram.wait_for_call(
         "setMyCommands",

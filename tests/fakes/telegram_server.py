@@ -7,6 +7,10 @@ long poll (`getUpdates` honours `offset` and `timeout`), and lets a test shape t
 answers of `sendMessage`: reject HTML parse mode, answer 429 with `retry_after`, or hold
 the request until the test releases it (to kill the bot at a precise moment).
 
+Drafts (`sendMessageDraft`, streamed answers) are recorded in `drafts`; set
+`draft_rejection` to 400 or 404 to answer them like a Bot API server without drafts.
+`stop_update(chat_id, draft_id)` builds the update a customer's stop press sends.
+
 Tests synchronise on conditions (`wait_for_messages`, `wait_for_call`, `Hold.arrived`),
 never on sleeps; every wait is bounded by a timeout.
 """
@@ -49,8 +53,12 @@ _JSON_FIELDS = frozenset(
         "caption_entities",
     }
 )
-_INT_FIELDS = frozenset({"offset", "limit", "timeout", "message_id", "reply_to_message_id"})
-_BOOL_FIELDS = frozenset({"drop_pending_updates", "disable_notification"})
+_INT_FIELDS = frozenset(
+    {"offset", "limit", "timeout", "message_id", "reply_to_message_id", "draft_id"}
+)
+_BOOL_FIELDS = frozenset(
+    {"drop_pending_updates", "disable_notification", "can_stop", "keep_on_stop"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +92,22 @@ class SentMessage:
         """What the customer reads: HTML tags removed and entities decoded."""
         if self.parse_mode != "HTML":
             return self.text
+        return html.unescape(re.sub(r"<[^>]+>", "", self.text))
+
+
+@dataclass(frozen=True, slots=True)
+class SentDraft:
+    """A draft the fake accepted: "" is the "Thinking…" placeholder."""
+
+    chat_id: int
+    draft_id: int
+    text: str
+    parse_mode: str | None
+    can_stop: bool
+    at: float
+
+    @property
+    def plain_text(self) -> str:
         return html.unescape(re.sub(r"<[^>]+>", "", self.text))
 
 
@@ -138,6 +162,8 @@ class FakeTelegramServer:
         self.webhook_url: str = ""
         self.webhook_secret: str | None = None
         self.reject_html = False
+        self.drafts: list[SentDraft] = []
+        self.draft_rejection: int | None = None  # 400 / 404: a server without drafts
         # what a request with another token gets: 401 (a revoked token) or 404, which is
         # what Telegram answers for the token of a deleted bot or a mangled one
         self.unknown_token_status = 401
@@ -320,6 +346,33 @@ class FakeTelegramServer:
             return _error(400, "Bad Request: can't parse entities: unsupported start tag")
         return _ok(self._accept(chat_id, str(params.get("text", "")), parse_mode, params))
 
+    async def _m_sendmessagedraft(
+        self, params: dict[str, Any], _request: web.Request
+    ) -> web.Response:
+        if self.draft_rejection == 404:
+            return _error(404, "Not Found: method not found")
+        if self.draft_rejection is not None:
+            return _error(self.draft_rejection, "Bad Request: method is not available")
+        chat_id = int(params["chat_id"])
+        if chat_id < 0:
+            return _error(400, "Bad Request: draft can be sent only to private chats")
+        text = str(params.get("text") or "")
+        self.drafts.append(
+            SentDraft(
+                chat_id=chat_id,
+                draft_id=int(params["draft_id"]),
+                text=text,
+                parse_mode=params.get("parse_mode"),
+                can_stop=bool(params.get("can_stop")),
+                at=time.time(),
+            )
+        )
+        self._notify()
+        return _ok(True)
+
+    def drafts_to(self, chat_id: int) -> list[SentDraft]:
+        return [d for d in self.drafts if d.chat_id == chat_id]
+
     async def _m_sendphoto(self, params: dict[str, Any], _request: web.Request) -> web.Response:
         chat_id = int(params["chat_id"])
         caption = str(params.get("caption", ""))
@@ -473,6 +526,15 @@ def sticker_update(chat_id: int, **kwargs: Any) -> dict[str, Any]:
         "emoji": "👍",
     }
     return message_update(chat_id, extra={"sticker": sticker}, **kwargs)
+
+
+def stop_update(chat_id: int, draft_id: int) -> dict[str, Any]:
+    """The update a customer's press on a draft's stop button sends."""
+    chat = {"id": chat_id, "type": "private" if chat_id > 0 else "group"}
+    return {
+        "update_id": next(_update_ids),
+        "stopped_message_generation": {"chat": chat, "draft_id": draft_id},
+    }
 
 
 def edited_message_update(chat_id: int, text: str, **kwargs: Any) -> dict[str, Any]:
