@@ -200,7 +200,9 @@ async def build_application(
         per_chat_interval_s=settings.telegram_chat_interval_s,
         global_per_second=settings.telegram_global_sends_per_s,
     )
-    drafts = Drafts(sender, enabled=settings.stream_answers)
+    drafts = Drafts(
+        sender, enabled=settings.stream_answers, max_busy_chats=settings.stream_max_chats
+    )
     inbox = InboxRepository(db)
     responder = Responder(
         inbox, sender, storage_retry=storage_retry, transient_failures=RETRYABLE_FAILURES
@@ -229,6 +231,7 @@ async def build_application(
         storage_retry=storage_retry,
         signal=drafts.signal,
     )
+    drafts.busy_chats = lambda: intake.busy_chats  # load: chats being answered right now
     health = Health(
         db=db,
         inbox=inbox,

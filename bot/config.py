@@ -142,6 +142,9 @@ class Settings(ShopSettings):
     stream_answers: bool = True
     # Seconds between two draft updates in one chat (drafts are dropped under load).
     draft_interval_s: float = Field(default=1.0, ge=0.05, le=60)
+    # Answers stream only while at most this many chats are being answered at once;
+    # beyond it: typing indicator and the whole answer (drafts are shed under load).
+    stream_max_chats: int = Field(default=100, ge=1, le=100_000)
 
     # LLM
     openai_api_key: SecretStr

@@ -18,6 +18,13 @@ rejected, a placeholder dropped) it shows the typing indicator instead, refreshe
 `Responder.typing`, and a draft that stays unchanged is shown again before Telegram
 lets it expire.
 
+Load: a streamed answer costs CPU for every token (the stream) and every draft (about
+25 ms more per 300-token answer than a whole one, measured in bench/streaming.py). So a
+new turn streams only while at most `max_busy_chats` chats are being answered at once
+(STREAM_MAX_CHATS, counted by the intake); beyond that it gets the typing indicator and
+the whole answer, as with streaming off — under load, drafts are the first thing
+dropped, before any answer is delayed.
+
 The draft id is the update id of the question (Telegram's ids are unique per bot),
 folded into a positive 31-bit number, so a stop press names the update it stops.
 """
@@ -27,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 from aiogram.enums import ChatAction
@@ -60,15 +67,36 @@ def draft_id_for(update_id: int) -> int:
 class Drafts:
     """Whether drafts are on, and which running turn each stop button belongs to."""
 
-    def __init__(self, sender: DraftSender, *, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        sender: DraftSender,
+        *,
+        enabled: bool = True,
+        max_busy_chats: int = 100,
+        busy_chats: Callable[[], int] | None = None,
+    ) -> None:
         self._sender = sender
         self._enabled = enabled
+        self._max_busy_chats = max_busy_chats
+        # chats being answered right now (the intake's workers); by default, the streams
+        self.busy_chats: Callable[[], int] = busy_chats or (lambda: len(self._stops))
         self._stops: dict[tuple[int, int], asyncio.Event] = {}
         self.stops_pressed = 0
+        self.streams_declined = 0  # turns answered whole because too many chats were busy
 
     @property
     def enabled(self) -> bool:
         return self._enabled
+
+    def can_stream(self) -> bool:
+        """Whether a new turn may stream now: drafts are on and at most `max_busy_chats`
+        chats (this one included) are being answered."""
+        if not self._enabled:
+            return False
+        if self.busy_chats() > self._max_busy_chats:
+            self.streams_declined += 1
+            return False
+        return True
 
     def disable(self) -> None:
         """The Bot API server rejected a draft: typing indicators from now on (logged once)."""

@@ -91,7 +91,7 @@ def build_chat_router() -> Router:
                 **streaming,
             )
 
-        if caller.private_chat and drafts is not None and drafts.enabled:
+        if caller.private_chat and drafts is not None and drafts.can_stream():
             async with drafts.stream(message.chat.id, inbox_update_id) as draft:
                 reply = await ask(drafts=draft, stop=draft.stop)
         else:

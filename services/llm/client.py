@@ -26,7 +26,8 @@ Two choices keep a request cheap in CPU (measured in bench/, see docs/benchmarks
 
 Streaming (`stream_complete`, used for the steps whose text the customer may watch
 being written): the same body with `stream: true` and `stream_options.include_usage`,
-posted the same way and read as server-sent events (`AsyncStream[ChatCompletionChunk]`).
+posted the same way and read as server-sent events, each chunk kept as its parsed JSON
+(not a typed `ChatCompletionChunk`: that is a pydantic model built for every token).
 Text deltas are joined and handed to a listener as they come; tool-call deltas are
 assembled by their `index` (id and name from the first delta, arguments concatenated);
 the usage comes from the final chunk (empty `choices`) where the provider sends it, else
@@ -46,7 +47,7 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI, AsyncStream, RequestOptions
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from services.llm.errors import (
     LLMAuthenticationError,
@@ -251,7 +252,7 @@ class OpenAIChatModel:
                 cast_to=ChatCompletion,
                 options=_request_options(),
                 stream=True,
-                stream_cls=AsyncStream[ChatCompletionChunk],
+                stream_cls=AsyncStream[object],  # chunks as parsed JSON, see `add`
             )
             async with stream:
                 async for chunk in stream:
@@ -281,33 +282,38 @@ class _StreamAssembly:
         # tool calls by their `index` in the stream: [id, name, argument pieces]
         self._calls: dict[int, list[Any]] = {}
 
-    def add(self, chunk: ChatCompletionChunk) -> None:
-        self.id = self.id or chunk.id or None
-        if chunk.usage is not None:
-            self.usage = chunk.usage
-        for choice in chunk.choices:
-            if choice.index != 0:
+    def add(self, chunk: Any) -> None:
+        """One chunk as the JSON object the provider sent (no model built per chunk: a
+        streamed answer is hundreds of chunks, and this runs for every one)."""
+        if not isinstance(chunk, dict):
+            raise ValueError("a stream chunk that is not a JSON object")
+        self.id = self.id or chunk.get("id") or None
+        if chunk.get("usage") is not None:
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
                 continue
             self.seen_choice = True
-            if choice.finish_reason is not None:
-                self.finish_reason = choice.finish_reason
-            self._add_delta(choice.delta)
+            if choice.get("finish_reason") is not None:
+                self.finish_reason = choice["finish_reason"]
+            self._add_delta(choice.get("delta") or {})
 
-    def _add_delta(self, delta: Any) -> None:
-        if delta.refusal:
-            self.refusal += delta.refusal
-        for call in delta.tool_calls or ():
-            entry = self._calls.get(call.index)
+    def _add_delta(self, delta: dict[str, Any]) -> None:
+        if delta.get("refusal"):
+            self.refusal += delta["refusal"]
+        for call in delta.get("tool_calls") or ():
+            index = call.get("index", 0)
+            entry = self._calls.get(index)
             if entry is None:
-                entry = self._calls[call.index] = [None, None, []]
+                entry = self._calls[index] = [None, None, []]
                 self._listener.on_tool_call()
-            function = call.function
-            entry[0] = entry[0] or call.id
-            if function is not None:
-                entry[1] = entry[1] or function.name
-                entry[2].append(function.arguments or "")
-        if delta.content:
-            self.text += delta.content
+            function = call.get("function") or {}
+            entry[0] = entry[0] or call.get("id")
+            entry[1] = entry[1] or function.get("name")
+            entry[2].append(function.get("arguments") or "")
+        content = delta.get("content")
+        if content:
+            self.text += content
             if not self._calls:
                 self._listener.on_text(self.text)
 
@@ -328,21 +334,25 @@ class _StreamAssembly:
                 }
                 for call in calls
             ]
-        usage = self.usage
+        usage = self.usage if isinstance(self.usage, dict) else {}
         return LLMResponse(
             text=self.text or None,
             refusal=self.refusal or None,
             tool_calls=calls,
             model=model,
             finish_reason=self.finish_reason,
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
-            total_tokens=getattr(usage, "total_tokens", None),
+            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+            completion_tokens=_int_or_none(usage.get("completion_tokens")),
+            total_tokens=_int_or_none(usage.get("total_tokens")),
             response_id=self.id,
             latency_ms=latency,
             requested_model=requested,
             raw_assistant_message=raw,
         )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _chat_params(

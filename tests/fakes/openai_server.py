@@ -35,7 +35,9 @@ and `server.first_token_ms` pace it like a real model; `completion(..., pause_af
 hold=event)` sends n words, then waits for the event (a turn in the middle of its
 answer); `server.refuse_streaming = True` answers streamed requests with 400 like a
 provider that does not stream. Process mode: `--tokens-per-s`, `--first-token-ms`, and
-`POST /_fake/config {"tokens_per_s": 50, "first_token_ms": 500}`.
+`POST /_fake/config {"tokens_per_s": 50, "first_token_ms": 500, "answer_words": 300}`
+(the bench: text answers padded to that many words; with a token rate, a request that
+is not streamed is answered whole after the same generation time).
 
 For the benchmark (bench/): `GET /_fake/timings?after=N` lists a light record per
 completion (arrival and answer times, the fake's own time in ms, whether tools were
@@ -368,6 +370,7 @@ class FakeOpenAIServer:
         self.stream_tokens_per_s = 0.0
         self.first_token_ms = 0.0
         self.refuse_streaming = False
+        self.answer_words = 0  # pad text answers to this many words (the bench)
         self._arrived: asyncio.Condition | None = None
         self._closing = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -478,28 +481,64 @@ class FakeOpenAIServer:
         if isinstance(reply.body, dict) and "choices" in reply.body:
             if reply.body.get("model") is None:
                 reply = replace(reply, body={**reply.body, "model": body.get("model")})
+            reply = self._padded(reply)
             if streamed and reply.status == 200:
                 return await self._stream(request, body, reply, arrived)
+            await self._generation_time(reply)
         self.timings.append(_timing(body, reply, arrived, time.time()))
         return _json_response(reply)
+
+    def _padded(self, reply: FakeReply) -> FakeReply:
+        """A text answer padded with filler words to `answer_words` (the bench)."""
+        if self.answer_words <= 0 or not isinstance(reply.body, dict):
+            return reply
+        message = (reply.body.get("choices") or [{}])[0].get("message") or {}
+        text = message.get("content")
+        if not isinstance(text, str) or message.get("tool_calls"):
+            return reply
+        missing = self.answer_words - len(text.split())
+        if missing <= 0:
+            return reply
+        padded = text + " " + " ".join(_FILLER[i % len(_FILLER)] for i in range(missing))
+        choice = {**reply.body["choices"][0], "message": {**message, "content": padded}}
+        return replace(reply, body={**reply.body, "choices": [choice]})
+
+    async def _generation_time(self, reply: FakeReply) -> None:
+        """A whole answer takes as long as streaming it would (when a rate is set)."""
+        if self.stream_tokens_per_s <= 0 or not isinstance(reply.body, dict):
+            return
+        message = (reply.body.get("choices") or [{}])[0].get("message") or {}
+        words = len(str(message.get("content") or "").split())
+        await asyncio.sleep(self.first_token_ms / 1000 + words / self.stream_tokens_per_s)
 
     async def _stream(
         self, request: web.Request, body: Body, reply: FakeReply, arrived: float
     ) -> web.StreamResponse:
-        """The reply as server-sent events, paced like a model (see the module docstring)."""
+        """The reply as server-sent events, paced like a model (see the module docstring).
+
+        Each word is due at first token + index / rate; words already due go out in one
+        write, so a loaded fake falls behind the schedule instead of piling up timers."""
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         delay = 1.0 / self.stream_tokens_per_s if self.stream_tokens_per_s > 0 else 0.0
-        if self.first_token_ms > 0:
-            await asyncio.sleep(self.first_token_ms / 1000)  # simulated time to first token
+        loop = asyncio.get_running_loop()
+        start = loop.time() + self.first_token_ms / 1000
+        pending: list[bytes] = []
         for index, chunk in enumerate(stream_chunks(reply.body, include_usage=include_usage)):
             if index == (reply.pause_after or -1) + 1 and reply.hold is not None:
+                await response.write(b"".join(pending))
+                pending.clear()
                 await _first_of(reply.hold, self._closing)
-            elif index > 0 and delay and chunk["choices"]:
-                await asyncio.sleep(delay)  # simulated generation rate
-            await response.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
+            due = start + max(0, index - 1) * delay
+            if due > loop.time():
+                if pending:
+                    await response.write(b"".join(pending))
+                    pending.clear()
+                await asyncio.sleep(due - loop.time())  # simulated generation time
+            pending.append(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+        pending.append(b"data: [DONE]\n\n")
+        await response.write(b"".join(pending))
         await response.write_eof()
         self.timings.append(_timing(body, reply, arrived, time.time()))
         return response
@@ -519,6 +558,8 @@ class FakeOpenAIServer:
             self.stream_tokens_per_s = float(payload["tokens_per_s"])
         if "first_token_ms" in payload:
             self.first_token_ms = float(payload["first_token_ms"])
+        if "answer_words" in payload:
+            self.answer_words = int(payload["answer_words"])
         return web.json_response({"ok": True, "latency_ms": self.latency_ms})
 
     async def _reset(self, request: web.Request) -> web.Response:
@@ -533,6 +574,9 @@ class FakeOpenAIServer:
         self._fail_status = int(payload.get("status", 500))
         self._fail_times = int(payload.get("times", 1))
         return web.json_response({"ok": True})
+
+
+_FILLER = ("и", "ещё", "немного", "подробностей", "о", "заказе", "доставке", "магазине")
 
 
 def stream_chunks(completion_body: Body, *, include_usage: bool = True) -> list[Body]:

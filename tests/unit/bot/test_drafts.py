@@ -220,3 +220,17 @@ def test_a_draft_that_leaks_is_never_shown_nor_any_after_it() -> None:
     relay.on_text("Hello SECRET and more")
     assert relay.leaked
     assert sink.shown == ["Hello", ""]  # back to the placeholder, the leak never shown
+
+
+async def test_under_load_a_turn_is_answered_whole() -> None:
+    busy = [1]
+    drafts = Drafts(FakeDraftSender([]), max_busy_chats=2, busy_chats=lambda: busy[0])
+    assert drafts.can_stream()
+    busy[0] = 2
+    assert drafts.can_stream()
+    busy[0] = 3  # a third chat being answered: no new turn streams
+    assert not drafts.can_stream()
+    assert drafts.streams_declined == 1
+    busy[0] = 1
+    assert drafts.can_stream()
+    assert not Drafts(FakeDraftSender([]), enabled=False).can_stream()
