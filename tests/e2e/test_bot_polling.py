@@ -74,7 +74,7 @@ async def test_order_question_gets_the_status_from_the_shop_data(
     database_path: Path,
 ) -> None:
     release = fake_openai.hold_answers()
-    await start_bot()
+    await start_bot(STREAM_ANSWERS="false")  # drafts: tests/e2e/test_streamed_answers.py
     fake_telegram.enqueue_update(
         message_update(CHAT, text="Где сейчас находится заказ 8041?", user_id=CHAT)
     )
