@@ -10,7 +10,10 @@ recording) with what a load driver needs on top, kept here so the test fake stay
 - `GET /_fake/messages?after=N&wait=S` returns the messages accepted from index N on,
   waiting up to S seconds for a new one (a long poll: the driver never spins);
 - `GET /_fake/calls?method=getUpdates` returns the times of one method's calls (the
-  bench reads the first `getUpdates` to time the start-up).
+  bench reads the first `getUpdates` to time the start-up);
+- `GET /_fake/signs?after=N` lists the visible signs of work from index N on: drafts
+  (`sendMessageDraft`, with whether they had text) and typing indicators, each with its
+  chat and time (the streaming scenario, bench/streaming.py).
 
     python -m bench.fake_telegram --port 0 --token 123456:TEST-TOKEN
 
@@ -46,6 +49,7 @@ class BenchTelegramServer(FakeTelegramServer):
         app.router.add_post("/_fake/updates", self._queue_updates)
         app.router.add_get("/_fake/messages", self._list_messages)
         app.router.add_get("/_fake/calls", self._list_calls)
+        app.router.add_get("/_fake/signs", self._list_signs)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, port)
@@ -88,6 +92,20 @@ class BenchTelegramServer(FakeTelegramServer):
         method = request.query.get("method", "")
         times = [call.at for call in self.calls_of(method)]
         return web.json_response({"ok": True, "result": times})
+
+    async def _list_signs(self, request: web.Request) -> web.Response:
+        after = int(request.query.get("after", "0"))
+        signs = [
+            {
+                "method": c.method,
+                "chat_id": c.params.get("chat_id"),
+                "text": bool(c.params.get("text")),
+                "at": c.at,
+            }
+            for c in self.calls
+            if c.method in ("sendMessageDraft", "sendChatAction")
+        ]
+        return web.json_response({"ok": True, "result": signs[after:]})
 
 
 async def _serve(host: str, port: int, token: str) -> None:

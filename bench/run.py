@@ -48,6 +48,7 @@ from bench.analysis import (
 )
 from bench.driver import Driver, Turn, closed_loop_chat, mixed_kinds
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
+from bench.streaming import phase_streaming, streaming_rows
 
 TOKEN = "123456:BENCH-TOKEN"
 WEBHOOK_SECRET = "bench-secret_0123456789"
@@ -665,6 +666,7 @@ PHASES: tuple[tuple[str, bool, Phase], ...] = (
     ("latency", False, _phase_latency),
     ("memory", False, _phase_memory),
     ("load", False, _phase_load),
+    ("streaming", False, phase_streaming),  # issue 17: --only streaming
 )
 
 
@@ -764,6 +766,7 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
         *_memory_rows(runs, plan),
         *_cost_rows(results, plan),
         *_startup_rows(runs),
+        *streaming_rows(runs, plan),
     ]
     return [
         {"target": target, "measured": measured, "pass": None if smoke else passed}

@@ -45,6 +45,7 @@ from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefaul
 from aiohttp import web
 
 from bot.config import BotMode, Settings
+from bot.drafts import Drafts
 from bot.exit_codes import ExitCode
 from bot.filters import LanguageMiddleware
 from bot.handoff import HandoffDesk, HandoffSetupError
@@ -256,6 +257,7 @@ async def build_application(
         summary_max_tokens=settings.summary_max_tokens,
         max_concurrent_turns=settings.max_concurrent_turns,
         storage_retry=storage_retry,
+        draft_interval_s=settings.draft_interval_s,
     )
 
     bot = build_bot(settings)
@@ -273,6 +275,9 @@ async def build_application(
         )
         if handoffs is not None and settings.operator_chat_id is not None
         else None
+    )
+    drafts = Drafts(
+        sender, enabled=settings.stream_answers, max_busy_chats=settings.stream_max_chats
     )
     inbox = InboxRepository(db)
     voice_notes = VoiceNoteRepository(db)
@@ -310,6 +315,7 @@ async def build_application(
         max_input_chars=settings.max_input_chars,
         voice=voice,
         **handoff_data,
+        drafts=drafts,
     )
 
     intake = Intake(
@@ -317,7 +323,9 @@ async def build_application(
         process=UpdateProcessor(bot, dispatcher, responder),
         deliver=responder.deliver,
         storage_retry=storage_retry,
+        signal=drafts.signal,
     )
+    drafts.busy_chats = lambda: intake.busy_chats  # load: chats being answered right now
     health = Health(
         db=db,
         inbox=inbox,

@@ -139,6 +139,14 @@ class Settings(ShopSettings):
     telegram_global_sends_per_s: float = Field(default=25.0, gt=0, le=100_000)
     # Seconds between two messages to one chat (Telegram allows about one per second).
     telegram_chat_interval_s: float = Field(default=1.0, ge=0, le=60)
+    # Streamed answers in private chats (sendMessageDraft): "Thinking…" at once, then the
+    # answer as it is written, with a stop button. Off: typing indicator, whole answer.
+    stream_answers: bool = True
+    # Seconds between two draft updates in one chat (drafts are dropped under load).
+    draft_interval_s: float = Field(default=1.0, ge=0.05, le=60)
+    # Answers stream only while at most this many chats are being answered at once;
+    # beyond it: typing indicator and the whole answer (drafts are shed under load).
+    stream_max_chats: int = Field(default=100, ge=1, le=100_000)
 
     # LLM
     openai_api_key: SecretStr

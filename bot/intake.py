@@ -25,6 +25,11 @@
    stays unwritable beyond the bound, one ERROR line names the update, it stays
    `pending`, and the chat takes no more updates in this run (they stay in the inbox,
    in order, for the next start); `stalled_chats` reports how many chats that affects.
+3a. Signals that cannot wait for their chat's queue: the `signal` hook sees each new
+   update right after it is stored, before it is queued. A stop press on a streamed
+   answer (bot/drafts.py) must reach the turn that is running in the same chat — which
+   the press would otherwise wait behind. The hook only sets a flag; the update itself
+   is still handled in order like any other.
 4a. `resume()` at start-up schedules every unfinished row left by a previous run.
 5. `drain()` at shutdown refuses new updates and waits (bounded) for running work;
    whatever is cancelled stays unfinished in the inbox for the next start.
@@ -53,6 +58,7 @@ from storage.inbox import (
 log = logging.getLogger(__name__)
 
 RowHandler = Callable[[InboxRow], Awaitable[None]]
+SignalHook = Callable[[dict[str, Any]], None]
 ChatKey = tuple[str, int]
 
 
@@ -95,8 +101,10 @@ class Intake:
         process: RowHandler,
         deliver: RowHandler,
         storage_retry: StorageRetry | None = None,
+        signal: SignalHook | None = None,
     ) -> None:
         self._inbox = inbox
+        self._signal = signal
         self._process = process
         self._deliver = deliver
         self._retry = storage_retry or StorageRetry()
@@ -141,6 +149,7 @@ class Intake:
         for update in described:
             if update.update_id in fresh:
                 fresh.discard(update.update_id)  # the same id twice in one batch: once
+                self._notify(update)
                 self._schedule(_chat_key(update.chat_id, update.update_id), update.update_id)
                 scheduled.append(update.update_id)
             elif store_error is None:
@@ -154,6 +163,14 @@ class Intake:
                     "update %s quarantined (%s): acknowledged, not processed", update_id, reason
                 )
         return scheduled
+
+    def _notify(self, update: NewUpdate) -> None:
+        if self._signal is None:
+            return
+        try:
+            self._signal(update.payload)
+        except Exception:  # a signal is best effort; the update is handled in order anyway
+            log.exception("signal hook failed on update %s", update.update_id)
 
     async def _record(
         self, updates: list[NewUpdate], poison: list[tuple[int, str]]

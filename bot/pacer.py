@@ -82,6 +82,19 @@ class Pacer:
             booked = self._next_in_chat.get(chat_id, made_at)
             self._book_chat(chat_id, max(booked, made_at + self._chat_interval_s))
 
+    async def try_request_turn(self) -> bool:
+        """Take the next global slot only if it is at most one slot away; otherwise take
+        nothing and return False. For requests that are dropped rather than queued
+        (drafts): they wait at most one slot and never move a chat's messages."""
+        now = self._clock()
+        if self._next_global_at - now > self._global_interval_s:
+            return False
+        at = max(now, self._next_global_at)
+        self._next_global_at = at + self._global_interval_s
+        if at > now:
+            await self._sleep(at - now)
+        return True
+
     def _book_chat(self, chat_id: ChatId, next_at: float) -> None:
         self._next_in_chat[chat_id] = next_at
         self._next_in_chat.move_to_end(chat_id)

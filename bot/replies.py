@@ -21,6 +21,8 @@ def customer_text(reply: TurnReply, texts: Texts) -> str:
         return texts.apology
     if reply.stop_reason is StopReason.REFUSED:
         return texts.refused
+    if reply.stop_reason is StopReason.STOPPED and not (reply.text or "").strip():
+        return texts.stopped  # stopped before any answer text was written
     if not reply.text or not reply.text.strip():
         return texts.apology
     return reply.text

@@ -43,9 +43,10 @@ OutcomeKind = Literal["delivered", "retry_after", "backoff", "unknown", "failed"
 AttemptError = TelegramAPIError | ClientDecodeError
 
 # Methods whose repetition creates a second visible message. Everything else the bot
-# calls (sendChatAction, setMyCommands, getMe, deleteWebhook, ...) is safe to repeat.
+# calls (sendChatAction, setMyCommands, getMe, deleteWebhook, ...) is safe to repeat;
+# so is a draft (sendMessageDraft), which replaces itself and leaves nothing in the chat.
 _MESSAGE_PREFIXES = ("send", "forward", "copy")
-_NOT_MESSAGES = frozenset({"sendChatAction"})
+_NOT_MESSAGES = frozenset({"sendChatAction", "sendMessageDraft"})
 
 # Fragments of Telegram's descriptions when it cannot parse the requested formatting,
 # e.g. "Bad Request: can't parse entities: Can't find end of the entity starting at ...".

@@ -16,7 +16,10 @@ anything: a chat's messages are already sequential when they get here (the intak
 one update of a chat at a time), so pacing is all a chat needs.
 
 Typing indicators are cosmetic: tried once, and skipped when the global queue is long,
-so they never delay an answer.
+so they never delay an answer. Drafts (`send_draft`, sendMessageDraft) are lower still:
+sent only when the global rate has a slot free within one slot's time, once, never
+retried and never queued behind other requests, and they do not move the chat's next
+message; under load they are simply dropped (the final answer is a normal message).
 
 A request that does not come through the sender — a handler calling `message.answer()`
 or `bot.send_message(...)` — is still paced: `Sender` installs `PacingMiddleware` on the
@@ -41,8 +44,22 @@ from aiogram.client.session.middlewares.base import (
     BaseRequestMiddleware,
     NextRequestMiddlewareType,
 )
-from aiogram.exceptions import ClientDecodeError, TelegramAPIError, TelegramNetworkError
-from aiogram.methods import CopyMessage, Response, SendMessage, SendPhoto, TelegramMethod
+from aiogram.exceptions import (
+    ClientDecodeError,
+    TelegramAPIError,
+    TelegramBadRequest,
+    TelegramNetworkError,
+    TelegramNotFound,
+    TelegramRetryAfter,
+)
+from aiogram.methods import (
+    CopyMessage,
+    Response,
+    SendMessage,
+    SendMessageDraft,
+    SendPhoto,
+    TelegramMethod,
+)
 from aiogram.methods.base import TelegramType
 from aiogram.types import (
     BufferedInputFile,
@@ -63,6 +80,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SendStatus = Literal["delivered", "unknown", "failed"]
+# shown; shed (no free slot, or flood control); rejected (the server refuses drafts: a
+# bad request or an unknown method); failed (anything else: network, 5xx, blocked, …)
+DraftStatus = Literal["shown", "shed", "rejected", "failed"]
 ReplyMarkup = InlineKeyboardMarkup | ReplyKeyboardMarkup | ReplyKeyboardRemove | ForceReply
 
 # Cosmetic calls (the typing indicator, refreshed every few seconds by the caller) must
@@ -244,6 +264,41 @@ class Sender:
         await self._pacer.chat_turn(chat_id)
         attempted = await self._attempt(method, chat_id, self._policy)
         return self._result(chat_id, "copyMessage", attempted)
+
+    async def send_draft(
+        self, chat_id: int, draft_id: int, text: str, *, parse_mode: str | None = None
+    ) -> DraftStatus:
+        """Show (or replace) the chat's draft `draft_id`; an empty text shows the
+        "Thinking…" placeholder. Lowest priority: see the module docstring."""
+        if not await self._pacer.try_request_turn():
+            return "shed"
+        method = SendMessageDraft(
+            chat_id=chat_id,
+            draft_id=draft_id,
+            text=text,
+            parse_mode=parse_mode if text else None,
+            can_stop=True,
+            keep_on_stop=True,
+        )
+        try:
+            with _through_sender():
+                await self._bot(method)
+        except TelegramRetryAfter:
+            return "shed"
+        except (TelegramBadRequest, TelegramNotFound) as error:
+            verdict = classify(error, method="sendMessageDraft", attempt=1, policy=self._policy)
+            if verdict.formatting_rejected:
+                return "failed"  # this text only; the next draft is formatted anew
+            logger.info(
+                "sendMessageDraft to chat %s refused: %s",
+                chat_id,
+                _describe(error, self._bot.token),
+            )
+            return "rejected"
+        except (TelegramAPIError, ClientDecodeError) as error:
+            logger.debug("sendMessageDraft to chat %s: %s", chat_id, type(error).__name__)
+            return "failed"
+        return "shown"
 
     async def call(self, method: TelegramMethod[T]) -> T:
         """Run any other Bot API method with the same flood-control and network handling.

@@ -56,6 +56,7 @@ class Texts:
     unknown_command: str
     temporarily_unavailable: str
     refused: str
+    stopped: str  # the customer stopped a streamed answer before any of it was written
     apology: str
     rate_limited_notice: str
     # phone-verified ownership (bot/routers/phone.py)
@@ -161,6 +162,7 @@ RU_TEMPLATES = Texts(
         "Сервис временно недоступен. Пожалуйста, попробуйте ещё раз через минуту."
     ),
     refused="Извините, с этим я помочь не могу. Спросите, пожалуйста, о заказе или возврате.",
+    stopped="Остановлено. Напишите, если нужна помощь.",
     apology="Извините, что-то пошло не так. Попробуйте, пожалуйста, ещё раз.",
     rate_limited_notice=(
         "Вы отправляете сообщения слишком часто, поэтому ответы приостановлены. "
@@ -266,6 +268,7 @@ EN_TEMPLATES = Texts(
         "The service is temporarily unavailable. Please try again in a minute."
     ),
     refused="Sorry, I can't help with that. Please ask about an order or a return.",
+    stopped="Stopped. Write again if you need help.",
     apology="Sorry, something went wrong. Please try again.",
     rate_limited_notice=(
         "You are sending messages too often, so answers are paused. Messages sent "

@@ -22,6 +22,13 @@ Decisions worth knowing:
 - Private instruction. An answer that quotes the system instruction (services.output_guard)
   is withheld: the customer gets the polite refusal, nothing enters the history, and the
   turn is recorded with stop reason "withheld" so /stats shows the attempts.
+- Streaming and stop (services.answer_stream). With a `DraftSink`, the answer is shown
+  as it is written: the loop streams the steps, a `DraftRelay` paces the drafts
+  (`draft_interval_s`) and runs the output guard on each before it is shown; a draft
+  that quotes the instruction withholds the whole turn as above. With a `stop` event, the
+  customer can end the turn: the text written so far is the answer (stop reason
+  "stopped"), stored and sent like any other, and enters the history as the customer
+  saw it — cut short; a stop before any answer text adds no history pair.
 - Records. Every turn (answered or failed) leaves a `turns` row with its tool-call audit
   rows and model-call rows; for an answered turn the history pair is written in the same
   transaction.
@@ -51,10 +58,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from services.answer_stream import DraftRelay, DraftSink
 from services.data_blocks import defuse_tags
 from services.history import HistoryPair, select_window, to_pairs, window_read_limit
 from services.limits import TurnSlots
-from services.llm.types import ChatModel, Message
+from services.llm.types import ChatModel, Message, StepListener
 from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, TurnReply
 from services.output_guard import SystemPromptGuard
 from services.summarizer import ConversationSummarizer, PromptRenderer
@@ -86,7 +94,13 @@ class TurnLoop(Protocol):
     """What the chat service needs from services.loop.BoundedToolLoop."""
 
     async def run(
-        self, messages: Sequence[Message], context: ToolContext, *, prompt_ref: str
+        self,
+        messages: Sequence[Message],
+        context: ToolContext,
+        *,
+        prompt_ref: str,
+        listener: StepListener | None = None,
+        stop: asyncio.Event | None = None,
     ) -> LoopResult: ...
 
 
@@ -107,6 +121,10 @@ class _Turn:
     instruction: str = ""  # the rendered system instruction, for the leak guard
     request_key: str | None = None
     notes: set[TurnNote] = field(default_factory=set)  # what the tools noted (ToolContext)
+    drafts: DraftSink | None = None  # where the answer is shown while written
+    stop: asyncio.Event | None = None  # set when the customer presses stop
+    relay: DraftRelay | None = None
+    transcribed: bool = False  # the text was heard in a voice note (the history marks it)
 
 
 class ChatService:
@@ -127,9 +145,11 @@ class ChatService:
         turn_slots: TurnSlots | None = None,
         summary_shutdown_timeout_s: float = 10.0,
         storage_retry: StorageRetry | None = None,
+        draft_interval_s: float = 1.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._loop = loop
+        self._draft_interval_s = draft_interval_s
         self._prompts = prompts
         self._conversations = conversations
         self._recorder = recorder
@@ -156,10 +176,14 @@ class ChatService:
         private_chat: bool = False,
         sender_is_chat: bool = False,
         transcribed: bool = False,
+        drafts: DraftSink | None = None,
+        stop: asyncio.Event | None = None,
     ) -> TurnReply:
         """Run one turn; never raises for a failed turn (see TurnReply.error_code).
 
         `transcribed`: `text` is what was heard in a voice note; the history marks it so.
+        `drafts` shows the answer while it is written, `stop` lets the customer end the
+        turn early (see the module notes).
 
         `user_id`, `private_chat` and `sender_is_chat` say who asks and where, as the
         Telegram update says (tools.base.ToolContext); the defaults are the cautious ones
@@ -179,16 +203,21 @@ class ChatService:
                 replayed = await self._replay(request_key)
                 if replayed is not None:
                     return replayed
-            return await self._run_turn(
-                turn_id,
-                chat_id,
-                user_id,
-                text,
-                request_key,
+            turn = _Turn(
+                id=turn_id,
+                chat_id=chat_id,
+                user_id=user_id,
+                text=text,
+                started_at=self._clock(),
+                t0=time.perf_counter(),
+                request_key=request_key,
                 private_chat=private_chat,
                 sender_is_chat=sender_is_chat,
                 transcribed=transcribed,
+                drafts=drafts,
+                stop=stop,
             )
+            return await self._run_turn(turn)
 
     async def reset(self, chat_id: int) -> int:
         """/new: close the chat's session and open a new one (the caller has let the chat's
@@ -215,6 +244,10 @@ class ChatService:
         if prior is None:
             return None
         log.info("%s was already answered by turn %s; replaying", request_key, prior.turn_id)
+        if prior.stop_reason == StopReason.STOPPED:  # the partial answer (or none) again
+            return TurnReply(
+                turn_id=prior.turn_id, text=prior.answer, stop_reason=StopReason.STOPPED
+            )
         if prior.answer is None:  # refused or withheld: the bot's own polite text again
             return TurnReply(turn_id=prior.turn_id, text=None, stop_reason=StopReason.REFUSED)
         stop = (
@@ -224,29 +257,8 @@ class ChatService:
         )
         return TurnReply(turn_id=prior.turn_id, text=prior.answer, stop_reason=stop)
 
-    async def _run_turn(
-        self,
-        turn_id: str,
-        chat_id: int,
-        user_id: int,
-        text: str,
-        request_key: str | None,
-        *,
-        private_chat: bool,
-        sender_is_chat: bool,
-        transcribed: bool = False,
-    ) -> TurnReply:
-        turn = _Turn(
-            id=turn_id,
-            chat_id=chat_id,
-            user_id=user_id,
-            text=text,
-            started_at=self._clock(),
-            t0=time.perf_counter(),
-            request_key=request_key,
-            private_chat=private_chat,
-            sender_is_chat=sender_is_chat,
-        )
+    async def _run_turn(self, turn: _Turn) -> TurnReply:
+        chat_id, text = turn.chat_id, turn.text
         try:
             result = await self._ask(turn)
         except TurnError as error:
@@ -266,12 +278,13 @@ class ChatService:
             )
 
         refused = result.stop_reason is StopReason.REFUSED
-        withheld = not refused and self._quotes_instruction(turn, result.text)
+        leaked = turn.relay is not None and turn.relay.leaked
+        withheld = not refused and (leaked or self._quotes_instruction(turn, result.text))
         history = (
             None
-            if refused or withheld
+            if refused or withheld or not result.text
             else StoredPair(
-                user_text=text, assistant_text=result.text, user_transcribed=transcribed
+                user_text=text, assistant_text=result.text, user_transcribed=turn.transcribed
             )
         )
         turn.prompt_ref = result.prompt_ref
@@ -290,7 +303,7 @@ class ChatService:
             return TurnReply(turn_id=turn.id, text=None, stop_reason=StopReason.REFUSED)
         return TurnReply(
             turn_id=turn.id,
-            text=None if refused else result.text,
+            text=None if refused else (result.text or None),
             stop_reason=result.stop_reason,
             offer_phone_share=not refused and TurnNote.ORDER_MISSED_NO_PHONE in turn.notes,
         )
@@ -301,13 +314,16 @@ class ChatService:
         Checked on the outgoing text, not only asked for in the prompt: a model talked
         into printing its rules is stopped here, and the quote never enters the history.
         """
-        guard = self._guards.get(turn.instruction)
-        if guard is None:
-            guard = self._guards[turn.instruction] = SystemPromptGuard(turn.instruction)
-        if not guard.leaks(answer):
+        if not answer or not self._guard(turn.instruction).leaks(answer):
             return False
         log.warning("turn %s: the answer quoted the system instruction; withheld", turn.id)
         return True
+
+    def _guard(self, instruction: str) -> SystemPromptGuard:
+        guard = self._guards.get(instruction)
+        if guard is None:
+            guard = self._guards[instruction] = SystemPromptGuard(instruction)
+        return guard
 
     async def _ask(self, turn: _Turn) -> LoopResult:
         """Assemble the prompt for the chat's session and run the loop on it."""
@@ -331,7 +347,17 @@ class ChatService:
             sender_is_chat=turn.sender_is_chat,
             notes=turn.notes,
         )
-        return await self._loop.run(messages, context, prompt_ref=rendered.ref)
+        if turn.drafts is not None:
+            turn.relay = DraftRelay(
+                turn.drafts,
+                leaks=self._guard(rendered.text).leaks,
+                interval_s=self._draft_interval_s,
+            )
+        if turn.relay is None and turn.stop is None:
+            return await self._loop.run(messages, context, prompt_ref=rendered.ref)
+        return await self._loop.run(
+            messages, context, prompt_ref=rendered.ref, listener=turn.relay, stop=turn.stop
+        )
 
     async def _window(self, session_id: int, summary: SessionSummary | None) -> list[HistoryPair]:
         covers = summary.covers_message_id if summary is not None else 0
@@ -422,6 +448,7 @@ def build_chat_service(
     turn_slots: TurnSlots | None = None,
     summary_shutdown_timeout_s: float = 10.0,
     storage_retry: StorageRetry | None = None,
+    draft_interval_s: float = 1.0,
 ) -> ChatService:
     """Wire the chat service and its storage and summarizer (for the composition root)."""
     conversations = ConversationRepository(db)
@@ -447,4 +474,5 @@ def build_chat_service(
         turn_slots=turn_slots,
         summary_shutdown_timeout_s=summary_shutdown_timeout_s,
         storage_retry=storage_retry,
+        draft_interval_s=draft_interval_s,
     )

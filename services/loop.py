@@ -12,6 +12,13 @@ A call that already failed in this turn is not run again: the model gets the ear
 error. The whole turn has a deadline; on expiry in-flight work is cancelled and what
 was started keeps its records.
 
+Streaming and stop: with a `listener`, each step is streamed where the model supports it
+(`StreamingChatModel.stream_complete`) and the listener sees the step's text as it is
+generated (a step that turns into tool calls tells it so). With a `stop` event, setting
+it cancels the turn's model and tool work at once; the text of the step being streamed
+so far (empty in a tool step) comes back as the answer with stop reason `stopped`, and
+the cancelled call keeps its record (error code "cancelled").
+
 `trace.tool_names` lists the tools whose handler ran, in execution order (calls the
 executor rejected — unknown tool, invalid arguments — and repeats of a failed call have
 audit records but no name there), so it matches what actually touched shop data.
@@ -31,9 +38,10 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from services.llm.errors import LLMError
-from services.llm.types import ChatModel, LLMResponse, Message, ToolChoice
+from services.llm.types import ChatModel, LLMResponse, Message, StepListener, ToolChoice
 from services.loop_types import (
     LoopResult,
     LoopTrace,
@@ -68,9 +76,26 @@ class _Turn:
     trace: LoopTrace = field(default_factory=LoopTrace)
     responses: list[LLMResponse] = field(default_factory=list)
     failed: dict[tuple[str, str], ToolOutcome] = field(default_factory=dict)
+    listener: _StepText | None = None
 
     def cancel_code(self) -> str:
         return TURN_TIMEOUT_CODE if self.deadline.expired() else CANCELLED_CODE
+
+
+class _StepText:
+    """Remembers the streamed step's text (the partial answer on stop) and passes it on."""
+
+    def __init__(self, outer: StepListener) -> None:
+        self._outer = outer
+        self.text = ""
+
+    def on_text(self, text: str) -> None:
+        self.text = text
+        self._outer.on_text(text)
+
+    def on_tool_call(self) -> None:
+        self.text = ""
+        self._outer.on_tool_call()
 
 
 class BoundedToolLoop:
@@ -102,18 +127,30 @@ class BoundedToolLoop:
         return self._max_steps
 
     async def run(
-        self, messages: Sequence[Message], context: ToolContext, *, prompt_ref: str
+        self,
+        messages: Sequence[Message],
+        context: ToolContext,
+        *,
+        prompt_ref: str,
+        listener: StepListener | None = None,
+        stop: asyncio.Event | None = None,
     ) -> LoopResult:
         """Answer the conversation in `messages` (never mutated).
 
+        `listener` watches streamed steps, `stop` ends the turn early (module docstring).
         Raises `TurnUnavailable` (the model failed), `TurnTimeout` (the deadline passed)
         or `ProtocolError` (an answer the loop cannot accept); each carries the trace.
         """
         deadline = asyncio.timeout(self._turn_timeout_s)
         turn = _Turn(conversation=copy.deepcopy(list(messages)), context=context, deadline=deadline)
+        if listener is not None:
+            turn.listener = _StepText(listener)
         try:
             async with deadline:
-                text, stop_reason = await self._steps(turn)
+                if stop is None:
+                    text, stop_reason = await self._steps(turn)
+                else:
+                    text, stop_reason = await self._steps_until(turn, stop)
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -129,6 +166,26 @@ class BoundedToolLoop:
         return LoopResult(
             text=text, stop_reason=stop_reason, trace=turn.trace, prompt_ref=prompt_ref
         )
+
+    async def _steps_until(self, turn: _Turn, stop: asyncio.Event) -> tuple[str, StopReason]:
+        """`_steps`, unless `stop` is set first: then the work is cancelled and the text
+        streamed so far is the answer."""
+        steps = asyncio.create_task(self._steps(turn))
+        pressed = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({steps, pressed}, return_when=asyncio.FIRST_COMPLETED)
+            if steps.done():
+                return steps.result()
+            steps.cancel()
+            await asyncio.gather(steps, return_exceptions=True)
+            log.info("turn %s stopped by the customer", turn.context.turn_id)
+            partial = turn.listener.text if turn.listener is not None else ""
+            return partial.strip(), StopReason.STOPPED
+        finally:
+            for task in (steps, pressed):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(steps, pressed, return_exceptions=True)
 
     async def _steps(self, turn: _Turn) -> tuple[str, StopReason]:
         for step in range(1, self._max_steps + 1):
@@ -180,15 +237,22 @@ class BoundedToolLoop:
                 )
             )
 
+        options: dict[str, Any] = {
+            "tools": schemas if offer_tools else None,
+            "tool_choice": tool_choice if offer_tools else None,
+            "parallel_tool_calls": (
+                self._parallel_tool_calls if offer_tools and tool_choice != "none" else None
+            ),
+        }
+        streamed = getattr(self._model, "stream_complete", None)
         try:
-            response = await self._model.complete(
-                turn.conversation,
-                tools=schemas if offer_tools else None,
-                tool_choice=tool_choice if offer_tools else None,
-                parallel_tool_calls=(
-                    self._parallel_tool_calls if offer_tools and tool_choice != "none" else None
-                ),
-            )
+            if turn.listener is not None and streamed is not None:
+                response = cast(
+                    LLMResponse,
+                    await streamed(turn.conversation, listener=turn.listener, **options),
+                )
+            else:
+                response = await self._model.complete(turn.conversation, **options)
         except LLMError as error:
             record(error.code, None)
             log.warning("model call failed: %s (%s)", error.code, error)

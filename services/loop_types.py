@@ -25,6 +25,7 @@ class StopReason(StrEnum):
     COMPLETED = "completed"  # the model answered with text
     TRUNCATED = "truncated"  # finish_reason == "length" with text
     REFUSED = "refused"  # refusal or content_filter: the bot sends its own polite text
+    STOPPED = "stopped"  # the customer pressed stop: the text so far (maybe none) is the answer
 
 
 def model_call_record(

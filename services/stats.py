@@ -214,6 +214,14 @@ class VoiceCounter(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class StoppedFigures:
+    """Streamed answers the customer stopped (the stop button), issue 17's numbers."""
+
+    stopped: int = 0
+    with_text: int = 0  # the partial answer was sent; the others got the "stopped" note
+
+
+@dataclass(frozen=True, slots=True)
 class StatsReport:
     """Every figure of one `/stats` answer; the bot draws the table and the chart from it."""
 
@@ -228,6 +236,7 @@ class StatsReport:
     resets: int = 0
     chart: ChartData | None = None
     voice: VoiceStats = field(default_factory=VoiceStats)
+    stopped: StoppedFigures = field(default_factory=StoppedFigures)
     feedback: FeedbackFigures = field(default_factory=FeedbackFigures)
     cost: Cost | None = None
     timezone: tzinfo = UTC  # STATS_TIMEZONE: the table's and the chart's times
@@ -305,6 +314,7 @@ class StatsService:
             cost=await self._cost(turns, since, until),
             timezone=self._tz,
             voice=voice,
+            stopped=StoppedFigures(*await self._repo.stopped_turns(since, until)),
         )
         if start is None or start >= until:
             return base

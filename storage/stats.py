@@ -545,3 +545,15 @@ class StatsRepository:
             (bucket_start, low, bucket_s, until),
         )
         return [QuestionBucket(int(r[0]), int(r[1]), int(r[2])) for r in rows if r[1]]
+
+    async def stopped_turns(self, since: float | None, until: float) -> tuple[int, int]:
+        """Turns the customer stopped (stop button of a streamed answer) in the period, and
+        how many of them had answer text by then (the rest got the short "stopped" note)."""
+        low = _NO_LOWER_BOUND if since is None else since
+        row = await self._db.fetch_one(
+            "SELECT COUNT(*), COUNT(m.id) FROM turns AS t"
+            " LEFT JOIN messages AS m ON m.turn_id = t.id AND m.role = 'assistant'"
+            " WHERE t.stop_reason = 'stopped' AND t.started_at >= ? AND t.started_at < ?",
+            (low, until),
+        )
+        return (int(row[0]), int(row[1])) if row else (0, 0)

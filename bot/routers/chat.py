@@ -3,18 +3,22 @@
 Cheap checks come first and never reach the model: per-user limits, empty text (made
 only of characters that render as nothing: spaces, fillers, zero-width marks — see
 services/text_visibility.py), text over MAX_INPUT_CHARS, non-text content. The typing
-indicator covers the whole turn. `ask_model` and `send_answer` are the one way a
-customer's words become a turn and its answer; voice notes (bot/routers/voice.py) use
-them too, with what was heard.
+indicator covers the whole turn; in private chats, with STREAM_ANSWERS on, a draft
+does instead (bot/drafts.py): "Thinking…", then the answer as it is written, with a
+stop button. `ask_model` and `send_answer` are the one way a customer's words become a
+turn and its answer; voice notes (bot/routers/voice.py) use them too, with what was
+heard.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 from aiogram import Bot, Router
-from aiogram.types import Message
+from aiogram.types import Message, MessageGenerationStopped
 
+from bot.drafts import Drafts
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.formatting import Rendered, messages_under_heading
 from bot.handoff import HandoffDesk
@@ -23,6 +27,7 @@ from bot.replies import customer_text
 from bot.responder import Outbox, Responder
 from bot.sender import ReplyMarkup
 from bot.texts import Texts
+from services.answer_stream import DraftSink
 from services.chat import ChatService
 from services.loop_types import TurnReply
 from services.text_visibility import has_visible_text
@@ -60,8 +65,11 @@ async def ask_model(
     inbox_update_id: int,
     *,
     transcribed: bool = False,
+    drafts: DraftSink | None = None,
+    stop: asyncio.Event | None = None,
 ) -> TurnReply:
-    """One turn on the customer's words (`transcribed`: heard in a voice note)."""
+    """One turn on the customer's words (`transcribed`: heard in a voice note; `drafts`
+    and `stop`: the answer streamed into a draft with a stop button)."""
     caller = caller_of(message)  # who and where from the update, for the tools' access
     return await chat_service.answer(
         chat_id=message.chat.id,
@@ -72,6 +80,8 @@ async def ask_model(
         private_chat=caller.private_chat,
         sender_is_chat=caller.is_chat,
         transcribed=transcribed,
+        drafts=drafts,
+        stop=stop,
     )
 
 
@@ -150,6 +160,7 @@ def build_chat_router(*, feedback_buttons: bool = True) -> Router:
         inbox_update_id: int,
         language: str,
         handoff: HandoffDesk | None = None,
+        drafts: Drafts | None = None,
     ) -> None:
         if not await within_limits(message, outbox, texts, limiter):
             return
@@ -160,8 +171,15 @@ def build_chat_router(*, feedback_buttons: bool = True) -> Router:
         if len(text) > max_input_chars:
             await outbox.send(texts.too_long_for(max_input_chars))
             return
-        async with responder.typing(message.chat.id):
-            reply = await ask_model(message, text, chat_service, inbox_update_id)
+        caller = caller_of(message)
+        if caller.private_chat and drafts is not None and drafts.can_stream():
+            async with drafts.stream(message.chat.id, inbox_update_id) as draft:
+                reply = await ask_model(
+                    message, text, chat_service, inbox_update_id, drafts=draft, stop=draft.stop
+                )
+        else:
+            async with responder.typing(message.chat.id):
+                reply = await ask_model(message, text, chat_service, inbox_update_id)
         await send_answer(
             message,
             reply,
@@ -171,6 +189,12 @@ def build_chat_router(*, feedback_buttons: bool = True) -> Router:
             handoff=handoff,
             feedback_buttons=feedback_buttons,
         )
+
+    @router.stopped_message_generation()
+    async def on_stop_pressed(_event: MessageGenerationStopped, outbox: Outbox) -> None:
+        # the running turn was stopped when the update arrived (Drafts.signal, called by
+        # the intake); by now its answer is sent, and this update needs nothing more
+        await outbox.ignore("stop_pressed")
 
     @router.message()
     async def on_other(

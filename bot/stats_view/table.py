@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from bot.stats_view.streaming import stopped_block
 from bot.stats_view.voice import voice_rows
 from bot.stats_view.wording import (
     StatsWords,
@@ -45,7 +46,7 @@ def render_table(
         return ["\n".join([*header, "", w.no_data])]
     blocks: list[list[str]] = [
         header,
-        questions_block(report, w, language),
+        questions_block(report, w, language) + stopped_block(report, language),
         satisfaction_block(report.feedback, report.questions.answered, w, language),
     ]
     blocks.extend(block for block in (section(language) for section in sections) if block)

@@ -23,6 +23,19 @@ Two choices keep a request cheap in CPU (measured in bench/, see docs/benchmarks
   already installed for aiogram). The default httpx pool scans every pooled
   connection on each request, which grows with the number of concurrent model calls.
   If the installed SDK has no aiohttp transport, the default client is used.
+
+Streaming (`stream_complete`, used for the steps whose text the customer may watch
+being written): the same body with `stream: true` and `stream_options.include_usage`,
+posted the same way and read as server-sent events, each chunk kept as its parsed JSON
+(not a typed `ChatCompletionChunk`: that is a pydantic model built for every token).
+Text deltas are joined and handed to a listener as they come; tool-call deltas are
+assembled by their `index` (id and name from the first delta, arguments concatenated);
+the usage comes from the final chunk (empty `choices`) where the provider sends it, else
+stays unknown. A provider that rejects the streamed request (HTTP 400 or 422: some do
+not stream, some reject `stream_options`) is asked again without streaming; if that
+works, streaming is off for the rest of the process (one WARNING). The assembled answer
+is the same `LLMResponse` a non-streamed request gives; provider-specific extras of the
+assistant message (reasoning fields) are not rebuilt from a stream.
 """
 
 from __future__ import annotations
@@ -33,7 +46,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import openai
-from openai import AsyncOpenAI, RequestOptions
+from openai import AsyncOpenAI, AsyncStream, RequestOptions
 from openai.types.chat import ChatCompletion
 
 from services.llm.errors import (
@@ -45,7 +58,7 @@ from services.llm.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
-from services.llm.types import LLMResponse, Message, ModelCheck, ToolChoice
+from services.llm.types import LLMResponse, Message, ModelCheck, StepListener, ToolChoice
 from tools.base import ToolCall
 
 log = logging.getLogger(__name__)
@@ -78,6 +91,7 @@ class OpenAIChatModel:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         self._model = model
+        self._streaming = True  # until a provider refuses a streamed request
         self._chain: tuple[str, ...] = (model, *(m for m in fallback_models if m and m != model))
         self._client = AsyncOpenAI(
             api_key=api_key,
@@ -96,6 +110,11 @@ class OpenAIChatModel:
         """The primary model followed by the fallbacks, in the order they are tried."""
         return self._chain
 
+    @property
+    def streaming(self) -> bool:
+        """False once a provider refused a streamed request (then every step is whole)."""
+        return self._streaming
+
     async def complete(
         self,
         messages: Sequence[Message],
@@ -104,14 +123,21 @@ class OpenAIChatModel:
         tool_choice: ToolChoice | None = None,
         parallel_tool_calls: bool | None = None,
     ) -> LLMResponse:
-        params: dict[str, Any] = {"messages": list(messages)}
-        if tools:
-            params["tools"] = list(tools)
-            if tool_choice is not None:
-                params["tool_choice"] = tool_choice
-            if parallel_tool_calls is not None:
-                params["parallel_tool_calls"] = parallel_tool_calls
+        params = _chat_params(messages, tools, tool_choice, parallel_tool_calls)
         return await self._create_with_fallback(params)
+
+    async def stream_complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        listener: StepListener,
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> LLMResponse:
+        """Like `complete`, streamed: `listener` sees the text as it is generated."""
+        params = _chat_params(messages, tools, tool_choice, parallel_tool_calls)
+        return await self._create_with_fallback(params, listener=listener)
 
     async def complete_text(
         self, messages: Sequence[Message], *, max_tokens: int | None = None
@@ -171,12 +197,23 @@ class OpenAIChatModel:
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def _create_with_fallback(self, params: dict[str, Any]) -> LLMResponse:
+    async def _create_with_fallback(
+        self, params: dict[str, Any], *, listener: StepListener | None = None
+    ) -> LLMResponse:
         started = time.perf_counter()
         last_error: LLMError | None = None
         for index, model in enumerate(self._chain):
             try:
-                completion = await self._create(model, params)
+                if listener is not None and self._streaming:
+                    assembled = await self._stream_or_whole(model, params, listener)
+                    if isinstance(assembled, _StreamAssembly):
+                        latency_ms = (time.perf_counter() - started) * 1000
+                        return assembled.response(
+                            model=model, requested=self._model, latency=latency_ms
+                        )
+                    completion = assembled
+                else:
+                    completion = await self._create(model, params)
                 latency_ms = (time.perf_counter() - started) * 1000
                 return _to_response(
                     completion, model=model, requested=self._model, latency=latency_ms
@@ -205,6 +242,157 @@ class OpenAIChatModel:
             raise _translate(error, model) from error
         except openai.OpenAIError as error:  # e.g. a client-side configuration problem
             raise LLMError(f"LLM client error ({type(error).__name__})", model=model) from error
+
+    async def _stream_or_whole(
+        self, model: str, params: dict[str, Any], listener: StepListener
+    ) -> _StreamAssembly | ChatCompletion:
+        """The streamed answer; if the provider rejects streaming, the whole one."""
+        try:
+            return await self._stream(model, params, listener)
+        except LLMRequestRejected:
+            completion = await self._create(model, params)  # raises if that fails too
+            self._streaming = False
+            log.warning(
+                "model %s rejected a streamed request but answered a whole one; "
+                "streaming is off until restart",
+                model,
+            )
+            return completion
+
+    async def _stream(
+        self, model: str, params: dict[str, Any], listener: StepListener
+    ) -> _StreamAssembly:
+        body: dict[str, Any] = {
+            "model": model,
+            **params,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        assembly = _StreamAssembly(listener)
+        try:
+            stream = await self._client.post(
+                _COMPLETIONS_PATH,
+                body=body,
+                cast_to=ChatCompletion,
+                options=_request_options(),
+                stream=True,
+                stream_cls=AsyncStream[object],  # chunks as parsed JSON, see `add`
+            )
+            async with stream:
+                async for chunk in stream:
+                    assembly.add(chunk)
+        except openai.APIError as error:
+            raise _translate(error, model) from error
+        except openai.OpenAIError as error:
+            raise LLMError(f"LLM client error ({type(error).__name__})", model=model) from error
+        except Exception as error:  # broke off midway: the transport's own errors, bad JSON
+            raise LLMUnavailable(
+                f"model {model}: the stream broke off ({type(error).__name__})", model=model
+            ) from error
+        return assembly
+
+
+class _StreamAssembly:
+    """Joins the chunks of one streamed completion into what `_to_response` builds."""
+
+    def __init__(self, listener: StepListener) -> None:
+        self._listener = listener
+        self.id: str | None = None
+        self.text = ""
+        self.refusal = ""
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.seen_choice = False
+        # tool calls by their `index` in the stream: [id, name, argument pieces]
+        self._calls: dict[int, list[Any]] = {}
+
+    def add(self, chunk: Any) -> None:
+        """One chunk as the JSON object the provider sent (no model built per chunk: a
+        streamed answer is hundreds of chunks, and this runs for every one)."""
+        if not isinstance(chunk, dict):
+            raise ValueError("a stream chunk that is not a JSON object")
+        self.id = self.id or chunk.get("id") or None
+        if chunk.get("usage") is not None:
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            self.seen_choice = True
+            if choice.get("finish_reason") is not None:
+                self.finish_reason = choice["finish_reason"]
+            self._add_delta(choice.get("delta") or {})
+
+    def _add_delta(self, delta: dict[str, Any]) -> None:
+        if delta.get("refusal"):
+            self.refusal += delta["refusal"]
+        for call in delta.get("tool_calls") or ():
+            index = call.get("index", 0)
+            entry = self._calls.get(index)
+            if entry is None:
+                entry = self._calls[index] = [None, None, []]
+                self._listener.on_tool_call()
+            function = call.get("function") or {}
+            entry[0] = entry[0] or call.get("id")
+            entry[1] = entry[1] or function.get("name")
+            entry[2].append(function.get("arguments") or "")
+        content = delta.get("content")
+        if content:
+            self.text += content
+            if not self._calls:
+                self._listener.on_text(self.text)
+
+    def response(self, *, model: str, requested: str, latency: float) -> LLMResponse:
+        if not self.seen_choice:
+            raise LLMUnavailable(f"model {model} returned no choices", model=model)
+        calls = tuple(
+            ToolCall(id=entry[0] or "", name=entry[1] or "", arguments="".join(entry[2]))
+            for _index, entry in sorted(self._calls.items())
+        )
+        raw: Message = {"role": "assistant", "content": self.text or None}
+        if calls:
+            raw["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in calls
+            ]
+        usage = self.usage if isinstance(self.usage, dict) else {}
+        return LLMResponse(
+            text=self.text or None,
+            refusal=self.refusal or None,
+            tool_calls=calls,
+            model=model,
+            finish_reason=self.finish_reason,
+            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+            completion_tokens=_int_or_none(usage.get("completion_tokens")),
+            total_tokens=_int_or_none(usage.get("total_tokens")),
+            response_id=self.id,
+            latency_ms=latency,
+            requested_model=requested,
+            raw_assistant_message=raw,
+        )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _chat_params(
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]] | None,
+    tool_choice: ToolChoice | None,
+    parallel_tool_calls: bool | None,
+) -> dict[str, Any]:
+    params: dict[str, Any] = {"messages": list(messages)}
+    if tools:
+        params["tools"] = list(tools)
+        if tool_choice is not None:
+            params["tool_choice"] = tool_choice
+        if parallel_tool_calls is not None:
+            params["parallel_tool_calls"] = parallel_tool_calls
+    return params
 
 
 def _offered(name: str, offered: set[str]) -> bool:

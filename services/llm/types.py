@@ -53,6 +53,33 @@ class ChatModel(Protocol):
     ) -> LLMResponse: ...
 
 
+class StepListener(Protocol):
+    """Told about one streamed model step as it arrives (services.answer_stream.DraftRelay).
+
+    Called from inside the request, so both must return at once (no I/O, no waiting).
+    """
+
+    def on_text(self, text: str) -> None:
+        """The step's text so far (the whole of it, not the delta)."""
+
+    def on_tool_call(self) -> None:
+        """The step asks for a tool: it is not an answer, whatever text it had."""
+
+
+class StreamingChatModel(ChatModel, Protocol):
+    """A `ChatModel` that can also stream a step (the real client does; doubles may not)."""
+
+    async def stream_complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        listener: StepListener,
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> LLMResponse: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ModelCheck:
     """The start-up check of the model endpoint (`OpenAIChatModel.check`).

@@ -29,8 +29,12 @@ async def test_start_up_deletes_webhook_keeping_updates_and_sets_commands(
     delete = await fake_telegram.wait_for_call("deleteWebhook")
     assert delete.params.get("drop_pending_updates") in (None, False)
     poll = await fake_telegram.wait_for_call("getUpdates")
-    # messages, and the presses of the 👍/👎 buttons under answers
-    assert poll.params["allowed_updates"] == ["callback_query", "message"]
+    # messages, the presses of the 👍/👎 buttons under answers, and stop presses of drafts
+    assert poll.params["allowed_updates"] == [
+        "callback_query",
+        "message",
+        "stopped_message_generation",
+    ]
     # the menu is set in the background (it is optional); the admin's scope comes last
     await fake_telegram.wait_for_call(
         "setMyCommands",
@@ -75,7 +79,7 @@ async def test_order_question_gets_the_status_from_the_shop_data(
     database_path: Path,
 ) -> None:
     release = fake_openai.hold_answers()
-    await start_bot()
+    await start_bot(STREAM_ANSWERS="false")  # drafts: tests/e2e/test_streamed_answers.py
     fake_telegram.enqueue_update(
         message_update(CHAT, text="Где сейчас находится заказ 8041?", user_id=CHAT)
     )

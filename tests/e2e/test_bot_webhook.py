@@ -59,7 +59,11 @@ async def test_webhook_is_registered_with_secret_and_used_update_types(
     call = await fake_telegram.wait_for_call("setWebhook")
     assert call.params["url"] == "https://bot.example.test" + WEBHOOK_PATH
     assert call.params["secret_token"] == WEBHOOK_SECRET
-    assert call.params["allowed_updates"] == ["callback_query", "message"]  # 👍/👎 presses
+    assert call.params["allowed_updates"] == [
+        "callback_query",  # 👍/👎 presses
+        "message",
+        "stopped_message_generation",  # the stop button of a streamed answer
+    ]
     assert not call.params.get("drop_pending_updates")
     assert fake_telegram.calls_of("getUpdates") == []
     async with http.get(f"http://127.0.0.1:{port}/healthz") as response:

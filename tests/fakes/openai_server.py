@@ -36,6 +36,18 @@ bench use) the way OpenAI does; `server.models_reply` replaces that answer (e.g.
 `error(401)` for a rejected key, `error(404)` for a server without the endpoint), and
 `server.models_requests` counts the calls.
 
+Streaming: a request with `"stream": true` gets the same reply as server-sent events,
+one chunk per word of the text (a "token"), tool calls in pieces, the finish reason,
+then the usage chunk when the reply has usage and the request asked for it
+(`stream_options.include_usage`). `server.stream_tokens_per_s` (0: as fast as possible)
+and `server.first_token_ms` pace it like a real model; `completion(..., pause_after=n,
+hold=event)` sends n words, then waits for the event (a turn in the middle of its
+answer); `server.refuse_streaming = True` answers streamed requests with 400 like a
+provider that does not stream. Process mode: `--tokens-per-s`, `--first-token-ms`, and
+`POST /_fake/config {"tokens_per_s": 50, "first_token_ms": 500, "answer_words": 300}`
+(the bench: text answers padded to that many words; with a token rate, a request that
+is not streamed is answered whole after the same generation time).
+
 For the benchmark (bench/): `GET /_fake/timings?after=N` lists a light record per
 completion (arrival and answer times, the fake's own time in ms, whether tools were
 offered, how many tool calls it answered with, the size of the prompt and the last user
@@ -74,6 +86,7 @@ class FakeReply:
     body: Any = None  # dict → JSON; str → sent as is (e.g. to test malformed JSON)
     headers: dict[str, str] = field(default_factory=dict)
     hold: asyncio.Event | None = None  # answer only once this is set
+    pause_after: int | None = None  # streamed: hold after this many words, not before
 
 
 Handler = Callable[[Body], FakeReply | Awaitable[FakeReply]]
@@ -100,6 +113,7 @@ def completion(
     model: str | None = None,
     id: str | None = None,
     hold: asyncio.Event | None = None,
+    pause_after: int | None = None,
 ) -> FakeReply:
     """A 200 chat.completion; finish_reason defaults to tool_calls/stop from the content.
 
@@ -132,7 +146,7 @@ def completion(
         }
         if cached_tokens is not None:  # the provider served part of the prompt from cache
             body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
-    return FakeReply(body=body, hold=hold)
+    return FakeReply(body=body, hold=hold, pause_after=pause_after)
 
 
 def error(
@@ -372,6 +386,10 @@ class FakeOpenAIServer:
         self.transcription_reply: FakeReply | None = None
         self.transcription_hold: asyncio.Event | None = None
         self.transcriptions: list[Body] = []
+        self.stream_tokens_per_s = 0.0
+        self.first_token_ms = 0.0
+        self.refuse_streaming = False
+        self.answer_words = 0  # pad text answers to this many words (the bench)
         self._arrived: asyncio.Condition | None = None
         self._closing = asyncio.Event()
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -504,15 +522,77 @@ class FakeOpenAIServer:
         if self._fail_times > 0:
             self._fail_times -= 1
             return _json_response(error(self._fail_status, "scripted failure"))
+        streamed = bool(body.get("stream"))
+        if streamed and self.refuse_streaming:
+            return _json_response(error(400, "streaming is not supported"))
         result = self.handler(body)
         reply = await result if inspect.isawaitable(result) else result
-        if reply.hold is not None:
+        if reply.hold is not None and not (streamed and reply.pause_after is not None):
             await _first_of(reply.hold, self._closing)
         if isinstance(reply.body, dict) and "choices" in reply.body:
             if reply.body.get("model") is None:
                 reply = replace(reply, body={**reply.body, "model": body.get("model")})
+            reply = self._padded(reply)
+            if streamed and reply.status == 200:
+                return await self._stream(request, body, reply, arrived)
+            await self._generation_time(reply)
         self.timings.append(_timing(body, reply, arrived, time.time()))
         return _json_response(reply)
+
+    def _padded(self, reply: FakeReply) -> FakeReply:
+        """A text answer padded with filler words to `answer_words` (the bench)."""
+        if self.answer_words <= 0 or not isinstance(reply.body, dict):
+            return reply
+        message = (reply.body.get("choices") or [{}])[0].get("message") or {}
+        text = message.get("content")
+        if not isinstance(text, str) or message.get("tool_calls"):
+            return reply
+        missing = self.answer_words - len(text.split())
+        if missing <= 0:
+            return reply
+        padded = text + " " + " ".join(_FILLER[i % len(_FILLER)] for i in range(missing))
+        choice = {**reply.body["choices"][0], "message": {**message, "content": padded}}
+        return replace(reply, body={**reply.body, "choices": [choice]})
+
+    async def _generation_time(self, reply: FakeReply) -> None:
+        """A whole answer takes as long as streaming it would (when a rate is set)."""
+        if self.stream_tokens_per_s <= 0 or not isinstance(reply.body, dict):
+            return
+        message = (reply.body.get("choices") or [{}])[0].get("message") or {}
+        words = len(str(message.get("content") or "").split())
+        await asyncio.sleep(self.first_token_ms / 1000 + words / self.stream_tokens_per_s)
+
+    async def _stream(
+        self, request: web.Request, body: Body, reply: FakeReply, arrived: float
+    ) -> web.StreamResponse:
+        """The reply as server-sent events, paced like a model (see the module docstring).
+
+        Each word is due at first token + index / rate; words already due go out in one
+        write, so a loaded fake falls behind the schedule instead of piling up timers."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        delay = 1.0 / self.stream_tokens_per_s if self.stream_tokens_per_s > 0 else 0.0
+        loop = asyncio.get_running_loop()
+        start = loop.time() + self.first_token_ms / 1000
+        pending: list[bytes] = []
+        for index, chunk in enumerate(stream_chunks(reply.body, include_usage=include_usage)):
+            if index == (reply.pause_after or -1) + 1 and reply.hold is not None:
+                await response.write(b"".join(pending))
+                pending.clear()
+                await _first_of(reply.hold, self._closing)
+            due = start + max(0, index - 1) * delay
+            if due > loop.time():
+                if pending:
+                    await response.write(b"".join(pending))
+                    pending.clear()
+                await asyncio.sleep(due - loop.time())  # simulated generation time
+            pending.append(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+        pending.append(b"data: [DONE]\n\n")
+        await response.write(b"".join(pending))
+        await response.write_eof()
+        self.timings.append(_timing(body, reply, arrived, time.time()))
+        return response
 
     async def _list_requests(self, request: web.Request) -> web.Response:
         return web.json_response(self.requests)
@@ -525,6 +605,12 @@ class FakeOpenAIServer:
         payload = await request.json()
         if "latency_ms" in payload:
             self.latency_ms = float(payload["latency_ms"])
+        if "tokens_per_s" in payload:
+            self.stream_tokens_per_s = float(payload["tokens_per_s"])
+        if "first_token_ms" in payload:
+            self.first_token_ms = float(payload["first_token_ms"])
+        if "answer_words" in payload:
+            self.answer_words = int(payload["answer_words"])
         return web.json_response({"ok": True, "latency_ms": self.latency_ms})
 
     async def _reset(self, request: web.Request) -> web.Response:
@@ -539,6 +625,42 @@ class FakeOpenAIServer:
         self._fail_status = int(payload.get("status", 500))
         self._fail_times = int(payload.get("times", 1))
         return web.json_response({"ok": True})
+
+
+_FILLER = ("и", "ещё", "немного", "подробностей", "о", "заказе", "доставке", "магазине")
+
+
+def stream_chunks(completion_body: Body, *, include_usage: bool = True) -> list[Body]:
+    """A chat.completion split into chat.completion.chunk objects, as OpenAI streams it:
+    the role, one chunk per word of the text, each tool call in two pieces, the finish
+    reason, and the usage (with empty choices) last."""
+    base = {k: completion_body.get(k) for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    choice = (completion_body.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+
+    def chunk(delta: Body, finish: str | None = None) -> Body:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [
+        chunk({"content": word}) for word in re.findall(r"\s*\S+", message.get("content") or "")
+    ]
+    if message.get("refusal"):
+        chunks.append(chunk({"refusal": message["refusal"]}))
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function") or {}
+        arguments = str(function.get("arguments") or "")
+        half = len(arguments) // 2
+        first = {"index": index, "id": call.get("id"), "type": "function"}
+        first["function"] = {"name": function.get("name"), "arguments": arguments[:half]}
+        chunks.append(chunk({"tool_calls": [first]}))
+        rest = {"index": index, "function": {"arguments": arguments[half:]}}
+        chunks.append(chunk({"tool_calls": [rest]}))
+    chunks.append(chunk({}, choice.get("finish_reason")))
+    if include_usage and completion_body.get("usage") is not None:
+        chunks.append({**base, "choices": [], "usage": completion_body["usage"]})
+    return chunks
 
 
 def _timing(body: Body, reply: FakeReply, arrived: float, answered: float) -> Body:
@@ -601,10 +723,19 @@ async def fake_openai() -> AsyncIterator[FakeOpenAIServer]:
 # --------------------------------------------------------------------------- process mode
 
 
-async def _serve(host: str, port: int, latency_ms: float, keep_bodies: bool = True) -> None:
+async def _serve(
+    host: str,
+    port: int,
+    latency_ms: float,
+    keep_bodies: bool = True,
+    tokens_per_s: float = 0.0,
+    first_token_ms: float = 0.0,
+) -> None:
     server = await FakeOpenAIServer(latency_ms=latency_ms, keep_bodies=keep_bodies).start(
         host, port
     )
+    server.stream_tokens_per_s = tokens_per_s
+    server.first_token_ms = first_token_ms
     print(f"listening on {server.base_url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -627,8 +758,19 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="do not keep request bodies (long bench runs); timings are always kept",
     )
+    parser.add_argument("--tokens-per-s", type=float, default=0.0, help="streamed pace")
+    parser.add_argument("--first-token-ms", type=float, default=0.0)
     args = parser.parse_args(argv)
-    asyncio.run(_serve(args.host, args.port, args.latency_ms, keep_bodies=not args.no_bodies))
+    asyncio.run(
+        _serve(
+            args.host,
+            args.port,
+            args.latency_ms,
+            keep_bodies=not args.no_bodies,
+            tokens_per_s=args.tokens_per_s,
+            first_token_ms=args.first_token_ms,
+        )
+    )
 
 
 if __name__ == "__main__":

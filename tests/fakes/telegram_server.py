@@ -12,6 +12,10 @@ Files: `add_file(file_id, data)` makes a file known; `getFile` answers its path 
 `downloads`; a set `download_hold` keeps downloads waiting until it is set);
 `voice_update` / `video_note_update` build the updates that carry them.
 
+Drafts (`sendMessageDraft`, streamed answers) are recorded in `drafts`; set
+`draft_rejection` to 400 or 404 to answer them like a Bot API server without drafts.
+`stop_update(chat_id, draft_id)` builds the update a customer's stop press sends.
+
 Tests synchronise on conditions (`wait_for_messages`, `wait_for_call`, `Hold.arrived`),
 never on sleeps; every wait is bounded by a timeout.
 """
@@ -65,9 +69,12 @@ _INT_FIELDS = frozenset(
         "from_chat_id",
         "user_id",
         "icon_color",
+        "draft_id",
     }
 )
-_BOOL_FIELDS = frozenset({"drop_pending_updates", "disable_notification"})
+_BOOL_FIELDS = frozenset(
+    {"drop_pending_updates", "disable_notification", "can_stop", "keep_on_stop"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +121,22 @@ class SentMessage:
         """What the customer reads: HTML tags removed and entities decoded."""
         if self.parse_mode != "HTML":
             return self.text
+        return html.unescape(re.sub(r"<[^>]+>", "", self.text))
+
+
+@dataclass(frozen=True, slots=True)
+class SentDraft:
+    """A draft the fake accepted: "" is the "Thinking…" placeholder."""
+
+    chat_id: int
+    draft_id: int
+    text: str
+    parse_mode: str | None
+    can_stop: bool
+    at: float
+
+    @property
+    def plain_text(self) -> str:
         return html.unescape(re.sub(r"<[^>]+>", "", self.text))
 
 
@@ -168,6 +191,8 @@ class FakeTelegramServer:
         self.webhook_url: str = ""
         self.webhook_secret: str | None = None
         self.reject_html = False
+        self.drafts: list[SentDraft] = []
+        self.draft_rejection: int | None = None  # 400 / 404: a server without drafts
         # what a request with another token gets: 401 (a revoked token) or 404, which is
         # what Telegram answers for the token of a deleted bot or a mangled one
         self.unknown_token_status = 401
@@ -456,6 +481,33 @@ class FakeTelegramServer:
             self._notify()
         if request.transport is None or request.transport.is_closing():
             raise asyncio.CancelledError
+
+    async def _m_sendmessagedraft(
+        self, params: dict[str, Any], _request: web.Request
+    ) -> web.Response:
+        if self.draft_rejection == 404:
+            return _error(404, "Not Found: method not found")
+        if self.draft_rejection is not None:
+            return _error(self.draft_rejection, "Bad Request: method is not available")
+        chat_id = int(params["chat_id"])
+        if chat_id < 0:
+            return _error(400, "Bad Request: draft can be sent only to private chats")
+        text = str(params.get("text") or "")
+        self.drafts.append(
+            SentDraft(
+                chat_id=chat_id,
+                draft_id=int(params["draft_id"]),
+                text=text,
+                parse_mode=params.get("parse_mode"),
+                can_stop=bool(params.get("can_stop")),
+                at=time.time(),
+            )
+        )
+        self._notify()
+        return _ok(True)
+
+    def drafts_to(self, chat_id: int) -> list[SentDraft]:
+        return [d for d in self.drafts if d.chat_id == chat_id]
 
     async def _m_sendphoto(self, params: dict[str, Any], _request: web.Request) -> web.Response:
         chat_id = int(params["chat_id"])
@@ -785,6 +837,15 @@ def callback_update(
         "data": data,
     }
     return {"update_id": uid, "callback_query": query}
+
+
+def stop_update(chat_id: int, draft_id: int) -> dict[str, Any]:
+    """The update a customer's press on a draft's stop button sends."""
+    chat = {"id": chat_id, "type": "private" if chat_id > 0 else "group"}
+    return {
+        "update_id": next(_update_ids),
+        "stopped_message_generation": {"chat": chat, "draft_id": draft_id},
+    }
 
 
 def edited_message_update(chat_id: int, text: str, **kwargs: Any) -> dict[str, Any]:

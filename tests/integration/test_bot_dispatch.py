@@ -52,6 +52,8 @@ class ChatDouble:
         private_chat: bool = False,
         sender_is_chat: bool = False,
         transcribed: bool = False,
+        drafts: object = None,
+        stop: object = None,
     ) -> TurnReply:
         self.asked.append(text)
         if self.error is not None:

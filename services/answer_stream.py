@@ -1,0 +1,76 @@
+"""Between a streamed model step and the customer's draft: pace, screen, remember.
+
+The LLM client hands every text delta of a streamed step to a `DraftRelay` (as the
+step's whole text so far). The relay passes it on to the bot's `DraftSink` — the
+Telegram draft of the answer — at most once per `interval_s`, and only after the output
+guard has passed it: a text that quotes the system instruction is never shown, no later
+draft of the turn is either, and the chat service then withholds the turn's answer as
+it does today. When the step turns out to ask for a tool, the draft goes back to the
+"thinking" placeholder: only an answering step's text is shown.
+
+Nothing here waits: the relay runs inside the model request, so the sink must return
+at once (the bot sends drafts in the background and drops them under load).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+
+class DraftSink(Protocol):
+    """Where the bot shows an answer while it is written (bot/drafts.py); never blocks."""
+
+    def show(self, text: str) -> None:
+        """Show `text` (Markdown, the answer so far) in place of the previous draft."""
+
+    def thinking(self) -> None:
+        """Show the placeholder again (the step became a tool step)."""
+
+
+class DraftRelay:
+    """A `services.llm.types.StepListener` that feeds a `DraftSink`, paced and screened."""
+
+    def __init__(
+        self,
+        sink: DraftSink,
+        *,
+        leaks: Callable[[str], bool],
+        interval_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sink = sink
+        self._leaks = leaks
+        self._interval_s = max(0.0, interval_s)
+        self._clock = clock
+        self._next_at = float("-inf")  # the first text is shown at once
+        self._showing_text = False
+        self.leaked = False  # a draft text quoted the instruction: the turn is withheld
+        self.drafts_shown = 0
+
+    def on_text(self, text: str) -> None:
+        if self.leaked or not text.strip():
+            return
+        now = self._clock()
+        if now < self._next_at:
+            return  # the next delta after the interval carries this text too
+        if self._leaks(text):
+            self.leaked = True
+            log.warning("a draft quoted the system instruction; no more drafts this turn")
+            if self._showing_text:
+                self._sink.thinking()
+            return
+        self._next_at = now + self._interval_s
+        self._showing_text = True
+        self.drafts_shown += 1
+        self._sink.show(text)
+
+    def on_tool_call(self) -> None:
+        if self._showing_text and not self.leaked:
+            self._sink.thinking()
+        self._showing_text = False
+        self._next_at = float("-inf")  # the answering step's first text shows at once
