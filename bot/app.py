@@ -48,7 +48,8 @@ from bot.exit_codes import ExitCode
 from bot.filters import LanguageMiddleware
 from bot.health import Health, build_health_app
 from bot.intake import Intake
-from bot.logs import CHATTY_LOGGERS, LOG_FORMAT, ClientErrorFilter, SafeFormatter
+from bot.logs import CHATTY_LOGGERS, ClientErrorFilter, build_formatter
+from bot.metrics import Metrics, add_metrics_route
 from bot.polling import Poller
 from bot.processing import UpdateProcessor
 from bot.responder import Responder
@@ -109,16 +110,18 @@ class Application:
     intake: Intake
     health: Health
     tool_names: tuple[str, ...]
+    metrics: Metrics | None = None
 
 
-def configure_logging(level: str) -> None:
-    """One stderr handler whose formatter keeps customer content out (bot/logs.py).
+def configure_logging(level: str, log_format: str = "text") -> None:
+    """One stderr handler whose formatter keeps customer content out (bot/logs.py):
+    readable lines, or with LOG_FORMAT=json one JSON object per line.
 
     At LOG_LEVEL=DEBUG the libraries that log queries or request bodies (aiosqlite, the
     openai SDK, httpx) stay at INFO, so DEBUG carries no message text either.
     """
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(SafeFormatter(LOG_FORMAT))
+    handler.setFormatter(build_formatter(log_format))
     logging.basicConfig(level=level, handlers=[handler])
     # aiogram logs one INFO line per update; keep it, but not the HTTP chatter
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
@@ -166,6 +169,14 @@ async def build_application(
         max_retries=settings.openai_max_retries,
     )
     registry = build_registry(order_lookups_per_hour=settings.order_lookups_per_hour)
+    metrics = (
+        Metrics(
+            tool_names=registry.names,
+            model_names=(settings.openai_model, *settings.openai_fallback_models),
+        )
+        if settings.metrics_enabled
+        else None
+    )
     loop = BoundedToolLoop(
         model,
         registry,
@@ -190,6 +201,7 @@ async def build_application(
         summary_max_tokens=settings.summary_max_tokens,
         max_concurrent_turns=settings.max_concurrent_turns,
         storage_retry=storage_retry,
+        record_observer=metrics,
     )
 
     bot = build_bot(settings)
@@ -231,6 +243,8 @@ async def build_application(
         delivery=responder,
         delivery_threshold_s=settings.health_delivery_threshold_s,
     )
+    if metrics is not None:
+        watch_state(metrics, inbox=inbox, sender=sender, intake=intake)
     return Application(
         settings=settings,
         db=db,
@@ -243,6 +257,43 @@ async def build_application(
         intake=intake,
         health=health,
         tool_names=registry.names,
+        metrics=metrics,
+    )
+
+
+def watch_state(
+    metrics: Metrics, *, inbox: InboxRepository, sender: Sender, intake: Intake
+) -> None:
+    """The numbers /metrics reads at scrape time (nothing on the hot path)."""
+    metrics.register_gauge(
+        "support_bot_inbox_updates",
+        "Updates in the inbox by status (pending: not yet answered; answered: reply "
+        "stored, not yet delivered; finished rows are kept 7 days).",
+        inbox.count_by_status,
+        label="status",
+    )
+    metrics.register_gauge(
+        "support_bot_send_queue_depth",
+        "Outgoing Bot API requests waiting for their pacing turn (per chat or global rate).",
+        lambda: sender.queued_requests,
+    )
+    metrics.register_gauge(
+        "support_bot_busy_chats", "Chats with an update being handled.", lambda: intake.busy_chats
+    )
+    metrics.register_gauge(
+        "support_bot_stalled_chats",
+        "Chats whose updates wait for a restart (storage failed beyond the retry bound).",
+        lambda: intake.stalled_chats,
+    )
+    metrics.register_counter(
+        "support_bot_flood_control_waits",
+        "Times Telegram's flood control (429 retry_after) was waited out.",
+        lambda: sender.flood_waits,
+    )
+    metrics.register_counter(
+        "support_bot_flood_control_wait_seconds",
+        "Seconds spent waiting out Telegram's flood control.",
+        lambda: sender.flood_wait_s,
     )
 
 
@@ -428,6 +479,8 @@ async def receiving(app: Application) -> AsyncIterator[None]:
         secret=secret,
         read_timeout_s=settings.webhook_read_timeout_s,
     )
+    if app.metrics is not None:
+        add_metrics_route(web_app, app.metrics)
     runner = build_runner(web_app, read_timeout_s=settings.webhook_read_timeout_s)
     await runner.setup()
     try:
@@ -447,18 +500,25 @@ async def receiving(app: Application) -> AsyncIterator[None]:
 
 @contextlib.asynccontextmanager
 async def _health_server(app: Application) -> AsyncIterator[None]:
-    """Polling mode: /healthz on WEB_HOST:WEB_PORT when HEALTH_ENABLED (else nothing)."""
+    """Polling mode: /healthz (and /metrics unless METRICS_ENABLED=false) on
+    WEB_HOST:WEB_PORT when HEALTH_ENABLED (else no port is opened)."""
     settings = app.settings
     if not settings.health_enabled:
         yield
         return
-    runner = build_runner(
-        build_health_app(app.health), read_timeout_s=settings.webhook_read_timeout_s
-    )
+    web_app = build_health_app(app.health)
+    if app.metrics is not None:
+        add_metrics_route(web_app, app.metrics)
+    runner = build_runner(web_app, read_timeout_s=settings.webhook_read_timeout_s)
     await runner.setup()
     try:
         await _listen(runner, settings)
-        log.info("health check on %s:%s/healthz", settings.web_host, settings.web_port)
+        log.info(
+            "health check on %s:%s/healthz%s",
+            settings.web_host,
+            settings.web_port,
+            ", metrics on /metrics" if app.metrics is not None else "",
+        )
         yield
     finally:
         await runner.cleanup()
@@ -507,7 +567,7 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
 
     `texts`: the shop's fixed texts, loaded and checked by the CLI before anything starts.
     """
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     try:
         db = await Database.open(settings.database_path)
     except (DatabaseOpenError, MigrationError) as exc:

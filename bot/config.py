@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
 from pydantic import (
@@ -46,6 +46,9 @@ _PLACEHOLDER_HINT = {
     "openai_api_key": "put your API key there (any non-empty value for a local server)",
 }
 _REQUIRED = ("bot_token", "openai_api_key")
+
+
+LogFormat = Literal["text", "json"]
 
 
 class BotMode(StrEnum):
@@ -176,8 +179,13 @@ class Settings(ShopSettings):
     # /healthz reports "delivery" when a stored answer waits longer than this to be sent
     # (Telegram unreachable, long flood control), or deliveries keep failing that long
     health_delivery_threshold_s: float = Field(default=300.0, gt=0, le=86_400)
+    # GET /metrics (Prometheus) on WEB_HOST:WEB_PORT: always with the webhook server, in
+    # polling mode on the server HEALTH_ENABLED opens
+    metrics_enabled: bool = True
     seed_demo_data: bool = True
     log_level: str = "INFO"
+    # "text" (one readable line) or "json" (one object per line, ids as fields)
+    log_format: LogFormat = "text"
 
     @field_validator("admin_ids", mode="before")
     @classmethod
@@ -239,6 +247,11 @@ class Settings(ShopSettings):
                 "@BotFather gives it (digits:letters, digits, _ or -, no spaces)"
             )
         return value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_log_format(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("log_level")
     @classmethod

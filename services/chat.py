@@ -55,13 +55,14 @@ from services.data_blocks import defuse_tags
 from services.history import HistoryPair, select_window, to_pairs, window_read_limit
 from services.limits import TurnSlots
 from services.llm.types import ChatModel, Message
+from services.log_context import bound_turn
 from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, TurnReply
 from services.output_guard import SystemPromptGuard
 from services.summarizer import ConversationSummarizer, PromptRenderer
 from storage.conversations import ConversationRepository, SessionSummary
 from storage.database import Database, StorageRetry, StorageUnavailable
 from storage.records import HistoryPair as StoredPair
-from storage.records import TurnRecord, TurnRecorder
+from storage.records import RecordObserver, TurnRecord, TurnRecorder
 from tools.base import ToolContext, TurnNote
 
 if TYPE_CHECKING:
@@ -171,6 +172,28 @@ class ChatService:
         bound (nothing of the turn is stored then; see the module notes).
         """
         turn_id = uuid.uuid4().hex
+        with bound_turn(turn_id):
+            return await self._answer(
+                turn_id,
+                chat_id,
+                user_id,
+                text,
+                request_key,
+                private_chat=private_chat,
+                sender_is_chat=sender_is_chat,
+            )
+
+    async def _answer(
+        self,
+        turn_id: str,
+        chat_id: int,
+        user_id: int,
+        text: str,
+        request_key: str | None,
+        *,
+        private_chat: bool,
+        sender_is_chat: bool,
+    ) -> TurnReply:
         async with self._turn_slots.slot():
             if request_key is not None:
                 replayed = await self._replay(request_key)
@@ -412,10 +435,14 @@ def build_chat_service(
     turn_slots: TurnSlots | None = None,
     summary_shutdown_timeout_s: float = 10.0,
     storage_retry: StorageRetry | None = None,
+    record_observer: RecordObserver | None = None,
 ) -> ChatService:
-    """Wire the chat service and its storage and summarizer (for the composition root)."""
+    """Wire the chat service and its storage and summarizer (for the composition root).
+
+    `record_observer` is told about every stored turn and model call (the bot's metrics).
+    """
     conversations = ConversationRepository(db)
-    recorder = TurnRecorder(db)
+    recorder = TurnRecorder(db, observer=record_observer)
     summarizer = ConversationSummarizer(
         model=model,
         prompts=prompts,

@@ -243,3 +243,14 @@ def test_shop_settings_load_without_token_or_key(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("DEFAULT_LANGUAGE", "fr")
     with pytest.raises(SettingsError, match="DEFAULT_LANGUAGE:"):
         load_shop_settings()
+
+
+def test_metrics_on_and_text_logs_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make(monkeypatch)
+    assert settings.metrics_enabled is True and settings.log_format == "text"
+    assert make(monkeypatch, LOG_FORMAT=" JSON ").log_format == "json"
+    assert make(monkeypatch, METRICS_ENABLED="false").metrics_enabled is False
+
+
+def test_log_format_must_be_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "LOG_FORMAT" in error_for(monkeypatch, LOG_FORMAT="xml")
