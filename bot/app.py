@@ -580,11 +580,12 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
         stop = _stop_event()
         app = await build_application(settings, db, texts)
         log.info(
-            "starting: mode=%s model=%s database=%s tools=%s",
+            "starting: mode=%s model=%s database=%s tools=%s loop=%s",
             settings.bot_mode.value,
             settings.openai_model,
             settings.database_path,
             ",".join(app.tool_names),
+            type(asyncio.get_running_loop()).__module__.split(".")[0],
         )
         pruned = await app.inbox.prune(older_than_s=INBOX_RETENTION_S)
         if pruned:

@@ -182,6 +182,8 @@ class Settings(ShopSettings):
     # GET /metrics (Prometheus) on WEB_HOST:WEB_PORT: always with the webhook server, in
     # polling mode on the server HEALTH_ENABLED opens
     metrics_enabled: bool = True
+    # Run on uvloop (a faster event loop) where it is installed; false: asyncio's own
+    uvloop_enabled: bool = True
     seed_demo_data: bool = True
     log_level: str = "INFO"
     # "text" (one readable line) or "json" (one object per line, ids as fields)
