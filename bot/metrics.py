@@ -25,6 +25,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import (
@@ -140,6 +141,16 @@ class Metrics:
         )
         self._scraped = _ScrapeTimeCollector()
         self.registry.register(self._scraped)
+        # labelled children by label values: `labels()` costs as much as the observation,
+        # and the label values are bounded (see the module docstring)
+        self._children: dict[tuple[object, ...], Any] = {}
+
+    def _child(self, metric: Histogram | Counter, *values: str) -> Any:
+        key = (metric, *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     # --- RecordObserver (storage/records.py): called once a record is committed ---------
 
@@ -150,19 +161,20 @@ class Metrics:
         model_calls: Sequence[ModelCallRecord],
     ) -> None:
         outcome = turn.error_code if turn.status == "failed" else turn.stop_reason
-        self._turns.labels(_code(outcome, OTHER)).observe(turn.duration_ms / 1000.0)
+        self._child(self._turns, _code(outcome, OTHER)).observe(turn.duration_ms / 1000.0)
         for audit in audit_records:
             tool = audit.tool_name if audit.tool_name in self._tools else UNKNOWN_TOOL
-            self._tool_calls.labels(tool, str(audit.status)).inc()
+            self._child(self._tool_calls, tool, str(audit.status)).inc()
         for call in model_calls:
             self.model_call_saved(call)
 
     def model_call_saved(self, call: ModelCallRecord) -> None:
         model = call.requested_model if call.requested_model in self._models else OTHER
         purpose = _code(call.purpose, OTHER)
-        self._model_calls.labels(model, purpose).observe(call.latency_ms / 1000.0)
+        self._child(self._model_calls, model, purpose).observe(call.latency_ms / 1000.0)
         if call.status == "error":
-            self._model_errors.labels(model, purpose, _code(call.error_code, "error")).inc()
+            error = _code(call.error_code, "error")
+            self._child(self._model_errors, model, purpose, error).inc()
 
     # --- read at scrape time ---------------------------------------------------------
 
