@@ -67,7 +67,7 @@ from services.phones import PhoneVerification
 from services.prompts import build_prompt_registry
 from services.stats import StatsService
 from storage.database import Database, DatabaseOpenError, StorageRetry
-from storage.inbox import InboxRepository
+from storage.inbox import FINAL_STATUSES, InboxRepository
 from storage.migrations import MigrationError
 from storage.shop import ShopRepository
 from storage.stats import StatsRepository
@@ -267,9 +267,16 @@ def watch_state(
     """The numbers /metrics reads at scrape time (nothing on the hot path)."""
     metrics.register_gauge(
         "support_bot_inbox_updates",
-        "Updates in the inbox by status (pending: not yet answered; answered: reply "
-        "stored, not yet delivered; finished rows are kept 7 days).",
-        inbox.count_by_status,
+        "Updates waiting in the inbox: pending (not answered yet) or answered (reply "
+        "stored, not delivered yet).",
+        inbox.count_unfinished,
+        label="status",
+    )
+    metrics.register_counter(
+        "support_bot_inbox_finished",
+        "Updates finished by this process, by status: delivered, failed, unknown (the "
+        "reply may not have arrived), ignored (nothing to answer).",
+        lambda: {status: inbox.finished[status] for status in FINAL_STATUSES},
         label="status",
     )
     metrics.register_gauge(

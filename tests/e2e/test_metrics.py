@@ -102,8 +102,10 @@ async def test_metrics_move_with_turns_and_logs_are_json(
     assert sum(errors.values()) == 1, errors
     assert value(after, "support_bot_flood_control_waits_total") == 1
     assert value(after, "support_bot_flood_control_wait_seconds_total") == 1
-    assert value(after, "support_bot_inbox_updates", status="delivered") == 3
+    assert value(after, "support_bot_inbox_finished_total", status="delivered") == 3
+    assert value(after, "support_bot_inbox_finished_total", status="failed") == 0
     assert value(after, "support_bot_inbox_updates", status="pending") == 0
+    assert value(after, "support_bot_inbox_updates", status="answered") == 0
 
     assert await bot.terminate() == 0
     entries = [json.loads(line) for line in bot.lines if line.strip()]
