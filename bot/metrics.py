@@ -205,8 +205,8 @@ class Metrics:
                     value = await value
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.warning("metric %s could not be read", source.name, exc_info=True)
+            except Exception as exc:  # e.g. the database: /healthz reports that
+                log.warning("metric %s could not be read (%s)", source.name, type(exc).__name__)
                 self._scraped.values.pop(source.name, None)
                 continue
             self._scraped.values[source.name] = value
