@@ -1,6 +1,6 @@
 """The container files, checked where Docker cannot run (no engine here, no compose plugin):
 hadolint (a static binary from PyPI) lints the Dockerfile, the compose file validates
-against the Compose Specification's JSON schema (tests/data/compose-spec.json, from
+against the Compose Specification's JSON schema (tests/schemas/compose-spec.json, from
 compose-spec/compose-spec, Apache-2.0), and the properties that matter are asserted:
 non-root user, health check on /healthz, exec-form entry point (SIGTERM reaches the bot),
 the database on a volume, locked dependencies, nothing secret in the build context."""
@@ -112,7 +112,7 @@ def test_copied_files_exist_and_are_not_ignored() -> None:
 
 
 def test_compose_file_validates_against_the_compose_specification() -> None:
-    schema = json.loads((ROOT / "tests" / "data" / "compose-spec.json").read_text())
+    schema = json.loads((ROOT / "tests" / "schemas" / "compose-spec.json").read_text())
     # the schema names draft-07 by a URL jsonschema does not know: say it here
     jsonschema.Draft7Validator(schema).validate(compose())
 
