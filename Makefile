@@ -1,16 +1,25 @@
 # Two entry points: `make run` and `make test`. Both create .venv and install the project
-# on first use (and again whenever pyproject.toml changes); only Python 3.11+ is needed.
+# on first use (and again whenever pyproject.toml or the lock file changes); only Python
+# 3.11+ is needed. Every package comes from requirements-dev.lock, pinned with hashes, so a
+# fresh clone (and CI) installs exactly what was tested; `make lock` refreshes the locks.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint bench clean
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+# pip-compile against PyPI itself, whatever this machine's pip configuration adds
+LOCK := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null \
+	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	--no-emit-index-url --no-emit-find-links --index-url https://pypi.org/simple
 
-$(STAMP): pyproject.toml
+.PHONY: run test check lint bench lock clean
+
+$(STAMP): pyproject.toml requirements-dev.lock
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PIP_INSTALL) --require-hashes -r requirements-dev.lock
+	$(PIP_INSTALL) --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -33,6 +42,13 @@ lint: $(STAMP)
 # missed target. `make bench ARGS=--quick` for a one-minute smoke run.
 bench: $(STAMP)
 	$(BIN)/python -m bench.run $(ARGS)
+
+# After changing the dependencies in pyproject.toml: new pins (with hashes) for both
+# lock files, the runtime one (the container's) a subset of the development one.
+lock:
+	test -x $(BIN)/pip-compile || $(PIP_INSTALL) 'pip-tools>=7.6,<8'
+	$(LOCK) --extra dev -o requirements-dev.lock pyproject.toml
+	$(LOCK) -c requirements-dev.lock -o requirements.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

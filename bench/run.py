@@ -27,6 +27,7 @@ import os
 import platform
 import pstats
 import re
+import resource
 import signal
 import socket
 import sys
@@ -153,8 +154,11 @@ class BotRun:
 class Bench:
     """One bench run: the processes, the phases, the results."""
 
-    def __init__(self, plan: Plan, group: ProcessGroup, out: Path) -> None:
+    def __init__(
+        self, plan: Plan, group: ProcessGroup, out: Path, bot_env: dict[str, str] | None = None
+    ) -> None:
         self.plan = plan
+        self.bot_env = bot_env or {}  # --bot-env: settings for every bot (A/B runs)
         self.group = group
         self.out = out
         self.results: dict[str, Any] = {}
@@ -231,7 +235,10 @@ class Bench:
             }
             webhook_url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
         env = bench_env(
-            telegram_url=telegram_url, openai_url=self.openai_url, database=database, **extra
+            telegram_url=telegram_url,
+            openai_url=self.openai_url,
+            database=database,
+            **{**self.bot_env, **extra},
         )
         args = ["-m", "bot"]
         if profile_to is not None:
@@ -299,6 +306,7 @@ class Bench:
         before = sample(run.bot.pid)
         fakes_before = self._fakes_cpu(run)
         machine_before = _machine_cpu()
+        driver_before = _own_cpu_s()
         deadline = time.monotonic() + self.plan.phase_timeout_s
         async with self.driver(run) as driver:
             await asyncio.gather(
@@ -322,9 +330,13 @@ class Bench:
         after = sample(run.bot.pid)
         fakes_after = self._fakes_cpu(run)
         machine_after = _machine_cpu()
+        driver_cpu_s = _own_cpu_s() - driver_before
         timings = await self.new_timings()
         result = self._summarise(name, run, turns, timings, problems, planned=len(chats) * messages)
         result["fakes_cpu_s"] = fakes_after - fakes_before
+        # the customers' side (this process): POSTing to a webhook costs it more than
+        # queueing updates for a poll, on the same cores as the bot
+        result["driver_cpu_s"] = driver_cpu_s
         busy = machine_after[0] - machine_before[0]
         total = machine_after[1] - machine_before[1]
         result["machine_cpu_busy_pct"] = 100.0 * busy / total if total else math.nan
@@ -529,6 +541,8 @@ def _brief(result: dict[str, Any]) -> str:
         f"{t.get('overall', 0):.1f} turns/s (steady {t.get('steady', 0):.1f}), "
         f"cpu/turn {result.get('cpu_ms_per_turn', math.nan):.2f} ms, "
         f"machine busy {result.get('machine_cpu_busy_pct', math.nan):.0f} %, "
+        f"driver {result.get('driver_cpu_s', math.nan):.1f} / fakes "
+        f"{result.get('fakes_cpu_s', math.nan):.1f} CPU-s, "
         f"e2e p50 {result['e2e_ms']['p50']:.0f} ms, self p50/p95/p99 "
         f"{result['self_ms']['p50']:.1f}/{result['self_ms']['p95']:.1f}/"
         f"{result['self_ms']['p99']:.1f} ms"
@@ -694,7 +708,7 @@ async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
     only = set(args.only.split(",")) if args.only else None
 
     async with ProcessGroup(out) as group:
-        bench = Bench(plan, group, out)
+        bench = Bench(plan, group, out, bot_env=dict(args.bot_env or []))
         await bench.start_openai()
         runs: dict[str, Any] = {}
         results["runs"] = runs
@@ -713,6 +727,11 @@ async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
     print("\n" + table, flush=True)
     print(f"\nbench: full results in {out / 'results.json'}", flush=True)
     return results
+
+
+def _own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _machine_cpu() -> tuple[float, float]:
@@ -961,6 +980,13 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _setting(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError("expected NAME=VALUE")
+    return name, value
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Benchmark of the whole bot (issue 9)")
     parser.add_argument("--quick", action="store_true", help="small, fast smoke run")
@@ -976,6 +1002,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", action="store_true", help="also run the bot under cProfile")
     parser.add_argument("--skip-stats", action="store_true", help="skip the /stats timing")
     parser.add_argument("--out", help="results folder (default data/bench/<UTC time>)")
+    parser.add_argument(
+        "--bot-env",
+        action="append",
+        type=_setting,
+        metavar="NAME=VALUE",
+        help="a setting for every bot process, e.g. --bot-env UVLOOP_ENABLED=false (A/B runs)",
+    )
     args = parser.parse_args(argv)
 
     async def guarded() -> None:

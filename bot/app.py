@@ -51,7 +51,8 @@ from bot.filters import LanguageMiddleware
 from bot.handoff import HandoffDesk, HandoffSetupError
 from bot.health import Health, build_health_app
 from bot.intake import Intake
-from bot.logs import CHATTY_LOGGERS, LOG_FORMAT, ClientErrorFilter, SafeFormatter
+from bot.logs import CHATTY_LOGGERS, ClientErrorFilter, build_formatter
+from bot.metrics import Metrics, add_metrics_route
 from bot.polling import Poller
 from bot.processing import UpdateProcessor
 from bot.responder import Responder
@@ -75,7 +76,7 @@ from storage.conversations import ConversationRepository
 from storage.database import Database, DatabaseOpenError, StorageRetry
 from storage.feedback import FeedbackRepository
 from storage.handoffs import HandoffRepository
-from storage.inbox import InboxRepository
+from storage.inbox import FINAL_STATUSES, InboxRepository
 from storage.migrations import MigrationError
 from storage.shop import ShopRepository
 from storage.stats import StatsRepository
@@ -123,16 +124,18 @@ class Application:
     tool_names: tuple[str, ...]
     voice: VoiceTranscription
     handoff: HandoffDesk | None = None
+    metrics: Metrics | None = None
 
 
-def configure_logging(level: str) -> None:
-    """One stderr handler whose formatter keeps customer content out (bot/logs.py).
+def configure_logging(level: str, log_format: str = "text") -> None:
+    """One stderr handler whose formatter keeps customer content out (bot/logs.py):
+    readable lines, or with LOG_FORMAT=json one JSON object per line.
 
     At LOG_LEVEL=DEBUG the libraries that log queries or request bodies (aiosqlite, the
     openai SDK, httpx) stay at INFO, so DEBUG carries no message text either.
     """
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(SafeFormatter(LOG_FORMAT))
+    handler.setFormatter(build_formatter(log_format))
     logging.basicConfig(level=level, handlers=[handler])
     # aiogram logs one INFO line per update; keep it, but not the HTTP chatter
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
@@ -237,6 +240,14 @@ async def build_application(
     registry = build_registry(
         order_lookups_per_hour=settings.order_lookups_per_hour, handoffs=handoffs
     )
+    metrics = (
+        Metrics(
+            tool_names=registry.names,
+            model_names=(settings.openai_model, *settings.openai_fallback_models),
+        )
+        if settings.metrics_enabled
+        else None
+    )
     loop = BoundedToolLoop(
         model,
         registry,
@@ -258,6 +269,7 @@ async def build_application(
         max_concurrent_turns=settings.max_concurrent_turns,
         storage_retry=storage_retry,
         draft_interval_s=settings.draft_interval_s,
+        record_observer=metrics,
     )
 
     bot = build_bot(settings)
@@ -333,6 +345,8 @@ async def build_application(
         delivery=responder,
         delivery_threshold_s=settings.health_delivery_threshold_s,
     )
+    if metrics is not None:
+        watch_state(metrics, inbox=inbox, sender=sender, intake=intake, handoffs=handoffs)
     return Application(
         settings=settings,
         db=db,
@@ -347,7 +361,62 @@ async def build_application(
         tool_names=registry.names,
         voice=voice,
         handoff=desk,
+        metrics=metrics,
     )
+
+
+def watch_state(
+    metrics: Metrics,
+    *,
+    inbox: InboxRepository,
+    sender: Sender,
+    intake: Intake,
+    handoffs: HandoffService | None = None,
+) -> None:
+    """The numbers /metrics reads at scrape time (nothing on the hot path)."""
+    metrics.register_gauge(
+        "support_bot_inbox_updates",
+        "Updates waiting in the inbox: pending (not answered yet) or answered (reply "
+        "stored, not delivered yet).",
+        inbox.count_unfinished,
+        label="status",
+    )
+    metrics.register_counter(
+        "support_bot_inbox_finished",
+        "Updates finished by this process, by status: delivered, failed, unknown (the "
+        "reply may not have arrived), ignored (nothing to answer).",
+        lambda: {status: inbox.finished[status] for status in FINAL_STATUSES},
+        label="status",
+    )
+    metrics.register_gauge(
+        "support_bot_send_queue_depth",
+        "Outgoing Bot API requests waiting for their pacing turn (per chat or global rate).",
+        lambda: sender.queued_requests,
+    )
+    metrics.register_gauge(
+        "support_bot_busy_chats", "Chats with an update being handled.", lambda: intake.busy_chats
+    )
+    metrics.register_gauge(
+        "support_bot_stalled_chats",
+        "Chats whose updates wait for a restart (storage failed beyond the retry bound).",
+        lambda: intake.stalled_chats,
+    )
+    metrics.register_counter(
+        "support_bot_flood_control_waits",
+        "Times Telegram's flood control (429 retry_after) was waited out.",
+        lambda: sender.flood_waits,
+    )
+    metrics.register_counter(
+        "support_bot_flood_control_wait_seconds",
+        "Seconds spent waiting out Telegram's flood control.",
+        lambda: sender.flood_wait_s,
+    )
+    if handoffs is not None:  # OPERATOR_CHAT_ID set
+        metrics.register_gauge(
+            "support_bot_handoffs_open",
+            "Conversations handed to a person and not closed yet.",
+            handoffs.open_count,
+        )
 
 
 class CannotStart(Exception):
@@ -534,6 +603,8 @@ async def receiving(app: Application) -> AsyncIterator[None]:
         secret=secret,
         read_timeout_s=settings.webhook_read_timeout_s,
     )
+    if app.metrics is not None:
+        add_metrics_route(web_app, app.metrics)
     runner = build_runner(web_app, read_timeout_s=settings.webhook_read_timeout_s)
     await runner.setup()
     try:
@@ -553,18 +624,25 @@ async def receiving(app: Application) -> AsyncIterator[None]:
 
 @contextlib.asynccontextmanager
 async def _health_server(app: Application) -> AsyncIterator[None]:
-    """Polling mode: /healthz on WEB_HOST:WEB_PORT when HEALTH_ENABLED (else nothing)."""
+    """Polling mode: /healthz (and /metrics unless METRICS_ENABLED=false) on
+    WEB_HOST:WEB_PORT when HEALTH_ENABLED (else no port is opened)."""
     settings = app.settings
     if not settings.health_enabled:
         yield
         return
-    runner = build_runner(
-        build_health_app(app.health), read_timeout_s=settings.webhook_read_timeout_s
-    )
+    web_app = build_health_app(app.health)
+    if app.metrics is not None:
+        add_metrics_route(web_app, app.metrics)
+    runner = build_runner(web_app, read_timeout_s=settings.webhook_read_timeout_s)
     await runner.setup()
     try:
         await _listen(runner, settings)
-        log.info("health check on %s:%s/healthz", settings.web_host, settings.web_port)
+        log.info(
+            "health check on %s:%s/healthz%s",
+            settings.web_host,
+            settings.web_port,
+            ", metrics on /metrics" if app.metrics is not None else "",
+        )
         yield
     finally:
         await runner.cleanup()
@@ -613,7 +691,7 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
 
     `texts`: the shop's fixed texts, loaded and checked by the CLI before anything starts.
     """
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     try:
         db = await Database.open(settings.database_path)
     except (DatabaseOpenError, MigrationError) as exc:
@@ -626,11 +704,12 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
         stop = _stop_event()
         app = await build_application(settings, db, texts)
         log.info(
-            "starting: mode=%s model=%s database=%s tools=%s",
+            "starting: mode=%s model=%s database=%s tools=%s loop=%s",
             settings.bot_mode.value,
             settings.openai_model,
             settings.database_path,
             ",".join(app.tool_names),
+            type(asyncio.get_running_loop()).__module__.split(".")[0],
         )
         pruned = await app.inbox.prune(older_than_s=INBOX_RETENTION_S)
         if pruned:

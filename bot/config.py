@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -48,6 +48,9 @@ _PLACEHOLDER_HINT = {
     "openai_api_key": "put your API key there (any non-empty value for a local server)",
 }
 _REQUIRED = ("bot_token", "openai_api_key")
+
+
+LogFormat = Literal["text", "json"]
 
 
 class BotMode(StrEnum):
@@ -191,8 +194,15 @@ class Settings(ShopSettings):
     # /healthz reports "delivery" when a stored answer waits longer than this to be sent
     # (Telegram unreachable, long flood control), or deliveries keep failing that long
     health_delivery_threshold_s: float = Field(default=300.0, gt=0, le=86_400)
+    # GET /metrics (Prometheus) on WEB_HOST:WEB_PORT: always with the webhook server, in
+    # polling mode on the server HEALTH_ENABLED opens
+    metrics_enabled: bool = True
+    # Run on uvloop (a faster event loop) where it is installed; false: asyncio's own
+    uvloop_enabled: bool = True
     seed_demo_data: bool = True
     log_level: str = "INFO"
+    # "text" (one readable line) or "json" (one object per line, ids as fields)
+    log_format: LogFormat = "text"
 
     # Handoff to a person (README "Handoff to a person"): the operators' forum supergroup.
     # Unset: no handoff — no /operator, no request_human tool, nothing mentions it.
@@ -319,6 +329,11 @@ class Settings(ShopSettings):
         if self.operator_hours is None:
             return None
         return OperatorHours.parse(self.operator_hours, self.operator_utc_offset)
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_log_format(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("log_level")
     @classmethod

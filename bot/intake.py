@@ -43,6 +43,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from services.log_context import bound_update
 from storage.database import StorageRetry, StorageUnavailable, storage_fault
 from storage.inbox import (
     ANSWERED,
@@ -250,6 +251,11 @@ class Intake:
         row = await self._inbox.get(update_id)
         if row is None:
             return
+        with bound_update(update_id, row.chat_id):  # ids for the JSON log lines
+            await self._act(row)
+
+    async def _act(self, row: InboxRow) -> None:
+        update_id = row.update_id
         try:
             if row.status == PENDING:
                 await self._process(row)

@@ -43,6 +43,12 @@ class Pacer:
         # chat -> the earliest time its next message may go; least recently set first
         self._next_in_chat: OrderedDict[ChatId, float] = OrderedDict()
         self._next_global_at = 0.0
+        self._waiting = 0
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting right now for their chat's turn or a global slot (metrics)."""
+        return self._waiting
 
     @property
     def tracked_chats(self) -> int:
@@ -64,7 +70,7 @@ class Pacer:
         at = max(now, self._next_in_chat.get(chat_id, now))
         self._book_chat(chat_id, at + self._chat_interval_s)
         if at > now:
-            await self._sleep(at - now)
+            await self._wait(at - now)
 
     async def request_turn(self, chat_id: ChatId | None = None) -> None:
         """Wait for the next global slot (evenly spaced, no bursts); called per request.
@@ -76,7 +82,7 @@ class Pacer:
         at = max(now, self._next_global_at)
         self._next_global_at = at + self._global_interval_s
         if at > now:
-            await self._sleep(at - now)
+            await self._wait(at - now)
         if chat_id is not None:
             made_at = self._clock()
             booked = self._next_in_chat.get(chat_id, made_at)
@@ -94,6 +100,13 @@ class Pacer:
         if at > now:
             await self._sleep(at - now)
         return True
+
+    async def _wait(self, delay_s: float) -> None:
+        self._waiting += 1
+        try:
+            await self._sleep(delay_s)
+        finally:
+            self._waiting -= 1
 
     def _book_chat(self, chat_id: ChatId, next_at: float) -> None:
         self._next_in_chat[chat_id] = next_at

@@ -170,12 +170,21 @@ class Sender:
             sleep=sleep,
         )
         self._sleep = sleep
+        # Flood control (429 retry_after) waited out so far; read by the metrics at scrape
+        # time, so the send path only adds two numbers.
+        self.flood_waits = 0
+        self.flood_wait_s = 0.0
         bot.session.middleware(PacingMiddleware(self._pacer))
 
     @property
     def tracked_chats(self) -> int:
         """How many chats currently hold pacing state (inside their interval)."""
         return self._pacer.tracked_chats
+
+    @property
+    def queued_requests(self) -> int:
+        """Outgoing requests waiting for their pacing turn (the send queue, for metrics)."""
+        return self._pacer.waiting
 
     async def send_text(
         self,
@@ -340,6 +349,9 @@ class Sender:
                 if not verdict.retry:
                     return _Attempted(verdict, error=error)
                 _log_retry(name, verdict, attempt, error)
+                if verdict.kind == "retry_after":
+                    self.flood_waits += 1
+                    self.flood_wait_s += verdict.delay_s
                 await self._sleep(verdict.delay_s)
             else:
                 delivered = classify(None, method=name, attempt=attempt, policy=policy)

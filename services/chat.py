@@ -63,13 +63,14 @@ from services.data_blocks import defuse_tags
 from services.history import HistoryPair, select_window, to_pairs, window_read_limit
 from services.limits import TurnSlots
 from services.llm.types import ChatModel, Message, StepListener
+from services.log_context import bound_turn
 from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, TurnReply
 from services.output_guard import SystemPromptGuard
 from services.summarizer import ConversationSummarizer, PromptRenderer
 from storage.conversations import ConversationRepository, SessionSummary
 from storage.database import Database, StorageRetry, StorageUnavailable
 from storage.records import HistoryPair as StoredPair
-from storage.records import TurnRecord, TurnRecorder
+from storage.records import RecordObserver, TurnRecord, TurnRecorder
 from tools.base import ToolContext, TurnNote
 
 if TYPE_CHECKING:
@@ -197,27 +198,29 @@ class ChatService:
         Raises `StorageUnavailable` when the database stayed unwritable beyond the retry
         bound (nothing of the turn is stored then; see the module notes).
         """
-        turn_id = uuid.uuid4().hex
-        async with self._turn_slots.slot():
-            if request_key is not None:
-                replayed = await self._replay(request_key)
-                if replayed is not None:
-                    return replayed
-            turn = _Turn(
-                id=turn_id,
-                chat_id=chat_id,
-                user_id=user_id,
-                text=text,
-                started_at=self._clock(),
-                t0=time.perf_counter(),
-                request_key=request_key,
-                private_chat=private_chat,
-                sender_is_chat=sender_is_chat,
-                transcribed=transcribed,
-                drafts=drafts,
-                stop=stop,
-            )
-            return await self._run_turn(turn)
+        turn = _Turn(
+            id=uuid.uuid4().hex,
+            chat_id=chat_id,
+            user_id=user_id,
+            text=text,
+            started_at=self._clock(),
+            t0=time.perf_counter(),
+            request_key=request_key,
+            private_chat=private_chat,
+            sender_is_chat=sender_is_chat,
+            transcribed=transcribed,
+            drafts=drafts,
+            stop=stop,
+        )
+        with bound_turn(turn.id):  # JSON logs carry the turn id (services/log_context.py)
+            async with self._turn_slots.slot():
+                if request_key is not None:
+                    replayed = await self._replay(request_key)
+                    if replayed is not None:
+                        return replayed
+                # the clock starts when the turn gets its slot, as before
+                turn.started_at, turn.t0 = self._clock(), time.perf_counter()
+                return await self._run_turn(turn)
 
     async def reset(self, chat_id: int) -> int:
         """/new: close the chat's session and open a new one (the caller has let the chat's
@@ -449,10 +452,14 @@ def build_chat_service(
     summary_shutdown_timeout_s: float = 10.0,
     storage_retry: StorageRetry | None = None,
     draft_interval_s: float = 1.0,
+    record_observer: RecordObserver | None = None,
 ) -> ChatService:
-    """Wire the chat service and its storage and summarizer (for the composition root)."""
+    """Wire the chat service and its storage and summarizer (for the composition root).
+
+    `record_observer` is told about every stored turn and model call (the bot's metrics).
+    """
     conversations = ConversationRepository(db)
-    recorder = TurnRecorder(db)
+    recorder = TurnRecorder(db, observer=record_observer)
     summarizer = ConversationSummarizer(
         model=model,
         prompts=prompts,

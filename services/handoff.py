@@ -235,3 +235,7 @@ class HandoffService:
 
     async def counts(self, since: float | None, until: float) -> HandoffCounts:
         return await self._repo.counts(since, until)
+
+    async def open_count(self) -> int:
+        """Handoffs open right now (the /metrics gauge)."""
+        return await self._repo.open_count()

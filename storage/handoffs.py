@@ -221,6 +221,10 @@ class HandoffRepository:
 
     # --- /stats ---------------------------------------------------------------------
 
+    async def open_count(self) -> int:
+        row = await self._db.fetch_one("SELECT count(*) FROM handoffs WHERE closed_at IS NULL")
+        return int(row[0]) if row else 0
+
     async def counts(self, since: float | None, until: float) -> HandoffCounts:
         start = since if since is not None else float("-inf")
         rows = await self._db.fetch_all(
@@ -230,7 +234,7 @@ class HandoffRepository:
         )
         started: dict[str, int] = {str(source): 0 for source in SOURCES}
         started.update({str(r["source"]): int(r["n"]) for r in rows})
-        open_row = await self._db.fetch_one("SELECT count(*) FROM handoffs WHERE closed_at IS NULL")
+        open_now = await self.open_count()
         closed_row = await self._db.fetch_one(
             "SELECT count(*) FROM handoffs WHERE closed_at >= ? AND closed_at < ?",
             (start, until),
@@ -243,7 +247,7 @@ class HandoffRepository:
         )
         return HandoffCounts(
             started=started,
-            open_now=int(open_row[0]) if open_row else 0,
+            open_now=open_now,
             closed=int(closed_row[0]) if closed_row else 0,
             first_reply_delays_s=tuple(float(r["d"]) for r in delays),
         )

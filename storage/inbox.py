@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -160,6 +161,8 @@ class InboxRepository:
     def __init__(self, db: Database, *, clock: Any = time.time) -> None:
         self._db = db
         self._clock = clock
+        # rows this process moved to each final status (/metrics reads it at scrape time)
+        self.finished: Counter[str] = Counter()
 
     async def record(self, updates: Sequence[NewUpdate]) -> list[int]:
         """Insert the batch in ONE committed transaction; return the ids that were new.
@@ -235,6 +238,23 @@ class InboxRepository:
         )
         return None if record is None or record[0] is None else float(record[0])
 
+    async def count_unfinished(self) -> dict[str, int]:
+        """Rows waiting to be answered (`pending`) or delivered (`answered`); /metrics.
+
+        Reads only the unfinished rows (their partial index), so a scrape stays cheap
+        however many finished rows the table keeps; finished rows are counted as they
+        finish (`finished`).
+        """
+        counts = {PENDING: 0, ANSWERED: 0}
+        # literals, not parameters: only then can SQLite prove the partial index applies
+        # (INDEXED BY makes the query fail rather than scan the table if it cannot)
+        for status, count in await self._db.fetch_all(
+            "SELECT status, count(*) FROM updates INDEXED BY updates_unfinished "
+            f"WHERE status IN ('{PENDING}', '{ANSWERED}') GROUP BY status"
+        ):
+            counts[str(status)] = int(count)
+        return counts
+
     async def store_reply(
         self, update_id: int, parts: Sequence[StoredReply], *, turn_id: str | None = None
     ) -> bool:
@@ -273,6 +293,8 @@ class InboxRepository:
             "WHERE update_id = ? AND status IN (?, ?)",
             (status, reason, self._clock(), update_id, PENDING, ANSWERED),
         )
+        if changed == 1:
+            self.finished[status] += 1
         return changed == 1
 
     async def reopen_failed(self, *, reasons: Collection[str], newer_than_s: float) -> int:

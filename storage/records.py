@@ -13,15 +13,19 @@ and import them from here, so no layer has to mirror another's types.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 import aiosqlite
 
 from storage.conversations import insert_pair
 from storage.database import Database
+
+log = logging.getLogger(__name__)
 
 
 class AuditStatus(StrEnum):
@@ -118,11 +122,29 @@ class HistoryPair:
     user_transcribed: bool = False  # the user's message was heard in a voice note
 
 
+class RecordObserver(Protocol):
+    """Told about every record once it is committed (the bot's metrics, bot/metrics.py).
+
+    Called after the transaction, so a write retried after a storage fault is observed
+    once; called inline, so it must be cheap and must not block.
+    """
+
+    def turn_saved(
+        self,
+        turn: TurnRecord,
+        audit_records: Sequence[AuditRecord],
+        model_calls: Sequence[ModelCallRecord],
+    ) -> None: ...
+
+    def model_call_saved(self, call: ModelCallRecord) -> None: ...
+
+
 class TurnRecorder:
     """Writes `turns`, `tool_calls` and `llm_calls` rows."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, observer: RecordObserver | None = None) -> None:
         self._db = db
+        self._observer = observer
 
     async def answered_turn(self, request_key: str) -> AnsweredTurn | None:
         """The answered turn of `request_key`, if one was stored."""
@@ -185,6 +207,11 @@ class TurnRecorder:
                     created_at=turn.started_at + turn.duration_ms / 1000.0,
                     user_transcribed=history.user_transcribed,
                 )
+        if self._observer is not None:
+            try:
+                self._observer.turn_saved(turn, audit_records, model_calls)
+            except Exception:  # metrics never cost a stored turn its reply
+                log.exception("the record observer failed on turn %s", turn.id)
 
     async def save_model_call(
         self, call: ModelCallRecord, *, session_id: int | None, turn_id: str | None = None
@@ -192,6 +219,11 @@ class TurnRecorder:
         """A model call outside a turn's transaction (the summarizer's)."""
         async with self._db.transaction() as conn:
             await _insert_model_call(conn, call, turn_id=turn_id, session_id=session_id)
+        if self._observer is not None:
+            try:
+                self._observer.model_call_saved(call)
+            except Exception:
+                log.exception("the record observer failed on a model call")
 
 
 DAY_S = 86_400.0

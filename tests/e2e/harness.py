@@ -18,6 +18,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer
 
 READY_MARKER = "bot: ready"
+READY_MARKER_JSON = '"logger": "bot", "message": "ready"'  # LOG_FORMAT=json
 WEBHOOK_SECRET = "e2e-secret_TOKEN-123"
 WEBHOOK_PATH = "/telegram/webhook"
 
@@ -95,7 +96,7 @@ class BotProcess:
         async for raw in self.proc.stderr:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             self.lines.append(line)
-            if READY_MARKER in line:
+            if READY_MARKER in line or READY_MARKER_JSON in line:
                 self._ready.set()
             new_line, self._new_line = self._new_line, asyncio.Event()
             new_line.set()

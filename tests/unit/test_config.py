@@ -293,3 +293,14 @@ def test_an_unknown_stats_timezone_is_named(monkeypatch: pytest.MonkeyPatch, zon
 
 def test_a_negative_price_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "MODEL_PRICE_INPUT_PER_1M" in error_for(monkeypatch, MODEL_PRICE_INPUT_PER_1M="-1")
+
+
+def test_metrics_on_and_text_logs_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make(monkeypatch)
+    assert settings.metrics_enabled is True and settings.log_format == "text"
+    assert make(monkeypatch, LOG_FORMAT=" JSON ").log_format == "json"
+    assert make(monkeypatch, METRICS_ENABLED="false").metrics_enabled is False
+
+
+def test_log_format_must_be_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "LOG_FORMAT" in error_for(monkeypatch, LOG_FORMAT="xml")

