@@ -168,7 +168,7 @@ class VoiceStats:
     """Voice and video notes received in the period (issue 21).
 
     `received` counts every note; of those `transcribed` became a turn's text, `failed`
-    could not be heard (download, transcription or nothing said: `failed_by_error`),
+    could not be heard (download, transcription or nothing said),
     `too_long` were refused unheard and `off` got the text-only reply. `audio_s` is the
     length of the transcribed notes (what a per-minute price is charged on) and
     `transcription_s` the time spent waiting for transcriptions.
@@ -177,7 +177,6 @@ class VoiceStats:
     received: int = 0
     transcribed: int = 0
     failed: int = 0
-    failed_by_error: dict[str, int] = field(default_factory=dict)
     too_long: int = 0
     off: int = 0
     audio_s: int = 0
@@ -186,20 +185,15 @@ class VoiceStats:
     @classmethod
     def from_counts(cls, counts: list[VoiceStatusCount]) -> VoiceStats:
         by_status: dict[str, int] = {}
-        failed_by_error: dict[str, int] = {}
         audio_s = 0
         for count in counts:
             by_status[count.status] = by_status.get(count.status, 0) + count.notes
-            if count.status == FAILED:
-                code = count.error_code or "unknown"
-                failed_by_error[code] = failed_by_error.get(code, 0) + count.notes
             if count.status == TRANSCRIBED:
                 audio_s += count.audio_s
         return cls(
             received=sum(c.notes for c in counts),
             transcribed=by_status.get(TRANSCRIBED, 0),
             failed=by_status.get(FAILED, 0),
-            failed_by_error=failed_by_error,
             too_long=by_status.get(TOO_LONG, 0),
             off=by_status.get(OFF, 0),
             audio_s=audio_s,
