@@ -723,7 +723,8 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
                 async with receiving(app):
                     log.info("ready")
                     await stop.wait()
-                    log.info("stopping: no new updates; waiting for running turns")
+                # logged once the web server or the poller is closed, so it is true
+                log.info("stopping: no new updates; waiting for running turns")
             finally:
                 menu.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
