@@ -28,9 +28,15 @@ class Migration:
     sql: str
 
 
-def load_migrations() -> list[Migration]:
-    """All migrations shipped with the code, ordered and checked to be gap-free."""
+def load_migrations(backend: str = "sqlite") -> list[Migration]:
+    """All migrations shipped for a backend, ordered and checked to be gap-free.
+
+    SQLite's are `storage/migrations/NNNN_name.sql`; PostgreSQL's are twins with the same
+    numbers and names in `storage/migrations/postgres/` (the DDL differs in types).
+    """
     folder = resources.files("storage") / "migrations"
+    if backend == "postgres":
+        folder = folder / "postgres"
     found: list[Migration] = []
     for entry in folder.iterdir():
         match = _NAME_RE.match(entry.name)
