@@ -46,9 +46,14 @@ def only(steps: list[tuple[str, str]], keyword: str) -> str:
     return value
 
 
-def compose() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((ROOT / "compose.yaml").read_text())
+def compose(name: str = "compose.yaml") -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / name).read_text())
     return loaded
+
+
+def caddy_rules(name: str) -> list[str]:
+    lines = [line.strip() for line in (ROOT / "deploy" / name).read_text().splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 def test_hadolint_finds_nothing() -> None:
@@ -111,10 +116,11 @@ def test_copied_files_exist_and_are_not_ignored() -> None:
             assert source not in ignored, source
 
 
-def test_compose_file_validates_against_the_compose_specification() -> None:
+@pytest.mark.parametrize("name", ["compose.yaml", "compose.instances.yaml"])
+def test_compose_file_validates_against_the_compose_specification(name: str) -> None:
     schema = json.loads((ROOT / "tests" / "schemas" / "compose-spec.json").read_text())
     # the schema names draft-07 by a URL jsonschema does not know: say it here
-    jsonschema.Draft7Validator(schema).validate(compose())
+    jsonschema.Draft7Validator(schema).validate(compose(name))
 
 
 def test_compose_profiles_webhook_behind_caddy_and_polling() -> None:
@@ -134,10 +140,30 @@ def test_compose_profiles_webhook_behind_caddy_and_polling() -> None:
     caddyfile = ROOT / "deploy" / "Caddyfile"
     mount = f"./{caddyfile.relative_to(ROOT)}:/etc/caddy/Caddyfile:ro"
     assert mount in services["caddy"]["volumes"]
-    rules = [line.strip() for line in caddyfile.read_text().splitlines()]
-    rules = [line for line in rules if line and not line.startswith("#")]
+    rules = caddy_rules("Caddyfile")
     assert "reverse_proxy bot:8080" in rules and "respond 404" in rules  # nothing else public
     assert not any("/metrics" in line or "/healthz" in line for line in rules)
+
+
+def test_compose_for_several_instances_shares_one_postgresql_behind_caddy() -> None:
+    services = compose("compose.instances.yaml")["services"]
+    bots = {name: services[name] for name in ("bot-1", "bot-2")}
+    urls = {bot["environment"]["DATABASE_URL"] for bot in bots.values()}
+    assert len(urls) == 1 and urls.pop().startswith("postgresql://bot:")  # one database
+    assert len({bot["environment"]["INSTANCE_ID"] for bot in bots.values()}) == 2
+    for bot in bots.values():
+        assert bot["environment"]["BOT_MODE"] == "webhook"
+        assert "ports" not in bot  # only Caddy is published
+        assert bot["depends_on"]["postgres"]["condition"] == "service_healthy"
+        assert int(str(bot["stop_grace_period"]).removesuffix("s")) > 30
+    assert "pg-data:/var/lib/postgresql/data" in services["postgres"]["volumes"]
+    assert "ports" not in services["postgres"]
+    mount = "./deploy/Caddyfile.instances:/etc/caddy/Caddyfile:ro"
+    assert mount in services["caddy"]["volumes"]
+    rules = caddy_rules("Caddyfile.instances")
+    assert "reverse_proxy bot-1:8080 bot-2:8080 {" in rules  # both instances take updates
+    assert "health_uri /healthz" in rules and "respond 404" in rules
+    assert not any("/metrics" in line for line in rules)
 
 
 @pytest.mark.parametrize("name", ["requirements.lock", "requirements-dev.lock"])
