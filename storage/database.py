@@ -12,7 +12,6 @@ never as a bug in the statement.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -219,12 +218,11 @@ async def open_database(
     connection). Raises `DatabaseOpenError` or `MigrationError`, as the backends do.
     """
     if is_postgres_url(target):
-        # imported here: only a PostgreSQL user loads asyncpg
-        postgres = importlib.import_module("storage.postgres")
-        database: Database = await postgres.PgDatabase.open(
-            target, migrate=migrate, pool_size=pool_size
-        )
-        return database
+        # imported here: only a PostgreSQL user loads asyncpg (storage.postgres imports
+        # this module too)
+        from storage.postgres import PgDatabase
+
+        return await PgDatabase.open(str(target), migrate=migrate, pool_size=pool_size)
     from storage.sqlite import SqliteDatabase  # storage.sqlite imports this module
 
     return await SqliteDatabase.open(target, migrate=migrate)

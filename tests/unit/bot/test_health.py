@@ -95,6 +95,7 @@ async def test_stalled_chats_fail_the_intake_check(db: Database) -> None:
     assert (await health(db, intake=Intake(stalled_chats=1)).report()).failed == ("intake",)
 
 
+@pytest.mark.sqlite_only  # a full disk made with PRAGMA max_page_count
 async def test_a_failed_write_fails_until_a_write_succeeds(db: Database) -> None:
     row = await db.fetch_one("PRAGMA page_count")
     assert row is not None

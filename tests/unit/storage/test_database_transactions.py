@@ -15,6 +15,7 @@ import pytest
 from storage.database import Database
 
 
+@pytest.mark.sqlite_only  # aiosqlite's queued BEGIN on the one shared connection
 async def test_write_cancelled_during_begin_leaves_no_open_transaction(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
