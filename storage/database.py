@@ -114,7 +114,13 @@ def _from_postgres_driver(exc: BaseException) -> bool:
     the model endpoint are not the database's fault.
     """
     if type(exc).__module__.startswith("asyncpg"):
-        return type(exc).__name__ == "InterfaceError" and str(exc).startswith(_GONE_MESSAGES)
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        # InternalClientError: a pooled connection caught mid-reconnect while the server
+        # is down ("cannot switch to state …; another operation is in progress"), seen
+        # with a stopped server; it clears once the server is back
+        return "InternalClientError" in names or (
+            type(exc).__name__ == "InterfaceError" and str(exc).startswith(_GONE_MESSAGES)
+        )
     if not isinstance(exc, (OSError, TimeoutError)):
         return False
     tb = exc.__traceback__
