@@ -24,6 +24,9 @@ LONG_ANSWER = "Ваш заказ в пути. " * 1500  # needs new pages: canno
 FAST = StorageRetry(first_delay_s=0.01, max_delay_s=0.01, give_up_after_s=60)
 UNLIMITED_PAGES = 1_073_741_823
 
+# the fault is SQLite's own; PostgreSQL's write faults: tests/unit/storage/test_postgres.py
+pytestmark = pytest.mark.sqlite_only
+
 
 async def fill_the_disk(db: Database) -> None:
     row = await db.fetch_one("PRAGMA page_count")
@@ -83,7 +86,6 @@ def answer_after_the_disk_fills(db: Database) -> FakeLoop:
     return FakeLoop(answer=answer)
 
 
-@pytest.mark.sqlite_only  # a full disk made with PRAGMA max_page_count
 async def test_a_full_disk_while_storing_a_turn_is_retried_until_space_is_back(
     db: Database,
 ) -> None:
@@ -104,7 +106,6 @@ async def test_a_full_disk_while_storing_a_turn_is_retried_until_space_is_back(
     assert db.write_fault is None  # the successful write cleared it
 
 
-@pytest.mark.sqlite_only  # a full disk made with PRAGMA max_page_count
 async def test_a_disk_full_beyond_the_bound_raises_and_stores_nothing(db: Database) -> None:
     loop = answer_after_the_disk_fills(db)
     bounded = StorageRetry(first_delay_s=0.01, max_delay_s=0.01, give_up_after_s=0.05)
