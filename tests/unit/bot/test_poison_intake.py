@@ -65,7 +65,9 @@ async def test_a_batch_with_poison_stores_the_rest_and_quarantines_the_poison(
     assert await intake.accept(batch) == [1, 4]
     assert await intake.drain(10)
 
-    assert processed == [1, 4]
+    # two chats: their workers run side by side (on PostgreSQL truly in parallel), so
+    # only the set is certain, not which finished first
+    assert sorted(processed) == [1, 4]
     assert await quarantine(db) == {
         "2": "chat_id_out_of_range",
         "3": unencodable(db),
