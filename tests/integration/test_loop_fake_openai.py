@@ -11,7 +11,6 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -409,7 +408,7 @@ async def _rows(db: Database, sql: str, *params: object) -> list[tuple[object, .
 
 
 async def test_arguments_nested_too_deeply_go_back_as_invalid_and_the_turn_ends_in_text(
-    bench: Bench, db: Database, tmp_path: Path
+    bench: Bench, db: Database
 ) -> None:
     deep = '{"order_id":' + "[" * 2000 + "]" * 2000 + "}"
     bench.server.handler = sequence(
@@ -433,7 +432,7 @@ async def test_arguments_nested_too_deeply_go_back_as_invalid_and_the_turn_ends_
 
 
 async def test_two_calls_with_one_id_are_a_protocol_error_and_nothing_runs(
-    bench: Bench, db: Database, tmp_path: Path
+    bench: Bench, db: Database
 ) -> None:
     bench.server.handler = sequence(
         completion(
@@ -456,7 +455,7 @@ async def test_two_calls_with_one_id_are_a_protocol_error_and_nothing_runs(
 
 @pytest.mark.parametrize("bad_id", ["", "c" * 5000])
 async def test_an_empty_or_huge_call_id_is_a_protocol_error(
-    bench: Bench, db: Database, tmp_path: Path, bad_id: str
+    bench: Bench, db: Database, bad_id: str
 ) -> None:
     bench.server.handler = sequence(
         completion(
