@@ -221,7 +221,7 @@ class PgDatabase:
         Anything that makes the database unusable raises `DatabaseOpenError` (never with
         the password in its message); a schema problem raises `MigrationError`.
         """
-        if urlsplit(url).scheme not in URL_SCHEMES:
+        if url.split("://", 1)[0] not in URL_SCHEMES:
             raise DatabaseOpenError("is not a PostgreSQL URL (postgresql://user:password@host/db)")
         try:
             if migrate:

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import asyncpg
 import pytest
 
-from storage.postgres import PgDatabase
+from storage.postgres import PgDatabase, postgres_sql
 
 TEMPLATE = "bot_template"
 SKIP_PREFIX = "PostgreSQL tests skipped"
@@ -160,6 +160,19 @@ def pg_url(pg_cluster: PgCluster) -> str:
 def pg_empty_url(pg_cluster: PgCluster) -> str:
     """A fresh database without any table (for the migration tests)."""
     return pg_cluster.create_database(template="template0")
+
+
+def pg_query(url: str, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    """Rows of `sql`, written with SQLite's `?` parameters, from a PostgreSQL database."""
+
+    async def fetch() -> list[tuple[Any, ...]]:
+        conn = await asyncpg.connect(url)
+        try:
+            return [tuple(row) for row in await conn.fetch(postgres_sql(sql), *params)]
+        finally:
+            await conn.close()
+
+    return run_sync(fetch)
 
 
 async def until_server_shows(

@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.texts import EN, RU
 from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, wait_for_db
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion
@@ -21,6 +23,8 @@ from tests.fakes.telegram_server import (
     callback_update,
     message_update,
 )
+
+pytestmark = pytest.mark.both_backends
 
 CUSTOMER, OTHER, ADMIN = 7301, 7302, 7309
 

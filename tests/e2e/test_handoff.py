@@ -14,6 +14,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.handoff_view import operator_words
 from bot.texts import EN_TEMPLATES, RU_TEMPLATES
 from tests.e2e.chat_helpers import (
@@ -46,6 +48,8 @@ from tests.fakes.telegram_server import (
     topic_message_update,
     voice_update,
 )
+
+pytestmark = pytest.mark.both_backends
 
 OPERATORS = -1001500
 CUSTOMER = 7301

@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.texts import RU
 from tests.e2e.chat_helpers import (
     WAIT_S,
@@ -34,6 +36,8 @@ from tests.fakes.telegram_server import (
     contact_update,
     message_update,
 )
+
+pytestmark = pytest.mark.both_backends
 
 CUSTOMER, STRANGER = 7201, 7202
 OWNED, MISSING = "6101", "6102"

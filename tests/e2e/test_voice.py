@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from bot.texts import EN, RU
 from tests.e2e.chat_helpers import WAIT_S, query, results_for, seen_text, wait_for_db
 from tests.e2e.conftest import StartBot
@@ -20,6 +22,8 @@ from tests.fakes.telegram_server import (
     video_note_update,
     voice_update,
 )
+
+pytestmark = pytest.mark.both_backends
 
 CHAT = 5105
 ADMIN = 5199

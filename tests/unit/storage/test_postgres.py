@@ -200,6 +200,7 @@ async def test_open_errors_never_show_the_password(
         f"postgresql://bot:{SECRET}@127.0.0.1:{port}/shop",
         f"postgresql://bot@127.0.0.1:{port}/shop?password={SECRET}",
         f"postgresql://bot:{SECRET}@127.0.0.1:notaport/shop",
+        f"postgresql://bot:{SECRET}@[::1/shop",
     ]
     messages = []
     for url in urls:
