@@ -3,7 +3,7 @@
 The same forty days (tests/unit/services/stats_history.py, written through the bot's own
 repositories) go into a fresh SQLite file and a fresh PostgreSQL database; then every
 period the owner can ask for, in UTC and in a time zone with a different midnight, must
-give an equal `StatsReport` (every figure, the chart's buckets, dict orders included),
+give an equal `StatsReport` (every figure and its type, the chart's buckets, dict orders),
 the same owner's table text and the same handoff figures. Both percentile strategies
 (sorting a short period, walking the ordered index) are covered.
 """
@@ -73,7 +73,9 @@ async def _owner_view(db: Database, report: StatsReport) -> list[str]:
 
 
 def _ordered(value: Any) -> Any:
-    """`value` with every dict as its list of items, so equal means equal in order too."""
+    """`value` with every dict as its list of items and every number with its type, so
+    equal means equal in order too, and a PostgreSQL Decimal (its SUM of integers) is not
+    equal to SQLite's int."""
     if isinstance(value, dict):
         return [(_ordered(k), _ordered(v)) for k, v in value.items()]
     if isinstance(value, list | tuple):
@@ -83,7 +85,7 @@ def _ordered(value: Any) -> Any:
             type(value).__name__,
             [_ordered(getattr(value, f)) for f in value.__dataclass_fields__],
         )
-    return value
+    return (type(value).__name__, value)
 
 
 @pytest.mark.parametrize("strategy", ["sort", "walk"])
