@@ -212,7 +212,7 @@ async def test_a_database_error_midway_rolls_back_the_whole_import(db: Database)
         OrderUpsert(order_id="2222", values={"status": "lost"}),  # violates the CHECK
     ]
     # SQLite says "CHECK constraint failed", PostgreSQL "violates check constraint"
-    with pytest.raises(Exception, match="(?i)check constraint") as refused:
+    with pytest.raises(Exception, match=r"(?i)check constraint") as refused:
         await shop.import_shop_data(orders=orders, policies=[], texts={})
     assert is_database_error(refused.value)  # what import-data reports as "refused"
     assert await shop.get_order("1111") is None
