@@ -1,4 +1,4 @@
-"""The aggregates behind `/stats`, computed inside SQLite over a period [since, until).
+"""The aggregates behind `/stats`, computed inside the database over a period [since, until).
 
 Every figure is an SQL aggregate over an index range, so `/stats all` stays fast on a
 history of millions of rows without pulling them into Python:
@@ -18,15 +18,24 @@ history of millions of rows without pulling them into Python:
 The indexes live at the end of `migrations/0002_conversations.sql`. `since=None` means
 "from the beginning". Percentiles use the nearest-rank definition: the value at rank
 ceil(p·n) in ascending order, so they are always values that really occurred.
+
+The same SQL runs on SQLite and PostgreSQL (the same figures on the same rows). Where the
+dialects differ the text comes from `Dialect`: SQLite keeps its text (`INDEXED BY`, and
+`IS NOT 'completed'` as in the partial index of unusual turns, which SQLite uses only for
+a query that repeats its condition) and so its plans (tests/unit/storage/
+test_stats_plans.py); PostgreSQL needs no hints but a type for each parameter it cannot
+infer (inside GREATEST, `?1 + ?3`).
+Anything that depends on a collation (the order of equal counts) is sorted in Python.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.database import Database
+from storage.backend import Database, Dialect
 from storage.records import DAY_S, AuditStatus
 
 # The audit statuses a tool call can have (the CHECK constraint of tool_calls.status).
@@ -63,7 +72,7 @@ class ToolFigures:
         return sum(self.rejected.values())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class ToolBucketCount:
     """Calls of one tool with one status inside chart bucket number `bucket`."""
 
@@ -183,6 +192,29 @@ class _Totals:
         )
 
 
+def _floats(dialect: Dialect, count: int) -> tuple[str, ...]:
+    """`?1` … `?count` written as float parameters of `dialect` (index 0 is `?1`).
+
+    PostgreSQL must know a parameter's type when it plans: inside GREATEST, or in
+    `?1 + ?3`, it cannot infer one (it would pick text, or integer next to `i + 2`).
+    """
+    return tuple(dialect.float_param.replace("?", f"?{n}") for n in range(1, count + 1))
+
+
+def _bucket_ranges(dialect: Dialect) -> str:
+    """The chart buckets as a recursive CTE `buckets(i, lo, hi)` over ?1 bucket_start,
+    ?2 the period's start, ?3 bucket width, ?4 the period's end (see `tool_usage`)."""
+    start, low, width, until = _floats(dialect, 4)
+    greatest, least = dialect.greatest, dialect.least
+    return f"""
+              buckets(i, lo, hi) AS (
+                SELECT 0, {greatest}({start}, {low}), {least}({start} + {width}, {until})
+                UNION ALL
+                SELECT i + 1, hi, {least}({start} + (i + 2) * {width}, {until})
+                FROM buckets WHERE hi < {until}
+              )"""
+
+
 def nearest_rank(percent: int, count: int) -> int:
     """1-based rank of the `percent`-th percentile among `count` values (integer maths)."""
     return max(1, (percent * count + 99) // 100)
@@ -193,13 +225,14 @@ class StatsRepository:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._dialect = db.dialect
 
     async def first_activity(self) -> float | None:
         """When the first turn or tool call started (None on an empty history)."""
         row = await self._db.fetch_one(
             "SELECT MIN(t) FROM ("
             " SELECT MIN(started_at) AS t FROM turns"
-            " UNION ALL SELECT MIN(started_at) FROM tool_calls)"
+            " UNION ALL SELECT MIN(started_at) FROM tool_calls) AS firsts"
         )
         return None if row is None or row[0] is None else float(row[0])
 
@@ -214,8 +247,9 @@ class StatsRepository:
         if bucket_s <= 0:
             raise ValueError("bucket_s must be positive")
         low = _NO_LOWER_BOUND if since is None else since
+        start, low_param, _, until_param = _floats(self._dialect, 4)
         rows = await self._db.fetch_all(
-            """
+            f"""
             WITH RECURSIVE
               names(name) AS (
                 SELECT MIN(tool_name) FROM tool_calls
@@ -232,24 +266,22 @@ class StatsRepository:
                 WHERE name IS NOT NULL AND EXISTS (
                   SELECT 1 FROM tool_calls AS c
                   WHERE c.tool_name = names.name AND c.status = statuses.status
-                    AND c.started_at >= MAX(?1, ?2) AND c.started_at < ?4)
-              ),
-              buckets(i, lo, hi) AS (
-                SELECT 0, MAX(?1, ?2), MIN(?1 + ?3, ?4)
-                UNION ALL
-                SELECT i + 1, hi, MIN(?1 + (i + 2) * ?3, ?4)
-                FROM buckets WHERE hi < ?4
-              )
-            SELECT name, status, i,
-                   (SELECT COUNT(*) FROM tool_calls AS c
-                    WHERE c.tool_name = pairs.name AND c.status = pairs.status
-                      AND c.started_at >= buckets.lo AND c.started_at < buckets.hi) AS calls
-            FROM pairs, buckets
+                    AND c.started_at >= {self._dialect.greatest}({start}, {low_param})
+                    AND c.started_at < {until_param})
+              ),{_bucket_ranges(self._dialect)}
+            SELECT name, status, i, calls FROM (
+              SELECT name, status, i,
+                     (SELECT COUNT(*) FROM tool_calls AS c
+                      WHERE c.tool_name = pairs.name AND c.status = pairs.status
+                        AND c.started_at >= buckets.lo AND c.started_at < buckets.hi) AS calls
+              FROM pairs, buckets
+            ) AS counted
             WHERE calls > 0
             """,
             (bucket_start, low, bucket_s, until),
         )
-        buckets = [ToolBucketCount(r[0], r[1], int(r[2]), int(r[3])) for r in rows]
+        # ordered here: PostgreSQL returns the rows in no particular order
+        buckets = sorted(ToolBucketCount(r[0], r[1], int(r[2]), int(r[3])) for r in rows)
         by_tool: dict[str, dict[str, int]] = {}
         for b in buckets:
             statuses = by_tool.setdefault(b.tool_name, dict.fromkeys(TOOL_STATUSES, 0))
@@ -285,10 +317,10 @@ class StatsRepository:
         rows = await self._db.fetch_all(
             "SELECT COALESCE(error_code, ?), COUNT(*) FROM tool_calls"
             " WHERE tool_name = ? AND status = ? AND started_at >= ? AND started_at < ?"
-            " GROUP BY 1 ORDER BY 2 DESC, 1",
+            " GROUP BY 1",
             (_NO_CODE, tool, status, low, until),
         )
-        return {str(r[0]): int(r[1]) for r in rows}
+        return _most_first((str(r[0]), int(r[1])) for r in rows)
 
     async def _tool_duration_at(
         self, tool: str, low: float, until: float, percent: int, count: int
@@ -299,7 +331,8 @@ class StatsRepository:
         if count <= SORT_LIMIT:
             # few rows in the period: read its index range and sort it
             row = await self._db.fetch_one(
-                "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_stats_status"
+                "SELECT duration_ms FROM tool_calls"
+                f" {self._dialect.indexed_by('tool_calls_stats_status')}"
                 " WHERE tool_name = ?"
                 " AND status IN ('success', 'business_error', 'timeout', 'technical_error')"
                 " AND started_at >= ? AND started_at < ?"
@@ -311,7 +344,8 @@ class StatsRepository:
         # keeps the planner off the time index, whose sort would cost more than the walk
         ascending = rank - 1 <= count - rank
         row = await self._db.fetch_one(
-            "SELECT duration_ms FROM tool_calls INDEXED BY tool_calls_stats_duration"
+            "SELECT duration_ms FROM tool_calls"
+            f" {self._dialect.indexed_by('tool_calls_stats_duration')}"
             " WHERE tool_name = ? AND status <> 'rejected'"
             " AND +started_at >= ? AND +started_at < ?"
             f" ORDER BY duration_ms {'ASC' if ascending else 'DESC'} LIMIT 1 OFFSET ?",
@@ -361,9 +395,9 @@ class StatsRepository:
             return TurnFigures()
         # Only unusual turns are in this partial index; the WHERE repeats its condition.
         unusual = await self._db.fetch_all(
-            """
+            f"""
             SELECT status, stop_reason, error_code, COUNT(*) FROM turns
-            WHERE (status <> 'answered' OR stop_reason IS NOT 'completed')
+            WHERE (status <> 'answered' OR stop_reason {self._dialect.is_distinct} 'completed')
               AND started_at >= ? AND started_at < ?
             GROUP BY 1, 2, 3
             """,
@@ -382,7 +416,7 @@ class StatsRepository:
                 failed_by[key] = failed_by.get(key, 0) + n
         completed = count - unusual_total
         if completed:
-            answered_by = {"completed": completed, **answered_by}
+            answered_by["completed"] = completed
         unknown = totals.usage_unknown
         chats, users = await self._distinct_chats_and_users(low, until, count)
         return TurnFigures(
@@ -391,8 +425,8 @@ class StatsRepository:
             users=users,
             answered=sum(answered_by.values()),
             failed=sum(failed_by.values()),
-            answered_by_stop_reason=dict(sorted(answered_by.items(), key=lambda kv: -kv[1])),
-            failed_by_error=dict(sorted(failed_by.items(), key=lambda kv: -kv[1])),
+            answered_by_stop_reason=_most_first(answered_by.items()),
+            failed_by_error=_most_first(failed_by.items()),
             model_steps_total=totals.model_steps,
             model_steps_max=totals.max_model_steps,
             tool_calls_total=totals.tool_calls,
@@ -453,7 +487,7 @@ class StatsRepository:
             return None if row is None else float(row[0])
         ascending = rank - 1 <= count - rank
         row = await self._db.fetch_one(
-            "SELECT duration_ms FROM turns INDEXED BY turns_stats_duration"
+            f"SELECT duration_ms FROM turns {self._dialect.indexed_by('turns_stats_duration')}"
             " WHERE +started_at >= ? AND +started_at < ?"
             f" ORDER BY duration_ms {'ASC' if ascending else 'DESC'} LIMIT 1 OFFSET ?",
             (low, until, rank - 1 if ascending else count - rank),
@@ -506,7 +540,7 @@ class StatsRepository:
         low = _NO_LOWER_BOUND if since is None else since
         row = await self._db.fetch_one(
             "SELECT SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens)"
-            " FROM llm_calls INDEXED BY llm_calls_stats_summary"
+            f" FROM llm_calls {self._dialect.indexed_by('llm_calls_stats_summary')}"
             " WHERE purpose = 'summary' AND started_at >= ? AND started_at < ?"
             " AND prompt_tokens IS NOT NULL AND completion_tokens IS NOT NULL",
             (low, until),
@@ -526,18 +560,16 @@ class StatsRepository:
         if bucket_s <= 0:
             raise ValueError("bucket_s must be positive")
         low = _NO_LOWER_BOUND if since is None else since
+        dialect = self._dialect
+        is_not = dialect.is_distinct  # SQLite: "IS NOT", as in the partial index
         rows = await self._db.fetch_all(
-            """
-            WITH RECURSIVE buckets(i, lo, hi) AS (
-              SELECT 0, MAX(?1, ?2), MIN(?1 + ?3, ?4)
-              UNION ALL
-              SELECT i + 1, hi, MIN(?1 + (i + 2) * ?3, ?4) FROM buckets WHERE hi < ?4
-            )
+            f"""
+            WITH RECURSIVE{_bucket_ranges(dialect)}
             SELECT i,
-                   (SELECT COUNT(*) FROM turns AS t INDEXED BY turns_started_at
+                   (SELECT COUNT(*) FROM turns AS t {dialect.indexed_by("turns_started_at")}
                     WHERE t.started_at >= buckets.lo AND t.started_at < buckets.hi),
                    (SELECT COUNT(*) FROM turns AS u
-                    WHERE (u.status <> 'answered' OR u.stop_reason IS NOT 'completed')
+                    WHERE (u.status <> 'answered' OR u.stop_reason {is_not} 'completed')
                       AND (u.status = 'failed' OR u.stop_reason IN ('refused', 'withheld'))
                       AND u.started_at >= buckets.lo AND u.started_at < buckets.hi)
             FROM buckets
@@ -557,3 +589,12 @@ class StatsRepository:
             (low, until),
         )
         return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def _most_first(counts: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """Counts by key, largest first; equal counts in code-point order of their keys.
+
+    The order is decided here, not by the database: PostgreSQL would order text by its
+    collation (which differs between servers) and group rows in no particular order.
+    """
+    return dict(sorted(counts, key=lambda kv: (-kv[1], kv[0])))
