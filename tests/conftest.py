@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-from storage.database import Database
+from storage.database import Database, open_database
 
 # every setting the bot reads, so a developer's environment never leaks into a test
 SETTING_NAMES = tuple(name.upper() for name in Settings.model_fields)
@@ -33,7 +33,7 @@ def clean_env() -> dict[str, str]:
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "test.sqlite3")
+    database = await open_database(tmp_path / "test.sqlite3")
     try:
         yield database
     finally:
