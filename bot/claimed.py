@@ -205,7 +205,10 @@ class ClaimedScheduler:
     async def _tick_forever(self) -> None:
         while True:
             await asyncio.sleep(self.tick_s)
-            await self.tick()
+            try:
+                await self.tick()
+            except Exception:  # never stop renewing over one bad tick
+                log.exception("chat claims tick failed")
 
     async def tick(self) -> None:
         """Renew our claims and heartbeat, then sweep (every `tick_s`; tests call it)."""

@@ -10,13 +10,14 @@ variable the test moves. No test waits for a timer: the periodic tick is called 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
 
-from bot.claimed import ClaimedScheduler, ClaimFence
+from bot.claimed import ClaimedScheduler, ClaimFence, send_budget_share
 from bot.intake import ChatKey, Intake, UpdateHandler, describe_update
 from storage.coordination import ClaimRepository, claim_text
 from storage.inbox import InboxRepository, InboxRow
@@ -290,3 +291,17 @@ async def test_a_clean_stop_gives_the_claims_back_at_once(
     await b.intake.join()
 
     assert log.processed == [("a", 1), ("b", 1)]
+
+
+def test_each_instance_sends_at_its_share_of_the_global_rate(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="bot.claimed")
+    rates: list[float] = []
+    on_live = send_budget_share(rates.append, 25.0)
+
+    for live in (1, 2, 2, 3, 0):
+        on_live(live)
+
+    assert rates == [25.0, 12.5, 25.0 / 3, 25.0]  # unchanged counts set nothing
+    assert "2 instance(s) live: this one sends at most 12.5 requests/s" in caplog.text
