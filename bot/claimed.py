@@ -261,7 +261,10 @@ class ClaimedScheduler:
             log.warning("looking for unclaimed chats failed (%s)", type(exc).__name__)
             return 0
         wanted = set(orphans) - self._workers.keys() - self._stalled
-        return await self._claim_and_start(wanted, "claiming unattended chats")
+        taken = await self._claim_and_start(wanted, "claiming unattended chats")
+        if taken and self._ticker is not None:  # after start-up: another's chats
+            log.info("took over %d chat(s) with unfinished updates and no live claim", taken)
+        return taken
 
     async def _work(self, key: ChatKey) -> None:
         _working_claim.set(key)
