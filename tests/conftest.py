@@ -1,4 +1,11 @@
-"""Project-wide test fixtures: isolated environment, a fresh SQLite file per test."""
+"""Project-wide test fixtures: isolated environment, a fresh database per test.
+
+`db` is parametrised over the backends: every test that takes it runs on SQLite (a file in
+`tmp_path`) and on PostgreSQL (a fresh database on the session's server, tests/pg.py),
+with ids `[sqlite]` and `[postgres]`. The PostgreSQL run carries the `postgres` marker
+(`-m "not postgres"` for a quick SQLite-only run); a test of SQLite itself (its file,
+pragmas, aiosqlite) is marked `sqlite_only` and runs only on SQLite.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,9 @@ import pytest
 
 from bot.config import Settings
 from storage.database import Database
+from tests.pg import pg_cluster, pg_empty_url, pg_url  # noqa: F401 (fixtures)
+
+BACKENDS = ("sqlite", "postgres")
 
 # every setting the bot reads, so a developer's environment never leaks into a test
 SETTING_NAMES = tuple(name.upper() for name in Settings.model_fields)
@@ -31,8 +41,22 @@ def clean_env() -> dict[str, str]:
     return env
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that takes `db` once per backend (SQLite only if `sqlite_only`)."""
+    if "db_backend" not in metafunc.fixturenames:
+        return
+    backends: list[object] = ["sqlite"]
+    if metafunc.definition.get_closest_marker("sqlite_only") is None:
+        backends.append(pytest.param("postgres", marks=pytest.mark.postgres))
+    metafunc.parametrize("db_backend", backends)
+
+
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
+async def db(
+    db_backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Database]:
+    if db_backend == "postgres":
+        pytest.skip("the repositories do not run on PostgreSQL yet (wt-20core)")
     database = await Database.open(tmp_path / "test.sqlite3")
     try:
         yield database

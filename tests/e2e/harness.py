@@ -35,8 +35,11 @@ def bot_env(
     telegram: FakeTelegramServer,
     openai: FakeOpenAIServer,
     database: Path,
+    database_url: str | None = None,
     **overrides: str,
 ) -> dict[str, str]:
+    """The bot's environment; with `database_url` it runs on that PostgreSQL database
+    (DATABASE_URL) and `database` is not used."""
     env = {
         **base,
         "BOT_TOKEN": telegram.token,
@@ -45,10 +48,13 @@ def bot_env(
         "OPENAI_BASE_URL": openai.base_url,
         "OPENAI_MODEL": "fake-model",
         "OPENAI_MAX_RETRIES": "0",
-        "DATABASE_PATH": str(database),
         "SHUTDOWN_GRACE_S": "20",
         "LOG_LEVEL": "INFO",
     }
+    if database_url is None:
+        env["DATABASE_PATH"] = str(database)
+    else:
+        env["DATABASE_URL"] = database_url
     env.update(overrides)
     return env
 
