@@ -30,7 +30,7 @@ from storage.inbox import InboxRepository, InboxRow
 from storage.leader import LeaderLock, polling_lock_name
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
-from tests.leader_pg import leader_pg_url as leader_pg_url
+from tests.pg import PgCluster
 
 ALLOWED = ["message"]
 _bot_ids = count(700_000)
@@ -57,6 +57,12 @@ class Instance:
 
 StartInstance = Callable[..., Awaitable[Instance]]
 
+
+
+@pytest.fixture
+def leader_pg_url(pg_cluster: PgCluster) -> str:
+    """The session's PostgreSQL server: the lock needs a server, not a schema."""
+    return pg_cluster.admin_url
 
 @pytest.fixture
 def lock_name() -> str:
