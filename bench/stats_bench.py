@@ -29,7 +29,7 @@ from pathlib import Path
 from bot.stats_view.chart import render_chart
 from bot.stats_view.table import render_table
 from services.stats import Prices, StatsService
-from storage.database import Database
+from storage.sqlite import SqliteDatabase
 from storage.stats import StatsRepository
 
 DAY = 86_400.0
@@ -275,7 +275,7 @@ def fill(
 
 
 async def measure(path: Path, now: float, repeats: int, show: bool) -> None:
-    db = await Database.open(path)
+    db = await SqliteDatabase.open(path)
     try:
         service = StatsService(
             StatsRepository(db), clock=lambda: now, prices=Prices(0.15, 0.60, 0.075)
@@ -330,7 +330,7 @@ async def main() -> None:
             conn.close()
         else:
             path.unlink(missing_ok=True)
-            db = await Database.open(path)  # the real migrations, so the real indexes
+            db = await SqliteDatabase.open(path)  # the real migrations, so the real indexes
             await db.close()
             t0 = time.perf_counter()
             counts = fill(path, args.tool_calls, args.turns, now)

@@ -1,8 +1,9 @@
 """Composition root: builds every object from `Settings`, wires them, runs, shuts down.
 
 Start-up order matters for the inbox guarantees: the database opens first (a database
-that cannot be used, e.g. corrupt, read-only, locked or a folder, or a newer schema, ends
-the process with one line naming DATABASE_PATH and status 2, as does a WEB_HOST/WEB_PORT
+that cannot be used, e.g. corrupt, read-only, locked or a folder, a PostgreSQL server that
+cannot be reached, or a newer schema, ends the process with one line naming DATABASE_PATH
+or DATABASE_URL (never its password) and status 2, as does a WEB_HOST/WEB_PORT
 the webhook server cannot listen on), then Telegram is asked who the bot is (`getMe`) and
 the model endpoint for its models (`GET /models`) — a rejected token, key or model ends the
 start with one line naming the setting and status 2, an unreachable one is asked again
@@ -73,7 +74,7 @@ from services.prompts import build_prompt_registry
 from services.stats import Prices, StatsService
 from services.voice import VoiceTranscription
 from storage.conversations import ConversationRepository
-from storage.database import Database, DatabaseOpenError, StorageRetry
+from storage.database import Database, DatabaseOpenError, StorageRetry, open_database
 from storage.feedback import FeedbackRepository
 from storage.handoffs import HandoffRepository
 from storage.inbox import FINAL_STATUSES, InboxRepository
@@ -692,10 +693,11 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
     `texts`: the shop's fixed texts, loaded and checked by the CLI before anything starts.
     """
     configure_logging(settings.log_level, settings.log_format)
+    database = settings.database
     try:
-        db = await Database.open(settings.database_path)
+        db = await open_database(database.target, pool_size=database.pool_size)
     except (DatabaseOpenError, MigrationError) as exc:
-        print(f"error: DATABASE_PATH {settings.database_path}: {exc}", file=sys.stderr)
+        print(f"error: {database.setting} {database.shown}: {exc}", file=sys.stderr)
         raise SystemExit(ExitCode.CANNOT_START) from None
 
     app: Application | None = None
@@ -707,7 +709,7 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
             "starting: mode=%s model=%s database=%s tools=%s loop=%s",
             settings.bot_mode.value,
             settings.openai_model,
-            settings.database_path,
+            database.shown,
             ",".join(app.tool_names),
             type(asyncio.get_running_loop()).__module__.split(".")[0],
         )

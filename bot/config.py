@@ -9,6 +9,7 @@ show up in a repr, a log line or an error message.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -51,6 +52,55 @@ _REQUIRED = ("bot_token", "openai_api_key")
 
 
 LogFormat = Literal["text", "json"]
+
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseChoice:
+    """Which database to open, and how to name it where a person reads it.
+
+    `target` goes to `storage.database.open_database` and may carry a password (a
+    DATABASE_URL); `shown` never does: scheme, host, port and database name only.
+    """
+
+    setting: str  # "DATABASE_URL" | "DATABASE_PATH": which setting a start-up error names
+    target: str | Path
+    shown: str
+    pool_size: int
+
+
+def _check_database_url(value: SecretStr | None) -> SecretStr | None:
+    """Blank is unset; anything else must be a PostgreSQL URL."""
+    if value is None or not value.get_secret_value().strip():
+        return None
+    url = value.get_secret_value().strip()
+    if not url.startswith(_POSTGRES_SCHEMES):
+        raise ValueError(
+            "expected a PostgreSQL URL: postgresql://user:password@host:5432/database "
+            "(unset it to use DATABASE_PATH, SQLite)"
+        )
+    return SecretStr(url)
+
+
+def redacted_database_url(url: str) -> str:
+    """The URL as it may be printed: scheme, host, port and database, no user or password."""
+    try:
+        parts = urlparse(url)
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return f"{url.split(':', 1)[0]}://…"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def database_choice(url: SecretStr | None, path: Path, pool_size: int) -> DatabaseChoice:
+    """DATABASE_URL when set (PostgreSQL), else DATABASE_PATH (SQLite)."""
+    if url is not None:
+        secret = url.get_secret_value()
+        return DatabaseChoice("DATABASE_URL", secret, redacted_database_url(secret), pool_size)
+    return DatabaseChoice("DATABASE_PATH", path, str(path), pool_size)
 
 
 class BotMode(StrEnum):
@@ -170,6 +220,9 @@ class Settings(ShopSettings):
 
     # Conversation and tools
     database_path: Path = Path("data/bot.sqlite3")
+    # PostgreSQL (several instances); set, it wins over DATABASE_PATH
+    database_url: SecretStr | None = None
+    database_pool_size: int = Field(default=10, ge=1, le=100)
     tool_max_steps: int = Field(default=3, ge=1, le=5)
     turn_timeout_s: float = Field(default=60.0, gt=0, le=600)
     history_token_budget: int = Field(default=2000, ge=200, le=100_000)
@@ -260,6 +313,15 @@ class Settings(ShopSettings):
     @classmethod
     def _blank_model_is_off(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: SecretStr | None) -> SecretStr | None:
+        return _check_database_url(value)
+
+    @property
+    def database(self) -> DatabaseChoice:
+        return database_choice(self.database_url, self.database_path, self.database_pool_size)
 
     @field_validator("webhook_url")
     @classmethod
@@ -411,12 +473,25 @@ class StorageSettings(BaseSettings):
     )
 
     database_path: Path = Path("data/bot.sqlite3")
+    database_url: SecretStr | None = None
+    database_pool_size: int = Field(default=10, ge=1, le=100)
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: SecretStr | None) -> SecretStr | None:
+        return _check_database_url(value)
 
 
-def load_database_path(**overrides: Any) -> Path:
-    """DATABASE_PATH from the environment or `.env`; `SettingsError` names a bad value."""
+def load_database_choice(**overrides: Any) -> DatabaseChoice:
+    """DATABASE_URL or DATABASE_PATH from the environment or `.env` (offline commands);
+    `SettingsError` names a bad value."""
+    found = _storage_settings(**overrides)
+    return database_choice(found.database_url, found.database_path, found.database_pool_size)
+
+
+def _storage_settings(**overrides: Any) -> StorageSettings:
     try:
-        return StorageSettings(**overrides).database_path
+        return StorageSettings(**overrides)
     except ValidationError as exc:
         problems = "; ".join(_describe(error) for error in exc.errors(include_input=False))
         raise SettingsError(f"invalid settings: {problems}") from None

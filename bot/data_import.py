@@ -1,10 +1,10 @@
 """`python -m bot import-data FILE.json`: upsert orders, return policies and the FAQ, all or
 nothing.
 
-Needs only DATABASE_PATH (no bot token or API key), so a shop owner can load data
-before the bot is configured. Exit status: 0 written; 1 the data is invalid (each
+Needs only DATABASE_PATH or DATABASE_URL (no bot token or API key), so a shop owner can
+load data before the bot is configured. Exit status: 0 written; 1 the data is invalid (each
 problem is printed, one line each, and nothing is written) or the database refused
-the write; 2 the file cannot be read or is not JSON, or DATABASE_PATH is invalid.
+the write; 2 the file cannot be read or is not JSON, or the database cannot be opened.
 
 Whatever the file is, the result is one of these statuses and lines, never a traceback,
 and memory stays bounded: only a regular file is read (a FIFO, a device or a folder is
@@ -18,14 +18,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import stat
 import sys
 from typing import Any
 
-from bot.config import SettingsError, load_database_path
+from bot.config import SettingsError, load_database_choice
 from bot.exit_codes import ExitCode
-from storage.database import Database, DatabaseOpenError
+from storage.database import DatabaseOpenError, is_database_error, open_database
 from storage.migrations import MigrationError
 from storage.shop import ImportCounts, ShopRepository
 from tools.shop.import_document import (
@@ -160,7 +159,7 @@ def parse_input(path: str, text: str) -> Any:
 async def run_import(path: str) -> ExitCode:
     """Validate the whole file, then write it in one transaction; return the exit status."""
     try:
-        database_path = load_database_path()
+        database = load_database_choice()
     except SettingsError as exc:
         _error(str(exc))
         return ExitCode.CANNOT_START
@@ -188,15 +187,18 @@ async def run_import(path: str) -> ExitCode:
     del raw
 
     try:
-        db = await Database.open(database_path)
+        # one connection does: the import is one transaction
+        db = await open_database(database.target, pool_size=2)
     except (DatabaseOpenError, MigrationError) as exc:
-        _error(f"DATABASE_PATH {database_path}: {exc}")
+        _error(f"{database.setting} {database.shown}: {exc}")
         return ExitCode.CANNOT_START
     try:
         counts = await ShopRepository(db).import_shop_data(
             orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
         )
-    except (sqlite3.Error, OverflowError) as exc:
+    except Exception as exc:
+        if not (isinstance(exc, OverflowError) or is_database_error(exc)):
+            raise
         _error(f"the database refused the import, nothing was written: {exc}")
         return ExitCode.FAILED
     finally:

@@ -10,6 +10,9 @@ body when it fails (no paths, no internals):
   the write lock and gives it back (`BEGIN IMMEDIATE; ROLLBACK` on a second connection:
   nothing written, the file does not grow), waiting like the bot's own writes up to the
   busy timeout (5 s) for a lock. So a request can take up to 5 s while a lock is held.
+  On PostgreSQL (DATABASE_URL) there is no file to check; the probe is a rolled-back
+  write on a pooled connection, so a server that is down, read-only or out of
+  connections fails it.
 - `storage_writes`: the bot's last write failed with a storage fault (locked beyond the
   busy timeout, disk full, I/O error) and none has succeeded since. This covers what the
   probe cannot see — a full disk (the probe writes nothing) — and the intake failing to

@@ -13,9 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import aiosqlite
-
-from storage.database import Database
+from storage.backend import Database, Row, Tx
 
 Clock = Callable[[], float]
 
@@ -42,7 +40,7 @@ class SessionSummary:
 
 
 async def insert_pair(
-    conn: aiosqlite.Connection,
+    tx: Tx,
     *,
     session_id: int,
     user_text: str,
@@ -60,17 +58,17 @@ async def insert_pair(
         ("user", user_text, user_transcribed),
         ("assistant", assistant_text, False),
     ):
-        cursor = await conn.execute(
+        row = await tx.fetch_one(
             "INSERT INTO messages(session_id, role, content, turn_id, created_at, transcribed) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
             (session_id, role, content, turn_id, created_at, 1 if transcribed else 0),
         )
-        assert cursor.lastrowid is not None
-        ids.append(cursor.lastrowid)
+        assert row is not None
+        ids.append(int(row[0]))
     return ids[0], ids[1]
 
 
-def _message(row: aiosqlite.Row) -> StoredMessage:
+def _message(row: Row) -> StoredMessage:
     return StoredMessage(
         id=row["id"],
         session_id=row["session_id"],
@@ -101,31 +99,33 @@ class ConversationRepository:
         session_id = await self.current_session(chat_id)
         if session_id is not None:
             return session_id
-        async with self._db.transaction() as conn:
-            async with conn.execute(
+        async with self._db.transaction() as tx:
+            await tx.lock(f"chat:{chat_id}")
+            row = await tx.fetch_one(
                 "SELECT id FROM sessions WHERE chat_id = ? AND closed_at IS NULL", (chat_id,)
-            ) as cursor:
-                row = await cursor.fetchone()
+            )
             if row is not None:
                 return int(row["id"])
-            return await self._insert_session(conn, chat_id)
+            return await self._insert_session(tx, chat_id)
 
     async def reset(self, chat_id: int) -> int:
         """Close the open session (reason 'reset') and open a new one; returns the new id."""
-        async with self._db.transaction() as conn:
-            await conn.execute(
+        async with self._db.transaction() as tx:
+            await tx.lock(f"chat:{chat_id}")
+            await tx.execute(
                 "UPDATE sessions SET closed_at = ?, close_reason = ? "
                 "WHERE chat_id = ? AND closed_at IS NULL",
                 (self._clock(), RESET, chat_id),
             )
-            return await self._insert_session(conn, chat_id)
+            return await self._insert_session(tx, chat_id)
 
-    async def _insert_session(self, conn: aiosqlite.Connection, chat_id: int) -> int:
-        cursor = await conn.execute(
-            "INSERT INTO sessions(chat_id, opened_at) VALUES (?, ?)", (chat_id, self._clock())
+    async def _insert_session(self, tx: Tx, chat_id: int) -> int:
+        row = await tx.fetch_one(
+            "INSERT INTO sessions(chat_id, opened_at) VALUES (?, ?) RETURNING id",
+            (chat_id, self._clock()),
         )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        assert row is not None
+        return int(row[0])
 
     # --- messages -------------------------------------------------------------------
 
@@ -177,8 +177,8 @@ class ConversationRepository:
         The guard keeps a summary from ever moving backwards, whatever order writers
         finish in.
         """
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
                 "INSERT INTO summaries(session_id, content, covers_message_id, prompt, updated_at) "
                 "VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT(session_id) DO UPDATE SET content = excluded.content, "
@@ -187,4 +187,4 @@ class ConversationRepository:
                 "WHERE excluded.covers_message_id > summaries.covers_message_id",
                 (session_id, content, covers_message_id, prompt_ref, self._clock()),
             )
-            return cursor.rowcount > 0
+            return changed > 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage.database import Database
+from storage.backend import Database
 
 
 @dataclass(frozen=True, slots=True)

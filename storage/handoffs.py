@@ -14,9 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-import aiosqlite
-
-from storage.database import Database
+from storage.backend import Database, Row
 
 HandoffSource = Literal["command", "button", "model"]
 SOURCES: tuple[HandoffSource, ...] = ("command", "button", "model")
@@ -58,7 +56,7 @@ class HandoffCounts:
 _HANDOFF_COLUMNS = "id, chat_id, source, reason, started_at, briefed_at, first_reply_at, closed_at"
 
 
-def _handoff(row: aiosqlite.Row) -> Handoff:
+def _handoff(row: Row) -> Handoff:
     return Handoff(
         id=int(row["id"]),
         chat_id=int(row["chat_id"]),
@@ -92,20 +90,19 @@ class HandoffRepository:
         self, chat_id: int, *, source: HandoffSource, reason: str | None
     ) -> tuple[Handoff, bool]:
         """The chat's open handoff, opened now if there is none; True when it is new."""
-        async with self._db.transaction() as conn:
-            async with conn.execute(
+        async with self._db.transaction() as tx:
+            await tx.lock(f"handoff:{chat_id}")
+            row = await tx.fetch_one(
                 f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE chat_id = ? AND closed_at IS NULL",
                 (chat_id,),
-            ) as cursor:
-                row = await cursor.fetchone()
+            )
             if row is not None:
                 return _handoff(row), False
-            cursor = await conn.execute(
+            created = await tx.fetch_one(
                 "INSERT INTO handoffs(chat_id, source, reason, started_at) VALUES (?, ?, ?, ?) "
                 f"RETURNING {_HANDOFF_COLUMNS}",
                 (chat_id, source, reason, self._clock()),
             )
-            created = await cursor.fetchone()
             assert created is not None
             return _handoff(created), True
 
@@ -124,13 +121,12 @@ class HandoffRepository:
 
     async def close(self, chat_id: int, *, reason: str) -> Handoff | None:
         """Close the chat's open handoff; the closed row, or None when none was open."""
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
+        async with self._db.transaction() as tx:
+            row = await tx.fetch_one(
                 "UPDATE handoffs SET closed_at = ?, close_reason = ? "
                 f"WHERE chat_id = ? AND closed_at IS NULL RETURNING {_HANDOFF_COLUMNS}",
                 (self._clock(), reason, chat_id),
             )
-            row = await cursor.fetchone()
             return None if row is None else _handoff(row)
 
     # --- topics ---------------------------------------------------------------------
@@ -194,25 +190,25 @@ class HandoffRepository:
         `key` (stored as the message's turn id, e.g. "handoff:<update id>") makes a
         handler that runs again after a crash add nothing the second time. True if added.
         """
-        async with self._db.transaction() as conn:
-            async with conn.execute(
+        async with self._db.transaction() as tx:
+            # the session's get-or-create takes the same key as ConversationRepository's
+            await tx.lock(f"chat:{chat_id}")
+            row = await tx.fetch_one(
                 "SELECT id FROM sessions WHERE chat_id = ? AND closed_at IS NULL", (chat_id,)
-            ) as cursor:
-                row = await cursor.fetchone()
+            )
             if row is None:
-                cursor = await conn.execute(
-                    "INSERT INTO sessions(chat_id, opened_at) VALUES (?, ?)",
+                row = await tx.fetch_one(
+                    "INSERT INTO sessions(chat_id, opened_at) VALUES (?, ?) RETURNING id",
                     (chat_id, self._clock()),
                 )
-                session_id = cursor.lastrowid
-            else:
-                session_id = int(row["id"])
-            async with conn.execute(
+                assert row is not None
+            session_id = int(row["id"])
+            seen = await tx.fetch_one(
                 "SELECT 1 FROM messages WHERE session_id = ? AND turn_id = ?", (session_id, key)
-            ) as cursor:
-                if await cursor.fetchone() is not None:
-                    return False
-            await conn.execute(
+            )
+            if seen is not None:
+                return False
+            await tx.execute(
                 "INSERT INTO messages(session_id, role, content, turn_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (session_id, role, content, key, self._clock()),

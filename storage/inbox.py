@@ -15,7 +15,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storage.database import Database
+from storage.backend import Database
+from storage.database import StorageDataError, is_data_error
 
 PENDING = "pending"
 ANSWERED = "answered"
@@ -30,9 +31,11 @@ SQLITE_INT_MAX = 2**63 - 1
 
 # Errors that come from one update's data, not from the store: storing the other updates
 # of its batch still works. Any other error (locked, disk full, I/O) is the store's.
+# PostgreSQL's data exceptions (the server's, and asyncpg refusing to encode a value,
+# both SQLSTATE class 22/23) are re-raised by `record` as StorageDataError, a ValueError.
 DATA_ERRORS: tuple[type[BaseException], ...] = (
     OverflowError,
-    ValueError,  # includes UnicodeEncodeError
+    ValueError,  # includes UnicodeEncodeError and StorageDataError
     TypeError,
     RecursionError,
     sqlite3.IntegrityError,
@@ -173,21 +176,26 @@ class InboxRepository:
             return []
         now = self._clock()
         fresh: list[int] = []
-        async with self._db.transaction() as conn:
-            for update in updates:
-                cursor = await conn.execute(
-                    "INSERT OR IGNORE INTO updates "
-                    "(update_id, chat_id, user_id, received_at, payload) VALUES (?, ?, ?, ?, ?)",
-                    (
-                        update.update_id,
-                        update.chat_id,
-                        update.user_id,
-                        now,
-                        json.dumps(update.payload, ensure_ascii=False, separators=(",", ":")),
-                    ),
-                )
-                if cursor.rowcount == 1:
-                    fresh.append(update.update_id)
+        try:
+            async with self._db.transaction() as tx:
+                for update in updates:
+                    added = await tx.execute(
+                        "INSERT INTO updates (update_id, chat_id, user_id, received_at, payload)"
+                        " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                        (
+                            update.update_id,
+                            update.chat_id,
+                            update.user_id,
+                            now,
+                            json.dumps(update.payload, ensure_ascii=False, separators=(",", ":")),
+                        ),
+                    )
+                    if added == 1:
+                        fresh.append(update.update_id)
+        except Exception as exc:
+            if is_data_error(exc):
+                raise StorageDataError(f"SQLSTATE {getattr(exc, 'sqlstate', '')}") from exc
+            raise
         return fresh
 
     async def quarantine(self, entries: Sequence[tuple[int, str]]) -> int:
@@ -200,14 +208,13 @@ class InboxRepository:
             return 0
         now = self._clock()
         added = 0
-        async with self._db.transaction() as conn:
+        async with self._db.transaction() as tx:
             for update_id, reason in entries:
-                cursor = await conn.execute(
-                    "INSERT OR IGNORE INTO quarantined_updates (update_id, received_at, reason) "
-                    "VALUES (?, ?, ?)",
+                added += await tx.execute(
+                    "INSERT INTO quarantined_updates (update_id, received_at, reason) "
+                    "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                     (str(update_id), now, reason),
                 )
-                added += cursor.rowcount
         return added
 
     async def get(self, update_id: int) -> InboxRow | None:
@@ -248,8 +255,9 @@ class InboxRepository:
         counts = {PENDING: 0, ANSWERED: 0}
         # literals, not parameters: only then can SQLite prove the partial index applies
         # (INDEXED BY makes the query fail rather than scan the table if it cannot)
+        hint = self._db.dialect.indexed_by("updates_unfinished")
         for status, count in await self._db.fetch_all(
-            "SELECT status, count(*) FROM updates INDEXED BY updates_unfinished "
+            f"SELECT status, count(*) FROM updates {hint} "
             f"WHERE status IN ('{PENDING}', '{ANSWERED}') GROUP BY status"
         ):
             counts[str(status)] = int(count)
@@ -271,7 +279,7 @@ class InboxRepository:
         """Remove a shared contact (phone number, names) from the stored update once it
         has been answered: the answer is stored, so the update is never handled again."""
         await self._db.write(
-            "UPDATE updates SET payload = json_remove(payload, '$.message.contact') "
+            f"UPDATE updates SET payload = {self._db.dialect.json_drop_contact('payload')} "
             "WHERE update_id = ? AND status != ?",
             (update_id, PENDING),
         )
@@ -279,7 +287,7 @@ class InboxRepository:
     async def add_message_id(self, update_id: int, message_id: int) -> None:
         """One more reply part was accepted by Telegram."""
         await self._db.write(
-            "UPDATE updates SET message_ids = json_insert(message_ids, '$[#]', ?) "
+            f"UPDATE updates SET message_ids = {self._db.dialect.json_append_id('message_ids')} "
             "WHERE update_id = ? AND status = ?",
             (message_id, update_id, ANSWERED),
         )
@@ -316,9 +324,8 @@ class InboxRepository:
     async def prune(self, *, older_than_s: float) -> int:
         """Delete finished rows received more than `older_than_s` ago; returns how many."""
         cutoff = self._clock() - older_than_s
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
+        async with self._db.transaction() as tx:
+            return await tx.execute(
                 "DELETE FROM updates WHERE received_at < ? AND status NOT IN (?, ?)",
                 (cutoff, PENDING, ANSWERED),
             )
-            return cursor.rowcount

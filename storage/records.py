@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-import aiosqlite
-
+from storage.backend import Database, Dialect, Tx
 from storage.conversations import insert_pair
-from storage.database import Database
+from storage.database import is_unique_violation
 
 log = logging.getLogger(__name__)
 
@@ -165,9 +164,45 @@ class TurnRecorder:
         audit_records: Sequence[AuditRecord] = (),
         model_calls: Sequence[ModelCallRecord] = (),
         history: HistoryPair | None = None,
+    ) -> bool:
+        """Store the turn with its records in one transaction; True if stored now.
+
+        False when this turn, or an answered turn for the same request, is already
+        stored: a retry after a COMMIT whose outcome was lost (the connection dropped
+        while PostgreSQL committed), or a second instance that ran the same update after
+        its claim expired. The unique key refuses the copy and the stored turn stands.
+        """
+        try:
+            await self._insert_turn(turn, audit_records, model_calls, history)
+        except Exception as exc:
+            if is_unique_violation(exc) and await self._already_stored(turn):
+                log.warning("turn %s was already stored; keeping the stored one", turn.id)
+                return False
+            raise
+        if self._observer is not None:
+            try:
+                self._observer.turn_saved(turn, audit_records, model_calls)
+            except Exception:  # metrics never cost a stored turn its reply
+                log.exception("the record observer failed on turn %s", turn.id)
+        return True
+
+    async def _already_stored(self, turn: TurnRecord) -> bool:
+        """Whether `turn` itself, or an answered turn of its request, is stored."""
+        row = await self._db.fetch_one(
+            "SELECT 1 FROM turns WHERE id = ? OR (request_key = ? AND status = 'answered')",
+            (turn.id, turn.request_key),
+        )
+        return row is not None
+
+    async def _insert_turn(
+        self,
+        turn: TurnRecord,
+        audit_records: Sequence[AuditRecord],
+        model_calls: Sequence[ModelCallRecord],
+        history: HistoryPair | None,
     ) -> None:
-        async with self._db.transaction() as conn:
-            await conn.execute(
+        async with self._db.transaction() as tx:
+            await tx.execute(
                 "INSERT INTO turns(id, session_id, chat_id, user_id, started_at, duration_ms, "
                 "status, stop_reason, error_code, model_steps, tool_calls, prompt_tokens, "
                 "completion_tokens, total_tokens, prompt, request_key, cached_tokens) "
@@ -192,14 +227,14 @@ class TurnRecorder:
                     turn.cached_tokens,
                 ),
             )
-            await _add_to_daily_totals(conn, turn)
+            await _add_to_daily_totals(tx, self._db.dialect, turn)
             for audit in audit_records:
-                await _insert_audit(conn, audit, turn)
+                await _insert_audit(tx, audit, turn)
             for call in model_calls:
-                await _insert_model_call(conn, call, turn_id=turn.id, session_id=turn.session_id)
+                await _insert_model_call(tx, call, turn_id=turn.id, session_id=turn.session_id)
             if history is not None:
                 await insert_pair(
-                    conn,
+                    tx,
                     session_id=turn.session_id,
                     user_text=history.user_text,
                     assistant_text=history.assistant_text,
@@ -207,18 +242,13 @@ class TurnRecorder:
                     created_at=turn.started_at + turn.duration_ms / 1000.0,
                     user_transcribed=history.user_transcribed,
                 )
-        if self._observer is not None:
-            try:
-                self._observer.turn_saved(turn, audit_records, model_calls)
-            except Exception:  # metrics never cost a stored turn its reply
-                log.exception("the record observer failed on turn %s", turn.id)
 
     async def save_model_call(
         self, call: ModelCallRecord, *, session_id: int | None, turn_id: str | None = None
     ) -> None:
         """A model call outside a turn's transaction (the summarizer's)."""
-        async with self._db.transaction() as conn:
-            await _insert_model_call(conn, call, turn_id=turn_id, session_id=session_id)
+        async with self._db.transaction() as tx:
+            await _insert_model_call(tx, call, turn_id=turn_id, session_id=session_id)
         if self._observer is not None:
             try:
                 self._observer.model_call_saved(call)
@@ -234,21 +264,30 @@ def day_of(started_at: float) -> float:
     return math.floor(started_at / DAY_S) * DAY_S
 
 
-async def _add_to_daily_totals(conn: aiosqlite.Connection, turn: TurnRecord) -> None:
-    """The turn's share of `turn_totals_daily`, in the turn's own transaction (/stats)."""
-    known = turn.prompt_tokens is not None and turn.completion_tokens is not None
-    await conn.execute(
-        "INSERT INTO turn_totals_daily (day, turns, model_steps, max_model_steps, tool_calls,"
+def _daily_totals_upsert(dialect: Dialect) -> str:
+    """The roll-up's upsert; the updated columns are qualified by the table, as PostgreSQL
+    requires (a bare `turns` there is ambiguous with `excluded.turns`)."""
+    t = "turn_totals_daily"
+    return (
+        f"INSERT INTO {t} (day, turns, model_steps, max_model_steps, tool_calls,"
         " prompt_tokens, completion_tokens, cached_tokens, usage_unknown)"
         " VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT(day) DO UPDATE SET turns = turns + 1,"
-        " model_steps = model_steps + excluded.model_steps,"
-        " max_model_steps = MAX(max_model_steps, excluded.max_model_steps),"
-        " tool_calls = tool_calls + excluded.tool_calls,"
-        " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-        " completion_tokens = completion_tokens + excluded.completion_tokens,"
-        " cached_tokens = cached_tokens + excluded.cached_tokens,"
-        " usage_unknown = usage_unknown + excluded.usage_unknown",
+        f" ON CONFLICT(day) DO UPDATE SET turns = {t}.turns + 1,"
+        f" model_steps = {t}.model_steps + excluded.model_steps,"
+        f" max_model_steps = {dialect.greatest}({t}.max_model_steps, excluded.max_model_steps),"
+        f" tool_calls = {t}.tool_calls + excluded.tool_calls,"
+        f" prompt_tokens = {t}.prompt_tokens + excluded.prompt_tokens,"
+        f" completion_tokens = {t}.completion_tokens + excluded.completion_tokens,"
+        f" cached_tokens = {t}.cached_tokens + excluded.cached_tokens,"
+        f" usage_unknown = {t}.usage_unknown + excluded.usage_unknown"
+    )
+
+
+async def _add_to_daily_totals(tx: Tx, dialect: Dialect, turn: TurnRecord) -> None:
+    """The turn's share of `turn_totals_daily`, in the turn's own transaction (/stats)."""
+    known = turn.prompt_tokens is not None and turn.completion_tokens is not None
+    await tx.execute(
+        _daily_totals_upsert(dialect),
         (
             day_of(turn.started_at),
             turn.model_steps,
@@ -262,9 +301,9 @@ async def _add_to_daily_totals(conn: aiosqlite.Connection, turn: TurnRecord) -> 
     )
 
 
-async def _insert_audit(conn: aiosqlite.Connection, audit: AuditRecord, turn: TurnRecord) -> None:
+async def _insert_audit(tx: Tx, audit: AuditRecord, turn: TurnRecord) -> None:
     # the turn's own ids win: the audit row belongs to the turn it is stored with
-    await conn.execute(
+    await tx.execute(
         "INSERT INTO tool_calls(turn_id, session_id, chat_id, user_id, call_id, tool_name, "
         "started_at, duration_ms, status, error_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
@@ -283,13 +322,13 @@ async def _insert_audit(conn: aiosqlite.Connection, audit: AuditRecord, turn: Tu
 
 
 async def _insert_model_call(
-    conn: aiosqlite.Connection,
+    tx: Tx,
     call: ModelCallRecord,
     *,
     turn_id: str | None,
     session_id: int | None,
 ) -> None:
-    await conn.execute(
+    await tx.execute(
         "INSERT INTO llm_calls(turn_id, session_id, purpose, requested_model, model, fallback, "
         "started_at, latency_ms, status, error_code, finish_reason, prompt_tokens, "
         "completion_tokens, total_tokens, response_id, cached_tokens) "

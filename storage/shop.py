@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-import aiosqlite
-
-from storage.database import Database
+from storage.backend import Database, Tx
 from storage.shop_records import (
     ORDER_COLUMNS,
     FaqRecord,
@@ -33,6 +31,10 @@ __all__ = [
     "ReturnPolicyUpsert",
     "ShopRepository",
 ]
+
+
+# the advisory lock key of every write that reads the shop tables to decide what to write
+SHOP_DATA_LOCK = "shop-data"
 
 
 class ShopRepository:
@@ -71,24 +73,28 @@ class ShopRepository:
         orders were looked up after `since`. Returns whether the lookup was recorded.
         Rows older than `since` are dropped on the way.
         """
-        async with self._db.transaction() as conn:
-            await conn.execute(
+        async with self._db.transaction() as tx:
+            # the count and the insert must not interleave with the same user's lookup
+            # in another chat (on another instance)
+            await tx.lock(f"lookups:{user_id}")
+            await tx.execute(
                 "DELETE FROM order_lookups WHERE user_id = ? AND looked_up_at <= ?",
                 (user_id, since),
             )
-            async with conn.execute(
-                "SELECT 1 FROM order_lookups WHERE user_id = ? AND order_id = ?",
-                (user_id, order_id),
-            ) as cursor:
-                seen = await cursor.fetchone() is not None
+            seen = (
+                await tx.fetch_one(
+                    "SELECT 1 FROM order_lookups WHERE user_id = ? AND order_id = ?",
+                    (user_id, order_id),
+                )
+                is not None
+            )
             if not seen:
-                async with conn.execute(
+                row = await tx.fetch_one(
                     "SELECT COUNT(*) FROM order_lookups WHERE user_id = ?", (user_id,)
-                ) as cursor:
-                    row = await cursor.fetchone()
+                )
                 if row is not None and int(row[0]) >= max_distinct:
                     return False
-            await conn.execute(
+            await tx.execute(
                 "INSERT INTO order_lookups(user_id, order_id, looked_up_at) VALUES (?, ?, ?)"
                 " ON CONFLICT(user_id, order_id)"
                 " DO UPDATE SET looked_up_at = excluded.looked_up_at",
@@ -194,10 +200,11 @@ class ShopRepository:
 
     async def seed_faq_if_empty(self, entries: Sequence[FaqRecord]) -> bool:
         """Insert `entries` (with their aliases) if the FAQ is empty; True if inserted."""
-        async with self._db.transaction() as conn:
-            if not entries or not await _is_empty(conn, "faq_entries"):
+        async with self._db.transaction() as tx:
+            await tx.lock(SHOP_DATA_LOCK)
+            if not entries or not await _is_empty(tx, "faq_entries"):
                 return False
-            await _insert_faq(conn, entries)
+            await _insert_faq(tx, entries)
         return True
 
     # -- seeding and import --------------------------------------------------------
@@ -211,11 +218,13 @@ class ShopRepository:
         Returns True when anything was inserted; never touches a table that has rows,
         so data already there (a shop's real data) is never mixed with seed data.
         """
-        async with self._db.transaction() as conn:
-            seed_orders = bool(orders) and await _is_empty(conn, "orders")
-            seed_policies = bool(policies) and await _is_empty(conn, "return_policies")
+        async with self._db.transaction() as tx:
+            # two instances starting together must not both find the tables empty
+            await tx.lock(SHOP_DATA_LOCK)
+            seed_orders = bool(orders) and await _is_empty(tx, "orders")
+            seed_policies = bool(policies) and await _is_empty(tx, "return_policies")
             if seed_orders:
-                await conn.executemany(
+                await tx.executemany(
                     "INSERT INTO orders(order_id, status, owner_telegram_id, owner_phone,"
                     " updated_at, pickup_point, expected_date) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [
@@ -232,12 +241,12 @@ class ShopRepository:
                     ],
                 )
             if seed_policies:
-                await conn.executemany(
+                await tx.executemany(
                     "INSERT INTO return_policies(product, display_name, return_days,"
                     " conditions) VALUES (?, ?, ?, ?)",
                     [(p.product, p.display_name, p.return_days, p.conditions) for p in policies],
                 )
-                await conn.executemany(
+                await tx.executemany(
                     "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)",
                     [(alias, p.product) for p in policies for alias in p.aliases],
                 )
@@ -259,21 +268,22 @@ class ShopRepository:
         in it are removed); None leaves the stored FAQ as it is.
         """
         counts = ImportCounts()
-        async with self._db.transaction() as conn:
+        async with self._db.transaction() as tx:
+            await tx.lock(SHOP_DATA_LOCK)
             for order in orders:
                 columns = [c for c in ORDER_COLUMNS if c in order.values]
                 unknown = set(order.values) - set(ORDER_COLUMNS)
                 if unknown:
                     raise ValueError(f"unknown order columns: {sorted(unknown)}")
                 params = [order.values[c] for c in columns]
-                async with conn.execute(
-                    "SELECT 1 FROM orders WHERE order_id = ?", (order.order_id,)
-                ) as cursor:
-                    exists = await cursor.fetchone() is not None
+                exists = (
+                    await tx.fetch_one("SELECT 1 FROM orders WHERE order_id = ?", (order.order_id,))
+                    is not None
+                )
                 if exists:
                     if columns:
                         assignments = ", ".join(f"{c} = ?" for c in columns)
-                        await conn.execute(
+                        await tx.execute(
                             f"UPDATE orders SET {assignments} WHERE order_id = ?",
                             (*params, order.order_id),
                         )
@@ -281,17 +291,19 @@ class ShopRepository:
                 else:
                     names = ", ".join(("order_id", *columns))
                     marks = ", ".join("?" for _ in range(len(columns) + 1))
-                    await conn.execute(
+                    await tx.execute(
                         f"INSERT INTO orders({names}) VALUES ({marks})",
                         (order.order_id, *params),
                     )
                     counts.orders_inserted += 1
             for policy in policies:
-                async with conn.execute(
-                    "SELECT 1 FROM return_policies WHERE product = ?", (policy.product,)
-                ) as cursor:
-                    exists = await cursor.fetchone() is not None
-                await conn.execute(
+                exists = (
+                    await tx.fetch_one(
+                        "SELECT 1 FROM return_policies WHERE product = ?", (policy.product,)
+                    )
+                    is not None
+                )
+                await tx.execute(
                     "INSERT INTO return_policies(product, display_name, return_days, conditions)"
                     " VALUES (?, ?, ?, ?) ON CONFLICT(product) DO UPDATE SET"
                     " display_name = excluded.display_name, return_days = excluded.return_days,"
@@ -299,11 +311,11 @@ class ShopRepository:
                     (policy.product, policy.display_name, policy.return_days, policy.conditions),
                 )
                 if policy.aliases is not None:
-                    await conn.execute(
+                    await tx.execute(
                         "DELETE FROM return_policy_aliases WHERE product = ?", (policy.product,)
                     )
                     for alias in policy.aliases:
-                        await conn.execute(
+                        await tx.execute(
                             "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)"
                             " ON CONFLICT(alias) DO UPDATE SET product = excluded.product",
                             (alias, policy.product),
@@ -314,48 +326,44 @@ class ShopRepository:
                     counts.policies_inserted += 1
             for key, value in texts.items():
                 if value is None:
-                    await conn.execute("DELETE FROM shop_texts WHERE key = ?", (key,))
+                    await tx.execute("DELETE FROM shop_texts WHERE key = ?", (key,))
                     counts.texts_cleared.append(key)
                 else:
-                    await conn.execute(
+                    await tx.execute(
                         "INSERT INTO shop_texts(key, value) VALUES (?, ?)"
                         " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                         (key, value),
                     )
                     counts.texts_set.append(key)
             if faq is not None:
-                await _replace_faq(conn, faq, counts)
+                await _replace_faq(tx, faq, counts)
         return counts
 
 
-async def _insert_faq(conn: aiosqlite.Connection, entries: Sequence[FaqRecord]) -> None:
-    await conn.executemany(
+async def _insert_faq(tx: Tx, entries: Sequence[FaqRecord]) -> None:
+    await tx.executemany(
         "INSERT INTO faq_entries(key, topic, answer, position) VALUES (?, ?, ?, ?)",
         [(e.key, e.topic, e.answer, position) for position, e in enumerate(entries)],
     )
-    await conn.executemany(
+    await tx.executemany(
         "INSERT INTO faq_aliases(alias, key) VALUES (?, ?)",
         [(alias, e.key) for e in entries for alias in e.aliases],
     )
 
 
-async def _replace_faq(
-    conn: aiosqlite.Connection, entries: Sequence[FaqRecord], counts: ImportCounts
-) -> None:
+async def _replace_faq(tx: Tx, entries: Sequence[FaqRecord], counts: ImportCounts) -> None:
     """Make the FAQ exactly `entries` (inside the caller's transaction) and count."""
-    async with conn.execute("SELECT key FROM faq_entries") as cursor:
-        before = {str(row[0]) for row in await cursor.fetchall()}
+    before = {str(row[0]) for row in await tx.fetch_all("SELECT key FROM faq_entries")}
     after = {entry.key for entry in entries}
-    await conn.execute("DELETE FROM faq_aliases")
-    await conn.execute("DELETE FROM faq_entries")
-    await _insert_faq(conn, entries)
+    await tx.execute("DELETE FROM faq_aliases")
+    await tx.execute("DELETE FROM faq_entries")
+    await _insert_faq(tx, entries)
     counts.faq_inserted = len(after - before)
     counts.faq_updated = len(after & before)
     counts.faq_removed = len(before - after)
 
 
-async def _is_empty(conn: aiosqlite.Connection, table: str) -> bool:
+async def _is_empty(tx: Tx, table: str) -> bool:
     """Whether `table` (a fixed name from this module, never input) has no rows."""
-    async with conn.execute(f"SELECT COUNT(*) FROM {table}") as cursor:
-        row = await cursor.fetchone()
+    row = await tx.fetch_one(f"SELECT COUNT(*) FROM {table}")
     return row is None or row[0] == 0

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from storage.database import Database
+from storage.backend import Database
 
 VoiceKind = Literal["voice", "video_note"]
 # the vocabulary of voice_notes.status (the CHECK constraint of migration 0010)

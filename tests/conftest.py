@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-from storage.database import Database
+from storage.database import Database, open_database
 from tests.pg import pg_cluster, pg_empty_url, pg_url  # noqa: F401 (fixtures)
 
 BACKENDS = ("sqlite", "postgres")
@@ -57,7 +57,7 @@ async def db(
 ) -> AsyncIterator[Database]:
     if db_backend == "postgres":
         pytest.skip("the repositories do not run on PostgreSQL yet (wt-20core)")
-    database = await Database.open(tmp_path / "test.sqlite3")
+    database = await open_database(tmp_path / "test.sqlite3")
     try:
         yield database
     finally:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.database import Database
+from storage.database import open_database
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import WEBHOOK_SECRET, BotProcess, free_port, webhook_env
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -258,7 +258,7 @@ def _migrated(path: Path) -> Path:
     """A database file this version of the bot has created (WAL mode, current schema)."""
 
     async def create() -> None:
-        db = await Database.open(path)
+        db = await open_database(path)
         await db.close()
 
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from services.loop import BoundedToolLoop
 from services.loop_types import TurnReply
 from services.prompts import build_prompt_registry
 from storage.conversations import ConversationRepository
-from storage.database import Database
+from storage.database import Database, open_database
 from storage.shop import ShopRepository
 from tests.doubles import (
     ScriptedLLM,
@@ -286,14 +286,14 @@ async def test_prompt_size_stops_growing_once_the_window_is_full(db: Database) -
 
 async def test_a_new_service_on_the_same_file_continues_the_session(tmp_path: Path) -> None:
     path = tmp_path / "bot.sqlite3"
-    db = await Database.open(path)
+    db = await open_database(path)
     first = await _stack(db, ScriptedLLM(chat_script()))
     await first.service.answer(chat_id=1, user_id=2, text="Где заказ 8041?")
     session = await ConversationRepository(db).current_session(1)
     await first.service.aclose()
     await db.close()
 
-    db = await Database.open(path)
+    db = await open_database(path)
     try:
         second = await _stack(db, ScriptedLLM(chat_script()))
         await second.service.answer(chat_id=1, user_id=2, text="А когда доставят?")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from storage.database import Database
+from storage.database import Database, open_database
 from storage.migrations import MigrationError, load_migrations
 
 
 async def test_fresh_database_gets_every_migration(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "nested" / "bot.sqlite3")
+    db = await open_database(tmp_path / "nested" / "bot.sqlite3")
     try:
         row = await db.fetch_one("PRAGMA user_version")
         assert row is not None and row[0] == len(load_migrations())
@@ -32,11 +32,11 @@ async def test_pragmas(db: Database) -> None:
 
 async def test_rerun_is_a_noop(tmp_path: Path) -> None:
     path = tmp_path / "bot.sqlite3"
-    db = await Database.open(path)
+    db = await open_database(path)
     async with db.transaction() as conn:
         await conn.execute("INSERT INTO shop_texts(key, value) VALUES ('k', 'kept')")
     await db.close()
-    db = await Database.open(path)
+    db = await open_database(path)
     try:
         row = await db.fetch_one("SELECT value FROM shop_texts WHERE key = 'k'")
         assert row is not None and row[0] == "kept"
@@ -52,7 +52,7 @@ async def test_newer_database_is_refused_untouched(tmp_path: Path) -> None:
         conn.execute("PRAGMA user_version = 999")
     before = path.read_bytes()
     with pytest.raises(MigrationError, match="newer"):
-        await Database.open(path)
+        await open_database(path)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 999
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}

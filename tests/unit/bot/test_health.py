@@ -13,7 +13,7 @@ import pytest
 
 from bot.health import Health, delivery_stalled
 from bot.responder import Responder
-from storage.database import Database
+from storage.database import Database, open_database
 from storage.inbox import InboxRepository, NewUpdate, StoredReply
 
 THRESHOLD = 300.0
@@ -112,7 +112,7 @@ async def test_a_failed_write_fails_until_a_write_succeeds(db: Database) -> None
 
 async def test_a_replaced_or_deleted_file(tmp_path: Path) -> None:
     path = tmp_path / "bot.sqlite3"
-    db = await Database.open(path)
+    db = await open_database(path)
     try:
         assert (await health(db).report()).ok
         other = tmp_path / "other.sqlite3"
@@ -130,7 +130,7 @@ async def test_a_replaced_or_deleted_file(tmp_path: Path) -> None:
 
 async def test_a_write_lock_held_elsewhere_beyond_the_busy_timeout(tmp_path: Path) -> None:
     path = tmp_path / "bot.sqlite3"
-    db = await Database.open(path)
+    db = await open_database(path)
     holder = sqlite3.connect(path, isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")

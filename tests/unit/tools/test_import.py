@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.data_import import run_import
-from storage.database import Database
+from storage.database import Database, open_database
 from storage.shop import ShopRepository
 from tools.shop.demo import DEMO_ORDER_IDS, demo_orders, seed_demo_shop
 from tools.shop.import_document import ShopDataError, plan_import
@@ -162,7 +162,7 @@ async def test_run_import_writes_nothing_when_any_record_is_invalid(
     assert "orders[2] (order_id '99999').order_id: must be exactly 4 digits" in err
     assert "nothing was written" in err
     if database.exists():
-        db = await Database.open(database)
+        db = await open_database(database)
         try:
             assert await db.fetch_one("SELECT 1 FROM orders") is None
             assert await db.fetch_one("SELECT 1 FROM return_policies") is None
@@ -277,8 +277,7 @@ def test_faq_problems_name_the_entry_and_the_field() -> None:
     ]
     assert problems_of({"faq": None}) == ["faq: Input should be a valid list"]
     assert problems_of({"faq": [{"topic": "Тема", "answer": "a", "aliases": ["xx"] * 51}]}) == [
-        "faq[0] (topic 'Тема').aliases: List should have at most 50 items after validation,"
-        " not 51"
+        "faq[0] (topic 'Тема').aliases: List should have at most 50 items after validation, not 51"
     ]
 
 
@@ -336,7 +335,7 @@ async def test_run_import_writes_nothing_when_only_the_faq_is_invalid(
     assert "faq[2] (topic 'DELIVERY').topic: 'DELIVERY' is already used by" in err
     assert "nothing was written" in err
     if database.exists():
-        db = await Database.open(database)
+        db = await open_database(database)
         try:
             for table in ("orders", "return_policies", "shop_texts", "faq_entries"):
                 assert await db.fetch_one(f"SELECT 1 FROM {table}") is None, table
@@ -437,7 +436,7 @@ async def test_an_invalid_owner_phone_writes_nothing(
     assert "orders[1] (order_id '1002').owner_phone: must be an international" in captured.err
     assert "912" not in captured.err
     if database.exists():
-        db = await Database.open(database)
+        db = await open_database(database)
         try:
             assert await db.fetch_one("SELECT 1 FROM orders") is None
         finally:
