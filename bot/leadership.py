@@ -16,6 +16,10 @@ import logging
 from enum import StrEnum
 from typing import Protocol
 
+from pydantic import SecretStr
+
+from storage.leader import LeaderLock, polling_lock_name
+
 log = logging.getLogger(__name__)
 
 RETRY_S = 1.0
@@ -105,3 +109,12 @@ class Leadership:
         """Give the lock up so another instance may lead."""
         self.role = Role.STANDBY
         await self._lock.release()
+
+
+def polling_leadership(database_url: SecretStr | None, bot_token: SecretStr) -> Leadership | None:
+    """PostgreSQL (DATABASE_URL): the instances elect one poller. SQLite: one instance,
+    it polls (None)."""
+    if database_url is None:
+        return None
+    bot_id = int(bot_token.get_secret_value().split(":", 1)[0])  # public: getMe's id
+    return Leadership(LeaderLock(database_url.get_secret_value(), polling_lock_name(bot_id)))
