@@ -19,8 +19,6 @@ from bot.config import Settings
 from storage.database import Database, open_database
 from tests.pg import pg_cluster, pg_empty_url, pg_url  # noqa: F401 (fixtures)
 
-BACKENDS = ("sqlite", "postgres")
-
 # every setting the bot reads, so a developer's environment never leaks into a test
 SETTING_NAMES = tuple(name.upper() for name in Settings.model_fields)
 
@@ -55,9 +53,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 async def db(
     db_backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[Database]:
+    """A fresh, migrated database of the test's backend (see the module docstring)."""
     if db_backend == "postgres":
-        pytest.skip("the repositories do not run on PostgreSQL yet (wt-20core)")
-    database = await open_database(tmp_path / "test.sqlite3")
+        database = await open_database(request.getfixturevalue("pg_url"))
+    else:
+        database = await open_database(tmp_path / "test.sqlite3")
     try:
         yield database
     finally:

@@ -23,6 +23,7 @@ async def test_fresh_database_gets_every_migration(tmp_path: Path) -> None:
     assert (tmp_path / "nested" / "bot.sqlite3").exists()
 
 
+@pytest.mark.sqlite_only
 async def test_pragmas(db: Database) -> None:
     assert (await db.fetch_one("PRAGMA journal_mode"))[0] == "wal"
     assert (await db.fetch_one("PRAGMA foreign_keys"))[0] == 1

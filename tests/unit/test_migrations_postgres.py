@@ -18,7 +18,7 @@ import asyncpg
 import pytest
 
 from storage import migrations as sqlite_migrations
-from storage.database import Database
+from storage.database import open_database
 from storage.migrations import Migration, MigrationError, load_migrations
 from storage.postgres import MIGRATION_LOCK_KEY, PgDatabase, apply_migrations
 from tests.pg import WAITING_ON_ADVISORY_LOCK, until_server_shows
@@ -46,7 +46,7 @@ def test_no_postgres_migration_uses_a_4_byte_real_or_sqlite_syntax() -> None:
 
 
 async def sqlite_schema(path: Path) -> tuple[Columns, Indexes]:
-    db = await Database.open(path)
+    db = await open_database(path)
     try:
         tables = [
             r[0]

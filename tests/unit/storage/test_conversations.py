@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from storage.conversations import ConversationRepository
-from storage.database import Database
+from storage.database import Database, is_unique_violation
 from tests.doubles.history import append_pair
 
 
@@ -30,9 +28,10 @@ async def test_one_open_session_per_chat_reused_until_reset(db: Database) -> Non
 async def test_database_refuses_a_second_open_session(db: Database) -> None:
     repo = ConversationRepository(db)
     await repo.open_session(1)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(Exception) as refused:
         async with db.transaction() as conn:
             await conn.execute("INSERT INTO sessions(chat_id, opened_at) VALUES (1, 0)")
+    assert is_unique_violation(refused.value)
 
 
 async def test_reset_of_a_chat_without_session_just_opens_one(db: Database) -> None:

@@ -15,6 +15,8 @@ import pytest
 from storage.database import Database
 
 
+# aiosqlite queues BEGIN in its thread; PostgreSQL: tests/unit/storage/test_postgres.py
+@pytest.mark.sqlite_only
 async def test_write_cancelled_during_begin_leaves_no_open_transaction(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
