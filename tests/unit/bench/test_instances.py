@@ -81,6 +81,7 @@ async def test_the_driver_alternates_its_posts_between_the_webhooks(
     assert received == {"a": ids[0::2], "b": ids[1::2]}
 
 
+@pytest.mark.postgres
 async def test_each_run_gets_a_fresh_database_on_the_server(pg_cluster: PgCluster) -> None:
     first = await create_database(pg_cluster.admin_url, "bench_1")
     second = await create_database(pg_cluster.admin_url, "bench_1")
@@ -95,6 +96,7 @@ async def test_each_run_gets_a_fresh_database_on_the_server(pg_cluster: PgCluste
             await conn.close()
 
 
+@pytest.mark.postgres
 async def test_tool_time_reads_alike_from_sqlite_and_postgresql(
     tmp_path: Path, pg_url: str
 ) -> None:
@@ -116,6 +118,7 @@ async def test_tool_time_reads_alike_from_sqlite_and_postgresql(
     assert math.isclose(tool_time_by_update(postgres_rows, [77])[77], 1500.0)
 
 
+@pytest.mark.postgres
 async def test_the_cpu_of_a_private_server_is_measured_and_an_outside_one_is_not(
     pg_cluster: PgCluster,
 ) -> None:

@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from itertools import count
+from pathlib import Path
 
 import aiohttp
 import asyncpg
@@ -32,6 +33,7 @@ from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 from tests.pg import PgCluster
 
+pytestmark = pytest.mark.postgres  # the lock lives in PostgreSQL
 ALLOWED = ["message"]
 _bot_ids = count(700_000)
 
@@ -58,11 +60,11 @@ class Instance:
 StartInstance = Callable[..., Awaitable[Instance]]
 
 
-
 @pytest.fixture
 def leader_pg_url(pg_cluster: PgCluster) -> str:
     """The session's PostgreSQL server: the lock needs a server, not a schema."""
     return pg_cluster.admin_url
+
 
 @pytest.fixture
 def lock_name() -> str:
@@ -142,18 +144,23 @@ def polls_by(fake: FakeTelegramServer, name: str) -> list[dict]:
 async def standby_tried(instance: Instance, times: int = 3) -> None:
     """Wait until the instance's election has asked for the lock `times` more times."""
     assert instance.leadership is not None
-    lock = instance.leadership._lock  # observing the real lock's attempts
+    await standby_tried_lock(instance.leadership._lock, times)  # type: ignore[arg-type]
+
+
+async def standby_tried_lock(lock: LeaderLock, times: int = 3) -> None:
+    """Wait until `lock.try_acquire` has been called `times` more times (any outcome)."""
     seen = asyncio.Event()
     calls = 0
     original = lock.try_acquire
 
     async def counting() -> bool:
         nonlocal calls
-        got = await original()
-        calls += 1
-        if calls >= times:
-            seen.set()
-        return got
+        try:
+            return await original()
+        finally:
+            calls += 1
+            if calls >= times:
+                seen.set()
 
     lock.try_acquire = counting  # type: ignore[method-assign]
     try:
@@ -268,3 +275,27 @@ async def rogue_poll(fake: FakeTelegramServer) -> None:
     async with aiohttp.ClientSession() as http:
         async with http.post(url, json={"timeout": 0}) as response:
             assert response.status == 200
+
+
+async def test_an_unreachable_database_keeps_the_election_trying_and_says_so_once(
+    tmp_path: Path, leader_pg_url: str, lock_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No server at the URL yet (a socket folder with nothing in it): the instance stays
+    a standby, warns once, and leads as soon as the database answers."""
+    lock = LeaderLock(f"postgresql://postgres:@/postgres?host={tmp_path}", lock_name)
+    leadership = Leadership(lock, retry_s=0.01)
+    trying = asyncio.create_task(leadership.acquire())
+    try:
+        await standby_tried_lock(lock, times=5)
+        assert not trying.done() and leadership.role is Role.STANDBY
+        lock._url = leader_pg_url  # the database is back
+        await asyncio.wait_for(trying, 10)
+        assert leadership.role is Role.LEADER
+    finally:
+        trying.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await trying
+        await leadership.step_down()
+    warnings = [r for r in caplog.records if "cannot reach the database" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "postgres:" not in caplog.text  # the URL (and any password in it) is not logged

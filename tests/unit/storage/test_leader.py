@@ -22,15 +22,16 @@ import pytest
 from storage.leader import LeaderLock, polling_lock_name
 from tests.pg import PgCluster
 
+pytestmark = pytest.mark.postgres  # the lock lives in PostgreSQL
 REPO_ROOT = Path(__file__).resolve().parents[3]
 _names = count(1)
-
 
 
 @pytest.fixture
 def leader_pg_url(pg_cluster: PgCluster) -> str:
     """The session's PostgreSQL server: the lock needs a server, not a schema."""
     return pg_cluster.admin_url
+
 
 @pytest.fixture
 def name() -> str:
