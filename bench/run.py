@@ -779,6 +779,8 @@ def _plan(args: argparse.Namespace) -> Plan:
         plan = Plan(**{**plan.__dict__, "latency_ms": args.latency_ms})
     if args.distinct_concurrency is not None:
         plan = Plan(**{**plan.__dict__, "distinct_concurrency": args.distinct_concurrency})
+    if args.load_chats is not None:  # e.g. a shared machine that 1,000 chats would swamp
+        plan = Plan(**{**plan.__dict__, "load_chats": args.load_chats})
     return plan
 
 
@@ -1095,6 +1097,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--distinct-concurrency", type=int, help="customers at once in the distinct-chats phase"
+    )
+    parser.add_argument(
+        "--load-chats", type=int, help="customers at once in the load phases (default 1000)"
     )
     parser.add_argument("--profile", action="store_true", help="also run the bot under cProfile")
     parser.add_argument("--skip-stats", action="store_true", help="skip the /stats timing")
