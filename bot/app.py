@@ -45,6 +45,7 @@ from aiogram.methods import GetMe, SetMyCommands, SetWebhook
 from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefault
 from aiohttp import web
 
+from bot.claimed import Coordination, send_budget_share
 from bot.config import BotMode, Settings
 from bot.drafts import Drafts
 from bot.exit_codes import ExitCode
@@ -75,6 +76,7 @@ from services.prompts import build_prompt_registry
 from services.stats import Prices, StatsService
 from services.voice import VoiceTranscription
 from storage.conversations import ConversationRepository
+from storage.coordination import ClaimRepository
 from storage.database import Database, DatabaseOpenError, StorageRetry, open_database
 from storage.feedback import FeedbackRepository
 from storage.handoffs import HandoffRepository
@@ -275,10 +277,12 @@ async def build_application(
     )
 
     bot = build_bot(settings)
+    coordination = build_coordination(settings, db)
     sender = Sender(
         bot,
         per_chat_interval_s=settings.telegram_chat_interval_s,
         global_per_second=settings.telegram_global_sends_per_s,
+        send_guard=coordination.fence.check if coordination is not None else None,
     )
     desk = (
         HandoffDesk(
@@ -293,7 +297,9 @@ async def build_application(
     drafts = Drafts(
         sender, enabled=settings.stream_answers, max_busy_chats=settings.stream_max_chats
     )
-    inbox = InboxRepository(db)
+    inbox = InboxRepository(
+        db, claim_owner=coordination.claims.owner if coordination is not None else None
+    )
     voice_notes = VoiceNoteRepository(db)
     voice = VoiceTranscription(
         model,
@@ -338,6 +344,16 @@ async def build_application(
         deliver=responder.deliver,
         storage_retry=storage_retry,
         signal=drafts.signal,
+        scheduling=(
+            coordination.scheduling(
+                inbox,
+                on_live=send_budget_share(
+                    sender.set_global_rate, settings.telegram_global_sends_per_s
+                ),
+            )
+            if coordination is not None
+            else None
+        ),
     )
     drafts.busy_chats = lambda: intake.busy_chats  # load: chats being answered right now
     health = Health(
@@ -365,6 +381,20 @@ async def build_application(
         handoff=desk,
         metrics=metrics,
     )
+
+
+def build_coordination(settings: Settings, db: Database) -> Coordination | None:
+    """Several instances may share a PostgreSQL database: chats are claimed there (bot/
+    claimed.py). SQLite has one process, which keeps its chats in memory."""
+    if db.dialect.name != "postgres":
+        return None
+    log.info(
+        "instance %s: chats are claimed in the database, leases of %.0f s",
+        settings.instance_id,
+        settings.claim_lease_s,
+    )
+    claims = ClaimRepository(db, owner=settings.instance_id, lease_s=settings.claim_lease_s)
+    return Coordination(claims)
 
 
 def watch_state(

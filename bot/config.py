@@ -8,7 +8,10 @@ show up in a repr, a log line or an error message.
 
 from __future__ import annotations
 
+import os
 import re
+import secrets
+import socket
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -101,6 +104,11 @@ def database_choice(url: SecretStr | None, path: Path, pool_size: int) -> Databa
         secret = url.get_secret_value()
         return DatabaseChoice("DATABASE_URL", secret, redacted_database_url(secret), pool_size)
     return DatabaseChoice("DATABASE_PATH", path, str(path), pool_size)
+
+
+def _default_instance_id() -> str:
+    """host:pid:random — unique among instances, readable in the claims table."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class BotMode(StrEnum):
@@ -275,6 +283,13 @@ class Settings(ShopSettings):
     model_price_output_per_1m: float | None = Field(default=None, ge=0, le=1_000_000)
     model_price_cached_input_per_1m: float | None = Field(default=None, ge=0, le=1_000_000)
     model_price_currency: str = Field(default="USD", min_length=1, max_length=8)
+
+    # Several instances on one PostgreSQL database (DATABASE_URL): this instance's name in
+    # the chat claims and heartbeats (unique per running process; default host:pid:random)
+    instance_id: str = Field(default_factory=_default_instance_id, min_length=1, max_length=200)
+    # how long a chat stays claimed by an instance that stopped renewing (died, frozen):
+    # another instance finishes its chats this long after a SIGKILL
+    claim_lease_s: float = Field(default=15.0, ge=1.0, le=600)
 
     @field_validator("admin_ids", mode="before")
     @classmethod

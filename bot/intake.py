@@ -33,6 +33,12 @@
 4a. `resume()` at start-up schedules every unfinished row left by a previous run.
 5. `drain()` at shutdown refuses new updates and waits (bounded) for running work;
    whatever is cancelled stays unfinished in the inbox for the next start.
+
+Who runs a chat's updates is the scheduler's decision (`ChatScheduler`): with one process
+(SQLite) `LocalScheduler` keeps the per-chat queues in memory, as described above; with
+several instances on one PostgreSQL database `bot/claimed.py:ClaimedScheduler` runs a
+chat only on the instance holding its claim and takes the chat's updates from the inbox
+itself, in the same order. Recording, re-reading the row and handling it are the same.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from services.log_context import bound_update
 from storage.database import StorageRetry, StorageUnavailable, storage_fault
@@ -61,6 +67,8 @@ log = logging.getLogger(__name__)
 RowHandler = Callable[[InboxRow], Awaitable[None]]
 SignalHook = Callable[[dict[str, Any]], None]
 ChatKey = tuple[str, int]
+# handles one update to the end; False if the store stayed unwritable (left pending)
+UpdateHandler = Callable[[int], Awaitable[bool]]
 
 
 class IntakeClosed(Exception):
@@ -87,9 +95,37 @@ def describe_update(raw: dict[str, Any]) -> NewUpdate:
     return NewUpdate(update_id=update_id, chat_id=chat_id, user_id=user_id, payload=raw)
 
 
-def _chat_key(chat_id: int | None, update_id: int) -> ChatKey:
-    # updates without a chat do not need ordering; each gets its own queue
+def chat_key(chat_id: int | None, update_id: int) -> ChatKey:
+    """The unit of ordering: a chat, or the update itself when it has no chat (such
+    updates need no ordering; each gets its own queue)."""
     return ("chat", chat_id) if chat_id is not None else ("update", update_id)
+
+
+class ChatScheduler(Protocol):
+    """Decides which worker runs a chat's updates, one at a time and in order."""
+
+    @property
+    def busy_chats(self) -> int: ...
+
+    @property
+    def stalled_chats(self) -> int: ...
+
+    def schedule(self, key: ChatKey, update_id: int) -> None:
+        """A new update of the chat was stored (called right after the commit)."""
+        ...
+
+    async def resume(self) -> int:
+        """Schedule what is unfinished in the inbox at start-up; returns how many rows."""
+        ...
+
+    async def join(self) -> None: ...
+
+    async def drain(self, grace_s: float) -> bool:
+        """Wait up to `grace_s` for running work, cancel the rest; True if all finished."""
+        ...
+
+
+SchedulerFactory = Callable[[UpdateHandler], ChatScheduler]
 
 
 class Intake:
@@ -103,28 +139,26 @@ class Intake:
         deliver: RowHandler,
         storage_retry: StorageRetry | None = None,
         signal: SignalHook | None = None,
+        scheduling: SchedulerFactory | None = None,
     ) -> None:
         self._inbox = inbox
         self._signal = signal
         self._process = process
         self._deliver = deliver
         self._retry = storage_retry or StorageRetry()
-        self._queues: dict[ChatKey, deque[int]] = {}
-        self._workers: dict[ChatKey, asyncio.Task[None]] = {}
-        # chats whose update could not be stored beyond the retry bound: their updates
-        # wait in the inbox for the next start, so their order is kept
-        self._stalled: set[ChatKey] = set()
+        build = scheduling or (lambda handle: LocalScheduler(handle, inbox))
+        self._scheduler: ChatScheduler = build(self.handle)
         self._closed = False
 
     @property
     def busy_chats(self) -> int:
         """Chats with a worker right now; idle chats keep no state (tests, metrics)."""
-        return len(self._workers)
+        return self._scheduler.busy_chats
 
     @property
     def stalled_chats(self) -> int:
         """Chats whose updates wait for the next start (storage failed beyond the bound)."""
-        return len(self._stalled)
+        return self._scheduler.stalled_chats
 
     async def accept(self, raw_updates: Sequence[dict[str, Any]]) -> list[int]:
         """Durably record the batch, then schedule the new ones; returns the new ids.
@@ -151,7 +185,9 @@ class Intake:
             if update.update_id in fresh:
                 fresh.discard(update.update_id)  # the same id twice in one batch: once
                 self._notify(update)
-                self._schedule(_chat_key(update.chat_id, update.update_id), update.update_id)
+                self._scheduler.schedule(
+                    chat_key(update.chat_id, update.update_id), update.update_id
+                )
                 scheduled.append(update.update_id)
             elif store_error is None:
                 log.info("update %s was already recorded; not processed again", update.update_id)
@@ -197,39 +233,9 @@ class Intake:
 
     async def resume(self) -> int:
         """Schedule what a previous run left unfinished; returns how many rows."""
-        rows = await self._inbox.unfinished()
-        for row in rows:
-            self._schedule(_chat_key(row.chat_id, row.update_id), row.update_id)
-        if rows:
-            log.info("resuming %d unfinished update(s) from the inbox", len(rows))
-        return len(rows)
+        return await self._scheduler.resume()
 
-    def _schedule(self, key: ChatKey, update_id: int) -> None:
-        if key in self._stalled:
-            log.warning("update %s waits for the next start behind its chat's", update_id)
-            return
-        queue = self._queues.setdefault(key, deque())
-        queue.append(update_id)
-        if key not in self._workers:
-            self._workers[key] = asyncio.create_task(
-                self._work(key, queue), name=f"chat-worker-{key[0]}-{key[1]}"
-            )
-
-    async def _work(self, key: ChatKey, queue: deque[int]) -> None:
-        try:
-            while queue:
-                if not await self._handle(queue[0]):
-                    self._stalled.add(key)
-                    return  # the rest of the queue stays pending in the inbox, in order
-                queue.popleft()
-        finally:
-            # no await since the last `while` check: a new update for this chat either
-            # joined this queue in time or will start a fresh worker. If the worker was
-            # cancelled, the rest of its queue is still unfinished in the inbox.
-            self._workers.pop(key, None)
-            self._queues.pop(key, None)
-
-    async def _handle(self, update_id: int) -> bool:
+    async def handle(self, update_id: int) -> bool:
         """Handle one update to the end; False if the store stayed unwritable (left pending)."""
         try:
             await self._retry.run(
@@ -265,7 +271,7 @@ class Intake:
             raise
         except Exception as exc:
             if storage_fault(exc) is not None:
-                raise  # handled again by `_handle` after a backoff
+                raise  # handled again by `handle` after a backoff
             log.exception("update %s could not be handled", update_id)
             await self._retry.run(
                 f"finishing update {update_id}",
@@ -274,25 +280,95 @@ class Intake:
 
     async def join(self) -> None:
         """Wait until every scheduled update has been handled (tests, benchmarks)."""
-        while self._workers:
-            await asyncio.wait(list(self._workers.values()))
+        await self._scheduler.join()
 
     async def drain(self, grace_s: float) -> bool:
         """Stop accepting; wait up to `grace_s` for running work. True if all finished."""
         self._closed = True
-        deadline = asyncio.get_running_loop().time() + grace_s
-        while self._workers:
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                break
-            await asyncio.wait(list(self._workers.values()), timeout=remaining)
-        unfinished = list(self._workers.values())
-        for task in unfinished:
-            task.cancel()
-        if unfinished:
-            await asyncio.gather(*unfinished, return_exceptions=True)
-            log.warning(
-                "shutdown grace period over: %d chat(s) left unfinished in the inbox",
-                len(unfinished),
+        return await self._scheduler.drain(grace_s)
+
+
+class LocalScheduler:
+    """One process owns every chat: a queue per busy chat in memory (see the module
+    docstring, points 2, 4 and 5)."""
+
+    def __init__(self, handle: UpdateHandler, inbox: InboxRepository) -> None:
+        self._handle = handle
+        self._inbox = inbox
+        self._queues: dict[ChatKey, deque[int]] = {}
+        self._workers: dict[ChatKey, asyncio.Task[None]] = {}
+        # chats whose update could not be stored beyond the retry bound: their updates
+        # wait in the inbox for the next start, so their order is kept
+        self._stalled: set[ChatKey] = set()
+
+    @property
+    def busy_chats(self) -> int:
+        return len(self._workers)
+
+    @property
+    def stalled_chats(self) -> int:
+        return len(self._stalled)
+
+    async def resume(self) -> int:
+        rows = await self._inbox.unfinished()
+        for row in rows:
+            self.schedule(chat_key(row.chat_id, row.update_id), row.update_id)
+        if rows:
+            log.info("resuming %d unfinished update(s) from the inbox", len(rows))
+        return len(rows)
+
+    def schedule(self, key: ChatKey, update_id: int) -> None:
+        if key in self._stalled:
+            log.warning("update %s waits for the next start behind its chat's", update_id)
+            return
+        queue = self._queues.setdefault(key, deque())
+        queue.append(update_id)
+        if key not in self._workers:
+            self._workers[key] = asyncio.create_task(
+                self._work(key, queue), name=f"chat-worker-{key[0]}-{key[1]}"
             )
-        return not unfinished
+
+    async def _work(self, key: ChatKey, queue: deque[int]) -> None:
+        try:
+            while queue:
+                if not await self._handle(queue[0]):
+                    self._stalled.add(key)
+                    return  # the rest of the queue stays pending in the inbox, in order
+                queue.popleft()
+        finally:
+            # no await since the last `while` check: a new update for this chat either
+            # joined this queue in time or will start a fresh worker. If the worker was
+            # cancelled, the rest of its queue is still unfinished in the inbox.
+            self._workers.pop(key, None)
+            self._queues.pop(key, None)
+
+    async def join(self) -> None:
+        while self._workers:
+            await asyncio.wait(list(self._workers.values()))
+
+    async def drain(self, grace_s: float) -> bool:
+        return await drain_workers(self._workers, grace_s)
+
+
+async def drain_workers(workers: dict[ChatKey, asyncio.Task[None]], grace_s: float) -> bool:
+    """Wait up to `grace_s` for the workers, cancel the rest; True if all finished.
+
+    Whatever is cancelled stays unfinished in the inbox (the next start, or another
+    instance, handles it).
+    """
+    deadline = asyncio.get_running_loop().time() + grace_s
+    while workers:
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            break
+        await asyncio.wait(list(workers.values()), timeout=remaining)
+    unfinished = list(workers.values())
+    for task in unfinished:
+        task.cancel()
+    if unfinished:
+        await asyncio.gather(*unfinished, return_exceptions=True)
+        log.warning(
+            "shutdown grace period over: %d chat(s) left unfinished in the inbox",
+            len(unfinished),
+        )
+    return not unfinished

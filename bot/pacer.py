@@ -4,6 +4,12 @@ Telegram throttles a bot that sends more than about one message per second to a 
 about thirty per second overall. The pacer keeps the bot under both, so flood control is
 the exception rather than the rule.
 
+Several instances of the bot (PostgreSQL) share one bot's limit: each paces itself at
+its share, the global rate divided by the live instances (`set_global_rate`), so no
+request needs a round trip to a shared counter. While an instance starts or dies the
+shares add up to more than the limit for at most one heartbeat; Telegram's flood control
+(`retry_after`, handled by the sender) covers that.
+
 Pacing is not ordering. The order of a chat's messages is decided upstream — the intake
 runs one update of a chat at a time and the responder sends its parts one by one — so
 the pacer only keeps a "next allowed time" per chat. It is reserved when a message takes
@@ -34,16 +40,29 @@ class Pacer:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
-        if global_per_second <= 0:
-            raise ValueError("global_per_second must be positive")
         self._chat_interval_s = max(0.0, per_chat_interval_s)
-        self._global_interval_s = 1.0 / global_per_second
+        self._global_interval_s = 0.0
+        self.set_global_rate(global_per_second)
         self._clock = clock
         self._sleep = sleep
         # chat -> the earliest time its next message may go; least recently set first
         self._next_in_chat: OrderedDict[ChatId, float] = OrderedDict()
         self._next_global_at = 0.0
         self._waiting = 0
+
+    @property
+    def global_per_second(self) -> float:
+        return 1.0 / self._global_interval_s
+
+    def set_global_rate(self, per_second: float) -> None:
+        """Change the global rate from the next booking on (slots already booked stay).
+
+        With several instances each one takes its share of Telegram's limit, recomputed
+        as instances come and go (bot/claimed.py counts them).
+        """
+        if per_second <= 0:
+            raise ValueError("global_per_second must be positive")
+        self._global_interval_s = 1.0 / per_second
 
     @property
     def waiting(self) -> int:

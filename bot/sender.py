@@ -154,6 +154,7 @@ class Sender:
         backoff_max_s: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        send_guard: Callable[[], None] | None = None,
     ) -> None:
         self._bot = bot
         self._policy = RetryPolicy(
@@ -174,7 +175,7 @@ class Sender:
         # time, so the send path only adds two numbers.
         self.flood_waits = 0
         self.flood_wait_s = 0.0
-        bot.session.middleware(PacingMiddleware(self._pacer))
+        bot.session.middleware(PacingMiddleware(self._pacer, send_guard))
 
     @property
     def tracked_chats(self) -> int:
@@ -185,6 +186,14 @@ class Sender:
     def queued_requests(self) -> int:
         """Outgoing requests waiting for their pacing turn (the send queue, for metrics)."""
         return self._pacer.waiting
+
+    @property
+    def global_per_second(self) -> float:
+        return self._pacer.global_per_second
+
+    def set_global_rate(self, per_second: float) -> None:
+        """This instance's share of Telegram's global rate (several instances share it)."""
+        self._pacer.set_global_rate(per_second)
 
     async def send_text(
         self,
@@ -380,10 +389,15 @@ class PacingMiddleware(BaseRequestMiddleware):
 
     A message gets the chat's turn and a global slot, anything else a global slot; the
     long poll (`getUpdates`) is never paced. No retries here: see the module docstring.
+
+    Every request, the sender's too, passes `send_guard` last, right before it is made:
+    with several instances it stops a chat's work whose claim may have passed to
+    another instance (bot/claimed.py, `ClaimFence.check`) before it can send.
     """
 
-    def __init__(self, pacer: Pacer) -> None:
+    def __init__(self, pacer: Pacer, send_guard: Callable[[], None] | None = None) -> None:
         self._pacer = pacer
+        self._guard = send_guard
 
     async def __call__(
         self,
@@ -399,6 +413,8 @@ class PacingMiddleware(BaseRequestMiddleware):
                 await self._pacer.request_turn(chat_id)
             else:
                 await self._pacer.request_turn()
+        if self._guard is not None:
+            self._guard()
         return await make_request(bot, method)
 
 

@@ -3,6 +3,12 @@
 Status changes are guarded by the expected current status in the WHERE clause, so a
 step that runs twice (a replay after a crash, a redelivered update) changes nothing the
 second time; callers learn from the returned bool whether the row moved.
+
+With several instances on one PostgreSQL database (`claim_owner` set), the steps of an
+answer — storing the reply, recording a delivered part, finishing the row — are also
+fenced by the chat's claim (storage/coordination.py): they change the row only while this
+instance holds a live claim on its chat, so an instance that outlived its lease (paused,
+cut off) cannot overwrite what the chat's new owner did.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.backend import Database
+from storage.coordination import FENCE
 from storage.database import StorageDataError, is_data_error
 
 PENDING = "pending"
@@ -161,9 +168,14 @@ def _row(record: Any) -> InboxRow:
 class InboxRepository:
     """The `updates` table; one method per state change."""
 
-    def __init__(self, db: Database, *, clock: Any = time.time) -> None:
+    def __init__(
+        self, db: Database, *, clock: Any = time.time, claim_owner: str | None = None
+    ) -> None:
         self._db = db
         self._clock = clock
+        # several instances: this instance's claim fences the answer's steps (see above)
+        self._fence = f" {FENCE}" if claim_owner is not None else ""
+        self._fence_params: tuple[str, ...] = (claim_owner,) if claim_owner is not None else ()
         # rows this process moved to each final status (/metrics reads it at scrape time)
         self.finished: Counter[str] = Counter()
 
@@ -232,6 +244,21 @@ class InboxRepository:
         )
         return [_row(r) for r in records]
 
+    async def next_unfinished(self, kind: str, ident: int) -> InboxRow | None:
+        """The oldest unfinished row of a chat (`kind` "chat", `ident` its id), or of an
+        update without a chat ("update", its id): the claimed scheduler's queue.
+
+        Status literals, not parameters, so the partial index on unfinished rows applies.
+        """
+        where = "chat_id = ?" if kind == "chat" else "update_id = ? AND chat_id IS NULL"
+        record = await self._db.fetch_one(
+            f"SELECT {_COLUMNS} FROM updates WHERE {where} "
+            f"AND status IN ('{PENDING}', '{ANSWERED}') "
+            "ORDER BY received_at, update_id LIMIT 1",
+            (ident,),
+        )
+        return _row(record) if record is not None else None
+
     async def oldest_answered_at(self) -> float | None:
         """When the longest-waiting stored answer was stored (None: none waits); /healthz.
 
@@ -270,8 +297,8 @@ class InboxRepository:
         reply = json.dumps([_part_json(p) for p in parts], ensure_ascii=False)
         changed = await self._db.write(
             "UPDATE updates SET status = ?, reply = ?, turn_id = ?, answered_at = ? "
-            "WHERE update_id = ? AND status = ?",
-            (ANSWERED, reply, turn_id, self._clock(), update_id, PENDING),
+            f"WHERE update_id = ? AND status = ?{self._fence}",
+            (ANSWERED, reply, turn_id, self._clock(), update_id, PENDING, *self._fence_params),
         )
         return changed == 1
 
@@ -288,8 +315,8 @@ class InboxRepository:
         """One more reply part was accepted by Telegram."""
         await self._db.write(
             f"UPDATE updates SET message_ids = {self._db.dialect.json_append_id('message_ids')} "
-            "WHERE update_id = ? AND status = ?",
-            (message_id, update_id, ANSWERED),
+            f"WHERE update_id = ? AND status = ?{self._fence}",
+            (message_id, update_id, ANSWERED, *self._fence_params),
         )
 
     async def finish(self, update_id: int, status: str, *, reason: str | None = None) -> bool:
@@ -298,8 +325,8 @@ class InboxRepository:
             raise ValueError(f"not a final status: {status}")
         changed = await self._db.write(
             "UPDATE updates SET status = ?, reason = ?, finished_at = ? "
-            "WHERE update_id = ? AND status IN (?, ?)",
-            (status, reason, self._clock(), update_id, PENDING, ANSWERED),
+            f"WHERE update_id = ? AND status IN (?, ?){self._fence}",
+            (status, reason, self._clock(), update_id, PENDING, ANSWERED, *self._fence_params),
         )
         if changed == 1:
             self.finished[status] += 1

@@ -154,3 +154,40 @@ async def test_requests_that_are_not_messages_leave_no_chat_state(
 def test_the_global_rate_must_be_positive() -> None:
     with pytest.raises(ValueError):
         Pacer(global_per_second=0)
+
+
+async def test_an_instances_share_of_the_global_rate_spaces_its_requests_wider(
+    vtime: VirtualTime, pacer: Pacer
+) -> None:
+    """Two instances share 25/s: each paces at 12.5/s, so together they stay within 25."""
+    pacer.set_global_rate(25.0 / 2)
+    times: list[float] = []
+
+    async def one() -> None:
+        await pacer.request_turn()
+        times.append(vtime.now)
+
+    await vtime.run(asyncio.gather(*(one() for _ in range(20))))
+
+    gaps = [b - a for a, b in itertools.pairwise(sorted(times))]
+    assert gaps == pytest.approx([0.08] * 19)
+    assert pacer.global_per_second == pytest.approx(12.5)
+
+
+async def test_a_new_share_applies_from_the_next_booking(vtime: VirtualTime, pacer: Pacer) -> None:
+    times: list[float] = []
+
+    async def one() -> None:
+        await pacer.request_turn()
+        times.append(vtime.now)
+
+    await vtime.run(asyncio.gather(*(one() for _ in range(3))))  # 0, 0.04, 0.08
+    pacer.set_global_rate(10.0)  # the live count changed at a heartbeat
+    await vtime.run(asyncio.gather(*(one() for _ in range(3))))
+
+    assert times == pytest.approx([0.0, 0.04, 0.08, 0.12, 0.22, 0.32])
+
+
+def test_a_share_must_be_positive(pacer: Pacer) -> None:
+    with pytest.raises(ValueError):
+        pacer.set_global_rate(0)

@@ -218,3 +218,41 @@ async def test_the_long_poll_is_not_paced(
 
     [poll_time] = [at for name, *_rest, at in session.requests if name == "getUpdates"]
     assert poll_time == 0.0
+
+
+async def test_the_send_guard_runs_before_every_request_and_can_stop_it(
+    vtime: VirtualTime, session: InstantSession
+) -> None:
+    """With several instances the guard stops a chat's work whose claim may be gone
+    (bot/claimed.py): the request it refuses is never made."""
+    refuse = {"now": False}
+
+    def guard() -> None:
+        if refuse["now"]:
+            raise asyncio.CancelledError
+
+    bot = Bot(token="123456:TEST-TOKEN", session=session)
+    sender = Sender(bot, clock=vtime.clock, sleep=vtime.sleep, send_guard=guard)
+
+    async def scenario() -> None:
+        await sender.send_text(1, "allowed")
+        refuse["now"] = True
+        with pytest.raises(asyncio.CancelledError):
+            await sender.send_text(1, "refused")
+        with pytest.raises(asyncio.CancelledError):
+            await bot.send_message(1, "refused around the sender")
+
+    await vtime.run(scenario())
+
+    assert [text for _name, _chat, text, _at in session.requests] == ["allowed"]
+
+
+async def test_the_sender_takes_its_share_of_the_global_rate(
+    vtime: VirtualTime, session: InstantSession, sender: Sender
+) -> None:
+    sender.set_global_rate(25.0 / 5)
+    await vtime.run(asyncio.gather(*(sender.send_text(c, "hi") for c in range(1, 11))))
+
+    times = sorted(at for *_rest, at in session.requests)
+    assert times == pytest.approx([i * 0.2 for i in range(10)])
+    assert sender.global_per_second == pytest.approx(5.0)
