@@ -138,11 +138,6 @@ class ClaimedScheduler:
     def stalled_chats(self) -> int:
         return len(self._stalled)
 
-    @property
-    def held_claims(self) -> int:
-        """Chats this instance works on or keeps (stalled); /healthz, metrics."""
-        return len(self._workers) + len(self._stalled - self._workers.keys())
-
     def schedule(self, key: ChatKey, update_id: int) -> None:
         if self._closed:
             return

@@ -12,7 +12,6 @@ never as a bug in the statement.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -115,7 +114,13 @@ def _from_postgres_driver(exc: BaseException) -> bool:
     the model endpoint are not the database's fault.
     """
     if type(exc).__module__.startswith("asyncpg"):
-        return type(exc).__name__ == "InterfaceError" and str(exc).startswith(_GONE_MESSAGES)
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        # InternalClientError: a pooled connection caught mid-reconnect while the server
+        # is down ("cannot switch to state …; another operation is in progress"), seen
+        # with a stopped server; it clears once the server is back
+        return "InternalClientError" in names or (
+            type(exc).__name__ == "InterfaceError" and str(exc).startswith(_GONE_MESSAGES)
+        )
     if not isinstance(exc, (OSError, TimeoutError)):
         return False
     tb = exc.__traceback__
@@ -219,12 +224,11 @@ async def open_database(
     connection). Raises `DatabaseOpenError` or `MigrationError`, as the backends do.
     """
     if is_postgres_url(target):
-        # imported here: only a PostgreSQL user loads asyncpg
-        postgres = importlib.import_module("storage.postgres")
-        database: Database = await postgres.PgDatabase.open(
-            target, migrate=migrate, pool_size=pool_size
-        )
-        return database
+        # imported here: only a PostgreSQL user loads asyncpg (storage.postgres imports
+        # this module too)
+        from storage.postgres import PgDatabase
+
+        return await PgDatabase.open(str(target), migrate=migrate, pool_size=pool_size)
     from storage.sqlite import SqliteDatabase  # storage.sqlite imports this module
 
     return await SqliteDatabase.open(target, migrate=migrate)

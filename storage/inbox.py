@@ -205,9 +205,13 @@ class InboxRepository:
                     if added == 1:
                         fresh.append(update.update_id)
         except Exception as exc:
-            if is_data_error(exc):
-                raise StorageDataError(f"SQLSTATE {getattr(exc, 'sqlstate', '')}") from exc
-            raise
+            if not is_data_error(exc):
+                raise
+            # PostgreSQL's words may quote the update's text: they are dropped (from None)
+            cause = exc.__cause__
+            if isinstance(cause, (ValueError, OverflowError, TypeError)):
+                raise cause from None  # asyncpg could not encode a value: as SQLite says it
+            raise StorageDataError(f"SQLSTATE {getattr(exc, 'sqlstate', '')}") from None
         return fresh
 
     async def quarantine(self, entries: Sequence[tuple[int, str]]) -> int:

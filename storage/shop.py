@@ -143,7 +143,8 @@ class ShopRepository:
         if row is None:
             return None
         aliases = await self._db.fetch_all(
-            "SELECT alias FROM return_policy_aliases WHERE product = ? ORDER BY alias",
+            "SELECT alias FROM return_policy_aliases WHERE product = ? "
+            f"ORDER BY alias{self._db.dialect.collate_binary}",  # byte order on both backends
             (row["product"],),
         )
         return ReturnPolicyRecord(
@@ -185,7 +186,9 @@ class ShopRepository:
     async def faq_topics(self, limit: int) -> list[str]:
         """The first `limit` topics, in the order the shop listed them."""
         rows = await self._db.fetch_all(
-            "SELECT topic FROM faq_entries ORDER BY position, key LIMIT ?", (limit,)
+            f"SELECT topic FROM faq_entries ORDER BY position, key{self._db.dialect.collate_binary}"
+            " LIMIT ?",
+            (limit,),
         )
         return [str(row["topic"]) for row in rows]
 

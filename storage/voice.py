@@ -111,11 +111,13 @@ class VoiceNoteRepository:
 
     async def status_counts(self, since: float | None, until: float) -> list[VoiceStatusCount]:
         """Notes received in [since, until) per status and error code (`since=None`: all)."""
+        c = self._db.dialect.collate_binary
         rows = await self._db.fetch_all(
             "SELECT status, error_code, count(*), coalesce(sum(duration_s), 0), "
             "coalesce(sum(transcription_s), 0.0) FROM voice_notes "
             "WHERE received_at >= ? AND received_at < ? GROUP BY status, error_code "
-            "ORDER BY status, error_code",
+            # byte order and NULL first, as SQLite sorts (PostgreSQL: collation, NULL last)
+            f"ORDER BY status{c}, error_code{c} NULLS FIRST",
             (_NO_LOWER_BOUND if since is None else since, until),
         )
         return [

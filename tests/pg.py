@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -25,7 +27,7 @@ from typing import Any, TypeVar
 import asyncpg
 import pytest
 
-from storage.postgres import PgDatabase
+from storage.postgres import PgDatabase, postgres_sql
 
 TEMPLATE = "bot_template"
 SKIP_PREFIX = "PostgreSQL tests skipped"
@@ -47,8 +49,9 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
 class PgCluster:
     """The session's server: URLs for its databases, and fresh databases on demand."""
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Any, runtime_dir: str) -> None:
         self._server = server
+        self._runtime_dir = runtime_dir
 
     def url(self, database: str) -> str:
         return str(self._server.get_uri(database=database))
@@ -87,13 +90,16 @@ class PgCluster:
         run_sync(build)
 
     def stop(self) -> None:
+        """Stop the server; its data folder goes with it (cleanup_mode="delete")."""
         self._server.cleanup()
+        shutil.rmtree(self._runtime_dir, ignore_errors=True)
 
 
 def start_server() -> PgCluster:
     """Start the session's server, or skip with the reason it cannot start here."""
     try:
-        with warnings.catch_warnings():
+        runtime_dir = tempfile.mkdtemp(prefix="pgtest-run-")
+        with warnings.catch_warnings(), _private_runtime_dir(runtime_dir):
             # platformdirs, imported by pgserver: "XDG_RUNTIME_DIR is not set" (harmless)
             warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR", category=UserWarning)
             import pgserver
@@ -104,7 +110,24 @@ def start_server() -> PgCluster:
         pytest.skip(f"{SKIP_PREFIX}: pgserver is not installed ({exc})")
     except Exception as exc:
         pytest.skip(f"{SKIP_PREFIX}: the server cannot start here ({_first_line(exc)})")
-    return PgCluster(server)
+    return PgCluster(server, runtime_dir)
+
+
+@contextlib.contextmanager
+def _private_runtime_dir(folder: str) -> Iterator[None]:
+    """pgserver takes a machine-wide file lock (in the user's runtime folder, fixed when it is
+    imported) around every server's start and stop; a private folder per test session keeps
+    parallel sessions (several worktrees, e2e runs) from queueing on it. Our data folders
+    are unique, which is all that lock protects."""
+    previous = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = folder
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = previous
 
 
 def _first_line(exc: BaseException) -> str:
@@ -137,6 +160,19 @@ def pg_url(pg_cluster: PgCluster) -> str:
 def pg_empty_url(pg_cluster: PgCluster) -> str:
     """A fresh database without any table (for the migration tests)."""
     return pg_cluster.create_database(template="template0")
+
+
+def pg_query(url: str, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    """Rows of `sql`, written with SQLite's `?` parameters, from a PostgreSQL database."""
+
+    async def fetch() -> list[tuple[Any, ...]]:
+        conn = await asyncpg.connect(url)
+        try:
+            return [tuple(row) for row in await conn.fetch(postgres_sql(sql), *params)]
+        finally:
+            await conn.close()
+
+    return run_sync(fetch)
 
 
 async def until_server_shows(

@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import BotProcess
+from tests.e2e.harness import BotProcess, PgDatabasePath
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
+from tests.pg import pg_query
 
 StartBot = Callable[..., Awaitable[BotProcess]]
 Script = Callable[[Body], FakeReply]
@@ -73,6 +74,9 @@ def seen_text(message_text: str) -> str:
 
 
 def query(database: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of `sql` (with `?` parameters) from the bot's database, SQLite or PostgreSQL."""
+    if isinstance(database, PgDatabasePath):
+        return pg_query(database.url, sql, *params)
     with sqlite3.connect(database) as conn:
         return list(conn.execute(sql, params))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import BotProcess, bot_env
+from tests.e2e.harness import BotProcess, PgDatabasePath, bot_env
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.openai_server import fake_openai as fake_openai
 from tests.fakes.telegram_server import FakeTelegramServer
@@ -16,9 +16,28 @@ from tests.fakes.telegram_server import fake_telegram as fake_telegram
 StartBot = Callable[..., Awaitable[BotProcess]]
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked `both_backends` runs on SQLite and on PostgreSQL (`database_path` is
+    then a `PgDatabasePath`); every other e2e test on SQLite only."""
+    if metafunc.definition.get_closest_marker("both_backends") is None:
+        return
+    if "e2e_backend" in metafunc.fixturenames:
+        postgres = pytest.param("postgres", marks=pytest.mark.postgres)
+        metafunc.parametrize("e2e_backend", ["sqlite", postgres])
+
+
 @pytest.fixture
-def database_path(tmp_path: Path) -> Path:
-    return tmp_path / "data" / "bot.sqlite3"
+def e2e_backend() -> str:
+    """The bot's storage backend; "postgres" only for tests marked `both_backends`."""
+    return "sqlite"
+
+
+@pytest.fixture
+def database_path(tmp_path: Path, e2e_backend: str, request: pytest.FixtureRequest) -> Path:
+    path = tmp_path / "data" / "bot.sqlite3"
+    if e2e_backend == "postgres":
+        return PgDatabasePath.of(path, request.getfixturevalue("pg_url"))
+    return path
 
 
 @pytest.fixture
@@ -28,7 +47,13 @@ def bot_base_env(
     fake_openai: FakeOpenAIServer,
     database_path: Path,
 ) -> dict[str, str]:
-    return bot_env(clean_env, telegram=fake_telegram, openai=fake_openai, database=database_path)
+    return bot_env(
+        clean_env,
+        telegram=fake_telegram,
+        openai=fake_openai,
+        database=database_path,
+        database_url=database_path.url if isinstance(database_path, PgDatabasePath) else None,
+    )
 
 
 @pytest.fixture

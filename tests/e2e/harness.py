@@ -17,6 +17,24 @@ from pathlib import Path
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer
 
+
+class PgDatabasePath(type(Path())):  # type: ignore[misc]
+    """`database_path` of an e2e test run on PostgreSQL (marker `both_backends`).
+
+    The bot gets `url` as DATABASE_URL and no file is used; the helpers that read the
+    bot's database (`chat_helpers.query`, `wait_for_db`) see the URL on the path, so a
+    test written against `database_path` runs unchanged on both backends.
+    """
+
+    url: str
+
+    @classmethod
+    def of(cls, path: Path, url: str) -> PgDatabasePath:
+        located = cls(path)
+        located.url = url
+        return located
+
+
 READY_MARKER = "bot: ready"
 READY_MARKER_JSON = '"logger": "bot", "message": "ready"'  # LOG_FORMAT=json
 WEBHOOK_SECRET = "e2e-secret_TOKEN-123"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from pathlib import Path
 
+import pytest
+
+from tests.e2e.chat_helpers import query
 from tests.e2e.conftest import StartBot
 from tests.fakes.openai_server import FakeOpenAIServer, default_script
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
@@ -14,9 +16,11 @@ CHAT = 3003
 QUESTION = "Где сейчас находится заказ 8041?"
 
 
+pytestmark = pytest.mark.both_backends
+
+
 def inbox_status(database: Path, update_id: int) -> str:
-    with sqlite3.connect(database) as conn:
-        [(status,)] = conn.execute("SELECT status FROM updates WHERE update_id = ?", (update_id,))
+    [(status,)] = query(database, "SELECT status FROM updates WHERE update_id = ?", update_id)
     return str(status)
 
 

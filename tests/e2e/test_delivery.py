@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,
@@ -15,6 +17,8 @@ from tests.e2e.chat_helpers import (
 )
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion, default_script
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
+
+pytestmark = pytest.mark.both_backends
 
 
 async def test_flood_control_is_honoured_and_the_answer_arrives_once(

@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, wait_for_db
 from tests.e2e.harness import WEBHOOK_PATH, WEBHOOK_SECRET, free_port, webhook_env
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
+
+pytestmark = pytest.mark.both_backends
 
 BIG = 2**63  # one more than SQLite's largest INTEGER
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -405,13 +403,12 @@ async def _answer_through_the_chat_service(bench: Bench, db: Database, text: str
         await service.aclose()
 
 
-def _rows(database: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
-    with sqlite3.connect(database) as conn:
-        return list(conn.execute(sql, params))
+async def _rows(db: Database, sql: str, *params: object) -> list[tuple[object, ...]]:
+    return [tuple(row) for row in await db.fetch_all(sql, params)]
 
 
 async def test_arguments_nested_too_deeply_go_back_as_invalid_and_the_turn_ends_in_text(
-    bench: Bench, db: Database, tmp_path: Path
+    bench: Bench, db: Database
 ) -> None:
     deep = '{"order_id":' + "[" * 2000 + "]" * 2000 + "}"
     bench.server.handler = sequence(
@@ -425,18 +422,17 @@ async def test_arguments_nested_too_deeply_go_back_as_invalid_and_the_turn_ends_
     [result] = bench.tool_results()
     assert result["error"]["code"] == "invalid_arguments"
     assert "nested too deeply" in result["error"]["message"]
-    database = tmp_path / "test.sqlite3"
-    assert _rows(database, "SELECT call_id, tool_name, status, error_code FROM tool_calls") == [
+    assert await _rows(db, "SELECT call_id, tool_name, status, error_code FROM tool_calls") == [
         ("call_deep", "get_order_status", "rejected", "invalid_arguments")
     ]
     # the turn is answered; no handler ran (turns.tool_calls counts the ones that did)
-    assert _rows(database, "SELECT status, error_code, tool_calls FROM turns") == [
+    assert await _rows(db, "SELECT status, error_code, tool_calls FROM turns") == [
         ("answered", None, 0)
     ]
 
 
 async def test_two_calls_with_one_id_are_a_protocol_error_and_nothing_runs(
-    bench: Bench, db: Database, tmp_path: Path
+    bench: Bench, db: Database
 ) -> None:
     bench.server.handler = sequence(
         completion(
@@ -450,17 +446,16 @@ async def test_two_calls_with_one_id_are_a_protocol_error_and_nothing_runs(
 
     assert reply.error_code == "protocol_error" and reply.text is None
     assert len(bench.server.requests) == 1  # no results were sent under the shared id
-    database = tmp_path / "test.sqlite3"
-    assert _rows(database, "SELECT count(*) FROM tool_calls") == [(0,)]
-    assert _rows(database, "SELECT status, error_code, tool_calls FROM turns") == [
+    assert await _rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
+    assert await _rows(db, "SELECT status, error_code, tool_calls FROM turns") == [
         ("failed", "protocol_error", 0)
     ]
-    assert _rows(database, "SELECT status, finish_reason FROM llm_calls") == [("ok", "tool_calls")]
+    assert await _rows(db, "SELECT status, finish_reason FROM llm_calls") == [("ok", "tool_calls")]
 
 
 @pytest.mark.parametrize("bad_id", ["", "c" * 5000])
 async def test_an_empty_or_huge_call_id_is_a_protocol_error(
-    bench: Bench, db: Database, tmp_path: Path, bad_id: str
+    bench: Bench, db: Database, bad_id: str
 ) -> None:
     bench.server.handler = sequence(
         completion(
@@ -476,4 +471,4 @@ async def test_an_empty_or_huge_call_id_is_a_protocol_error(
     reply = await _answer_through_the_chat_service(bench, db, "Где заказ 8041?")
 
     assert reply.error_code == "protocol_error"
-    assert _rows(tmp_path / "test.sqlite3", "SELECT count(*) FROM tool_calls") == [(0,)]
+    assert await _rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]

@@ -9,6 +9,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from bot.health import Health, delivery_stalled
@@ -95,6 +96,7 @@ async def test_stalled_chats_fail_the_intake_check(db: Database) -> None:
     assert (await health(db, intake=Intake(stalled_chats=1)).report()).failed == ("intake",)
 
 
+@pytest.mark.sqlite_only  # PostgreSQL: the test below
 async def test_a_failed_write_fails_until_a_write_succeeds(db: Database) -> None:
     row = await db.fetch_one("PRAGMA page_count")
     assert row is not None
@@ -108,6 +110,27 @@ async def test_a_failed_write_fails_until_a_write_succeeds(db: Database) -> None
     await db.fetch_one("PRAGMA max_page_count = 1073741823")
     await db.write("INSERT INTO updates(update_id, received_at, payload) VALUES (1, 0, 'x')")
     assert (await health(db).report()).ok
+
+
+@pytest.mark.postgres
+async def test_a_lock_timeout_is_a_failed_write_until_one_succeeds(pg_url: str) -> None:
+    """PostgreSQL: a write that waited too long for a lock (lock_timeout, SQLSTATE 55P03)."""
+    db = await open_database(pg_url)
+    holder = await asyncpg.connect(pg_url)
+    try:
+        async with holder.transaction():
+            await holder.execute("LOCK TABLE shop_texts IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(asyncpg.LockNotAvailableError):
+                async with db.transaction() as tx:
+                    await tx.execute("SET LOCAL lock_timeout = '20ms'")
+                    await tx.execute("INSERT INTO shop_texts(key, value) VALUES ('k', 'v')")
+            # the probe and the reads use other tables: only the remembered failure shows
+            assert (await health(db).report()).failed == ("storage_writes",)
+        await db.write("INSERT INTO shop_texts(key, value) VALUES ('k', 'v')")
+        assert (await health(db).report()).ok
+    finally:
+        await holder.close()
+        await db.close()
 
 
 async def test_a_replaced_or_deleted_file(tmp_path: Path) -> None:

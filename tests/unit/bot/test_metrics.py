@@ -71,7 +71,7 @@ async def test_a_stored_turn_counts_its_outcome_tools_and_model_calls(db: Databa
 async def test_a_failed_write_counts_nothing(db: Database) -> None:
     observed = metrics()
     session = await ConversationRepository(db).open_session(10)
-    with pytest.raises(Exception, match="CHECK"):
+    with pytest.raises(Exception, match=r"(?i)check"):
         await TurnRecorder(db, observer=observed).save_turn(
             _turn(session), model_calls=[_model_call(purpose="not-a-purpose")]
         )

@@ -57,7 +57,7 @@ async def test_a_batch_with_poison_stores_the_rest_and_quarantines_the_poison(
     assert await intake.accept(batch) == [1, 4]
     assert await intake.drain(10)
 
-    assert processed == [1, 4]
+    assert sorted(processed) == [1, 4]  # two chats: no order between them
     assert await quarantine(db) == {
         "2": "chat_id_out_of_range",
         "3": "not_storable_UnicodeEncodeError",

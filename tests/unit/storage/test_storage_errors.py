@@ -73,6 +73,14 @@ def test_asyncpg_interface_errors(message: str, kind: str | None) -> None:
     assert storage_fault(pg.InterfaceError(message)) == kind
 
 
+def test_a_connection_caught_reconnecting_is_unavailable() -> None:
+    """What asyncpg's pool raised for the second write after the server stopped."""
+    error = pg.InternalClientError(
+        "cannot switch to state 15; another operation (2) is in progress"
+    )
+    assert storage_fault(error) == "unavailable"
+
+
 def test_asyncpg_client_side_data_error_is_a_data_error() -> None:
     """asyncpg refuses a value before sending it (an int beyond 64 bits, a lone surrogate)
     with the server's class 22 DataError: one update's data, not the store's fault."""
