@@ -4,7 +4,8 @@ Bot self-time of a turn = end-to-end latency − time inside the fake model − 
 tools. The fake model reports its own time per request (`/_fake/timings`), matched to
 the turn by the marker at the end of the question; tool time is the union of the turn's
 tool-call audit intervals (parallel calls overlap, so their time counts once), read from
-the bot's own SQLite file (`updates.turn_id` → `tool_calls`).
+the bot's own database (`updates.turn_id` → `tool_calls`): its SQLite file, or its
+PostgreSQL database (`--database-url`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from bench.driver import Turn
+
+# (update id, tool call started at, its duration in ms) for every audited tool call
+ToolRow = tuple[int, float, float]
+TOOL_ROWS_SQL = (
+    "SELECT u.update_id, t.started_at, t.duration_ms FROM updates u"
+    " JOIN tool_calls t ON t.turn_id = u.turn_id"
+)
 
 MARKER_RE = re.compile(r"(#[bcdfghjklmnpqrstvwxz]+)\s*$")
 CHARS_PER_TOKEN = 4  # the bot's own documented estimate (services/history.py)
@@ -90,17 +100,25 @@ def _union_ms(intervals: list[tuple[float, float]]) -> float:
     return total * 1000.0
 
 
-def tool_time_by_update(db_path: Path, update_ids: Iterable[int]) -> dict[int, float]:
-    """Milliseconds inside tools per update (union of the audit intervals)."""
-    wanted = set(update_ids)
+def sqlite_tool_rows(db_path: Path) -> list[ToolRow]:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        rows = conn.execute(
-            "SELECT u.update_id, t.started_at, t.duration_ms FROM updates u"
-            " JOIN tool_calls t ON t.turn_id = u.turn_id"
-        ).fetchall()
+        return [(int(u), float(s), float(d)) for u, s, d in conn.execute(TOOL_ROWS_SQL)]
     finally:
         conn.close()
+
+
+async def postgres_tool_rows(url: str) -> list[ToolRow]:
+    conn = await asyncpg.connect(url)
+    try:
+        return [(int(u), float(s), float(d)) for u, s, d in await conn.fetch(TOOL_ROWS_SQL)]
+    finally:
+        await conn.close()
+
+
+def tool_time_by_update(rows: Iterable[ToolRow], update_ids: Iterable[int]) -> dict[int, float]:
+    """Milliseconds inside tools per update (union of the audit intervals)."""
+    wanted = set(update_ids)
     intervals: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for update_id, started_at, duration_ms in rows:
         if update_id in wanted:
@@ -119,11 +137,11 @@ class TurnCosts:
 
 
 def turn_costs(
-    turns: Sequence[Turn], timings: Iterable[dict[str, Any]], db_path: Path
+    turns: Sequence[Turn], timings: Iterable[dict[str, Any]], tool_rows: Iterable[ToolRow]
 ) -> TurnCosts:
     answered = [t for t in turns if t.ok and t.latency_s is not None]
     models = model_time_by_marker(timings)
-    tools = tool_time_by_update(db_path, (t.update_id for t in answered))
+    tools = tool_time_by_update(tool_rows, (t.update_id for t in answered))
     e2e, own, model, tool = [], [], [], []
     trips: dict[str, list[int]] = defaultdict(list)
     rows: list[dict[str, Any]] = []

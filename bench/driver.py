@@ -1,7 +1,8 @@
 """The load driver: customers that write to the bot and wait for its answers.
 
 Updates reach the bot the way Telegram delivers them: queued on the fake Bot API for
-the bot's long poll, or POSTed to the bot's webhook with the secret header. Answers are
+the bot's long poll, or POSTed to the bot's webhook with the secret header (to several
+instances' webhooks in turn, like a load balancer, when given several URLs). Answers are
 read from the fake Bot API's record of `sendMessage` (a long poll on its control
 endpoint), each with the time the fake accepted it, so latency is measured by one clock
 on one machine.
@@ -100,13 +101,16 @@ class Driver:
         self,
         *,
         telegram_url: str,
-        webhook_url: str | None = None,
+        webhook_url: str | Sequence[str] | None = None,
         webhook_secret: str = "",
         first_update_id: int = 1,
         first_marker: int = 0,
     ) -> None:
         self._telegram_url = telegram_url
-        self._webhook_url = webhook_url
+        # several instances behind one "load balancer": the POSTs alternate between them
+        urls = [webhook_url] if isinstance(webhook_url, str) else list(webhook_url or [])
+        self._webhook_urls = itertools.cycle(urls) if urls else None
+        self._webhook_url = urls[0] if urls else None
         self._webhook_secret = webhook_secret
         self._update_ids = itertools.count(first_update_id)
         self._markers = itertools.count(first_marker)
@@ -223,11 +227,11 @@ class Driver:
                 response.raise_for_status()
 
     async def _post_webhook(self, turn: Turn) -> None:
-        assert self._http is not None and self._webhook_url is not None
+        assert self._http is not None and self._webhook_urls is not None
         turn.sent_at = time.time()
         try:
             async with self._http.post(
-                self._webhook_url,
+                next(self._webhook_urls),
                 json=self._update(turn),
                 headers={SECRET_HEADER: self._webhook_secret},
             ) as response:

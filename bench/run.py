@@ -10,6 +10,13 @@ in time; all traffic stays on 127.0.0.1.
     .venv/bin/python -m bench.run                 # the full run (about 15 minutes)
     .venv/bin/python -m bench.run --quick         # a smoke run, no verdicts (about 3 minutes)
     .venv/bin/python -m bench.run --profile       # also profile the bot under load
+    .venv/bin/python -m bench.run --only instances  # SQLite vs PostgreSQL, 1 and 2 bots
+
+Every bot runs on SQLite (a file per run) unless `--database-url` names a PostgreSQL
+server: each run then gets a fresh database there. `--instances 2` starts two bot
+processes per run on one database (webhook: the driver's POSTs alternate between them;
+polling: a leader and a standby). The `instances` phase compares, in one run, SQLite and
+PostgreSQL with one and two instances (bench/instances.py).
 
 Results (JSON, the Markdown table, every process's log, the profile) go to
 data/bench/<UTC time>/. It measures and reports; it never fails on a missed target.
@@ -41,13 +48,17 @@ from typing import Any
 import aiohttp
 
 from bench.analysis import (
+    ToolRow,
     estimate_prompt_tokens,
     model_time_by_marker,
     pcts,
+    postgres_tool_rows,
+    sqlite_tool_rows,
     throughput,
     turn_costs,
 )
 from bench.driver import Driver, Turn, closed_loop_chat, mixed_kinds
+from bench.instances import create_database, instances_rows, phase_instances
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
 from bench.streaming import phase_streaming, streaming_rows
 
@@ -110,7 +121,7 @@ def bench_env(
     from Telegram's ~30/s to a pace a local fake can take. Per-chat pacing (1 message a
     second per chat) stays as in production, except where a phase says otherwise.
     """
-    env = {
+    env: dict[str, str] = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "C.UTF-8",
         "PYTHONPATH": str(REPO_ROOT),
@@ -133,6 +144,18 @@ def bench_env(
     return env
 
 
+def webhook_settings(port: int) -> dict[str, str]:
+    """A bot in webhook mode listening on 127.0.0.1:`port`."""
+    return {
+        "BOT_MODE": "webhook",
+        "WEBHOOK_URL": "https://bench.invalid",
+        "WEBHOOK_PATH": WEBHOOK_PATH,
+        "WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "WEB_HOST": "127.0.0.1",
+        "WEB_PORT": str(port),
+    }
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -149,16 +172,38 @@ class BotRun:
     webhook_url: str | None
     startup: dict[str, float] = field(default_factory=dict)
     idle: dict[str, float] = field(default_factory=dict)
+    # --instances 2: the other bot processes on the same database (and their webhooks)
+    others: list[Managed] = field(default_factory=list)
+    webhook_urls: list[str] = field(default_factory=list)
+    database_url: str | None = None  # PostgreSQL: the run's own database; else SQLite
+
+    @property
+    def bots(self) -> list[Managed]:
+        return [self.bot, *self.others]
+
+    @property
+    def backend(self) -> str:
+        return "postgres" if self.database_url else "sqlite"
 
 
 class Bench:
     """One bench run: the processes, the phases, the results."""
 
     def __init__(
-        self, plan: Plan, group: ProcessGroup, out: Path, bot_env: dict[str, str] | None = None
+        self,
+        plan: Plan,
+        group: ProcessGroup,
+        out: Path,
+        bot_env: dict[str, str] | None = None,
+        *,
+        database_url: str | None = None,
+        instances: int = 1,
     ) -> None:
         self.plan = plan
         self.bot_env = bot_env or {}  # --bot-env: settings for every bot (A/B runs)
+        # --database-url: a PostgreSQL server; every run gets a fresh database on it
+        self.database_url = database_url
+        self.instances = instances  # --instances: bot processes per run, one database
         self.group = group
         self.out = out
         self.results: dict[str, Any] = {}
@@ -211,9 +256,18 @@ class Bench:
         *,
         webhook: bool = False,
         profile_to: Path | None = None,
+        database_url: str | None = None,
+        instances: int | None = None,
         **extra: str,
     ) -> BotRun:
+        """Start one run's fake Bot API and its bot process(es), ready for a phase.
+
+        `database_url` (a PostgreSQL server) and `instances` override `--database-url`
+        and `--instances` for this run."""
         self._runs += 1
+        # None: --database-url (if any); "" (instances.SQLITE): a SQLite file regardless
+        server_url = self.database_url if database_url is None else database_url
+        count = instances or self.instances
         telegram = await self.group.spawn_python(
             f"fake-telegram-{label}", ["-m", "bench.fake_telegram", "--port", "0", "--token", TOKEN]
         )
@@ -221,32 +275,47 @@ class Bench:
         workdir = self.out / f"bot-{label}"
         workdir.mkdir(parents=True, exist_ok=True)
         database = workdir / "bot.sqlite3"
-        webhook_url = None
-        if webhook:
-            port = free_port()
-            extra = {
-                "BOT_MODE": "webhook",
-                "WEBHOOK_URL": "https://bench.invalid",
-                "WEBHOOK_PATH": WEBHOOK_PATH,
-                "WEBHOOK_SECRET": WEBHOOK_SECRET,
-                "WEB_HOST": "127.0.0.1",
-                "WEB_PORT": str(port),
-                **extra,
-            }
-            webhook_url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
-        env = bench_env(
-            telegram_url=telegram_url,
-            openai_url=self.openai_url,
-            database=database,
-            **{**self.bot_env, **extra},
+        run_database_url = (
+            await create_database(server_url, f"bench_{self._runs}") if server_url else None
         )
-        args = ["-m", "bot"]
-        if profile_to is not None:
-            args = ["-m", "cProfile", "-o", str(profile_to), "-m", "bot"]
-        bot = await self.group.spawn_python(f"bot-{label}", args, env=env, cwd=workdir)
-        await bot.wait_for_line("bot: ready", 120)
+        bots: list[Managed] = []
+        webhook_urls: list[str] = []
+        for number in range(count):
+            name = label if number == 0 else f"{label}-{number + 1}"
+            settings = dict(extra)
+            if webhook:
+                port = free_port()
+                settings = {**webhook_settings(port), **settings}
+                webhook_urls.append(f"http://127.0.0.1:{port}{WEBHOOK_PATH}")
+            if run_database_url:
+                settings["DATABASE_URL"] = run_database_url
+            if count > 1:
+                settings["INSTANCE_ID"] = name
+            env = bench_env(
+                telegram_url=telegram_url,
+                openai_url=self.openai_url,
+                database=database,
+                **{**self.bot_env, **settings},
+            )
+            args = ["-m", "bot"]
+            if profile_to is not None and number == 0:
+                args = ["-m", "cProfile", "-o", str(profile_to), "-m", "bot"]
+            bot = await self.group.spawn_python(f"bot-{name}", args, env=env, cwd=workdir)
+            await bot.wait_for_line("bot: ready", 120)
+            bots.append(bot)
         ready_at = time.time()
-        run = BotRun(label, bot, telegram, telegram_url, database, webhook_url)
+        bot = bots[0]
+        run = BotRun(
+            label,
+            bot,
+            telegram,
+            telegram_url,
+            database,
+            webhook_urls[0] if webhook_urls else None,
+            others=bots[1:],
+            webhook_urls=webhook_urls,
+            database_url=run_database_url,
+        )
         first_call = "setWebhook" if webhook else "getUpdates"
         times = await self._calls(telegram_url, first_call, within=10)
         after_start = [t for t in times if t >= bot.started_at]
@@ -259,8 +328,20 @@ class Bench:
         await asyncio.sleep(1.0)  # let the start settle before the idle sample (not a sync)
         idle = sample(bot.pid)
         run.idle = {"rss_mb": idle.rss_kb / 1024, "hwm_mb": idle.hwm_kb / 1024}
-        print(f"[{label}] bot ready: {run.startup} idle {run.idle}", flush=True)
+        print(
+            f"[{label}] {count} bot(s) on {run.backend} ready: {run.startup} idle {run.idle}",
+            flush=True,
+        )
         return run
+
+    def _bots_cpu(self, run: BotRun) -> float:
+        """CPU seconds used so far by the run's bot processes together."""
+        return sum(sample(bot.pid).cpu_s for bot in run.bots)
+
+    async def _tool_rows(self, run: BotRun) -> list[ToolRow]:
+        if run.database_url:
+            return await postgres_tool_rows(run.database_url)
+        return await asyncio.to_thread(sqlite_tool_rows, run.database)
 
     def _fakes_cpu(self, run: BotRun) -> float:
         """CPU seconds used so far by the fake servers (they share the machine)."""
@@ -280,6 +361,8 @@ class Bench:
                 await asyncio.sleep(0.05)  # bounded poll for an observable condition
 
     async def stop_bot(self, run: BotRun) -> int | None:
+        for other in run.others:
+            await other.stop(within=60)
         code = await run.bot.stop(within=60)
         await run.telegram.stop(within=10)
         return code
@@ -287,7 +370,7 @@ class Bench:
     def driver(self, run: BotRun) -> Driver:
         driver = Driver(
             telegram_url=run.telegram_url,
-            webhook_url=run.webhook_url,
+            webhook_url=run.webhook_urls,
             webhook_secret=WEBHOOK_SECRET,
             first_update_id=self._update_ids,
             first_marker=self._markers,
@@ -303,7 +386,7 @@ class Bench:
     ) -> dict[str, Any]:
         """`chats` customers at once, each asking `messages` questions one after another."""
         await self.new_timings()  # skip what came before
-        before = sample(run.bot.pid)
+        bots_cpu_before = self._bots_cpu(run)
         fakes_before = self._fakes_cpu(run)
         machine_before = _machine_cpu()
         driver_before = _own_cpu_s()
@@ -328,11 +411,14 @@ class Bench:
                 "webhook_errors": driver.webhook_errors,
             }
         after = sample(run.bot.pid)
+        bots_cpu = self._bots_cpu(run) - bots_cpu_before
         fakes_after = self._fakes_cpu(run)
         machine_after = _machine_cpu()
         driver_cpu_s = _own_cpu_s() - driver_before
         timings = await self.new_timings()
-        result = self._summarise(name, run, turns, timings, problems, planned=len(chats) * messages)
+        result = await self._summarise(
+            name, run, turns, timings, problems, planned=len(chats) * messages
+        )
         result["fakes_cpu_s"] = fakes_after - fakes_before
         # the customers' side (this process): POSTing to a webhook costs it more than
         # queueing updates for a poll, on the same cores as the bot
@@ -341,14 +427,14 @@ class Bench:
         total = machine_after[1] - machine_before[1]
         result["machine_cpu_busy_pct"] = 100.0 * busy / total if total else math.nan
         answered = result["answered"]
-        result["cpu_s"] = after.cpu_s - before.cpu_s
+        result["cpu_s"] = bots_cpu  # every bot process of the run
         result["cpu_ms_per_turn"] = 1000 * result["cpu_s"] / answered if answered else math.nan
         result["rss_mb_after"] = after.rss_kb / 1024
         result["hwm_mb_after"] = after.hwm_kb / 1024
         print(f"[{run.label}] {name}: {_brief(result)}", flush=True)
         return result
 
-    def _summarise(
+    async def _summarise(
         self,
         name: str,
         run: BotRun,
@@ -358,7 +444,7 @@ class Bench:
         *,
         planned: int,
     ) -> dict[str, Any]:
-        costs = turn_costs(turns, timings, run.database)
+        costs = turn_costs(turns, timings, await self._tool_rows(run))
         with (self.out / f"turns-{run.label}-{name}.jsonl").open("w") as raw:
             for row in costs.rows:
                 raw.write(json.dumps(row) + "\n")
@@ -368,6 +454,8 @@ class Bench:
         return {
             "phase": name,
             "mode": "webhook" if run.webhook_url else "polling",
+            "backend": run.backend,
+            "instances": len(run.bots),
             "planned": planned,
             "answered": answered,
             "wrong_answers": wrong,
@@ -405,7 +493,7 @@ class Bench:
                 "webhook_errors": driver.webhook_errors,
             }
         timings = await self.new_timings()
-        result = self._summarise(
+        result = await self._summarise(
             "order", run, turns, timings, problems, planned=len(chats) * messages
         )
         print(f"[{run.label}] order: {_brief(result)}", flush=True)
@@ -437,7 +525,7 @@ class Bench:
             }
         timings = await self.new_timings()
         after = sample(run.bot.pid)
-        result = self._summarise(
+        result = await self._summarise(
             "distinct_chats", run, turns, timings, problems, planned=plan.distinct_chats
         )
         result["rss_mb_after"] = after.rss_kb / 1024
@@ -681,6 +769,7 @@ PHASES: tuple[tuple[str, bool, Phase], ...] = (
     ("memory", False, _phase_memory),
     ("load", False, _phase_load),
     ("streaming", False, phase_streaming),  # issue 17: --only streaming
+    ("instances", False, phase_instances),  # issue 20: --only instances
 )
 
 
@@ -690,6 +779,8 @@ def _plan(args: argparse.Namespace) -> Plan:
         plan = Plan(**{**plan.__dict__, "latency_ms": args.latency_ms})
     if args.distinct_concurrency is not None:
         plan = Plan(**{**plan.__dict__, "distinct_concurrency": args.distinct_concurrency})
+    if args.load_chats is not None:  # e.g. a shared machine that 1,000 chats would swamp
+        plan = Plan(**{**plan.__dict__, "load_chats": args.load_chats})
     return plan
 
 
@@ -708,7 +799,14 @@ async def run_bench(args: argparse.Namespace) -> dict[str, Any]:
     only = set(args.only.split(",")) if args.only else None
 
     async with ProcessGroup(out) as group:
-        bench = Bench(plan, group, out, bot_env=dict(args.bot_env or []))
+        bench = Bench(
+            plan,
+            group,
+            out,
+            bot_env=dict(args.bot_env or []),
+            database_url=args.database_url,
+            instances=args.instances,
+        )
         await bench.start_openai()
         runs: dict[str, Any] = {}
         results["runs"] = runs
@@ -786,6 +884,7 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
         *_cost_rows(results, plan),
         *_startup_rows(runs),
         *streaming_rows(runs, plan),
+        *instances_rows(runs),
     ]
     return [
         {"target": target, "measured": measured, "pass": None if smoke else passed}
@@ -994,10 +1093,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         help="comma-separated runs: polling,sequential,conversation,webhook,stats"
-        " (and, only when named: latency, load, memory)",
+        " (and, only when named: latency, load, memory, streaming, instances)",
     )
     parser.add_argument(
         "--distinct-concurrency", type=int, help="customers at once in the distinct-chats phase"
+    )
+    parser.add_argument(
+        "--load-chats", type=int, help="customers at once in the load phases (default 1000)"
     )
     parser.add_argument("--profile", action="store_true", help="also run the bot under cProfile")
     parser.add_argument("--skip-stats", action="store_true", help="skip the /stats timing")
@@ -1008,6 +1110,19 @@ def main(argv: list[str] | None = None) -> None:
         type=_setting,
         metavar="NAME=VALUE",
         help="a setting for every bot process, e.g. --bot-env UVLOOP_ENABLED=false (A/B runs)",
+    )
+    parser.add_argument(
+        "--database-url",
+        help="a PostgreSQL server (postgresql://...): every bot run gets a fresh database "
+        "there instead of a SQLite file",
+    )
+    parser.add_argument(
+        "--instances",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="bot processes per run on one database (webhook: POSTs alternate; "
+        "polling: leader + standby)",
     )
     args = parser.parse_args(argv)
 

@@ -53,6 +53,7 @@ from bot.filters import LanguageMiddleware
 from bot.handoff import HandoffDesk, HandoffSetupError
 from bot.health import Health, build_health_app
 from bot.intake import Intake
+from bot.leadership import polling_leadership
 from bot.logs import CHATTY_LOGGERS, ClientErrorFilter, build_formatter
 from bot.metrics import Metrics, add_metrics_route
 from bot.polling import Poller
@@ -615,7 +616,14 @@ async def receiving(app: Application) -> AsyncIterator[None]:
     settings = app.settings
     allowed = app.dispatcher.resolve_used_update_types()
     if settings.bot_mode is BotMode.POLLING:
-        poller = Poller(app.bot, app.intake, allowed_updates=allowed)
+        leadership = polling_leadership(settings.database_url, settings.bot_token)
+        poller = Poller(app.bot, app.intake, allowed_updates=allowed, leadership=leadership)
+        if leadership is not None and app.metrics is not None:
+            app.metrics.register_gauge(
+                "support_bot_polling_leader",
+                "1 while this instance holds the polling leader lock (PostgreSQL), else 0.",
+                lambda: int(leadership.is_leader),
+            )
         async with _health_server(app):
             task = asyncio.create_task(poller.run(), name="polling")
             try:

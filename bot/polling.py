@@ -7,24 +7,43 @@ Until then Telegram keeps the updates and sends them again. A poison update (one
 inbox cannot store) does not hold the offset back: `Intake.accept` quarantines it and
 the offset moves past it with the rest of the batch; only a failure of the store itself
 keeps the batch for the next `getUpdates`.
+
+Several instances on one PostgreSQL database (`leadership` given): only the leader polls
+(`bot/leadership.py`). On becoming leader it removes any webhook and polls from offset
+None — Telegram sends again what no one confirmed, and the inbox stores an update once.
+When the leader's lock is lost it cancels the running `getUpdates` at once (updates
+already fetched are still recorded). A 409 Conflict (another client polls with this
+token) makes it step down and stand by for `conflict_backoff_s`, never crash. Without
+`leadership` (SQLite, one instance) every error, 409 included, is retried with backoff.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import Any, cast
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 
 from aiogram import Bot
+from aiogram.exceptions import TelegramConflictError
 from aiogram.methods import DeleteWebhook, GetUpdates, TelegramMethod
 
 from bot.intake import Intake, IntakeClosed
+from bot.leadership import Leadership
 
 log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_S = 25
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 30.0
+CONFLICT_BACKOFF_S = 10.0
+
+T = TypeVar("T")
+
+
+class LeadershipLost(Exception):
+    """The leader lock is no longer certainly ours: stop polling now."""
 
 
 class GetRawUpdates(GetUpdates):
@@ -48,7 +67,7 @@ def _identified(updates: list[Any]) -> list[dict[str, Any]]:
 
 
 class Poller:
-    """Reads updates with `getUpdates` until cancelled."""
+    """Reads updates with `getUpdates` until cancelled (as the leader, with `leadership`)."""
 
     def __init__(
         self,
@@ -57,11 +76,15 @@ class Poller:
         *,
         allowed_updates: list[str],
         poll_timeout_s: int = POLL_TIMEOUT_S,
+        leadership: Leadership | None = None,
+        conflict_backoff_s: float = CONFLICT_BACKOFF_S,
     ) -> None:
         self._bot = bot
         self._intake = intake
         self._allowed_updates = allowed_updates
         self._poll_timeout_s = poll_timeout_s
+        self._leadership = leadership
+        self._conflict_backoff_s = conflict_backoff_s
         self._offset: int | None = None
 
     async def prepare(self) -> None:
@@ -71,10 +94,51 @@ class Poller:
         )
 
     async def run(self) -> None:
-        """Remove any webhook, then poll until cancelled; network errors back off and retry."""
-        await self.prepare()
+        """Remove any webhook, then poll until cancelled; network errors back off and retry.
+
+        With `leadership`: stand by until leader, poll while leader, again and again."""
+        if self._leadership is None:
+            await self.prepare()
+            await self._poll(None)
+            return
+        try:
+            while True:
+                await self._leadership.acquire()
+                if await self._lead(self._leadership):
+                    return
+        finally:
+            await self._leadership.step_down()
+
+    async def _lead(self, leadership: Leadership) -> bool:
+        """Poll while the lock is ours; True when the intake closed (shutdown)."""
+        self._offset = None  # the inbox dedups what the previous leader already stored
+        lost = asyncio.create_task(leadership.lost(), name="polling-leader-ping")
+        try:
+            await self._while_leader(lost, self.prepare())
+            await self._poll(lost)
+            return True
+        except LeadershipLost:
+            await leadership.step_down()
+            return False
+        except TelegramConflictError:
+            log.warning(
+                "getUpdates: 409 Conflict, another client polls with this bot token; "
+                "stepping down for %.0f s",
+                self._conflict_backoff_s,
+            )
+            await leadership.step_down()
+            await asyncio.sleep(self._conflict_backoff_s)
+            return False
+        finally:
+            lost.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await lost
+
+    async def _poll(self, lost: asyncio.Task[None] | None) -> None:
+        """Fetch and record batches until the intake closes (returns) or, as the leader,
+        until the lock is lost (`LeadershipLost`) or Telegram answers 409."""
         while True:
-            updates = await self._with_backoff("getUpdates", self._fetch)
+            updates = await self._while_leader(lost, self._with_backoff("getUpdates", self._fetch))
             if not updates:
                 continue
             raw = _identified(updates)
@@ -94,6 +158,22 @@ class Poller:
                 log.warning("getUpdates returned %d entries without an update id", len(updates))
                 await asyncio.sleep(BACKOFF_MAX_S)
 
+    async def _while_leader(self, lost: asyncio.Task[None] | None, call: Awaitable[T]) -> T:
+        """Run `call`, cancelling it the moment leadership is lost (`LeadershipLost`)."""
+        if lost is None:
+            return await call
+        task = asyncio.ensure_future(call)
+        try:
+            await asyncio.wait({task, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if task.cancelled():
+            raise LeadershipLost
+        return task.result()
+
     async def _fetch(self) -> list[dict[str, Any]]:
         method = GetRawUpdates(
             offset=self._offset,
@@ -105,13 +185,19 @@ class Poller:
         raw = cast("TelegramMethod[list[dict[str, Any]]]", method)
         return await self._bot(raw, request_timeout=timeout)
 
-    async def _with_backoff(self, what: str, call: Any) -> Any:
+    async def _with_backoff(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         delay = BACKOFF_START_S
         while True:
             try:
                 return await call()
             except asyncio.CancelledError:
                 raise
+            except TelegramConflictError:
+                if self._leadership is not None:
+                    raise  # another poller: the leader steps down (see `_lead`)
+                log.warning("%s: 409 Conflict; retrying in %.1f s", what, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX_S)
             except Exception as exc:
                 log.warning("%s failed (%s); retrying in %.1f s", what, type(exc).__name__, delay)
                 await asyncio.sleep(delay)

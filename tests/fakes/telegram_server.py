@@ -16,6 +16,13 @@ Drafts (`sendMessageDraft`, streamed answers) are recorded in `drafts`; set
 `draft_rejection` to 400 or 404 to answer them like a Bot API server without drafts.
 `stop_update(chat_id, draft_id)` builds the update a customer's stop press sends.
 
+Several bot processes (polling with a leader, issue 20): a bot whose TELEGRAM_API_URL is
+`client_url(name)` is recorded under that name (`ApiCall.client`); `polls_in_flight`
+says who is inside a `getUpdates` right now and `poll_overlaps` counts every poll that
+began while another client's was still open. With `conflict_on_overlap` the fake answers
+like Telegram: the older poll ends with 409 Conflict ("terminated by other getUpdates
+request").
+
 Tests synchronise on conditions (`wait_for_messages`, `wait_for_call`, `Hold.arrived`),
 never on sleeps; every wait is bounded by a timeout.
 """
@@ -84,6 +91,7 @@ class ApiCall:
     method: str
     params: dict[str, Any]
     at: float
+    client: str = ""  # the name in `client_url(name)`; "" for the plain base URL
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,11 +221,17 @@ class FakeTelegramServer:
         self.closed_topics: set[tuple[int, int]] = set()
         self.deleted_topics: set[tuple[int, int]] = set()
         self._next_thread_id = itertools.count(700)
+        # getUpdates from several clients (a polling leader and its standbys)
+        self.conflict_on_overlap = False
+        self.poll_overlaps = 0
+        self._open_polls: dict[int, tuple[str, asyncio.Event]] = {}  # id -> (client, ended)
+        self._poll_ids = itertools.count(1)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, port: int = 0) -> str:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        app.router.add_route("*", "/client/{client}/bot{token}/{method}", self._dispatch)
         app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         # handler_cancellation: a killed bot's held request is cancelled, never "sent"
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
@@ -237,6 +251,14 @@ class FakeTelegramServer:
             self._runner = None
 
     # ------------------------------------------------------------------ test controls
+    def client_url(self, name: str) -> str:
+        """A TELEGRAM_API_URL whose calls are recorded with `client=name`."""
+        return f"{self.base_url}/client/{name}"
+
+    def polls_in_flight(self) -> list[str]:
+        """The clients inside a `getUpdates` right now (one entry per open poll)."""
+        return [client for client, _ in self._open_polls.values()]
+
     def enqueue_update(self, update: dict[str, Any]) -> int:
         """Queue an update for `getUpdates`; assigns `update_id` if missing; returns it."""
         if "update_id" not in update:
@@ -375,7 +397,8 @@ class FakeTelegramServer:
             return _error(self.unknown_token_status, "Unauthorized")
         method = request.match_info["method"]
         params = await self._params(request)
-        self.calls.append(ApiCall(method=method, params=params, at=time.time()))
+        client = request.match_info.get("client", "")
+        self.calls.append(ApiCall(method=method, params=params, at=time.time(), client=client))
         self._notify()
         handler = getattr(self, f"_m_{method.lower()}", None)
         if handler is None:
@@ -429,18 +452,37 @@ class FakeTelegramServer:
     async def _m_getme(self, _params: dict[str, Any], _request: web.Request) -> web.Response:
         return _ok(BOT_USER)
 
-    async def _m_getupdates(self, params: dict[str, Any], _request: web.Request) -> web.Response:
+    async def _m_getupdates(self, params: dict[str, Any], request: web.Request) -> web.Response:
         offset = params.get("offset")
         if isinstance(offset, int) and offset > 0:
             # confirming: everything below the offset is gone for good
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
         timeout = float(params.get("timeout") or 0)
         limit = int(params.get("limit") or 100)
-        if not self._updates and timeout > 0:
-            try:
-                await self._wait(lambda: bool(self._updates), timeout)
-            except TimeoutError:
-                pass
+        client = request.match_info.get("client", "")
+        if self._open_polls:
+            self.poll_overlaps += 1
+            if self.conflict_on_overlap:  # Telegram ends the older poll
+                for _, ended in self._open_polls.values():
+                    ended.set()
+        poll_id, ended = next(self._poll_ids), asyncio.Event()
+        self._open_polls[poll_id] = (client, ended)
+        self._notify()
+        try:
+            if not self._updates and timeout > 0:
+                try:
+                    await self._wait(lambda: bool(self._updates) or ended.is_set(), timeout)
+                except TimeoutError:
+                    pass
+        finally:
+            del self._open_polls[poll_id]
+            self._notify()
+        if ended.is_set():
+            return _error(
+                409,
+                "Conflict: terminated by other getUpdates request; make sure that only one "
+                "bot instance is running",
+            )
         return _ok(self._updates[:limit])
 
     async def _m_sendmessage(self, params: dict[str, Any], request: web.Request) -> web.Response:
