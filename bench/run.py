@@ -743,6 +743,22 @@ async def _phase_load(bench: Bench, plan: Plan) -> dict[str, Any]:
     return r
 
 
+async def _phase_webhook_load(bench: Bench, plan: Plan) -> dict[str, Any]:
+    """The load phase alone on a fresh webhook bot: the webhook's twin of `load`.
+
+    The `webhook` phase runs its 1,000-chat load after the 50-chat latency phase in the
+    same process, which cost its load 0.2-0.4 ms of CPU per turn in our runs; `load`
+    (polling) starts fresh. `--only load,webhook-load` compares the modes like for like.
+    """
+    run = await bench.start_bot("webhook-load", webhook=True)
+    r: dict[str, Any] = {"startup": run.startup, "idle": run.idle}
+    r["load"] = await bench.closed_loop(
+        run, "load", range(200_001, 200_001 + plan.load_chats), plan.load_messages
+    )
+    r["exit_code"] = await bench.stop_bot(run)
+    return r
+
+
 async def _phase_profile(bench: Bench, plan: Plan) -> dict[str, Any]:
     profile_path = bench.out / "bot.prof"
     run = await bench.start_bot("profile", profile_to=profile_path)
@@ -767,6 +783,7 @@ PHASES: tuple[tuple[str, bool, Phase], ...] = (
     ("webhook", True, _phase_webhook),
     ("latency", False, _phase_latency),
     ("memory", False, _phase_memory),
+    ("webhook-load", False, _phase_webhook_load),  # --only load,webhook-load
     ("load", False, _phase_load),
     ("streaming", False, phase_streaming),  # issue 17: --only streaming
     ("instances", False, phase_instances),  # issue 20: --only instances
@@ -1093,7 +1110,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         help="comma-separated runs: polling,sequential,conversation,webhook,stats"
-        " (and, only when named: latency, load, memory, streaming, instances)",
+        " (and, only when named: latency, load, webhook-load, memory, streaming, instances)",
     )
     parser.add_argument(
         "--distinct-concurrency", type=int, help="customers at once in the distinct-chats phase"
