@@ -55,13 +55,10 @@ class SqliteTx:
         await self._conn.executemany(sql, [tuple(row) for row in rows])
 
     async def fetch_one(self, sql: str, params: Sequence[object] = ()) -> Row | None:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            row: Row | None = await cursor.fetchone()
-            return row
+        return await _fetch_one(self._conn, sql, params)
 
     async def fetch_all(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            return list(await cursor.fetchall())
+        return await _fetch_all(self._conn, sql, params)
 
     async def lock(self, key: str) -> None:
         """Nothing to do: this transaction holds the only write lock there is."""
@@ -194,13 +191,10 @@ class SqliteDatabase:
                 log.exception("rollback failed; the connection is still in a transaction")
 
     async def fetch_one(self, sql: str, params: Sequence[object] = ()) -> Row | None:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            row: Row | None = await cursor.fetchone()
-            return row
+        return await _fetch_one(self._conn, sql, params)
 
     async def fetch_all(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
-        async with self._conn.execute(sql, tuple(params)) as cursor:
-            return list(await cursor.fetchall())
+        return await _fetch_all(self._conn, sql, params)
 
     @property
     def write_fault(self) -> str | None:
@@ -363,3 +357,17 @@ def _os_problem(path: Path) -> str | None:
     if free < _LOW_SPACE_BYTES:
         return f"its filesystem is full ({free} bytes free)"
     return None
+
+
+async def _fetch_one(
+    conn: aiosqlite.Connection, sql: str, params: Sequence[object]
+) -> Row | None:
+    """One row of a read (inside a transaction or on its own: the same connection)."""
+    async with conn.execute(sql, tuple(params)) as cursor:
+        row: Row | None = await cursor.fetchone()
+        return row
+
+
+async def _fetch_all(conn: aiosqlite.Connection, sql: str, params: Sequence[object]) -> list[Row]:
+    async with conn.execute(sql, tuple(params)) as cursor:
+        return list(await cursor.fetchall())

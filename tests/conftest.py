@@ -17,7 +17,7 @@ import pytest
 
 from bot.config import Settings
 from storage.database import Database, open_database
-from tests.pg import pg_cluster, pg_empty_url, pg_url  # noqa: F401 (fixtures)
+from tests.pg import pg_cluster, pg_db, pg_empty_url, pg_url  # noqa: F401 (fixtures)
 
 # every setting the bot reads, so a developer's environment never leaks into a test
 SETTING_NAMES = tuple(name.upper() for name in Settings.model_fields)

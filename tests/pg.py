@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import asyncpg
@@ -160,6 +160,16 @@ def pg_url(pg_cluster: PgCluster) -> str:
 def pg_empty_url(pg_cluster: PgCluster) -> str:
     """A fresh database without any table (for the migration tests)."""
     return pg_cluster.create_database(template="template0")
+
+
+@pytest.fixture
+async def pg_db(pg_url: str) -> AsyncIterator[PgDatabase]:
+    """A fresh, migrated PostgreSQL database of its own, open (for PostgreSQL-only tests)."""
+    database = await PgDatabase.open(pg_url)
+    try:
+        yield database
+    finally:
+        await database.close()
 
 
 def pg_query(url: str, sql: str, *params: object) -> list[tuple[Any, ...]]:

@@ -103,12 +103,8 @@ class Instance:
 
 
 @pytest.fixture
-async def pg(pg_url: str) -> AsyncIterator[PgDatabase]:
-    database = await PgDatabase.open(pg_url)
-    try:
-        yield database
-    finally:
-        await database.close()
+def pg(pg_db: PgDatabase) -> PgDatabase:
+    return pg_db
 
 
 @pytest.fixture

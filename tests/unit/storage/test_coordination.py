@@ -7,7 +7,6 @@ row state the database clock produces after a SIGKILL — so no test waits for a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -21,12 +20,8 @@ LEASE_S = 30.0
 
 
 @pytest.fixture
-async def pg(pg_url: str) -> AsyncIterator[PgDatabase]:
-    database = await PgDatabase.open(pg_url)
-    try:
-        yield database
-    finally:
-        await database.close()
+def pg(pg_db: PgDatabase) -> PgDatabase:
+    return pg_db
 
 
 @pytest.fixture

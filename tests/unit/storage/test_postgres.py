@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -21,15 +20,6 @@ from tests.e2e.harness import free_port
 from tests.pg import WAITING_ON_ADVISORY_LOCK, until_server_shows
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-async def pg_db(pg_url: str) -> AsyncIterator[PgDatabase]:
-    database = await PgDatabase.open(pg_url)
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 async def test_open_migrates_an_empty_database(pg_empty_url: str) -> None:
