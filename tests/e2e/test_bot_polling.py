@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
+import pytest
+
+from tests.e2e.chat_helpers import query
 from tests.e2e.conftest import StartBot
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import (
@@ -13,6 +15,8 @@ from tests.fakes.telegram_server import (
     message_update,
     sticker_update,
 )
+
+pytestmark = pytest.mark.both_backends
 
 CHAT = 1001
 
@@ -88,8 +92,7 @@ async def test_order_question_gets_the_status_from_the_shop_data(
     assert typing.params["chat_id"] == CHAT and typing.params["action"] == "typing"
     release.set()
     [answer] = await fake_telegram.wait_for_messages(CHAT, 1)
-    with sqlite3.connect(database_path) as conn:
-        [(status,)] = conn.execute("SELECT status FROM orders WHERE order_id = '8041'")
+    [(status,)] = query(database_path, "SELECT status FROM orders WHERE order_id = '8041'")
     assert "8041" in answer.plain_text
     assert status in answer.plain_text
 
@@ -143,18 +146,19 @@ async def test_new_during_a_turn_waits_for_its_answer_then_resets(
     answer, notice = await fake_telegram.wait_for_messages(CHAT, 2)
     assert "8041" in answer.plain_text  # the answer to the question asked before /new
     assert "чистого листа" in notice.plain_text  # then the reset was confirmed
-    with sqlite3.connect(database_path) as conn:
-        (old, closed_at, reason), (new, still_open, _) = conn.execute(
-            "SELECT id, closed_at, close_reason FROM sessions WHERE chat_id = ? ORDER BY id",
-            (CHAT,),
-        ).fetchall()
-        old_messages = conn.execute(
-            "SELECT role, content, created_at FROM messages WHERE session_id = ? ORDER BY id",
-            (old,),
-        ).fetchall()
-        [(new_messages,)] = conn.execute(
-            "SELECT count(*) FROM messages WHERE session_id = ?", (new,)
-        ).fetchall()
+    (old, closed_at, reason), (new, still_open, _) = query(
+        database_path,
+        "SELECT id, closed_at, close_reason FROM sessions WHERE chat_id = ? ORDER BY id",
+        CHAT,
+    )
+    old_messages = query(
+        database_path,
+        "SELECT role, content, created_at FROM messages WHERE session_id = ? ORDER BY id",
+        old,
+    )
+    [(new_messages,)] = query(
+        database_path, "SELECT count(*) FROM messages WHERE session_id = ?", new
+    )
     assert (reason, still_open, new_messages) == ("reset", None, 0)
     assert [role for role, _content, _at in old_messages] == ["user", "assistant"]
     assert "8041" in old_messages[0][1]

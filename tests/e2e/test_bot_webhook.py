@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 
+from tests.e2e.chat_helpers import query
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import WEBHOOK_PATH, WEBHOOK_SECRET, free_port, webhook_env
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
+
+pytestmark = pytest.mark.both_backends
 
 CHAT = 2002
 
@@ -44,8 +46,7 @@ def turns_started(openai: FakeOpenAIServer) -> list[dict]:
 
 
 def inbox_ids(database: Path) -> set[int]:
-    with sqlite3.connect(database) as conn:
-        return {row[0] for row in conn.execute("SELECT update_id FROM updates")}
+    return {row[0] for row in query(database, "SELECT update_id FROM updates")}
 
 
 async def test_webhook_is_registered_with_secret_and_used_update_types(

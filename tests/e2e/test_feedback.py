@@ -165,8 +165,6 @@ async def test_with_handoff_configured_a_thumbs_down_offers_a_person_who_then_ge
     fake_telegram.enqueue_update(
         callback_update(CUSTOMER, "handoff:start", message_id=answer.message_id, language_code="en")
     )
-    [notice] = (await fake_telegram.wait_for_messages(CUSTOMER, before + 1, within=WAIT_S))[
-        before:
-    ]
+    [notice] = (await fake_telegram.wait_for_messages(CUSTOMER, before + 1, within=WAIT_S))[before:]
     assert seen_text(notice.text) == EN.handoff_started
     await fake_telegram.wait_until(lambda: any(key[0] == operators for key in fake_telegram.topics))

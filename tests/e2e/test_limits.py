@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from bot.texts import RU
 from tests.e2e.chat_helpers import (
     WAIT_S,
@@ -17,6 +19,8 @@ from tests.e2e.chat_helpers import (
 )
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion, default_script
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
+
+pytestmark = pytest.mark.both_backends
 
 
 async def test_a_flooding_user_gets_one_notice_and_no_more_model_calls(

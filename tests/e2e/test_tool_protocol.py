@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bot.texts import RU
 from tests.e2e.chat_helpers import (
     StartBot,
@@ -23,6 +25,9 @@ from tests.e2e.chat_helpers import (
 )
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion, fake_call
 from tests.fakes.telegram_server import FakeTelegramServer
+
+pytestmark = pytest.mark.both_backends
+
 
 DEEP_TEXT = "Где мой заказ?"
 SAME_ID_TEXT = "Где заказы 8041 и 8042?"
