@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from tests.e2e.harness import BotProcess, PgDatabasePath, bot_env
@@ -24,6 +25,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "e2e_backend" in metafunc.fixturenames:
         postgres = pytest.param("postgres", marks=pytest.mark.postgres)
         metafunc.parametrize("e2e_backend", ["sqlite", postgres])
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    """An HTTP client for the bot's web server (webhook, /healthz, /metrics)."""
+    async with aiohttp.ClientSession() as session:
+        yield session
 
 
 @pytest.fixture

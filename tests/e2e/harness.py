@@ -13,6 +13,9 @@ import signal
 import socket
 import sys
 from pathlib import Path
+from typing import Any
+
+import aiohttp
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer
@@ -39,6 +42,19 @@ READY_MARKER = "bot: ready"
 READY_MARKER_JSON = '"logger": "bot", "message": "ready"'  # LOG_FORMAT=json
 WEBHOOK_SECRET = "e2e-secret_TOKEN-123"
 WEBHOOK_PATH = "/telegram/webhook"
+
+
+async def post_update(
+    http: aiohttp.ClientSession,
+    port: int,
+    update: dict[str, Any],
+    secret: str | None = WEBHOOK_SECRET,
+) -> int:
+    """POST one update to a bot's webhook on this machine, as Telegram does; the status."""
+    headers = {"X-Telegram-Bot-Api-Secret-Token": secret} if secret is not None else {}
+    url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
+    async with http.post(url, json=update, headers=headers) as response:
+        return response.status
 
 
 def free_port() -> int:

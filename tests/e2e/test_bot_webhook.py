@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -11,7 +10,7 @@ import pytest
 
 from tests.e2e.chat_helpers import query
 from tests.e2e.conftest import StartBot
-from tests.e2e.harness import WEBHOOK_PATH, WEBHOOK_SECRET, free_port, webhook_env
+from tests.e2e.harness import WEBHOOK_PATH, WEBHOOK_SECRET, free_port, post_update, webhook_env
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 
@@ -23,21 +22,6 @@ CHAT = 2002
 @pytest.fixture
 def port() -> int:
     return free_port()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def post(
-    http: aiohttp.ClientSession, port: int, update: dict, secret: str | None = WEBHOOK_SECRET
-) -> int:
-    headers = {"X-Telegram-Bot-Api-Secret-Token": secret} if secret is not None else {}
-    url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
-    async with http.post(url, json=update, headers=headers) as response:
-        return response.status
 
 
 def turns_started(openai: FakeOpenAIServer) -> list[dict]:
@@ -83,12 +67,12 @@ async def test_right_secret_is_answered_wrong_or_missing_secret_is_not(
 ) -> None:
     await start_bot(webhook_env(bot_base_env, port))
     forged = message_update(CHAT, text="Где сейчас находится заказ 8041?")
-    assert await post(http, port, forged, secret="wrong") == 401
+    assert await post_update(http, port, forged, secret="wrong") == 401
     missing = message_update(CHAT, text="Где сейчас находится заказ 8041?")
-    assert await post(http, port, missing, secret=None) == 401
+    assert await post_update(http, port, missing, secret=None) == 401
 
     real = message_update(CHAT, text="Где сейчас находится заказ 8041?")
-    assert await post(http, port, real) == 200
+    assert await post_update(http, port, real) == 200
     assert real["update_id"] in inbox_ids(database_path)  # committed before the 200
     [answer] = await fake_telegram.wait_for_messages(CHAT, 1)
     assert "8041" in answer.plain_text
@@ -107,12 +91,14 @@ async def test_an_update_posted_twice_is_answered_once(
 ) -> None:
     await start_bot(webhook_env(bot_base_env, port))
     update = message_update(CHAT, text="Где сейчас находится заказ 8041?")
-    statuses = await asyncio.gather(post(http, port, update), post(http, port, update))
+    statuses = await asyncio.gather(
+        post_update(http, port, update), post_update(http, port, update)
+    )
     assert statuses == [200, 200]
-    assert await post(http, port, update) == 200  # a late redelivery too
+    assert await post_update(http, port, update) == 200  # a late redelivery too
     # a later update of the same chat is handled after the first, so once its reply
     # is there, a second answer to the duplicate would be there as well
-    assert await post(http, port, message_update(CHAT, text="/help")) == 200
+    assert await post_update(http, port, message_update(CHAT, text="/help")) == 200
     messages = await fake_telegram.wait_for_messages(CHAT, 2)
     assert len(messages) == 2
     assert "8041" in messages[0].plain_text and "/new" in messages[1].plain_text
@@ -129,14 +115,14 @@ async def test_sigterm_in_webhook_mode_finishes_the_turn(
 ) -> None:
     release = fake_openai.hold_answers()
     bot = await start_bot(webhook_env(bot_base_env, port))
-    assert await post(http, port, message_update(CHAT, text="Где заказ 8041?")) == 200
+    assert await post_update(http, port, message_update(CHAT, text="Где заказ 8041?")) == 200
     await fake_openai.wait_for_requests(1)
     assert bot.proc is not None
     bot.proc.terminate()
     await bot.wait_for_line("stopping")
     # no longer taking updates: the web server is closed
     with pytest.raises(aiohttp.ClientError):
-        await post(http, port, message_update(CHAT, text="/help"))
+        await post_update(http, port, message_update(CHAT, text="/help"))
     release.set()
     assert await bot.wait_exit() == 0
     [answer] = fake_telegram.messages_to(CHAT)

@@ -9,10 +9,8 @@ with one line naming DATABASE_URL and exit status 2 — never the password in it
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,7 +20,7 @@ import asyncpg
 import pytest
 
 from tests.e2e.conftest import StartBot
-from tests.e2e.harness import WEBHOOK_PATH, WEBHOOK_SECRET, free_port, webhook_env
+from tests.e2e.harness import free_port, post_update, webhook_env
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 
@@ -35,25 +33,6 @@ def with_password(url: str) -> str:
     there to prove it is never printed."""
     parts = urlsplit(url)
     return f"postgresql://postgres:{PASSWORD}@{parts.path}?{parts.query}"
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def post(http: aiohttp.ClientSession, port: int, update: dict[str, Any]) -> int:
-    url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
-    headers = {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}
-    async with http.post(url, json=update, headers=headers) as response:
-        return response.status
 
 
 @pytest.mark.postgres
@@ -71,7 +50,9 @@ async def test_the_webhook_bot_on_postgresql_answers_once_and_reports_healthy(
     watcher: Any = await asyncpg.connect(pg_url)
     try:
         update = message_update(CHAT, text="Где сейчас находится заказ 8041?", user_id=CHAT)
-        statuses = await asyncio.gather(post(http, port, update), post(http, port, update))
+        statuses = await asyncio.gather(
+            post_update(http, port, update), post_update(http, port, update)
+        )
         assert statuses == [200, 200]
         # committed on the server before either 200
         stored = await watcher.fetchval(
@@ -120,7 +101,7 @@ def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 def test_an_unreachable_database_url_is_one_line_without_the_password(
     bot_base_env: dict[str, str], tmp_path: Path
 ) -> None:
-    port = closed_port()
+    port = free_port()
     env = {k: v for k, v in bot_base_env.items() if k != "DATABASE_PATH"}
     env["DATABASE_URL"] = f"postgresql://shop:{PASSWORD}@127.0.0.1:{port}/support"
 
@@ -133,7 +114,7 @@ def test_an_unreachable_database_url_is_one_line_without_the_password(
 def test_import_data_names_an_unreachable_database_url_the_same_way(
     clean_env: dict[str, str], tmp_path: Path
 ) -> None:
-    port = closed_port()
+    port = free_port()
     data = tmp_path / "shop.json"
     data.write_text('{"orders": [{"order_id": "1001", "status": "processing"}]}', "utf-8")
     env = {**clean_env, "DATABASE_URL": f"postgres://shop:{PASSWORD}@127.0.0.1:{port}/support"}

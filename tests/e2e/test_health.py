@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,6 @@ from tests.e2e.conftest import StartBot
 from tests.e2e.harness import free_port, webhook_env
 
 WAIT_S = 20.0
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 async def healthz(http: aiohttp.ClientSession, port: int) -> tuple[int, Any]:

@@ -11,7 +11,6 @@ METRICS_ENABLED=false takes it away.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -26,12 +25,6 @@ from tests.fakes.telegram_server import FakeTelegramServer, message_update
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 FAILING_TEXT = "Qwxz-broken-model-question"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 async def scrape(http: aiohttp.ClientSession, port: int) -> Samples:

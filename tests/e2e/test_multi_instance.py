@@ -26,11 +26,10 @@ import pytest
 
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import (
-    WEBHOOK_PATH,
-    WEBHOOK_SECRET,
     BotProcess,
     bot_env,
     free_port,
+    post_update,
     webhook_env,
 )
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion
@@ -93,24 +92,11 @@ async def doomed_model() -> AsyncIterator[tuple[FakeOpenAIServer, FreezingModel]
         await server.close()
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def post(http: aiohttp.ClientSession, port: int, update: dict[str, Any]) -> int:
-    url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
-    headers = {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}
-    async with http.post(url, json=update, headers=headers) as response:
-        return response.status
-
-
 async def post_to_all(
     http: aiohttp.ClientSession, ports: list[int], update: dict[str, Any]
 ) -> None:
     """Post one update to every instance at once; each must answer 200 (stored)."""
-    statuses = await asyncio.gather(*(post(http, port, update) for port in ports))
+    statuses = await asyncio.gather(*(post_update(http, port, update) for port in ports))
     assert statuses == [200] * len(ports), statuses
 
 
