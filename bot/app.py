@@ -59,6 +59,7 @@ from bot.metrics import Metrics, add_metrics_route
 from bot.polling import Poller
 from bot.processing import UpdateProcessor
 from bot.responder import Responder
+from bot.response_types import keep_response_types
 from bot.routers import get_routers
 from bot.sender import RETRYABLE_FAILURES, Sender
 from bot.texts import BUILT_IN, TextTable
@@ -155,6 +156,7 @@ def build_bot(settings: Settings) -> Bot:
         session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_url))
     else:
         session = AiohttpSession()
+    keep_response_types(session)
     return Bot(settings.bot_token.get_secret_value(), session=session)
 
 
