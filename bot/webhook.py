@@ -84,8 +84,14 @@ class GroupCommit:
             self._flusher = None
 
 
+# the answers' bodies, serialised once: every update is answered with one of them
+_OK_BODY = json.dumps({"ok": True}).encode()
+_REFUSED_BODY = json.dumps({"ok": False}).encode()
+
+
 def _reply(status: int, *, close: bool = False) -> web.Response:
-    response = web.json_response({"ok": status == 200}, status=status)
+    body = _OK_BODY if status == 200 else _REFUSED_BODY
+    response = web.Response(body=body, status=status, content_type="application/json")
     if close:
         response.force_close()
     return response
@@ -93,8 +99,11 @@ def _reply(status: int, *, close: bool = False) -> web.Response:
 
 async def _read_update(request: web.Request, timeout_s: float) -> dict[str, Any] | int:
     """The posted update, or the HTTP status that refuses it."""
+    # a small update usually arrives whole with its headers: then there is nothing to
+    # wait for, and no timer to arm and cancel per request
+    wait_s = None if request.content.is_eof() else timeout_s
     try:
-        async with asyncio.timeout(timeout_s):
+        async with asyncio.timeout(wait_s):
             body = await request.read()
     except TimeoutError:
         log.debug("webhook request body not received within %.0f s; closed", timeout_s)
