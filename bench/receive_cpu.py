@@ -94,11 +94,11 @@ async def child(mode: str, warm: int, n: int, telegram_url: str) -> None:
     """The bot's side: receive, record, read back; print the CPU per update."""
     from bot.app import freeze_startup_objects
     from bot.intake import Intake
-    from storage.database import Database
+    from storage.database import open_database
     from storage.inbox import InboxRepository
 
     with tempfile.TemporaryDirectory() as folder:
-        db = await Database.open(Path(folder) / "inbox.sqlite3")
+        db = await open_database(Path(folder) / "inbox.sqlite3")
         inbox = InboxRepository(db)
         counter = Counter(warm, n)
         intake = Intake(inbox, process=counter, deliver=_nothing)
