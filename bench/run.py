@@ -59,6 +59,7 @@ from bench.analysis import (
 )
 from bench.driver import Driver, Turn, closed_loop_chat, mixed_kinds
 from bench.instances import create_database, instances_rows, phase_instances
+from bench.modes import modes_rows, phase_modes
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
 from bench.streaming import phase_streaming, streaming_rows
 
@@ -85,6 +86,7 @@ class Plan:
     distinct_concurrency: int = 1000
     conversation_turns: int = 200
     profile_messages: int = 4
+    mode_pairs: int = 2  # --only modes: fresh bots per mode, in ABBA order
     stats_tool_calls: int = 1_000_000
     phase_timeout_s: float = 300.0
 
@@ -774,6 +776,10 @@ async def _phase_profile(bench: Bench, plan: Plan) -> dict[str, Any]:
     return r
 
 
+async def _phase_modes(bench: Bench, plan: Plan) -> dict[str, Any]:
+    return await phase_modes(bench, plan, pairs=plan.mode_pairs)
+
+
 Phase = Callable[[Bench, Plan], Awaitable[dict[str, Any]]]
 # (name, runs without --only, phase), in the order they run
 PHASES: tuple[tuple[str, bool, Phase], ...] = (
@@ -787,6 +793,7 @@ PHASES: tuple[tuple[str, bool, Phase], ...] = (
     ("load", False, _phase_load),
     ("streaming", False, phase_streaming),  # issue 17: --only streaming
     ("instances", False, phase_instances),  # issue 20: --only instances
+    ("modes", False, _phase_modes),  # issue 19: --only modes (--pairs N)
 )
 
 
@@ -798,6 +805,8 @@ def _plan(args: argparse.Namespace) -> Plan:
         plan = Plan(**{**plan.__dict__, "distinct_concurrency": args.distinct_concurrency})
     if args.load_chats is not None:  # e.g. a shared machine that 1,000 chats would swamp
         plan = Plan(**{**plan.__dict__, "load_chats": args.load_chats})
+    if args.pairs is not None:
+        plan = Plan(**{**plan.__dict__, "mode_pairs": args.pairs})
     return plan
 
 
@@ -902,6 +911,7 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
         *_startup_rows(runs),
         *streaming_rows(runs, plan),
         *instances_rows(runs),
+        *modes_rows(runs),
     ]
     return [
         {"target": target, "measured": measured, "pass": None if smoke else passed}
@@ -1110,7 +1120,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         help="comma-separated runs: polling,sequential,conversation,webhook,stats"
-        " (and, only when named: latency, load, webhook-load, memory, streaming, instances)",
+        " (and, only when named: latency, load, webhook-load, memory, streaming, instances,"
+        " modes)",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        help="--only modes: fresh bots per mode, run webhook, polling, polling, webhook, ..."
+        " (default 2)",
     )
     parser.add_argument(
         "--distinct-concurrency", type=int, help="customers at once in the distinct-chats phase"
