@@ -35,6 +35,8 @@ KINDS = ("greet", "one", "two")
 DEMO_ORDERS = ("8041", "7718", "9912")
 _MARKER_LETTERS = "bcdfghjklmnpqrstvwxz"  # no vowels: cannot spell a keyword
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+# Telegram's default max_connections for a webhook (setWebhook): requests at once
+TELEGRAM_WEBHOOK_CONNECTIONS = 40
 
 
 def marker(number: int) -> str:
@@ -115,6 +117,7 @@ class Driver:
         self._update_ids = itertools.count(first_update_id)
         self._markers = itertools.count(first_marker)
         self._http: aiohttp.ClientSession | None = None
+        self._posts: aiohttp.ClientSession | None = None  # the webhook POSTs' own pool
         self._outstanding: dict[int, deque[Turn]] = {}
         self._buffer: list[Turn] = []
         self._buffered = asyncio.Event()
@@ -134,6 +137,15 @@ class Driver:
         self._http = aiohttp.ClientSession(
             connector=connector, timeout=aiohttp.ClientTimeout(total=120)
         )
+        if self._webhook_url is not None:
+            # like Telegram: at most max_connections (40 unless setWebhook says otherwise)
+            # webhook requests at once, each connection kept alive and reused. Unbounded,
+            # a burst opened hundreds of connections, which the bot's server then closed
+            # as idle after WEBHOOK_READ_TIMEOUT_S and the next burst opened again.
+            self._posts = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=TELEGRAM_WEBHOOK_CONNECTIONS),
+                timeout=aiohttp.ClientTimeout(total=120),
+            )
         self._seen_messages = await self._count_messages()
         self._tasks.append(asyncio.create_task(self._collect(), name="collect-replies"))
         if self._webhook_url is None:
@@ -146,8 +158,9 @@ class Driver:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._http is not None:
-            await self._http.close()
+        for session in (self._http, self._posts):
+            if session is not None:
+                await session.close()
 
     # ----------------------------------------------------------------- questions
     def new_turn(self, chat_id: int, index: int, kind: str, order_id: str | None = None) -> Turn:
@@ -227,10 +240,10 @@ class Driver:
                 response.raise_for_status()
 
     async def _post_webhook(self, turn: Turn) -> None:
-        assert self._http is not None and self._webhook_urls is not None
+        assert self._posts is not None and self._webhook_urls is not None
         turn.sent_at = time.time()
         try:
-            async with self._http.post(
+            async with self._posts.post(
                 next(self._webhook_urls),
                 json=self._update(turn),
                 headers={SECRET_HEADER: self._webhook_secret},

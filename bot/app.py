@@ -732,6 +732,20 @@ def freeze_startup_objects() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+# How long a thread may hold the GIL while another waits for it (CPython's default: 5 ms).
+# Every database call is a hand-off between the event loop and SQLite's worker thread:
+# a query that finishes while the loop runs Python waits for the loop to let go of the
+# GIL, up to the whole interval, and a turn makes a dozen such calls. At 50 chats the
+# bench's self-time p99 fell from 138-169 ms to 76-97 ms with 1 ms; throughput at 1,000
+# chats did not change (docs/benchmarks.md, issue 19).
+SWITCH_INTERVAL_S = 0.001
+
+
+def shorten_switch_interval() -> None:
+    """Let SQLite's worker thread hand a result back within 1 ms (see SWITCH_INTERVAL_S)."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
 def _stop_event() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -774,6 +788,7 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
             # the commands menu is optional and may retry for a while: never wait for it
             menu = asyncio.create_task(set_commands(app), name="commands-menu")
             freeze_startup_objects()
+            shorten_switch_interval()
             try:
                 async with receiving(app):
                     log.info("ready")
