@@ -35,8 +35,6 @@ KINDS = ("greet", "one", "two")
 DEMO_ORDERS = ("8041", "7718", "9912")
 _MARKER_LETTERS = "bcdfghjklmnpqrstvwxz"  # no vowels: cannot spell a keyword
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
-# Telegram's default max_connections for a webhook (setWebhook): requests at once
-TELEGRAM_WEBHOOK_CONNECTIONS = 40
 
 
 def marker(number: int) -> str:
@@ -105,6 +103,7 @@ class Driver:
         telegram_url: str,
         webhook_url: str | Sequence[str] | None = None,
         webhook_secret: str = "",
+        webhook_connections: int = 40,
         first_update_id: int = 1,
         first_marker: int = 0,
     ) -> None:
@@ -114,6 +113,7 @@ class Driver:
         self._webhook_urls = itertools.cycle(urls) if urls else None
         self._webhook_url = urls[0] if urls else None
         self._webhook_secret = webhook_secret
+        self._webhook_connections = webhook_connections
         self._update_ids = itertools.count(first_update_id)
         self._markers = itertools.count(first_marker)
         self._http: aiohttp.ClientSession | None = None
@@ -138,12 +138,12 @@ class Driver:
             connector=connector, timeout=aiohttp.ClientTimeout(total=120)
         )
         if self._webhook_url is not None:
-            # like Telegram: at most max_connections (40 unless setWebhook says otherwise)
-            # webhook requests at once, each connection kept alive and reused. Unbounded,
-            # a burst opened hundreds of connections, which the bot's server then closed
-            # as idle after WEBHOOK_READ_TIMEOUT_S and the next burst opened again.
+            # like Telegram: at most setWebhook's max_connections requests at once, each
+            # connection kept alive and reused. Unbounded, a burst opened hundreds of
+            # connections, which the bot's server then closed as idle after
+            # WEBHOOK_READ_TIMEOUT_S and the next burst opened again.
             self._posts = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=TELEGRAM_WEBHOOK_CONNECTIONS),
+                connector=aiohttp.TCPConnector(limit=self._webhook_connections),
                 timeout=aiohttp.ClientTimeout(total=120),
             )
         self._seen_messages = await self._count_messages()

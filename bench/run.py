@@ -62,11 +62,16 @@ from bench.instances import create_database, instances_rows, phase_instances
 from bench.modes import modes_rows, phase_modes
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
 from bench.streaming import phase_streaming, streaming_rows
+from bot.config import Settings
 
 TOKEN = "123456:BENCH-TOKEN"
 WEBHOOK_SECRET = "bench-secret_0123456789"
 WEBHOOK_PATH = "/telegram/webhook"
 STAGGER_S = 2.0  # customers of a closed-loop phase start spread over this many seconds
+
+
+# the bot's default setWebhook max_connections (WEBHOOK_MAX_CONNECTIONS)
+WEBHOOK_MAX_CONNECTIONS = int(Settings.model_fields["webhook_max_connections"].default)
 
 
 @dataclass(frozen=True)
@@ -374,6 +379,10 @@ class Bench:
             telegram_url=run.telegram_url,
             webhook_url=run.webhook_urls,
             webhook_secret=WEBHOOK_SECRET,
+            # as Telegram would: no more POSTs at once than the bot asked for in setWebhook
+            webhook_connections=int(
+                self.bot_env.get("WEBHOOK_MAX_CONNECTIONS", WEBHOOK_MAX_CONNECTIONS)
+            ),
             first_update_id=self._update_ids,
             first_marker=self._markers,
         )

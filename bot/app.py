@@ -655,6 +655,7 @@ async def receiving(app: Application) -> AsyncIterator[None]:
                 url=settings.webhook_full_url,
                 secret_token=secret,
                 allowed_updates=allowed,
+                max_connections=settings.webhook_max_connections,
                 drop_pending_updates=False,
             )
         )

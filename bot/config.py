@@ -194,6 +194,10 @@ class Settings(ShopSettings):
     # Webhook server: an idle connection, or a request whose headers or body have not
     # arrived completely within this many seconds, is closed.
     webhook_read_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    # setWebhook's max_connections: how many updates Telegram delivers at once (1-100;
+    # Telegram's own default is 40). The inbox stores concurrent POSTs in shared commits,
+    # and under load the webhook took updates in slower than polling with 40 (issue 19).
+    webhook_max_connections: int = Field(default=100, ge=1, le=100)
     admin_ids: Annotated[frozenset[int], NoDecode] = frozenset()
     # Bot API requests per second over all chats. Telegram allows about 30; raise it only
     # against a local Bot API server or a fake (the benchmark does, see docs/benchmarks.md).

@@ -107,6 +107,15 @@ def test_valid_webhook(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert settings.bot_mode is BotMode.WEBHOOK
     assert settings.webhook_full_url == "https://bot.example.org/telegram/webhook"
+    assert settings.webhook_max_connections == 100
+
+
+@pytest.mark.parametrize("value", ["0", "101", "many"])
+def test_webhook_max_connections_is_telegrams_range(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    assert "WEBHOOK_MAX_CONNECTIONS" in error_for(monkeypatch, WEBHOOK_MAX_CONNECTIONS=value)
+    assert make(monkeypatch, WEBHOOK_MAX_CONNECTIONS="40").webhook_max_connections == 40
 
 
 @pytest.mark.parametrize("steps", ["0", "6", "three"])
