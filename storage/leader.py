@@ -95,7 +95,11 @@ class LeaderLock:
         if not self._held or self._conn is None:
             return False
         try:
-            held = await asyncio.wait_for(self._still_held(self._conn), timeout_s)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation
+            # that arrives as the query completes, and the cancelled ping loop ran on
+            # for ever (a poller that never stopped; seen as a hung test run)
+            async with asyncio.timeout(timeout_s):
+                held = await self._still_held(self._conn)
         except Exception as exc:  # timeout, connection lost, server gone
             log.warning("leader lock: the database did not answer (%s)", type(exc).__name__)
             held = False
@@ -151,7 +155,8 @@ class LeaderLock:
         if conn is None or conn.is_closed():
             return
         try:
-            await asyncio.wait_for(conn.close(), CONNECT_TIMEOUT_S)
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):  # not wait_for: see `ping`
+                await conn.close()
         except Exception:  # a broken connection: drop the socket
             conn.terminate()
         except BaseException:  # cancelled while closing: never leave the socket open
