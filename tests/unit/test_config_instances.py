@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from bot.app import build_coordination
+from bot.wiring.telegram import build_coordination
 from storage.backend import Database
 from tests.unit.test_config import error_for, make
 

@@ -1,0 +1,135 @@
+"""The composition root: the only place that builds objects, split by area.
+
+`build_application` reads as the order things must exist in: storage retries, the
+model and the Telegram transport first; then the optional features (bot/features/: each
+None or a `Feature`), whose tools join the registry; then the core (`core.py`: loop and
+chat service, reporting to the metrics), the Telegram side (`telegram.py`: responder,
+drafts, handlers, intake) and operations (`operations.py`: health, metrics). Nothing is
+completed after it is built. Nothing here talks to Telegram or the model; start-up
+checks are bot/startup.py, the run loop bot/app.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from aiogram import Bot, Dispatcher
+
+from bot.config import Settings
+from bot.features import Feature
+from bot.features.handoff import build_handoff_desk, handoff_feature
+from bot.features.voice import build_voice, voice_feature
+from bot.health import Health
+from bot.intake import Intake
+from bot.menu import Menu
+from bot.metrics import Metrics
+from bot.processing import UpdateProcessor
+from bot.routers import get_menu
+from bot.sender import Sender
+from bot.texts import BUILT_IN, TextTable
+from bot.wiring import core, operations, telegram
+from services.chat import ChatService
+from services.llm.client import OpenAIChatModel
+from storage.database import Database
+from storage.inbox import InboxRepository
+from storage.shop import ShopRepository
+from storage.voice import VoiceNoteRepository
+from tools.shop.demo import seed_demo_shop
+
+log = logging.getLogger("bot")
+
+
+@dataclass(frozen=True, slots=True)
+class Application:
+    """Everything `bot.app.run` starts and later closes."""
+
+    settings: Settings
+    db: Database
+    bot: Bot
+    dispatcher: Dispatcher
+    sender: Sender
+    chat_service: ChatService
+    model: OpenAIChatModel
+    inbox: InboxRepository
+    intake: Intake
+    health: Health
+    tool_names: tuple[str, ...]
+    features: tuple[Feature, ...]
+    menu: Menu
+    metrics: Metrics | None = None
+
+
+async def build_application(
+    settings: Settings, db: Database, texts: TextTable = BUILT_IN
+) -> Application:
+    """Wire every object; nothing here talks to Telegram or the model yet."""
+    if settings.seed_demo_data and await seed_demo_shop(ShopRepository(db)):
+        log.info("demo shop data seeded")
+    retry = core.build_storage_retry(settings)
+    model = core.build_model(settings)
+    bot = telegram.build_bot(settings)
+    coordination = telegram.build_coordination(settings, db)
+    sender = telegram.build_sender(settings, bot, coordination)
+
+    desk = build_handoff_desk(settings, db, storage_retry=retry, sender=sender, texts=texts)
+    voice_notes = VoiceNoteRepository(db)
+    voice = build_voice(settings, model, voice_notes, storage_retry=retry)
+    features = (*((handoff_feature(desk),) if desk else ()), voice_feature(voice))
+
+    registry = core.build_tools(settings, [t for f in features for t in f.tools])
+    metrics = operations.build_metrics(settings, registry.names)
+    chat = core.build_core(
+        settings, db, model=model, registry=registry, storage_retry=retry, record_observer=metrics
+    )
+
+    claim_owner = coordination.claims.owner if coordination is not None else None
+    inbox = InboxRepository(db, claim_owner=claim_owner)
+    responder = telegram.build_responder(inbox, sender, storage_retry=retry, handoff=desk)
+    drafts = telegram.build_drafts(settings, sender, chat.turn_slots)
+    deps = telegram.build_handler_deps(
+        settings,
+        db,
+        chat_service=chat.chat_service,
+        responder=responder,
+        sender=sender,
+        drafts=drafts,
+        voice_notes=voice_notes,
+        storage_retry=retry,
+        handoff=desk,
+    )
+    dispatcher = telegram.build_dispatcher(
+        deps, admin_ids=settings.admin_ids, texts=texts, features=features
+    )
+    intake = telegram.build_intake(
+        settings,
+        inbox,
+        processor=UpdateProcessor(bot, dispatcher, responder),
+        responder=responder,
+        drafts=drafts,
+        sender=sender,
+        storage_retry=retry,
+        coordination=coordination,
+    )
+
+    health = operations.build_health(settings, db, inbox=inbox, intake=intake, responder=responder)
+    if metrics is not None:
+        operations.watch_state(
+            metrics, inbox=inbox, sender=sender, intake=intake, features=features
+        )
+    return Application(
+        settings=settings,
+        db=db,
+        bot=bot,
+        dispatcher=dispatcher,
+        sender=sender,
+        chat_service=chat.chat_service,
+        model=model,
+        inbox=inbox,
+        intake=intake,
+        health=health,
+        tool_names=registry.names,
+        features=features,
+        menu=get_menu(features),
+        metrics=metrics,
+    )
