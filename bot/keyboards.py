@@ -33,6 +33,7 @@ from aiogram.types import (
     ReplyKeyboardMarkup,
     ReplyKeyboardRemove,
 )
+
 from bot.sender import ReplyMarkup
 from bot.texts import Texts
 from services.feedback import Rating

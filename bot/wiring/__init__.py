@@ -24,7 +24,6 @@ from bot.health import Health
 from bot.intake import Intake
 from bot.menu import Menu
 from bot.metrics import Metrics
-from bot.processing import UpdateProcessor
 from bot.routers import get_menu
 from bot.sender import Sender
 from bot.texts import BUILT_IN, TextTable
@@ -68,11 +67,11 @@ async def build_application(
         log.info("demo shop data seeded")
     retry = core.build_storage_retry(settings)
     model = core.build_model(settings)
-    bot = telegram.build_bot(settings)
-    coordination = telegram.build_coordination(settings, db)
-    sender = telegram.build_sender(settings, bot, coordination)
+    transport = telegram.build_transport(settings, db)
 
-    desk = build_handoff_desk(settings, db, storage_retry=retry, sender=sender, texts=texts)
+    desk = build_handoff_desk(
+        settings, db, storage_retry=retry, sender=transport.sender, texts=texts
+    )
     voice_notes = VoiceNoteRepository(db)
     voice = build_voice(settings, model, voice_notes, storage_retry=retry)
     features = (*((handoff_feature(desk),) if desk else ()), voice_feature(voice))
@@ -82,51 +81,29 @@ async def build_application(
     chat = core.build_core(
         settings, db, model=model, registry=registry, storage_retry=retry, record_observer=metrics
     )
-
-    claim_owner = coordination.claims.owner if coordination is not None else None
-    inbox = InboxRepository(db, claim_owner=claim_owner)
-    responder = telegram.build_responder(inbox, sender, storage_retry=retry, handoff=desk)
-    drafts = telegram.build_drafts(settings, sender, chat.turn_slots)
-    deps = telegram.build_handler_deps(
+    pipeline = telegram.build_pipeline(
         settings,
         db,
-        chat_service=chat.chat_service,
-        responder=responder,
-        sender=sender,
-        drafts=drafts,
-        voice_notes=voice_notes,
-        storage_retry=retry,
+        transport,
+        core=chat,
+        texts=texts,
+        features=features,
         handoff=desk,
+        voice_notes=voice_notes,
     )
-    dispatcher = telegram.build_dispatcher(
-        deps, admin_ids=settings.admin_ids, texts=texts, features=features
-    )
-    intake = telegram.build_intake(
-        settings,
-        inbox,
-        processor=UpdateProcessor(bot, dispatcher, responder),
-        responder=responder,
-        drafts=drafts,
-        sender=sender,
-        storage_retry=retry,
-        coordination=coordination,
-    )
-
-    health = operations.build_health(settings, db, inbox=inbox, intake=intake, responder=responder)
+    health = operations.build_health(settings, db, pipeline)
     if metrics is not None:
-        operations.watch_state(
-            metrics, inbox=inbox, sender=sender, intake=intake, features=features
-        )
+        operations.watch_state(metrics, pipeline, transport.sender, features)
     return Application(
         settings=settings,
         db=db,
-        bot=bot,
-        dispatcher=dispatcher,
-        sender=sender,
+        bot=transport.bot,
+        dispatcher=pipeline.dispatcher,
+        sender=transport.sender,
         chat_service=chat.chat_service,
         model=model,
-        inbox=inbox,
-        intake=intake,
+        inbox=pipeline.inbox,
+        intake=pipeline.intake,
         health=health,
         tool_names=registry.names,
         features=features,

@@ -48,6 +48,7 @@ def build_tools(settings: Settings, extra: Sequence[Tool[Any, Any]] = ()) -> Too
 class Core:
     chat_service: ChatService
     turn_slots: TurnSlots  # MAX_CONCURRENT_TURNS: the turns running or waiting now
+    storage_retry: StorageRetry
 
 
 def build_core(
@@ -85,4 +86,4 @@ def build_core(
         storage_retry=storage_retry,
         record_observer=record_observer,
     )
-    return Core(chat_service=chat_service, turn_slots=turn_slots)
+    return Core(chat_service=chat_service, turn_slots=turn_slots, storage_retry=storage_retry)

@@ -7,12 +7,11 @@ from collections.abc import Iterable, Sequence
 from bot.config import Settings
 from bot.features import Feature
 from bot.health import Health
-from bot.intake import Intake
 from bot.metrics import Metrics
-from bot.responder import Responder
 from bot.sender import Sender
+from bot.wiring.telegram import Pipeline
 from storage.database import Database
-from storage.inbox import FINAL_STATUSES, InboxRepository
+from storage.inbox import FINAL_STATUSES
 
 
 def build_metrics(settings: Settings, tool_names: Iterable[str]) -> Metrics | None:
@@ -25,32 +24,22 @@ def build_metrics(settings: Settings, tool_names: Iterable[str]) -> Metrics | No
     )
 
 
-def build_health(
-    settings: Settings,
-    db: Database,
-    *,
-    inbox: InboxRepository,
-    intake: Intake,
-    responder: Responder,
-) -> Health:
+def build_health(settings: Settings, db: Database, pipeline: Pipeline) -> Health:
     return Health(
         db=db,
-        inbox=inbox,
-        intake=intake,
-        delivery=responder,
+        inbox=pipeline.inbox,
+        intake=pipeline.intake,
+        delivery=pipeline.responder,
         delivery_threshold_s=settings.health_delivery_threshold_s,
     )
 
 
 def watch_state(
-    metrics: Metrics,
-    *,
-    inbox: InboxRepository,
-    sender: Sender,
-    intake: Intake,
-    features: Sequence[Feature] = (),
+    metrics: Metrics, pipeline: Pipeline, sender: Sender, features: Sequence[Feature] = ()
 ) -> None:
-    """The numbers /metrics reads at scrape time (nothing on the hot path)."""
+    """The numbers /metrics reads at scrape time (nothing on the hot path), the
+    features' among them."""
+    inbox, intake = pipeline.inbox, pipeline.intake
     metrics.register_gauge(
         "support_bot_inbox_updates",
         "Updates waiting in the inbox: pending (not answered yet) or answered (reply "

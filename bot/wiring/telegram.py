@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from aiogram import Bot, Dispatcher
@@ -25,6 +26,7 @@ from bot.response_types import keep_response_types
 from bot.routers import get_routers
 from bot.sender import RETRYABLE_FAILURES, Sender
 from bot.texts import BUILT_IN, TextTable
+from bot.wiring.core import Core
 from services.chat import ChatService
 from services.feedback import FeedbackService
 from services.limits import TurnSlots, UserMessageLimiter
@@ -62,6 +64,76 @@ def build_coordination(settings: Settings, db: Database) -> Coordination | None:
     )
     claims = ClaimRepository(db, owner=settings.instance_id, lease_s=settings.claim_lease_s)
     return Coordination(claims)
+
+
+@dataclass(frozen=True, slots=True)
+class Transport:
+    """The Bot API side, needed before anything that sends (a feature's desk, too)."""
+
+    bot: Bot
+    sender: Sender
+    coordination: Coordination | None  # PostgreSQL: chats claimed by one instance at a time
+
+
+def build_transport(settings: Settings, db: Database) -> Transport:
+    bot = build_bot(settings)
+    coordination = build_coordination(settings, db)
+    return Transport(bot, build_sender(settings, bot, coordination), coordination)
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """An update's way: intake → dispatcher (handlers) → responder (store, then send)."""
+
+    inbox: InboxRepository
+    responder: Responder
+    dispatcher: Dispatcher
+    intake: Intake
+
+
+def build_pipeline(
+    settings: Settings,
+    db: Database,
+    transport: Transport,
+    *,
+    core: Core,
+    texts: TextTable,
+    features: Sequence[Feature],
+    handoff: HandoffDesk | None,
+    voice_notes: VoiceNoteRepository,
+) -> Pipeline:
+    coordination, sender = transport.coordination, transport.sender
+    retry = core.storage_retry
+    inbox = InboxRepository(
+        db, claim_owner=coordination.claims.owner if coordination is not None else None
+    )
+    responder = build_responder(inbox, sender, storage_retry=retry, handoff=handoff)
+    drafts = build_drafts(settings, sender, core.turn_slots)
+    deps = build_handler_deps(
+        settings,
+        db,
+        chat_service=core.chat_service,
+        responder=responder,
+        sender=sender,
+        drafts=drafts,
+        voice_notes=voice_notes,
+        storage_retry=retry,
+        handoff=handoff,
+    )
+    dispatcher = build_dispatcher(
+        deps, admin_ids=settings.admin_ids, texts=texts, features=features
+    )
+    intake = build_intake(
+        settings,
+        inbox,
+        processor=UpdateProcessor(transport.bot, dispatcher, responder),
+        responder=responder,
+        drafts=drafts,
+        sender=sender,
+        storage_retry=retry,
+        coordination=coordination,
+    )
+    return Pipeline(inbox, responder, dispatcher, intake)
 
 
 def build_sender(settings: Settings, bot: Bot, coordination: Coordination | None) -> Sender:
