@@ -35,28 +35,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from aiogram.enums import ChatAction
-from aiogram.methods import SendChatAction, TelegramMethod
+from aiogram.methods import SendChatAction
 
 from bot.formatting import markdown_to_messages
+from bot.sender import Sender
 
 log = logging.getLogger(__name__)
 
 TYPING_REFRESH_S = 4.0  # Telegram shows "typing…" for about 5 s per chat action
 DRAFT_REFRESH_S = 20.0  # a draft lasts about 30 s unless updated
 _DRAFT_ID_SPACE = 2_147_483_647
-
-
-class DraftSender(Protocol):
-    """What drafts need from bot.sender.Sender."""
-
-    async def send_draft(
-        self, chat_id: int, draft_id: int, text: str, *, parse_mode: str | None = None
-    ) -> str: ...
-
-    async def call(self, method: TelegramMethod[bool]) -> bool: ...
 
 
 def draft_id_for(update_id: int) -> int:
@@ -69,7 +60,7 @@ class Drafts:
 
     def __init__(
         self,
-        sender: DraftSender,
+        sender: Sender,
         *,
         enabled: bool = True,
         max_busy_chats: int = 100,

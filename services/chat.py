@@ -66,7 +66,8 @@ from services.llm.types import ChatModel, Message, StepListener
 from services.log_context import bound_turn
 from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, TurnReply
 from services.output_guard import SystemPromptGuard
-from services.summarizer import ConversationSummarizer, PromptRenderer
+from services.prompts import PromptRegistry
+from services.summarizer import ConversationSummarizer
 from storage.conversations import ConversationRepository, SessionSummary
 from storage.database import Database, StorageRetry, StorageUnavailable
 from storage.records import HistoryPair as StoredPair
@@ -135,7 +136,7 @@ class ChatService:
         self,
         *,
         loop: TurnLoop,
-        prompts: PromptRenderer,
+        prompts: PromptRegistry,
         conversations: ConversationRepository,
         recorder: TurnRecorder,
         summarizer: ConversationSummarizer,
@@ -457,7 +458,7 @@ def build_chat_service(
     db: Database,
     loop: TurnLoop,
     model: ChatModel,
-    prompts: PromptRenderer,
+    prompts: PromptRegistry,
     shop: ShopRepository,
     turn_slots: TurnSlots | None = None,
     options: ChatOptions = ChatOptions(),
@@ -467,8 +468,8 @@ def build_chat_service(
     """Wire the chat service and its storage and summarizer (for the composition root).
 
     `turn_slots` (MAX_CONCURRENT_TURNS) are shared with whoever reads the load (the
-    bot's drafts; None: the service's own, of the default size); `record_observer` is told about every stored turn and model call (the
-    bot's metrics).
+    bot's drafts; None: the service's own, of the default size); `record_observer` is
+    told about every stored turn and model call (the bot's metrics).
     """
     conversations = ConversationRepository(db)
     recorder = TurnRecorder(db, observer=record_observer)

@@ -30,7 +30,7 @@ from tests.unit.test_config import make
 
 ROOT = Path(__file__).resolve().parents[3]
 
-BROKEN_HANDLER = '''
+BROKEN_HANDLER = """
 from aiogram import Router
 from aiogram.types import Message
 
@@ -46,7 +46,7 @@ def build_refunds_router(deps: HandlerDeps) -> Router:
         await ctx.outbox.send(ctx.texts.help)
 
     return router
-'''
+"""
 
 
 def test_mypy_rejects_a_handler_that_uses_a_missing_dependency(tmp_path: Path) -> None:
