@@ -30,7 +30,6 @@ from aiogram.methods import SetWebhook
 from bot.config import BotMode, Settings
 from bot.exit_codes import ExitCode
 from bot.health import build_health_app
-from bot.leadership import polling_leadership
 from bot.logs import CHATTY_LOGGERS, ClientErrorFilter, build_formatter
 from bot.menu import menu_calls, set_commands
 from bot.metrics import add_metrics_route
@@ -78,14 +77,7 @@ async def receiving(app: Application) -> AsyncIterator[None]:
     settings = app.settings
     allowed = app.dispatcher.resolve_used_update_types()
     if settings.bot_mode is BotMode.POLLING:
-        leadership = polling_leadership(settings.database_url, settings.bot_token)
-        poller = Poller(app.bot, app.intake, allowed_updates=allowed, leadership=leadership)
-        if leadership is not None and app.metrics is not None:
-            app.metrics.register_gauge(
-                "support_bot_polling_leader",
-                "1 while this instance holds the polling leader lock (PostgreSQL), else 0.",
-                lambda: int(leadership.is_leader),
-            )
+        poller = Poller(app.bot, app.intake, allowed_updates=allowed, leadership=app.leadership)
         async with _health_server(app):
             task = asyncio.create_task(poller.run(), name="polling")
             try:

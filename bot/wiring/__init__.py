@@ -19,9 +19,11 @@ from aiogram import Bot, Dispatcher
 from bot.config import Settings
 from bot.features import Feature
 from bot.features.handoff import build_handoff_desk, handoff_feature
+from bot.features.instances import instances_feature
 from bot.features.voice import build_voice, voice_feature
 from bot.health import Health
 from bot.intake import Intake
+from bot.leadership import Leadership
 from bot.menu import Menu
 from bot.metrics import Metrics
 from bot.routers import get_menu
@@ -56,6 +58,7 @@ class Application:
     tool_names: tuple[str, ...]
     features: tuple[Feature, ...]
     menu: Menu
+    leadership: Leadership | None = None  # polling with several instances: one poller
     metrics: Metrics | None = None
 
 
@@ -74,7 +77,12 @@ async def build_application(
     )
     voice_notes = VoiceNoteRepository(db)
     voice = build_voice(settings, model, voice_notes, storage_retry=retry)
-    features = (*((handoff_feature(desk),) if desk else ()), voice_feature(voice))
+    instances = transport.instances
+    features = (
+        *((handoff_feature(desk),) if desk else ()),
+        voice_feature(voice),
+        *((instances_feature(instances),) if instances else ()),
+    )
 
     registry = core.build_tools(settings, [t for f in features for t in f.tools])
     metrics = operations.build_metrics(settings, registry.names)
@@ -108,5 +116,6 @@ async def build_application(
         tool_names=registry.names,
         features=features,
         menu=get_menu(features),
+        leadership=instances.leadership if instances else None,
         metrics=metrics,
     )

@@ -17,6 +17,7 @@ from bot.config import Settings
 from bot.context import HandlerDeps
 from bot.drafts import Drafts
 from bot.features import Feature
+from bot.features.instances import Instances, build_instances
 from bot.filters import LanguageMiddleware
 from bot.handoff import HandoffDesk
 from bot.intake import Intake
@@ -32,7 +33,6 @@ from services.feedback import FeedbackService
 from services.limits import TurnSlots, UserMessageLimiter
 from services.phones import PhoneVerification
 from services.stats import Prices, StatsService
-from storage.coordination import ClaimRepository
 from storage.database import Database, StorageRetry
 from storage.feedback import FeedbackRepository
 from storage.inbox import InboxRepository
@@ -52,33 +52,20 @@ def build_bot(settings: Settings) -> Bot:
     return Bot(settings.bot_token.get_secret_value(), session=session)
 
 
-def build_coordination(settings: Settings, db: Database) -> Coordination | None:
-    """Several instances may share a PostgreSQL database: chats are claimed there (bot/
-    claimed.py). SQLite has one process, which keeps its chats in memory."""
-    if db.dialect.name != "postgres":
-        return None
-    log.info(
-        "instance %s: chats are claimed in the database, leases of %.0f s",
-        settings.instance_id,
-        settings.claim_lease_s,
-    )
-    claims = ClaimRepository(db, owner=settings.instance_id, lease_s=settings.claim_lease_s)
-    return Coordination(claims)
-
-
 @dataclass(frozen=True, slots=True)
 class Transport:
     """The Bot API side, needed before anything that sends (a feature's desk, too)."""
 
     bot: Bot
     sender: Sender
-    coordination: Coordination | None  # PostgreSQL: chats claimed by one instance at a time
+    instances: Instances | None  # PostgreSQL: chats claimed by one instance at a time
 
 
 def build_transport(settings: Settings, db: Database) -> Transport:
     bot = build_bot(settings)
-    coordination = build_coordination(settings, db)
-    return Transport(bot, build_sender(settings, bot, coordination), coordination)
+    instances = build_instances(settings, db)
+    coordination = instances.coordination if instances is not None else None
+    return Transport(bot, build_sender(settings, bot, coordination), instances)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +89,8 @@ def build_pipeline(
     handoff: HandoffDesk | None,
     voice_notes: VoiceNoteRepository,
 ) -> Pipeline:
-    coordination, sender = transport.coordination, transport.sender
+    instances, sender = transport.instances, transport.sender
+    coordination = instances.coordination if instances is not None else None
     retry = core.storage_retry
     inbox = InboxRepository(
         db, claim_owner=coordination.claims.owner if coordination is not None else None

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from bot.wiring.telegram import build_coordination
+from bot.features.instances import build_instances
 from storage.backend import Database
 from tests.unit.test_config import error_for, make
 
@@ -33,8 +33,8 @@ def test_a_lease_under_a_second_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
 async def test_chats_are_claimed_only_on_postgresql(
     monkeypatch: pytest.MonkeyPatch, db: Database
 ) -> None:
-    coordination = build_coordination(make(monkeypatch, INSTANCE_ID="bot-1"), db)
+    instances = build_instances(make(monkeypatch, INSTANCE_ID="bot-1"), db)
     if db.dialect.name == "sqlite":
-        assert coordination is None  # one process: the intake keeps its chats in memory
+        assert instances is None  # one process: the intake keeps its chats in memory
     else:
-        assert coordination is not None and coordination.claims.owner == "bot-1"
+        assert instances is not None and instances.coordination.claims.owner == "bot-1"
