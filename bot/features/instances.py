@@ -18,6 +18,7 @@ from bot.config import BotMode, Settings
 from bot.features import Feature
 from bot.leadership import Leadership, polling_leadership
 from bot.metrics import Metrics
+from bot.sender import Sender, guard_requests
 from storage.coordination import ClaimRepository
 from storage.database import Database
 
@@ -30,7 +31,9 @@ class Instances:
     leadership: Leadership | None  # polling mode: the election of the one poller
 
 
-def build_instances(settings: Settings, db: Database) -> Instances | None:
+def build_instances(settings: Settings, db: Database, sender: Sender) -> Instances | None:
+    """None on SQLite; on PostgreSQL the claims, whose fence guards every request of
+    `sender` from now on, and in polling mode the election."""
     if db.dialect.name != "postgres":
         return None
     log.info(
@@ -44,7 +47,9 @@ def build_instances(settings: Settings, db: Database) -> Instances | None:
         if settings.bot_mode is BotMode.POLLING
         else None
     )
-    return Instances(Coordination(claims), leadership)
+    coordination = Coordination(claims)
+    guard_requests(sender, coordination.fence.check)
+    return Instances(coordination, leadership)
 
 
 def instances_feature(instances: Instances) -> Feature:

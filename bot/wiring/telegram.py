@@ -63,9 +63,9 @@ class Transport:
 
 def build_transport(settings: Settings, db: Database) -> Transport:
     bot = build_bot(settings)
-    instances = build_instances(settings, db)
-    coordination = instances.coordination if instances is not None else None
-    return Transport(bot, build_sender(settings, bot, coordination), instances)
+    sender = build_sender(settings, bot)
+    instances = build_instances(settings, db, sender)
+    return Transport(bot, sender, instances)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +124,12 @@ def build_pipeline(
     return Pipeline(inbox, responder, dispatcher, intake)
 
 
-def build_sender(settings: Settings, bot: Bot, coordination: Coordination | None) -> Sender:
-    """Every Bot API call; with claimed chats, a request waits for no expired claim."""
+def build_sender(settings: Settings, bot: Bot) -> Sender:
+    """Every Bot API call, paced per chat and overall."""
     return Sender(
         bot,
         per_chat_interval_s=settings.telegram_chat_interval_s,
         global_per_second=settings.telegram_global_sends_per_s,
-        send_guard=coordination.fence.check if coordination is not None else None,
     )
 
 

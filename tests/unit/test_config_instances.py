@@ -6,8 +6,10 @@ import os
 import socket
 
 import pytest
+from aiogram import Bot
 
 from bot.features.instances import build_instances
+from bot.sender import Sender
 from storage.backend import Database
 from tests.unit.test_config import error_for, make
 
@@ -33,7 +35,10 @@ def test_a_lease_under_a_second_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
 async def test_chats_are_claimed_only_on_postgresql(
     monkeypatch: pytest.MonkeyPatch, db: Database
 ) -> None:
-    instances = build_instances(make(monkeypatch, INSTANCE_ID="bot-1"), db)
+    settings = make(monkeypatch, INSTANCE_ID="bot-1")
+    sender = Sender(Bot(settings.bot_token.get_secret_value()))
+    instances = build_instances(settings, db, sender)
+    await sender.bot.session.close()
     if db.dialect.name == "sqlite":
         assert instances is None  # one process: the intake keeps its chats in memory
     else:
