@@ -218,7 +218,7 @@ class Responder:
 
 
 class Outbox:
-    """The reply channel of one inbox row, handed to handlers through workflow data."""
+    """The reply channel of one inbox row, handed to handlers in their `ctx`."""
 
     def __init__(
         self, responder: Responder, row: InboxRow, *, reply_to_message_id: int | None
