@@ -21,7 +21,8 @@ lets it expire.
 Load: a streamed answer costs CPU for every token (the stream) and every draft (about
 25 ms more per 300-token answer than a whole one, measured in bench/streaming.py). So a
 new turn streams only while at most `max_busy_chats` chats are being answered at once
-(STREAM_MAX_CHATS, counted by the intake); beyond that it gets the typing indicator and
+(STREAM_MAX_CHATS: the turns running or waiting for a slot, `services.limits.TurnSlots`,
+read through `busy_chats`); beyond that it gets the typing indicator and
 the whole answer, as with streaming off — under load, drafts are the first thing
 dropped, before any answer is delayed.
 
@@ -35,28 +36,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from aiogram.enums import ChatAction
-from aiogram.methods import SendChatAction, TelegramMethod
+from aiogram.methods import SendChatAction
 
 from bot.formatting import markdown_to_messages
+from bot.sender import Sender
 
 log = logging.getLogger(__name__)
 
 TYPING_REFRESH_S = 4.0  # Telegram shows "typing…" for about 5 s per chat action
 DRAFT_REFRESH_S = 20.0  # a draft lasts about 30 s unless updated
 _DRAFT_ID_SPACE = 2_147_483_647
-
-
-class DraftSender(Protocol):
-    """What drafts need from bot.sender.Sender."""
-
-    async def send_draft(
-        self, chat_id: int, draft_id: int, text: str, *, parse_mode: str | None = None
-    ) -> str: ...
-
-    async def call(self, method: TelegramMethod[bool]) -> bool: ...
 
 
 def draft_id_for(update_id: int) -> int:
@@ -69,7 +61,7 @@ class Drafts:
 
     def __init__(
         self,
-        sender: DraftSender,
+        sender: Sender,
         *,
         enabled: bool = True,
         max_busy_chats: int = 100,
@@ -78,8 +70,9 @@ class Drafts:
         self._sender = sender
         self._enabled = enabled
         self._max_busy_chats = max_busy_chats
-        # chats being answered right now (the intake's workers); by default, the streams
-        self.busy_chats: Callable[[], int] = busy_chats or (lambda: len(self._stops))
+        # chats being answered right now, this one included (the wiring reads the turn
+        # slots); by default, the streams
+        self._busy_chats: Callable[[], int] = busy_chats or (lambda: len(self._stops))
         self._stops: dict[tuple[int, int], asyncio.Event] = {}
         self.stops_pressed = 0
         self.streams_declined = 0  # turns answered whole because too many chats were busy
@@ -93,7 +86,7 @@ class Drafts:
         chats (this one included) are being answered."""
         if not self._enabled:
             return False
-        if self.busy_chats() > self._max_busy_chats:
+        if self._busy_chats() > self._max_busy_chats:
             self.streams_declined += 1
             return False
         return True

@@ -26,6 +26,7 @@ from aiogram.enums import ChatType, MessageEntityType
 from aiogram.filters import Filter
 from aiogram.types import Message, TelegramObject, User
 
+from bot.context import UpdateContext
 from bot.texts import BUILT_IN, TextTable
 
 # Telegram's placeholder senders of messages sent on behalf of a chat
@@ -140,9 +141,11 @@ class LanguageMiddleware(BaseMiddleware):
 
     Puts `language` (ours: "ru" or "en", by `TextTable.choose`: the user's Telegram
     language when it is one of ours, else DEFAULT_LANGUAGE) and `texts` (the shop's
-    effective phrases in it) into the handler data. It wraps the update, so the data an
-    error handler receives carries them too. No user (a channel post, say) means the
-    default language, as a missing `language_code` does.
+    effective phrases in it) into the handler data, and with them the update's `ctx`
+    (`bot.context.UpdateContext`) when the update was fed with its `outbox` and
+    `inbox_update_id` (bot/processing.py). It wraps the update, so the data an error
+    handler receives carries them too. No user (a channel post, say) means the default
+    language, as a missing `language_code` does.
     """
 
     def __init__(self, table: TextTable = BUILT_IN) -> None:
@@ -158,4 +161,7 @@ class LanguageMiddleware(BaseMiddleware):
         language, texts = self._table.choose(user.language_code if user else None)
         data["language"] = language
         data["texts"] = texts
+        outbox = data.get("outbox")
+        if outbox is not None:
+            data["ctx"] = UpdateContext(outbox, data["inbox_update_id"], language, texts)
         return await handler(event, data)

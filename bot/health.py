@@ -35,26 +35,17 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from aiohttp import web
 
+from bot.intake import Intake
+from bot.responder import Responder
 from storage.database import Database
 from storage.inbox import InboxRepository
 
 log = logging.getLogger(__name__)
 
 HEALTH_CACHE_S = 1.0
-
-
-class IntakeLike(Protocol):
-    @property
-    def stalled_chats(self) -> int: ...
-
-
-class DeliveryLike(Protocol):
-    @property
-    def failing_since(self) -> float | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +80,8 @@ class Health:
         *,
         db: Database,
         inbox: InboxRepository,
-        intake: IntakeLike,
-        delivery: DeliveryLike,
+        intake: Intake,
+        delivery: Responder,
         delivery_threshold_s: float,
         cache_s: float = HEALTH_CACHE_S,
         clock: Callable[[], float] = time.time,

@@ -9,17 +9,23 @@ Telegram then sends the user's OWN contact (its `user_id` is the sender's), whic
 makes the number verified (services/phones.py). Telegram offers such buttons in private
 chats only, so they are never attached in groups.
 
-The 👍/👎 buttons under an AI answer are inline buttons whose callback data names the
-answer: `fb:<turn id>:u` or `fb:<turn id>:d` (38 bytes; Telegram allows 64). Telegram
-returns whatever data a client sends, so `parse_feedback` accepts only exactly this form
-and the feedback service checks that the answer belongs to the chat of the press.
+Every inline button's data is an aiogram `CallbackData` class: `FeedbackButton`
+(👍/👎 under an AI answer, `fb:<turn id>:u` or `fb:<turn id>:d`, 38 bytes; Telegram
+allows 64) and `HandoffButton` ("talk to a person", `handoff:start`). The wire forms are
+the ones earlier versions wrote, so the buttons under answers already in customers'
+chats (and in stored replies, `StoredReply.reply_markup`) keep working after an upgrade.
+Telegram returns whatever data a client sends, so `FeedbackButton.read` accepts only
+exactly this form and the feedback service checks that the answer belongs to the chat of
+the press.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal, Self
 
+from aiogram.filters.callback_data import CallbackData
 from aiogram.types import (
     InlineKeyboardButton,
     InlineKeyboardMarkup,
@@ -32,14 +38,49 @@ from bot.sender import ReplyMarkup
 from bot.texts import Texts
 from services.feedback import Rating
 
-FEEDBACK_PREFIX = "fb:"
-# the one form a feedback button's data may have: a turn id (uuid4 hex) and u/d
-_FEEDBACK_DATA = re.compile(r"fb:([0-9a-f]{32}):([ud])")
-_RATING_CODES = {Rating.UP: "u", Rating.DOWN: "d"}
 _RATING_EMOJI = {Rating.UP: "👍", Rating.DOWN: "👎"}
+_TURN_ID = re.compile(r"[0-9a-f]{32}")  # services/chat.py: uuid4().hex
 CHOSEN_MARK = "✓"
-# issue 16's handoff router answers this button ("talk to a person")
-HANDOFF_START = "handoff:start"
+
+
+class Vote(StrEnum):
+    """A rating as the button writes it (one letter, to keep the data short)."""
+
+    UP = "u"
+    DOWN = "d"
+
+    @property
+    def rating(self) -> Rating:
+        return Rating.UP if self is Vote.UP else Rating.DOWN
+
+    @classmethod
+    def of(cls, rating: Rating) -> Vote:
+        return cls.UP if rating is Rating.UP else cls.DOWN
+
+
+class FeedbackButton(CallbackData, prefix="fb"):
+    """👍/👎 under answer `turn_id` (a uuid4 hex): `fb:<turn id>:u|d`."""
+
+    turn_id: str
+    vote: Vote
+
+    @classmethod
+    def read(cls, data: str | None) -> Self | None:
+        """The button's data exactly as we write it, naming a turn id (uuid4 hex); None
+        for anything else."""
+        try:
+            button = cls.unpack(data or "")
+        except (TypeError, ValueError):  # pydantic's ValidationError is a ValueError
+            return None
+        if not _TURN_ID.fullmatch(button.turn_id) or button.pack() != data:
+            return None
+        return button
+
+
+class HandoffButton(CallbackData, prefix="handoff"):
+    """ "Talk to a person" (bot/routers/handoff.py): `handoff:start`."""
+
+    action: Literal["start"] = "start"
 
 
 def share_phone_keyboard(texts: Texts) -> ReplyKeyboardMarkup:
@@ -50,15 +91,11 @@ def share_phone_keyboard(texts: Texts) -> ReplyKeyboardMarkup:
     )
 
 
-# The callback data of the "talk to a person" button (also offered by issue 18's feedback)
-HANDOFF_START = "handoff:start"
-
-
 def operator_keyboard(texts: Texts) -> InlineKeyboardMarkup:
     """One inline button that starts a handoff to a person (bot/routers/handoff.py)."""
     return InlineKeyboardMarkup(
         inline_keyboard=[
-            [InlineKeyboardButton(text=texts.operator_button, callback_data=HANDOFF_START)]
+            [InlineKeyboardButton(text=texts.operator_button, callback_data=HandoffButton().pack())]
         ]
     )
 
@@ -75,22 +112,15 @@ def feedback_keyboard(
     buttons = [
         InlineKeyboardButton(
             text=f"{CHOSEN_MARK} {_RATING_EMOJI[r]}" if r is chosen else _RATING_EMOJI[r],
-            callback_data=f"{FEEDBACK_PREFIX}{turn_id}:{_RATING_CODES[r]}",
+            callback_data=FeedbackButton(turn_id=turn_id, vote=Vote.of(r)).pack(),
         )
         for r in (Rating.UP, Rating.DOWN)
     ]
     rows = [buttons]
     if operator_label is not None:
-        rows.append([InlineKeyboardButton(text=operator_label, callback_data=HANDOFF_START)])
+        handoff = HandoffButton().pack()
+        rows.append([InlineKeyboardButton(text=operator_label, callback_data=handoff)])
     return InlineKeyboardMarkup(inline_keyboard=rows)
-
-
-def parse_feedback(data: str | None) -> tuple[str, Rating] | None:
-    """(turn id, rating) from a feedback button's data; None for anything else."""
-    match = _FEEDBACK_DATA.fullmatch(data or "")
-    if match is None:
-        return None
-    return match[1], Rating.UP if match[2] == "u" else Rating.DOWN
 
 
 def markup_to_json(markup: ReplyMarkup) -> dict[str, Any]:

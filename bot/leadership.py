@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from enum import StrEnum
-from typing import Protocol
 
 from pydantic import SecretStr
 
@@ -27,16 +26,6 @@ PING_S = 2.0
 PING_TIMEOUT_S = 2.0
 
 
-class LockLike(Protocol):
-    """What the election needs from a lock (`storage.leader.LeaderLock`)."""
-
-    async def try_acquire(self) -> bool: ...
-
-    async def ping(self, timeout_s: float) -> bool: ...
-
-    async def release(self) -> None: ...
-
-
 class Role(StrEnum):
     LEADER = "leader"
     STANDBY = "standby"
@@ -47,7 +36,7 @@ class Leadership:
 
     def __init__(
         self,
-        lock: LockLike,
+        lock: LeaderLock,
         *,
         retry_s: float = RETRY_S,
         ping_s: float = PING_S,

@@ -1,11 +1,12 @@
 """Feeds one inbox row to the aiogram dispatcher with its reply channel.
 
-Handlers receive `outbox` (bound to this row) and `inbox_update_id` through the
-workflow data. A row no handler answered (an edited message, a group message not meant
-for the bot, an update type the bot does not use) is finished as `ignored`, as is one
-whose handler sent its messages itself rather than through the outbox. A row aiogram
-cannot parse (fields of the wrong type) is finished as `failed` with reason
-`unparsable`, logged without its content; the chat's next update follows as usual.
+The dispatcher gets `outbox` (bound to this row) and `inbox_update_id`, which the
+language middleware turns into the handlers' `ctx` (bot/context.py). A row no handler
+answered (an edited message, a group message not meant for the bot, an update type the
+bot does not use) is finished as `ignored`, as is one whose handler sent its messages
+itself rather than through the outbox. A row aiogram cannot parse (fields of the wrong
+type) is finished as `failed` with reason `unparsable`, logged without its content; the
+chat's next update follows as usual.
 """
 
 from __future__ import annotations

@@ -22,15 +22,14 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Protocol
 
 from aiogram.enums import ChatAction
-from aiogram.methods import SendChatAction, TelegramMethod
+from aiogram.methods import SendChatAction
 
 from bot.formatting import Rendered, markdown_to_messages
 from bot.keyboards import markup_from_json, markup_to_json
 from bot.send_outcome import THREAD_NOT_FOUND
-from bot.sender import ReplyMarkup
+from bot.sender import ReplyMarkup, Sender, SendResult
 from storage.database import StorageRetry
 from storage.inbox import (
     DELIVERED,
@@ -47,42 +46,6 @@ log = logging.getLogger(__name__)
 TYPING_REFRESH_S = 4.0  # Telegram shows "typing…" for about 5 s per chat action
 
 
-class SendResultLike(Protocol):
-    @property
-    def status(self) -> str: ...
-    @property
-    def message_id(self) -> int | None: ...
-    @property
-    def reason(self) -> str | None: ...
-
-
-class TextSender(Protocol):
-    """What the responder needs from bot.sender.Sender."""
-
-    async def send_text(
-        self,
-        chat_id: int,
-        text: str,
-        *,
-        parse_mode: str | None = None,
-        plain_text: str | None = None,
-        reply_to_message_id: int | None = None,
-        reply_markup: ReplyMarkup | None = None,
-        message_thread_id: int | None = None,
-    ) -> SendResultLike: ...
-
-    async def copy_message(
-        self,
-        chat_id: int,
-        *,
-        from_chat_id: int,
-        message_id: int,
-        message_thread_id: int | None = None,
-    ) -> SendResultLike: ...
-
-    async def call(self, method: TelegramMethod[bool]) -> bool: ...
-
-
 # Called when a part's forum topic no longer exists: (chat id, lost topic id) → the id of
 # a topic to post in instead, or None (bot/handoff.py recreates a customer's topic).
 TopicLost = Callable[[int, int], Awaitable[int | None]]
@@ -94,7 +57,7 @@ class Responder:
     def __init__(
         self,
         inbox: InboxRepository,
-        sender: TextSender,
+        sender: Sender,
         *,
         storage_retry: StorageRetry | None = None,
         transient_failures: frozenset[str] = frozenset(),
@@ -174,7 +137,7 @@ class Responder:
             return
         await self._finish(row.update_id, DELIVERED, None)
 
-    async def _send_part(self, row_chat_id: int, part: StoredReply) -> SendResultLike:
+    async def _send_part(self, row_chat_id: int, part: StoredReply) -> SendResult:
         """One part to its chat (the update's unless the part names another); a part
         whose forum topic was deleted goes to the topic `topic_lost` gives instead."""
         chat_id = part.chat_id if part.chat_id is not None else row_chat_id
@@ -191,7 +154,7 @@ class Responder:
 
     async def _send_once(
         self, chat_id: int, part: StoredReply, thread_id: int | None
-    ) -> SendResultLike:
+    ) -> SendResult:
         if part.copy_message_id is not None and part.copy_from_chat_id is not None:
             return await self._sender.copy_message(
                 chat_id,
@@ -255,7 +218,7 @@ class Responder:
 
 
 class Outbox:
-    """The reply channel of one inbox row, handed to handlers through workflow data."""
+    """The reply channel of one inbox row, handed to handlers in their `ctx`."""
 
     def __init__(
         self, responder: Responder, row: InboxRow, *, reply_to_message_id: int | None

@@ -154,7 +154,6 @@ class Sender:
         backoff_max_s: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-        send_guard: Callable[[], None] | None = None,
     ) -> None:
         self._bot = bot
         self._policy = RetryPolicy(
@@ -175,7 +174,11 @@ class Sender:
         # time, so the send path only adds two numbers.
         self.flood_waits = 0
         self.flood_wait_s = 0.0
-        bot.session.middleware(PacingMiddleware(self._pacer, send_guard))
+        bot.session.middleware(PacingMiddleware(self._pacer))
+
+    @property
+    def bot(self) -> Bot:
+        return self._bot
 
     @property
     def tracked_chats(self) -> int:
@@ -389,15 +392,10 @@ class PacingMiddleware(BaseRequestMiddleware):
 
     A message gets the chat's turn and a global slot, anything else a global slot; the
     long poll (`getUpdates`) is never paced. No retries here: see the module docstring.
-
-    Every request, the sender's too, passes `send_guard` last, right before it is made:
-    with several instances it stops a chat's work whose claim may have passed to
-    another instance (bot/claimed.py, `ClaimFence.check`) before it can send.
     """
 
-    def __init__(self, pacer: Pacer, send_guard: Callable[[], None] | None = None) -> None:
+    def __init__(self, pacer: Pacer) -> None:
         self._pacer = pacer
-        self._guard = send_guard
 
     async def __call__(
         self,
@@ -413,9 +411,33 @@ class PacingMiddleware(BaseRequestMiddleware):
                 await self._pacer.request_turn(chat_id)
             else:
                 await self._pacer.request_turn()
-        if self._guard is not None:
-            self._guard()
         return await make_request(bot, method)
+
+
+class RequestGuard(BaseRequestMiddleware):
+    """A check every request passes right before it is made, the sender's too: installed
+    on the bot's session after the `Sender` (`guard_requests`), so it runs inside the
+    pacing, after any wait. With several instances it stops a chat's work whose claim may
+    have passed to another instance (bot/claimed.py, `ClaimFence.check`) before it sends.
+    """
+
+    def __init__(self, check: Callable[[], None]) -> None:
+        self._check = check
+
+    async def __call__(
+        self,
+        make_request: NextRequestMiddlewareType[TelegramType],
+        bot: Bot,
+        method: TelegramMethod[TelegramType],
+    ) -> Response[TelegramType]:
+        self._check()
+        return await make_request(bot, method)
+
+
+def guard_requests(sender: Sender, check: Callable[[], None]) -> None:
+    """`check` before every request of `sender`'s bot (once the sender is built: the
+    session's middlewares run in the order they were added)."""
+    sender.bot.session.middleware(RequestGuard(check))
 
 
 @contextmanager

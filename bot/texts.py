@@ -86,6 +86,14 @@ class Texts:
     feedback_thanks: str
     feedback_refused: str  # the button does not name an answer of this chat
     feedback_not_asker: str  # in a group, someone other than the asker pressed
+    # the commands menu (bot/menu.py): plain words, at most 256 characters each
+    menu_start: str
+    menu_help: str
+    menu_new: str
+    menu_phone: str
+    menu_forget_phone: str
+    menu_stats: str  # admins only
+    menu_operator: str  # only when OPERATOR_CHAT_ID is set
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -98,6 +106,9 @@ class Texts:
 
 
 TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts))
+# the commands menu's words (Telegram: a command's description takes 1-256 characters)
+MENU_PREFIX = "menu_"
+MENU_WORDS_LIMIT = 256
 # Which placeholders a text may use, and which it must (see the module docstring).
 _RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
     "too_long": frozenset({"limit"}),
@@ -229,6 +240,13 @@ RU_TEMPLATES = Texts(
     feedback_thanks="Спасибо за оценку!",
     feedback_refused="Этот ответ здесь оценить нельзя.",
     feedback_not_asker="Оценить ответ может только тот, кто задал вопрос.",
+    menu_start="Что умеет бот",
+    menu_help="Справка",
+    menu_new="Начать разговор заново",
+    menu_phone="Подтвердить номер телефона",
+    menu_forget_phone="Удалить мой номер телефона",
+    menu_stats="Статистика поддержки",
+    menu_operator="Позвать сотрудника магазина",
 )
 
 _EN_START_BODY = (
@@ -336,6 +354,13 @@ EN_TEMPLATES = Texts(
     feedback_thanks="Thank you for the rating!",
     feedback_refused="This answer cannot be rated here.",
     feedback_not_asker="Only the person who asked can rate this answer.",
+    menu_start="What the bot can do",
+    menu_help="Help",
+    menu_new="Start the conversation over",
+    menu_phone="Verify my phone number",
+    menu_forget_phone="Remove my phone number",
+    menu_stats="Support statistics",
+    menu_operator="Talk to a person",
 )
 
 _TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}
@@ -430,7 +455,10 @@ def _effective(
     }
     texts = replace(template, **values)
     for key in TEXT_KEYS:
-        if not _fits_one_message(_shown(texts, key)):
+        if key.startswith(MENU_PREFIX):
+            if not 1 <= len(getattr(texts, key).strip()) <= MENU_WORDS_LIMIT:
+                problems.append(f"[{language}] {key}: a menu entry takes 1-256 characters")
+        elif not _fits_one_message(_shown(texts, key)):
             problems.append(f"[{language}] {key}: too long for one Telegram message")
     return texts, problems
 

@@ -66,7 +66,8 @@ from services.llm.types import ChatModel, Message, StepListener
 from services.log_context import bound_turn
 from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, TurnReply
 from services.output_guard import SystemPromptGuard
-from services.summarizer import ConversationSummarizer, PromptRenderer
+from services.prompts import PromptRegistry
+from services.summarizer import ConversationSummarizer
 from storage.conversations import ConversationRepository, SessionSummary
 from storage.database import Database, StorageRetry, StorageUnavailable
 from storage.records import HistoryPair as StoredPair
@@ -135,7 +136,7 @@ class ChatService:
         self,
         *,
         loop: TurnLoop,
-        prompts: PromptRenderer,
+        prompts: PromptRegistry,
         conversations: ConversationRepository,
         recorder: TurnRecorder,
         summarizer: ConversationSummarizer,
@@ -437,26 +438,38 @@ def summary_block(content: str) -> str:
     return f"{SUMMARY_DATA_NOTICE}\n<{SUMMARY_TAG}>\n{safe}\n</{SUMMARY_TAG}>"
 
 
+@dataclass(frozen=True, slots=True)
+class ChatOptions:
+    """The settings of a chat service and its summarizer (the bot's come from bot/config.py).
+
+    `history_token_budget` bounds the history a prompt carries (and so when the
+    summarizer folds older messages into the summary); `summary_max_tokens` bounds one
+    summary; `draft_interval_s` paces the drafts of a streamed answer.
+    """
+
+    shop_name: str = DEFAULT_SHOP_NAME
+    history_token_budget: int = 2000
+    summary_max_tokens: int = 300
+    draft_interval_s: float = 1.0
+
+
 def build_chat_service(
     *,
     db: Database,
     loop: TurnLoop,
     model: ChatModel,
-    prompts: PromptRenderer,
+    prompts: PromptRegistry,
     shop: ShopRepository,
-    shop_name: str = DEFAULT_SHOP_NAME,
-    history_token_budget: int = 2000,
-    summary_max_tokens: int = 300,
-    max_concurrent_turns: int = 200,
     turn_slots: TurnSlots | None = None,
-    summary_shutdown_timeout_s: float = 10.0,
+    options: ChatOptions = ChatOptions(),
     storage_retry: StorageRetry | None = None,
-    draft_interval_s: float = 1.0,
     record_observer: RecordObserver | None = None,
 ) -> ChatService:
     """Wire the chat service and its storage and summarizer (for the composition root).
 
-    `record_observer` is told about every stored turn and model call (the bot's metrics).
+    `turn_slots` (MAX_CONCURRENT_TURNS) are shared with whoever reads the load (the
+    bot's drafts; None: the service's own, of the default size); `record_observer` is
+    told about every stored turn and model call (the bot's metrics).
     """
     conversations = ConversationRepository(db)
     recorder = TurnRecorder(db, observer=record_observer)
@@ -465,8 +478,8 @@ def build_chat_service(
         prompts=prompts,
         conversations=conversations,
         recorder=recorder,
-        history_token_budget=history_token_budget,
-        summary_max_tokens=summary_max_tokens,
+        history_token_budget=options.history_token_budget,
+        summary_max_tokens=options.summary_max_tokens,
     )
     return ChatService(
         loop=loop,
@@ -475,11 +488,9 @@ def build_chat_service(
         recorder=recorder,
         summarizer=summarizer,
         shop=shop,
-        shop_name=shop_name,
-        history_token_budget=history_token_budget,
-        max_concurrent_turns=max_concurrent_turns,
+        shop_name=options.shop_name,
+        history_token_budget=options.history_token_budget,
         turn_slots=turn_slots,
-        summary_shutdown_timeout_s=summary_shutdown_timeout_s,
         storage_retry=storage_retry,
-        draft_interval_s=draft_interval_s,
+        draft_interval_s=options.draft_interval_s,
     )

@@ -14,7 +14,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
-from typing import Protocol
 
 from services.chat import WITHHELD
 from services.loop_types import UNAVAILABLE_CODES, StopReason
@@ -29,7 +28,14 @@ from storage.stats import (
     ToolFigures,
     TurnFigures,
 )
-from storage.voice import FAILED, OFF, TOO_LONG, TRANSCRIBED, VoiceStatusCount
+from storage.voice import (
+    FAILED,
+    OFF,
+    TOO_LONG,
+    TRANSCRIBED,
+    VoiceNoteRepository,
+    VoiceStatusCount,
+)
 
 PERIOD_SECONDS: dict[str, float | None] = {
     "24h": 24 * 3600.0,
@@ -201,12 +207,6 @@ class VoiceStats:
         )
 
 
-class VoiceCounter(Protocol):
-    """What the stats need from storage.voice.VoiceNoteRepository."""
-
-    async def status_counts(self, since: float | None, until: float) -> list[VoiceStatusCount]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class StoppedFigures:
     """Streamed answers the customer stopped (the stop button), issue 17's numbers."""
@@ -270,7 +270,7 @@ class StatsService:
         repository: StatsRepository,
         clock: Callable[[], float],
         *,
-        voice: VoiceCounter | None = None,
+        voice: VoiceNoteRepository | None = None,
         timezone: tzinfo = UTC,
         prices: Prices | None = None,
         currency: str = "USD",

@@ -18,7 +18,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import Protocol
 
 from services.data_blocks import defuse_tags
 from services.history import (
@@ -31,6 +30,7 @@ from services.history import (
 from services.llm.errors import LLMError
 from services.llm.types import ChatModel, LLMResponse, Message
 from services.loop_types import model_call_record
+from services.prompts import PromptRegistry
 from storage.conversations import ConversationRepository
 from storage.records import ModelCallRecord, TurnRecorder
 
@@ -38,19 +38,6 @@ log = logging.getLogger(__name__)
 
 SUMMARY_PROMPT_ID = "conversation_summary"
 SUMMARY_PURPOSE = "summary"
-
-
-class RenderedPromptLike(Protocol):
-    @property
-    def text(self) -> str: ...
-    @property
-    def ref(self) -> str: ...
-
-
-class PromptRenderer(Protocol):
-    """The part of services.prompts.PromptRegistry this package uses."""
-
-    def render(self, prompt_id: str, /, **variables: object) -> RenderedPromptLike: ...
 
 
 class SummaryOutcome(StrEnum):
@@ -66,7 +53,7 @@ class ConversationSummarizer:
         self,
         *,
         model: ChatModel,
-        prompts: PromptRenderer,
+        prompts: PromptRegistry,
         conversations: ConversationRepository,
         recorder: TurnRecorder,
         history_token_budget: int,

@@ -2,58 +2,61 @@
 
 Commands first (/phone and /forget_phone among them), then the admin commands (only for
 ADMIN_IDS), then the fall-through for unknown commands — so a non-admin's /stats gets
-exactly the reply any unknown command gets — then shared contacts, then voice notes,
-then customer messages; button presses (👍/👎) have their own router. Errors are handled
-by their own router. With OPERATOR_CHAT_ID set, the handoff routers
-(bot/routers/handoff.py) join: see `get_routers`.
+exactly the reply any unknown command gets — then shared contacts, then the features'
+message routers (during a handoff, voice notes), then customer messages; button presses
+(👍/👎) have their own router. Errors are handled by their own router. A feature
+(bot/features/) puts its routers in one of three places: `FeatureRouters`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from aiogram import Router
 
+from bot.context import HandlerDeps
+from bot.menu import Menu
+from bot.routers import admin, commands, phone
 from bot.routers.chat import build_chat_router
 from bot.routers.commands import build_commands_router, build_unknown_command_router
 from bot.routers.errors import build_errors_router
 from bot.routers.feedback import build_feedback_router
-from bot.routers.handoff import (
-    build_customer_handoff_router,
-    build_handoff_button_router,
-    build_handoff_commands_router,
-    build_operator_router,
-)
 from bot.routers.phone import build_contact_router, build_phone_commands_router
-from bot.routers.voice import build_voice_router
+
+if TYPE_CHECKING:
+    from bot.features import Feature
 
 
 def get_routers(
+    deps: HandlerDeps,
     *,
     admin_ids: Iterable[int],
-    operator_chat_id: int | None = None,
-    feedback_buttons: bool = True,
+    features: Sequence[Feature] = (),
 ) -> list[Router]:
-    """`operator_chat_id` set: the handoff routers too — the operators' group first (no
-    other router sees it), /operator among the commands, the "talk to a person" button
-    (also offered after a 👎), and a customer's messages during a handoff before the AI's
-    router. `feedback_buttons`: 👍/👎 under AI answers (FEEDBACK_ENABLED)."""
-    from bot.routers.admin import build_admin_router
-
-    handoff = operator_chat_id is not None
-    operators = [build_operator_router(operator_chat_id)] if operator_chat_id is not None else []
+    """The core routers with the features' ones in their places. After a 👎 the
+    feedback router offers "talk to a person" when handoff is on (`deps.handoff`)."""
+    parts = [feature.routers(deps) for feature in features]
     return [
-        *operators,
-        build_commands_router(),
-        build_phone_commands_router(),
-        *([build_handoff_commands_router(), build_handoff_button_router()] if handoff else []),
-        build_admin_router(frozenset(admin_ids)),
+        *(router for part in parts for router in part.first),
+        build_commands_router(deps),
+        build_phone_commands_router(deps),
+        *(router for part in parts for router in part.commands),
+        admin.build_admin_router(
+            deps,
+            frozenset(admin_ids),
+            sections=[section for feature in features for section in feature.stats_sections],
+        ),
         build_unknown_command_router(),
-        build_contact_router(),
-        # during a handoff every customer message (voice notes too) goes to the operators
-        *([build_customer_handoff_router()] if handoff else []),
-        build_voice_router(feedback_buttons=feedback_buttons),
-        build_chat_router(feedback_buttons=feedback_buttons),
-        build_feedback_router(offer_operator=handoff),
+        build_contact_router(deps),
+        *(router for part in parts for router in part.messages),
+        build_chat_router(deps),
+        build_feedback_router(deps, offer_operator=deps.handoff is not None),
         build_errors_router(),
     ]
+
+
+def get_menu(features: Sequence[Feature] = ()) -> Menu:
+    """The commands menu: the core routers' entries, then the features'."""
+    extra = tuple(entry for feature in features for entry in feature.menu)
+    return Menu(customers=commands.MENU + phone.MENU + extra, admins=admin.MENU)

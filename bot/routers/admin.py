@@ -2,14 +2,15 @@
 
 The router's filter lets only admins in. For anyone else it does not handle the update
 at all, so a non-admin's /stats falls through to the unknown-command reply and reveals
-nothing. The figures come from `StatsService` (workflow data `stats`), the words and
-the picture from `bot.stats_view`, in the `language` `LanguageMiddleware` chose; this
+nothing. The figures come from `StatsService` (`HandlerDeps.stats`), the words and
+the picture from `bot.stats_view`, in the language of the update's `ctx`; this
 module only sends them: the table as monospace text through the update's `outbox`
 (stored in the inbox before it is sent, like every answer), then the chart as a photo
 through the shared `sender` (paced, flood control honoured). The chart is drawn in a
 worker thread, in the admin's language, and a drawing failure costs the photo, never the
-text. `sections` are extra blocks of the owner's table (e.g. handoffs when configured),
-each a callable that returns its lines for a language.
+text. `sections` are extra blocks of the owner's table that features contribute (e.g.
+handoffs when configured, bot/features/handoff.py): each is asked for the report's
+period and returns its lines for a language.
 """
 
 from __future__ import annotations
@@ -17,34 +18,40 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiogram import Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
+from bot.context import HandlerDeps, UpdateContext
 from bot.filters import FromUsers, IsCommand
 from bot.formatting import Rendered
-from bot.handoff import HandoffDesk
+from bot.menu import MenuEntry
 from bot.responder import Outbox
 from bot.sender import Sender
 from bot.stats_view.chart import render_chart
-from bot.stats_view.handoff import handoff_block
 from bot.stats_view.table import TableSection, render_table
 from bot.stats_view.wording import chart_caption, usage_hint
 from bot.texts import Language
-from services.stats import StatsReport, StatsService, StatsUsageError, handoff_stats
+from services.stats import StatsReport, StatsUsageError
 
 logger = logging.getLogger(__name__)
 
 ChartRenderer = Callable[[StatsReport, Language], bytes]
+# an extra block of the owner's table, computed for the report (its period)
+StatsSection = Callable[[StatsReport], Awaitable[TableSection]]
+
+# the admins' menu entries of this router (bot/menu.py)
+MENU = (MenuEntry("stats", lambda t: t.menu_stats),)
 
 
 def build_admin_router(
+    deps: HandlerDeps,
     admin_ids: frozenset[int],
     *,
     chart_renderer: ChartRenderer = render_chart,
-    sections: Sequence[TableSection] = (),
+    sections: Sequence[StatsSection] = (),
 ) -> Router:
     """`chart_renderer` is replaceable so tests can make the drawing fail."""
     router = Router(name="admin")
@@ -52,20 +59,13 @@ def build_admin_router(
     router.message.filter(IsCommand(), FromUsers(admin_ids))
 
     @router.message(Command("stats"))
-    async def stats_command(
-        message: Message,
-        command: CommandObject,
-        stats: StatsService,
-        outbox: Outbox,
-        sender: Sender,
-        language: Language,
-        handoff: HandoffDesk | None = None,
-    ) -> None:
+    async def stats_command(message: Message, ctx: UpdateContext, command: CommandObject) -> None:
+        stats, language = deps.stats, ctx.language
         try:
             period = stats.parse_period(command.args)
         except StatsUsageError:
             hint = usage_hint(language)
-            await outbox.send_rendered([Rendered(html.escape(hint), hint)])
+            await ctx.outbox.send_rendered([Rendered(html.escape(hint), hint)])
             return
         report = await stats.report(period)
         chart: bytes | None = None
@@ -75,14 +75,10 @@ def build_admin_router(
             except Exception:  # the table is still worth sending
                 logger.exception("stats chart rendering failed; sending the table only")
         caption = chart_caption(report, language)
-        shown = list(sections)
-        if handoff is not None:  # handoffs, when configured (bot/stats_view/handoff.py)
-            counts = await handoff.service.counts(report.period.since, report.period.until)
-            handoffs = handoff_stats(counts)
-            shown.append(lambda lang: handoff_block(handoffs, lang))
+        shown = [await section(report) for section in sections]
         await _send_report(
-            outbox,
-            sender,
+            ctx.outbox,
+            deps.sender,
             message.chat.id,
             render_table(report, language, sections=shown),
             chart,

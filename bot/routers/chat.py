@@ -5,56 +5,45 @@ only of characters that render as nothing: spaces, fillers, zero-width marks —
 services/text_visibility.py), text over MAX_INPUT_CHARS, non-text content. The typing
 indicator covers the whole turn; in private chats, with STREAM_ANSWERS on, a draft
 does instead (bot/drafts.py): "Thinking…", then the answer as it is written, with a
-stop button. `ask_model` and `send_answer` are the one way a customer's words become a
-turn and its answer; voice notes (bot/routers/voice.py) use them too, with what was
-heard.
+stop button. `answer_words` (the length check, `ask_model`, `send_answer`) is the one
+way a customer's words become a turn and its answer; voice notes (bot/routers/voice.py)
+take it too, with what was heard. Collaborators come from `HandlerDeps` (the builder's
+argument), the update's own things from `ctx` (bot/context.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
 
 from aiogram import Bot, Router
 from aiogram.types import Message, MessageGenerationStopped
 
-from bot.drafts import Drafts
+from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.formatting import Rendered, messages_under_heading
 from bot.handoff import HandoffDesk
 from bot.keyboards import feedback_keyboard, operator_keyboard, share_phone_keyboard
 from bot.replies import customer_text
-from bot.responder import Outbox, Responder
+from bot.responder import Outbox
 from bot.sender import ReplyMarkup
 from bot.texts import Texts
 from services.answer_stream import DraftSink
 from services.chat import ChatService
+from services.limits import UserMessageLimiter
 from services.loop_types import TurnReply
 from services.text_visibility import has_visible_text
 
 
-class LimitDecisionLike(Protocol):
-    @property
-    def allowed(self) -> bool: ...
-    @property
-    def notify(self) -> bool: ...
-
-
-class MessageLimiter(Protocol):
-    def check(self, user_id: int) -> LimitDecisionLike: ...
-
-
-async def within_limits(
-    message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
-) -> bool:
+async def within_limits(message: Message, ctx: UpdateContext, limiter: UserMessageLimiter) -> bool:
+    """MESSAGES_PER_MINUTE/PER_DAY for the sender; over them: one notice, then silence."""
     # keyed by the sender (anonymous admins: by their group, not one shared placeholder id)
     decision = limiter.check(caller_of(message).key)
     if decision.allowed:
         return True
     if decision.notify:
-        await outbox.send(texts.rate_limited_notice)
+        await ctx.outbox.send(ctx.texts.rate_limited_notice)
     else:
-        await outbox.ignore("user_rate_limited")
+        await ctx.outbox.ignore("user_rate_limited")
     return False
 
 
@@ -142,66 +131,70 @@ async def send_answer(
         await handoff.service.mark_briefed(begun.handoff)
 
 
-def build_chat_router(*, feedback_buttons: bool = True) -> Router:
-    """`feedback_buttons`: 👍/👎 under each AI answer, stored with the answer."""
+async def answer_words(
+    message: Message,
+    text: str,
+    ctx: UpdateContext,
+    deps: HandlerDeps,
+    *,
+    heard: Rendered | None = None,
+) -> None:
+    """A customer's words (typed, or `heard` in a voice note: the line quoting them goes
+    above the answer) within MAX_INPUT_CHARS become a turn, then its answer. A typed
+    question in a private chat streams into a draft when drafts may stream now; anything
+    else shows "typing…" while the turn runs."""
+    if len(text) > deps.max_input_chars:
+        await ctx.outbox.send(ctx.texts.too_long_for(deps.max_input_chars))
+        return
+    chat_id = message.chat.id
+    transcribed = heard is not None
+    if not transcribed and caller_of(message).private_chat and deps.drafts.can_stream():
+        async with deps.drafts.stream(chat_id, ctx.update_id) as draft:
+            reply = await ask_model(
+                message, text, deps.chat_service, ctx.update_id, drafts=draft, stop=draft.stop
+            )
+    else:
+        async with deps.responder.typing(chat_id):
+            reply = await ask_model(
+                message, text, deps.chat_service, ctx.update_id, transcribed=transcribed
+            )
+    await send_answer(
+        message,
+        reply,
+        ctx.outbox,
+        ctx.texts,
+        language=ctx.language,
+        handoff=deps.handoff,
+        feedback_buttons=deps.feedback_buttons,
+        heading=heard,
+    )
+
+
+def build_chat_router(deps: HandlerDeps) -> Router:
+    """Typed questions (and the stop press of a draft); anything else gets a polite note."""
     router = Router(name="chat")
     router.message.filter(AddressedToBot())
 
     @router.message(HasText())
-    async def on_text(
-        message: Message,
-        bot: Bot,
-        outbox: Outbox,
-        texts: Texts,
-        chat_service: ChatService,
-        limiter: MessageLimiter,
-        responder: Responder,
-        max_input_chars: int,
-        inbox_update_id: int,
-        language: str,
-        handoff: HandoffDesk | None = None,
-        drafts: Drafts | None = None,
-    ) -> None:
-        if not await within_limits(message, outbox, texts, limiter):
+    async def on_text(message: Message, ctx: UpdateContext, bot: Bot) -> None:
+        if not await within_limits(message, ctx, deps.limiter):
             return
         text = (await strip_bot_mention(message.text or "", bot)).strip()
         if not has_visible_text(text):
-            await outbox.send(texts.empty_message)
+            await ctx.outbox.send(ctx.texts.empty_message)
             return
-        if len(text) > max_input_chars:
-            await outbox.send(texts.too_long_for(max_input_chars))
-            return
-        caller = caller_of(message)
-        if caller.private_chat and drafts is not None and drafts.can_stream():
-            async with drafts.stream(message.chat.id, inbox_update_id) as draft:
-                reply = await ask_model(
-                    message, text, chat_service, inbox_update_id, drafts=draft, stop=draft.stop
-                )
-        else:
-            async with responder.typing(message.chat.id):
-                reply = await ask_model(message, text, chat_service, inbox_update_id)
-        await send_answer(
-            message,
-            reply,
-            outbox,
-            texts,
-            language=language,
-            handoff=handoff,
-            feedback_buttons=feedback_buttons,
-        )
+        await answer_words(message, text, ctx, deps)
 
     @router.stopped_message_generation()
-    async def on_stop_pressed(_event: MessageGenerationStopped, outbox: Outbox) -> None:
+    async def on_stop_pressed(_event: MessageGenerationStopped, ctx: UpdateContext) -> None:
         # the running turn was stopped when the update arrived (Drafts.signal, called by
         # the intake); by now its answer is sent, and this update needs nothing more
-        await outbox.ignore("stop_pressed")
+        await ctx.outbox.ignore("stop_pressed")
 
     @router.message()
-    async def on_other(
-        message: Message, outbox: Outbox, texts: Texts, limiter: MessageLimiter
-    ) -> None:
-        if not await within_limits(message, outbox, texts, limiter):
+    async def on_other(message: Message, ctx: UpdateContext) -> None:
+        if not await within_limits(message, ctx, deps.limiter):
             return
-        await outbox.send(texts.text_only)
+        await ctx.outbox.send(ctx.texts.text_only)
 
     return router

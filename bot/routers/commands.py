@@ -6,36 +6,38 @@ from aiogram import Router
 from aiogram.filters import Command, CommandStart
 from aiogram.types import Message
 
+from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, IsCommand
-from bot.responder import Outbox
+from bot.menu import MenuEntry
 from bot.routers.phone import phone_offer
-from bot.texts import Texts
-from services.chat import ChatService
-from services.phones import PhoneVerification
+
+# the customers' menu entries of this router (bot/menu.py), in menu order
+MENU = (
+    MenuEntry("start", lambda t: t.menu_start),
+    MenuEntry("help", lambda t: t.menu_help),
+    MenuEntry("new", lambda t: t.menu_new),
+)
 
 
-def build_commands_router() -> Router:
+def build_commands_router(deps: HandlerDeps) -> Router:
     router = Router(name="commands")
     # IsCommand first: plain questions skip the (costlier) command parsing entirely
     router.message.filter(IsCommand(), AddressedToBot())
 
     @router.message(CommandStart())
-    async def start(
-        message: Message, outbox: Outbox, texts: Texts, phones: PhoneVerification
-    ) -> None:
+    async def start(message: Message, ctx: UpdateContext) -> None:
         # the "share my phone number" button comes with the welcome (bot/routers/phone.py)
-        await outbox.send(texts.start, reply_markup=await phone_offer(message, phones, texts))
+        offer = await phone_offer(message, deps.phones, ctx.texts)
+        await ctx.outbox.send(ctx.texts.start, reply_markup=offer)
 
     @router.message(Command("help"))
-    async def help_(message: Message, outbox: Outbox, texts: Texts) -> None:
-        await outbox.send(texts.help)
+    async def help_(message: Message, ctx: UpdateContext) -> None:
+        await ctx.outbox.send(ctx.texts.help)
 
     @router.message(Command("new"))
-    async def new(
-        message: Message, outbox: Outbox, texts: Texts, chat_service: ChatService
-    ) -> None:
-        await chat_service.reset(message.chat.id)
-        await outbox.send(texts.new_session)
+    async def new(message: Message, ctx: UpdateContext) -> None:
+        await deps.chat_service.reset(message.chat.id)
+        await ctx.outbox.send(ctx.texts.new_session)
 
     return router
 
@@ -46,7 +48,7 @@ def build_unknown_command_router() -> Router:
     router.message.filter(IsCommand(captions=False), AddressedToBot())
 
     @router.message()
-    async def unknown(message: Message, outbox: Outbox, texts: Texts) -> None:
-        await outbox.send(texts.unknown_command)
+    async def unknown(message: Message, ctx: UpdateContext) -> None:
+        await ctx.outbox.send(ctx.texts.unknown_command)
 
     return router

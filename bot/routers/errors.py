@@ -13,8 +13,7 @@ import logging
 from aiogram import Router
 from aiogram.types import ErrorEvent
 
-from bot.responder import Outbox
-from bot.texts import Texts
+from bot.context import UpdateContext
 from storage.database import StorageUnavailable, storage_fault
 
 log = logging.getLogger(__name__)
@@ -29,13 +28,11 @@ def build_errors_router() -> Router:
     router = Router(name="errors")
 
     @router.error(not_a_storage_fault)
-    async def on_error(
-        event: ErrorEvent, outbox: Outbox | None = None, texts: Texts | None = None
-    ) -> None:
-        """`texts` comes from `LanguageMiddleware`, in the language of the failed update.
+    async def on_error(event: ErrorEvent, ctx: UpdateContext | None = None) -> None:
+        """`ctx` (bot/context.py) is in the language of the failed update.
 
-        Both are optional so the error is logged whatever failed: an update fed without
-        an outbox, or one that failed before the language was chosen, gets no apology.
+        It is optional so the error is logged whatever failed: an update fed without an
+        outbox, or one that failed before the language was chosen, gets no apology.
         """
         update = event.update
         turn_id = getattr(event.exception, "turn_id", None)
@@ -46,8 +43,8 @@ def build_errors_router() -> Router:
             type(event.exception).__name__,
             exc_info=event.exception,
         )
-        if outbox is None or outbox.used or update.message is None or texts is None:
+        if ctx is None or ctx.outbox.used or update.message is None:
             return
-        await outbox.send(texts.apology)
+        await ctx.outbox.send(ctx.texts.apology)
 
     return router

@@ -3,7 +3,8 @@
 A press arrives as a `callback_query` update and goes through the inbox and the chat's
 worker like any other update. The handler:
 
-1. reads the button's data strictly (`bot.keyboards.parse_feedback`: `fb:<turn id>:u|d`)
+1. reads the button's data strictly (`bot.keyboards.FeedbackButton.read`:
+   `fb:<turn id>:u|d`)
    and asks the feedback service to record it for the chat the press came from and the
    person who pressed (both from Telegram) — a button naming another chat's answer, or
    any other data, is refused; in a group only the asker may rate;
@@ -11,7 +12,7 @@ worker like any other update. The handler:
    message in the chat);
 3. after a recorded press, edits the buttons to mark the choice (both stay, so the rating
    can be changed); after a 👎, when handoff is configured (`offer_operator`), adds the
-   "talk to a person" button (`handoff:start`, handled by the handoff router).
+   "talk to a person" button (`HandoffButton`, handled by the handoff router).
 
 Nothing is stored for the inbox row to send: it finishes `ignored` with reason
 `feedback_<outcome>`. The acknowledgement and the edit are cosmetic: a failure is logged
@@ -29,42 +30,42 @@ from aiogram.filters import Filter
 from aiogram.methods import AnswerCallbackQuery, EditMessageReplyMarkup, TelegramMethod
 from aiogram.types import CallbackQuery, InlineKeyboardMarkup, Message
 
-from bot.keyboards import FEEDBACK_PREFIX, feedback_keyboard, parse_feedback
-from bot.responder import Outbox
+from bot.context import HandlerDeps, UpdateContext
+from bot.keyboards import FeedbackButton, feedback_keyboard
 from bot.sender import Sender
-from bot.texts import Texts
-from services.feedback import FeedbackOutcome, FeedbackService, Rating
+from services.feedback import FeedbackOutcome, Rating
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+_FEEDBACK_PREFIX = f"{FeedbackButton.__prefix__}{FeedbackButton.__separator__}"
+
+
 class IsFeedbackPress(Filter):
-    """A press of a button whose data claims to be feedback (validated by the handler)."""
+    """A press of a button whose data claims to be feedback (validated by the handler, so
+    forged data gets the "cannot be rated" note rather than no answer at all)."""
 
     async def __call__(self, query: CallbackQuery) -> bool:
-        return (query.data or "").startswith(FEEDBACK_PREFIX)
+        return (query.data or "").startswith(_FEEDBACK_PREFIX)
 
 
-def build_feedback_router(*, offer_operator: bool = False) -> Router:
+def build_feedback_router(deps: HandlerDeps, *, offer_operator: bool = False) -> Router:
     """`offer_operator`: after a 👎, offer the "talk to a person" button (handoff on)."""
     router = Router(name="feedback")
 
     @router.callback_query(IsFeedbackPress())
-    async def on_feedback(
-        query: CallbackQuery,
-        feedback: FeedbackService,
-        sender: Sender,
-        outbox: Outbox,
-        texts: Texts,
-    ) -> None:
-        parsed = parse_feedback(query.data)
+    async def on_feedback(query: CallbackQuery, ctx: UpdateContext) -> None:
+        texts, sender = ctx.texts, deps.sender
+        parsed = FeedbackButton.read(query.data)
         message = query.message if isinstance(query.message, Message) else None
         outcome = FeedbackOutcome.NO_SUCH_ANSWER
         if parsed is not None and message is not None:
-            turn_id, rating = parsed
-            outcome = await feedback.rate(
-                turn_id=turn_id, chat_id=message.chat.id, user_id=query.from_user.id, rating=rating
+            outcome = await deps.feedback.rate(
+                turn_id=parsed.turn_id,
+                chat_id=message.chat.id,
+                user_id=query.from_user.id,
+                rating=parsed.vote.rating,
             )
         notes = {
             FeedbackOutcome.RECORDED: texts.feedback_thanks,
@@ -75,7 +76,7 @@ def build_feedback_router(*, offer_operator: bool = False) -> Router:
             sender, AnswerCallbackQuery(callback_query_id=query.id, text=notes[outcome])
         )
         if outcome is FeedbackOutcome.RECORDED and parsed is not None and message is not None:
-            turn_id, rating = parsed
+            turn_id, rating = parsed.turn_id, parsed.vote.rating
             operator = texts.operator_button if offer_operator and rating is Rating.DOWN else None
             marked = feedback_keyboard(turn_id, chosen=rating, operator_label=operator)
             if _differs(message.reply_markup, marked):
@@ -85,7 +86,7 @@ def build_feedback_router(*, offer_operator: bool = False) -> Router:
                         chat_id=message.chat.id, message_id=message.message_id, reply_markup=marked
                     ),
                 )
-        await outbox.ignore(f"feedback_{outcome}")
+        await ctx.outbox.ignore(f"feedback_{outcome}")
 
     return router
 

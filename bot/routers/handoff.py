@@ -1,8 +1,9 @@
 """Handoff to a person: /operator, the "talk to a person" button, mirrors and relays.
 
-Included only when OPERATOR_CHAT_ID is set (bot/routers/__init__.py).
+Included only when OPERATOR_CHAT_ID is set (bot/features/handoff.py); every builder
+takes the handoff desk it works with.
 
-- Customers (private chats only): `/operator` or the button (callback "handoff:start",
+- Customers (private chats only): `/operator` or the button (`HandoffButton`,
   from the customer's own private chat) opens a handoff: the customer is told, in their
   language, that a person will answer, and the brief goes to their topic. While it is
   open, their messages (text, photos, documents) are copied into the topic and the AI
@@ -29,12 +30,13 @@ from aiogram.filters import Command, Filter
 from aiogram.methods import AnswerCallbackQuery
 from aiogram.types import CallbackQuery, Message, User
 
+from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, IsCommand, caller_of
 from bot.handoff import HandoffDesk
-from bot.keyboards import HANDOFF_START
+from bot.keyboards import HandoffButton
+from bot.menu import MenuEntry
 from bot.responder import Outbox
-from bot.routers.chat import MessageLimiter, within_limits
-from bot.sender import Sender
+from bot.routers.chat import within_limits
 from bot.texts import Texts
 from storage.handoffs import HandoffSource
 
@@ -88,12 +90,13 @@ class InChat(Filter):
 class InOpenHandoff(Filter):
     """A private chat with an open handoff; the handoff row goes to the handler."""
 
-    async def __call__(
-        self, message: Message, handoff: HandoffDesk | None = None
-    ) -> bool | dict[str, Any]:
-        if handoff is None or message.chat.type != ChatType.PRIVATE:
+    def __init__(self, handoff: HandoffDesk) -> None:
+        self._handoff = handoff
+
+    async def __call__(self, message: Message) -> bool | dict[str, Any]:
+        if message.chat.type != ChatType.PRIVATE:
             return False
-        current = await handoff.service.current(message.chat.id)
+        current = await self._handoff.service.current(message.chat.id)
         return False if current is None else {"open_handoff": current}
 
 
@@ -121,51 +124,42 @@ async def _begin(
     log.info("handoff %s started in chat %s (%s)", started.handoff.id, chat_id, source)
 
 
-def build_handoff_commands_router() -> Router:
+# the customers' menu entries of the handoff (bot/menu.py)
+MENU = (MenuEntry("operator", lambda t: t.menu_operator),)
+
+
+def build_handoff_commands_router(handoff: HandoffDesk) -> Router:
     """/operator; included among the command routers (before the unknown-command one)."""
     router = Router(name="handoff_commands")
     router.message.filter(IsCommand(), AddressedToBot())
 
     @router.message(Command("operator"))
-    async def operator(
-        message: Message, outbox: Outbox, texts: Texts, language: str, handoff: HandoffDesk
-    ) -> None:
+    async def operator(message: Message, ctx: UpdateContext) -> None:
         if not caller_of(message).private_chat:
-            await outbox.send(texts.handoff_private_only)
+            await ctx.outbox.send(ctx.texts.handoff_private_only)
             return
         await _begin(
             message.chat.id,
             message.from_user,
             source="command",
-            language=language,
-            texts=texts,
+            language=ctx.language,
+            texts=ctx.texts,
             handoff=handoff,
-            outbox=outbox,
+            outbox=ctx.outbox,
         )
 
     return router
 
 
-class IsHandoffButton(Filter):
-    async def __call__(self, callback: CallbackQuery) -> bool:
-        return callback.data == HANDOFF_START
-
-
-def build_handoff_button_router() -> Router:
-    """The "talk to a person" button (callback data "handoff:start")."""
+def build_handoff_button_router(deps: HandlerDeps, handoff: HandoffDesk) -> Router:
+    """The "talk to a person" button (`HandoffButton`: "handoff:start")."""
     router = Router(name="handoff_button")
 
-    @router.callback_query(IsHandoffButton())
-    async def button(
-        callback: CallbackQuery,
-        outbox: Outbox,
-        texts: Texts,
-        language: str,
-        handoff: HandoffDesk,
-        sender: Sender,
-    ) -> None:
+    @router.callback_query(HandoffButton.filter())
+    async def button(callback: CallbackQuery, ctx: UpdateContext) -> None:
+        outbox = ctx.outbox
         try:  # stops the button's spinner; cosmetic
-            await sender.call(AnswerCallbackQuery(callback_query_id=callback.id))
+            await deps.sender.call(AnswerCallbackQuery(callback_query_id=callback.id))
         except Exception as exc:
             log.debug("answerCallbackQuery: %s", type(exc).__name__)
         message = callback.message
@@ -181,8 +175,8 @@ def build_handoff_button_router() -> Router:
             message.chat.id,
             callback.from_user,
             source="button",
-            language=language,
-            texts=texts,
+            language=ctx.language,
+            texts=ctx.texts,
             handoff=handoff,
             outbox=outbox,
         )
@@ -190,31 +184,23 @@ def build_handoff_button_router() -> Router:
     return router
 
 
-def build_customer_handoff_router() -> Router:
+def build_customer_handoff_router(deps: HandlerDeps, handoff: HandoffDesk) -> Router:
     """A customer's messages while their handoff is open: copied to the topic, no AI."""
     router = Router(name="handoff_customer")
-    router.message.filter(InOpenHandoff())
+    router.message.filter(InOpenHandoff(handoff))
 
     @router.message()
-    async def mirror(
-        message: Message,
-        outbox: Outbox,
-        texts: Texts,
-        language: str,
-        handoff: HandoffDesk,
-        open_handoff: Any,
-        limiter: MessageLimiter,
-        inbox_update_id: int,
-    ) -> None:
-        if not await within_limits(message, outbox, texts, limiter):
+    async def mirror(message: Message, ctx: UpdateContext, open_handoff: Any) -> None:
+        if not await within_limits(message, ctx, deps.limiter):
             return
+        outbox = ctx.outbox
         text = history_text(message)
         if text is None:
-            await outbox.send(texts.handoff_not_relayed)
+            await outbox.send(ctx.texts.handoff_not_relayed)
             return
         chat_id = message.chat.id
-        await handoff.service.customer_said(chat_id, update_id=inbox_update_id, text=text)
-        topic_id = await handoff.topic_for(chat_id, message.from_user, language, reopen=False)
+        await handoff.service.customer_said(chat_id, update_id=ctx.update_id, text=text)
+        topic_id = await handoff.topic_for(chat_id, message.from_user, ctx.language, reopen=False)
         parts = []
         if open_handoff.briefed_at is None:  # requested by the model, brief not out yet
             parts.append(await handoff.brief_part(open_handoff, topic_id))
@@ -230,12 +216,15 @@ class InHandoffTopic(Filter):
     """A message inside a topic the bot created for a customer; the customer's chat id
     and the topic id go to the handler."""
 
-    async def __call__(
-        self, message: Message, handoff: HandoffDesk | None = None
-    ) -> bool | dict[str, Any]:
-        if handoff is None or not message.is_topic_message or message.message_thread_id is None:
+    def __init__(self, handoff: HandoffDesk) -> None:
+        self._handoff = handoff
+
+    async def __call__(self, message: Message) -> bool | dict[str, Any]:
+        if not message.is_topic_message or message.message_thread_id is None:
             return False
-        customer = await handoff.service.customer_of(message.chat.id, message.message_thread_id)
+        customer = await self._handoff.service.customer_of(
+            message.chat.id, message.message_thread_id
+        )
         if customer is None:
             return False
         return {"customer_chat_id": customer, "topic_id": message.message_thread_id}
@@ -275,54 +264,43 @@ class IsTopicClosed(Filter):
         return message.forum_topic_closed is not None
 
 
-def build_operator_router(operator_chat_id: int) -> Router:
+def build_operator_router(handoff: HandoffDesk) -> Router:
     """Everything in OPERATOR_CHAT_ID; included first, so no other router sees that chat."""
     router = Router(name="operators")
-    router.message.filter(InChat(operator_chat_id))
+    router.message.filter(InChat(handoff.operator_chat_id))
+    in_topic = InHandoffTopic(handoff)
 
-    @router.message(IsTopicClosed(), InHandoffTopic())
+    @router.message(IsTopicClosed(), in_topic)
     async def topic_closed(
-        message: Message,
-        outbox: Outbox,
-        handoff: HandoffDesk,
-        customer_chat_id: int,
-        topic_id: int,
+        message: Message, ctx: UpdateContext, customer_chat_id: int, topic_id: int
     ) -> None:
         await _close(
             customer_chat_id,
             topic_id,
             reason="topic_closed",
             handoff=handoff,
-            outbox=outbox,
+            outbox=ctx.outbox,
             tell_topic=False,
         )
 
-    @router.message(IsCommand(), Command("close"), InHandoffTopic())
+    @router.message(IsCommand(), Command("close"), in_topic)
     async def close(
-        message: Message,
-        outbox: Outbox,
-        handoff: HandoffDesk,
-        customer_chat_id: int,
-        topic_id: int,
+        message: Message, ctx: UpdateContext, customer_chat_id: int, topic_id: int
     ) -> None:
         await _close(
             customer_chat_id,
             topic_id,
             reason="command",
             handoff=handoff,
-            outbox=outbox,
+            outbox=ctx.outbox,
             tell_topic=True,
         )
 
-    @router.message(InHandoffTopic())
+    @router.message(in_topic)
     async def relay(
-        message: Message,
-        outbox: Outbox,
-        handoff: HandoffDesk,
-        customer_chat_id: int,
-        topic_id: int,
-        inbox_update_id: int,
+        message: Message, ctx: UpdateContext, customer_chat_id: int, topic_id: int
     ) -> None:
+        outbox = ctx.outbox
         text = history_text(message)
         if text is None:
             if message.content_type in _CONTENT_KINDS:
@@ -334,12 +312,12 @@ def build_operator_router(operator_chat_id: int) -> Router:
         if current is None:
             await outbox.send_parts([handoff.to_topic(topic_id, handoff.words.not_open)])
             return
-        await handoff.service.operator_said(current, update_id=inbox_update_id, text=text)
+        await handoff.service.operator_said(current, update_id=ctx.update_id, text=text)
         await outbox.send_parts([handoff.copy_to_customer(customer_chat_id, message.message_id)])
 
     @router.message()
-    async def elsewhere(message: Message, outbox: Outbox) -> None:
+    async def elsewhere(message: Message, ctx: UpdateContext) -> None:
         """The General topic, other topics, service messages: not the bot's business."""
-        await outbox.ignore("operator_chat_other")
+        await ctx.outbox.ignore("operator_chat_other")
 
     return router

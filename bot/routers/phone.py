@@ -15,9 +15,10 @@ from aiogram import Router
 from aiogram.filters import Command, Filter
 from aiogram.types import Message
 
+from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, IsCommand, caller_of
 from bot.keyboards import remove_keyboard, share_phone_keyboard
-from bot.responder import Outbox
+from bot.menu import MenuEntry
 from bot.sender import ReplyMarkup
 from bot.texts import Texts
 from services.phones import ContactOutcome, PhoneVerification
@@ -38,43 +39,47 @@ async def phone_offer(
     return share_phone_keyboard(texts)
 
 
-def build_phone_commands_router() -> Router:
+# the customers' menu entries of this router (bot/menu.py), in menu order
+MENU = (
+    MenuEntry("phone", lambda t: t.menu_phone),
+    MenuEntry("forget_phone", lambda t: t.menu_forget_phone),
+)
+
+
+def build_phone_commands_router(deps: HandlerDeps) -> Router:
     router = Router(name="phone_commands")
     router.message.filter(IsCommand(), AddressedToBot())
 
     @router.message(Command("phone"))
-    async def phone(
-        message: Message, outbox: Outbox, texts: Texts, phones: PhoneVerification
-    ) -> None:
+    async def phone(message: Message, ctx: UpdateContext) -> None:
+        texts = ctx.texts
         caller = caller_of(message)
         if not caller.private_chat:
-            await outbox.send(texts.phone_private_only)
+            await ctx.outbox.send(texts.phone_private_only)
             return
-        verified = await phones.has_verified_phone(caller.key)
-        await outbox.send(
+        verified = await deps.phones.has_verified_phone(caller.key)
+        await ctx.outbox.send(
             texts.phone_offer_verified if verified else texts.phone_offer,
             reply_markup=share_phone_keyboard(texts),
         )
 
     @router.message(Command("forget_phone"))
-    async def forget_phone(
-        message: Message, outbox: Outbox, texts: Texts, phones: PhoneVerification
-    ) -> None:
+    async def forget_phone(message: Message, ctx: UpdateContext) -> None:
         caller = caller_of(message)
-        forgotten = not caller.is_chat and await phones.forget(caller.key)
-        await outbox.send(texts.phone_forgotten if forgotten else texts.phone_nothing_to_forget)
+        forgotten = not caller.is_chat and await deps.phones.forget(caller.key)
+        texts = ctx.texts
+        await ctx.outbox.send(texts.phone_forgotten if forgotten else texts.phone_nothing_to_forget)
 
     return router
 
 
-def build_contact_router() -> Router:
+def build_contact_router(deps: HandlerDeps) -> Router:
     router = Router(name="contact")
     router.message.filter(HasContact(), AddressedToBot())
 
     @router.message()
-    async def on_contact(
-        message: Message, outbox: Outbox, texts: Texts, phones: PhoneVerification
-    ) -> None:
+    async def on_contact(message: Message, ctx: UpdateContext) -> None:
+        outbox, texts = ctx.outbox, ctx.texts
         contact = message.contact
         assert contact is not None  # HasContact
         caller = caller_of(message)
@@ -82,7 +87,7 @@ def build_contact_router() -> Router:
             await outbox.send(texts.phone_private_only)
             await outbox.drop_contact()
             return
-        outcome = await phones.accept_contact(
+        outcome = await deps.phones.accept_contact(
             sender_id=caller.key,
             contact_user_id=contact.user_id,
             phone_number=contact.phone_number,

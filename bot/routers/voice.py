@@ -3,8 +3,8 @@
 The note's length is checked before anything is downloaded (VOICE_MAX_SECONDS); the
 audio is fetched through the Bot API (`getFile` via the sender, then the file URL) into
 memory — never onto disk, never into a log — and `services.voice` transcribes it. The
-transcript then takes the path of typed text (`ask_model`, `send_answer`: the same limits,
-history and tools), and the answer opens with a short line quoting what was heard, so a
+transcript then takes the path of typed text (`answer_words`: the same limits, history
+and tools), and the answer opens with a short line quoting what was heard, so a
 customer sees at once if the bot misheard. A note that cannot be heard gets a polite "please
 type it"; with transcription off, the "text only" reply as before.
 """
@@ -21,14 +21,12 @@ from aiogram.filters import Filter
 from aiogram.methods import GetFile
 from aiogram.types import Message
 
+from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot
 from bot.formatting import Rendered
-from bot.handoff import HandoffDesk
-from bot.responder import Outbox, Responder
-from bot.routers.chat import MessageLimiter, ask_model, send_answer, within_limits
+from bot.routers.chat import answer_words, within_limits
 from bot.sender import Sender
 from bot.texts import Language, Texts
-from services.chat import ChatService
 from services.voice import (
     DOWNLOAD_FAILED,
     TOO_BIG,
@@ -121,59 +119,23 @@ def _unheard_text(heard: Heard, texts: Texts, max_seconds: int) -> str:
     return texts.voice_not_understood
 
 
-def build_voice_router(*, feedback_buttons: bool = True) -> Router:
-    """`feedback_buttons`: 👍/👎 under the answer to a heard note, as under typed ones."""
+def build_voice_router(deps: HandlerDeps, voice: VoiceTranscription) -> Router:
+    """Voice and round video notes, heard by `voice`, then answered like typed words."""
     router = Router(name="voice")
     router.message.filter(AddressedToBot(), IsVoiceNote())
 
     @router.message()
-    async def on_voice(
-        message: Message,
-        bot: Bot,
-        sender: Sender,
-        outbox: Outbox,
-        texts: Texts,
-        language: Language,
-        limiter: MessageLimiter,
-        chat_service: ChatService,
-        responder: Responder,
-        max_input_chars: int,
-        inbox_update_id: int,
-        voice: VoiceTranscription | None = None,
-        handoff: HandoffDesk | None = None,
-    ) -> None:
-        if not await within_limits(message, outbox, texts, limiter):
+    async def on_voice(message: Message, ctx: UpdateContext, bot: Bot) -> None:
+        if not await within_limits(message, ctx, deps.limiter):
             return
-        if voice is None:  # not wired (tests of other parts)
-            await outbox.send(texts.text_only)
+        note, file_id, size = note_of(message, ctx.update_id)
+        async with deps.responder.typing(message.chat.id):
+            heard = await voice.hear(note, lambda: download_audio(bot, deps.sender, file_id, size))
+        if heard.text is None:
+            await ctx.outbox.send(_unheard_text(heard, ctx.texts, voice.max_seconds))
             return
-        note, file_id, size = note_of(message, inbox_update_id)
-        async with responder.typing(message.chat.id):
-            heard = await voice.hear(note, lambda: download_audio(bot, sender, file_id, size))
-            said = heard.text
-            fits = said is not None and len(said) <= max_input_chars
-            reply = None
-            if said is not None and fits:
-                reply = await ask_model(
-                    message, said, chat_service, inbox_update_id, transcribed=True
-                )
-        if said is None:
-            await outbox.send(_unheard_text(heard, texts, voice.max_seconds))
-            return
-        if reply is None:  # heard, but longer than a typed message may be
-            await outbox.send(texts.too_long_for(max_input_chars))
-        else:
-            heading = heard_line(texts, language, said)
-            await send_answer(
-                message,
-                reply,
-                outbox,
-                texts,
-                language=language,
-                handoff=handoff,
-                feedback_buttons=feedback_buttons,
-                heading=heading,
-            )
+        heading = heard_line(ctx.texts, ctx.language, heard.text)
+        await answer_words(message, heard.text, ctx, deps, heard=heading)
         await voice.forget(note.update_id)
 
     return router

@@ -22,17 +22,19 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.dispatcher.event.bases import UNHANDLED
 from aiogram.types import Message, Update
 
+from bot.context import UpdateContext
 from bot.filters import LanguageMiddleware
 from bot.formatting import Rendered
 from bot.intake import Intake
 from bot.processing import UpdateProcessor
-from bot.responder import Outbox, Responder
+from bot.responder import Responder
 from bot.routers.admin import build_admin_router
 from bot.sender import Sender
 from services.stats import StatsReport, StatsService
 from storage.database import Database
 from storage.inbox import InboxRepository, InboxRow
 from storage.stats import StatsRepository
+from tests.fakes.handler_deps import handler_deps
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 from tests.unit.storage.test_stats import UNTIL, _seed
@@ -69,17 +71,17 @@ def _pipeline(db: Database, bot: Bot, **router_options: Any) -> Pipeline:
     inbox = InboxRepository(db)
     responder = Responder(inbox, sender)
     # the clock puts "now" just after the seeded rows, so 24h covers all of them
-    dispatcher = Dispatcher(
-        stats=StatsService(StatsRepository(db), clock=lambda: UNTIL), sender=sender
-    )
-    # the language of the reply is chosen once per update, as `bot.app.build_dispatcher` does
+    stats = StatsService(StatsRepository(db), clock=lambda: UNTIL)
+    deps = handler_deps(db, sender, responder, stats=stats)
+    dispatcher = Dispatcher()
+    # the language of the reply is chosen once per update, as the wiring's dispatcher does
     dispatcher.update.outer_middleware(LanguageMiddleware())
-    dispatcher.include_router(build_admin_router(frozenset({ADMIN}), **router_options))
+    dispatcher.include_router(build_admin_router(deps, frozenset({ADMIN}), **router_options))
     fallback = Router(name="unknown_command")
 
     @fallback.message(F.text.startswith("/"))
-    async def unknown(message: Message, outbox: Outbox) -> None:
-        await outbox.send_rendered([Rendered(UNKNOWN_COMMAND, UNKNOWN_COMMAND)])
+    async def unknown(message: Message, ctx: UpdateContext) -> None:
+        await ctx.outbox.send_rendered([Rendered(UNKNOWN_COMMAND, UNKNOWN_COMMAND)])
 
     dispatcher.include_router(fallback)
     process = UpdateProcessor(bot, dispatcher, responder)
@@ -149,8 +151,11 @@ async def test_non_admin_stats_is_an_unknown_command(
 async def test_no_admins_configured_means_no_stats(
     db: Database, bot: Bot, fake_telegram: FakeTelegramServer
 ):
-    dispatcher = Dispatcher(stats=StatsService(StatsRepository(db), clock=lambda: UNTIL))
-    dispatcher.include_router(build_admin_router(frozenset()))
+    sender = Sender(bot, per_chat_interval_s=0.0)
+    stats = StatsService(StatsRepository(db), clock=lambda: UNTIL)
+    deps = handler_deps(db, sender, Responder(InboxRepository(db), sender), stats=stats)
+    dispatcher = Dispatcher()
+    dispatcher.include_router(build_admin_router(deps, frozenset()))
     result = await dispatcher.feed_update(
         bot,
         Update.model_validate(

@@ -15,16 +15,17 @@ from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 
-from bot.app import build_dispatcher
 from bot.intake import Intake
 from bot.processing import UpdateProcessor
 from bot.responder import Responder
 from bot.sender import Sender
 from bot.texts import EN, RU
+from bot.wiring.telegram import build_dispatcher
 from services.limits import UserMessageLimiter
 from services.loop_types import StopReason, TurnReply
 from storage.database import Database
 from storage.inbox import InboxRepository
+from tests.fakes.handler_deps import handler_deps
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 
@@ -89,15 +90,15 @@ async def harness(
     inbox = InboxRepository(db)
     responder = Responder(inbox, sender)
     chat = ChatDouble()
-    dispatcher = build_dispatcher(
-        admin_ids=frozenset(),
+    deps = handler_deps(
+        db,
+        sender,
+        responder,
         chat_service=chat,
         limiter=UserMessageLimiter(per_minute=3, per_day=100),
-        responder=responder,
-        sender=sender,
-        stats=None,
         max_input_chars=50,
     )
+    dispatcher = build_dispatcher(deps, admin_ids=frozenset())
     intake = Intake(
         inbox, process=UpdateProcessor(bot, dispatcher, responder), deliver=responder.deliver
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from services.chat import ChatService, build_chat_service, summary_block
+from services.chat import ChatOptions, ChatService, build_chat_service, summary_block
 from services.history import message_tokens, prompt_tokens
 from services.llm.errors import LLMUnavailable
 from services.llm.types import LLMResponse, Message, ToolChoice
@@ -102,9 +102,11 @@ async def _stack(
         model=llm,
         prompts=build_prompt_registry(),
         shop=shop,
-        shop_name="Кофейный двор",
-        history_token_budget=budget,
-        summary_max_tokens=summary_cap,
+        options=ChatOptions(
+            shop_name="Кофейный двор",
+            history_token_budget=budget,
+            summary_max_tokens=summary_cap,
+        ),
     )
     return Stack(service=service, llm=llm, db=db)
 

@@ -18,11 +18,11 @@ from aiogram.types import InlineKeyboardMarkup
 from bot.filters import LanguageMiddleware
 from bot.intake import Intake
 from bot.keyboards import (
-    HANDOFF_START,
+    FeedbackButton,
+    HandoffButton,
     feedback_keyboard,
     markup_from_json,
     markup_to_json,
-    parse_feedback,
 )
 from bot.processing import UpdateProcessor
 from bot.responder import Responder
@@ -33,11 +33,14 @@ from services.feedback import FeedbackService, Rating
 from storage.database import Database
 from storage.feedback import FeedbackRepository
 from storage.inbox import InboxRepository
+from tests.fakes.handler_deps import handler_deps
 from tests.fakes.telegram_server import FakeTelegramServer, callback_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 
 TURN = "0123456789abcdef0123456789abcdef"
 GROUP, ASKER, NEIGHBOUR = -100500, 8101, 8102
+# the wire form of the "talk to a person" button, as earlier versions stored it too
+HANDOFF_START = "handoff:start"
 
 
 @pytest.fixture
@@ -70,9 +73,10 @@ async def _press(
     sender = Sender(bot, per_chat_interval_s=0.0)
     inbox = InboxRepository(db)
     responder = Responder(inbox, sender)
-    dispatcher = Dispatcher(feedback=FeedbackService(FeedbackRepository(db)), sender=sender)
+    deps = handler_deps(db, sender, responder, feedback=FeedbackService(FeedbackRepository(db)))
+    dispatcher = Dispatcher()
     dispatcher.update.outer_middleware(LanguageMiddleware())
-    dispatcher.include_router(build_feedback_router(offer_operator=offer_operator))
+    dispatcher.include_router(build_feedback_router(deps, offer_operator=offer_operator))
     intake = Intake(
         inbox, process=UpdateProcessor(bot, dispatcher, responder), deliver=responder.deliver
     )
@@ -169,8 +173,9 @@ def test_callback_data_is_parsed_strictly_and_fits_telegrams_limit() -> None:
     markup = feedback_keyboard(TURN)
     for button in markup.inline_keyboard[0]:
         assert button.callback_data is not None and len(button.callback_data.encode()) <= 64
-    assert parse_feedback(f"fb:{TURN}:u") == (TURN, Rating.UP)
-    assert parse_feedback(f"fb:{TURN}:d") == (TURN, Rating.DOWN)
+    for data, rating in ((f"fb:{TURN}:u", Rating.UP), (f"fb:{TURN}:d", Rating.DOWN)):
+        button = FeedbackButton.read(data)
+        assert button is not None and (button.turn_id, button.vote.rating) == (TURN, rating)
     for bad in (
         None,
         "",
@@ -182,7 +187,29 @@ def test_callback_data_is_parsed_strictly_and_fits_telegrams_limit() -> None:
         f"fb:{TURN.upper()}:d",
         HANDOFF_START,
     ):
-        assert parse_feedback(bad) is None, bad
+        assert FeedbackButton.read(bad) is None, bad
     # stored with the answer and read back as the same inline keyboard (redelivery)
     restored = markup_from_json(markup_to_json(markup))
     assert isinstance(restored, InlineKeyboardMarkup) and restored == markup
+
+
+def test_buttons_stored_by_earlier_versions_still_parse() -> None:
+    """Answers already in customers' chats (and replies stored before an upgrade, in
+    `StoredReply.reply_markup`) carry the callback data earlier versions wrote by hand:
+    the typed buttons write and read exactly those forms."""
+    stored = {
+        "inline_keyboard": [
+            [
+                {"text": "👍", "callback_data": f"fb:{TURN}:u"},
+                {"text": "👎", "callback_data": f"fb:{TURN}:d"},
+            ],
+            [{"text": EN.operator_button, "callback_data": HANDOFF_START}],
+        ]
+    }
+    restored = markup_from_json(stored)
+    assert isinstance(restored, InlineKeyboardMarkup)
+    up, down = (FeedbackButton.read(b.callback_data) for b in restored.inline_keyboard[0])
+    assert up is not None and (up.turn_id, up.vote.rating) == (TURN, Rating.UP)
+    assert down is not None and down.vote.rating is Rating.DOWN
+    assert HandoffButton.unpack(HANDOFF_START) == HandoffButton()
+    assert markup_to_json(feedback_keyboard(TURN, operator_label=EN.operator_button)) == stored

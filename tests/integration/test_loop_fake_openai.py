@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from services.chat import build_chat_service
+from services.chat import ChatOptions, build_chat_service
 from services.llm.client import OpenAIChatModel
 from services.loop import BoundedToolLoop
 from services.loop_types import (
@@ -395,7 +395,7 @@ async def _answer_through_the_chat_service(bench: Bench, db: Database, text: str
         model=bench.model,
         prompts=build_prompt_registry(),
         shop=ShopRepository(db),
-        shop_name="Демо-магазин",
+        options=ChatOptions(shop_name="Демо-магазин"),
     )
     try:
         return await service.answer(chat_id=1001, user_id=1001, text=text)

@@ -14,8 +14,8 @@ import weakref
 import pytest
 from aiogram.methods import Response, SendChatAction, SendMessage
 
-from bot.app import build_bot
 from bot.config import load_settings
+from bot.wiring.telegram import build_bot
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 

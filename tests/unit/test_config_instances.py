@@ -6,8 +6,10 @@ import os
 import socket
 
 import pytest
+from aiogram import Bot
 
-from bot.app import build_coordination
+from bot.features.instances import build_instances
+from bot.sender import Sender
 from storage.backend import Database
 from tests.unit.test_config import error_for, make
 
@@ -33,8 +35,11 @@ def test_a_lease_under_a_second_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
 async def test_chats_are_claimed_only_on_postgresql(
     monkeypatch: pytest.MonkeyPatch, db: Database
 ) -> None:
-    coordination = build_coordination(make(monkeypatch, INSTANCE_ID="bot-1"), db)
+    settings = make(monkeypatch, INSTANCE_ID="bot-1")
+    sender = Sender(Bot(settings.bot_token.get_secret_value()))
+    instances = build_instances(settings, db, sender)
+    await sender.bot.session.close()
     if db.dialect.name == "sqlite":
-        assert coordination is None  # one process: the intake keeps its chats in memory
+        assert instances is None  # one process: the intake keeps its chats in memory
     else:
-        assert coordination is not None and coordination.claims.owner == "bot-1"
+        assert instances is not None and instances.coordination.claims.owner == "bot-1"

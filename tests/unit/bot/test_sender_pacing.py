@@ -18,7 +18,7 @@ from aiogram.client.session.base import BaseSession
 from aiogram.methods import SendChatAction, SendMessage, TelegramMethod
 from aiogram.types import Chat, Message
 
-from bot.sender import Sender
+from bot.sender import Sender, guard_requests
 from tests.doubles.virtual_time import VirtualTime
 
 
@@ -232,7 +232,8 @@ async def test_the_send_guard_runs_before_every_request_and_can_stop_it(
             raise asyncio.CancelledError
 
     bot = Bot(token="123456:TEST-TOKEN", session=session)
-    sender = Sender(bot, clock=vtime.clock, sleep=vtime.sleep, send_guard=guard)
+    sender = Sender(bot, clock=vtime.clock, sleep=vtime.sleep)
+    guard_requests(sender, guard)
 
     async def scenario() -> None:
         await sender.send_text(1, "allowed")

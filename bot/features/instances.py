@@ -1,0 +1,67 @@
+"""Several instances on one PostgreSQL database, as one unit (on with DATABASE_URL).
+
+A chat is answered by one instance at a time: its updates are claimed after they are
+stored (bot/claimed.py over storage/coordination.py), the inbox's transitions are fenced
+by the claim, every request waits for no expired claim (the sender's guard), and each
+instance sends at its share of TELEGRAM_GLOBAL_SENDS_PER_S. In polling mode one instance
+polls (`Leadership`, bot/leadership.py), and /metrics says which. With SQLite there is
+one process, which keeps its chats in memory: `build_instances` returns None.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from bot.claimed import Coordination
+from bot.config import BotMode, Settings
+from bot.features import Feature
+from bot.leadership import Leadership, polling_leadership
+from bot.metrics import Metrics
+from bot.sender import Sender, guard_requests
+from storage.coordination import ClaimRepository
+from storage.database import Database
+
+log = logging.getLogger("bot")
+
+
+@dataclass(frozen=True, slots=True)
+class Instances:
+    coordination: Coordination  # this instance's claims and fence
+    leadership: Leadership | None  # polling mode: the election of the one poller
+
+
+def build_instances(settings: Settings, db: Database, sender: Sender) -> Instances | None:
+    """None on SQLite; on PostgreSQL the claims, whose fence guards every request of
+    `sender` from now on, and in polling mode the election."""
+    if db.dialect.name != "postgres":
+        return None
+    log.info(
+        "instance %s: chats are claimed in the database, leases of %.0f s",
+        settings.instance_id,
+        settings.claim_lease_s,
+    )
+    claims = ClaimRepository(db, owner=settings.instance_id, lease_s=settings.claim_lease_s)
+    leadership = (
+        polling_leadership(settings.database_url, settings.bot_token)
+        if settings.bot_mode is BotMode.POLLING
+        else None
+    )
+    coordination = Coordination(claims)
+    guard_requests(sender, coordination.fence.check)
+    return Instances(coordination, leadership)
+
+
+def instances_feature(instances: Instances) -> Feature:
+    leadership = instances.leadership
+
+    def gauges(metrics: Metrics) -> None:
+        if leadership is None:
+            return
+        metrics.register_gauge(
+            "support_bot_polling_leader",
+            "1 while this instance holds the polling leader lock (PostgreSQL), else 0.",
+            lambda: int(leadership.is_leader),
+        )
+
+    return Feature(name="instances", gauges=gauges)

@@ -1,0 +1,42 @@
+"""Voice notes as one feature: the voice router and its start-up clean-up.
+
+The router is always there: without TRANSCRIPTION_MODEL (or after the endpoint said it
+has no such model) `VoiceTranscription` is off and a voice note gets the "text only"
+reply, as any other non-text message. Its /stats block is part of the report
+(services/stats.py `VoiceStats`, bot/stats_view/voice.py).
+"""
+
+from __future__ import annotations
+
+from bot.config import Settings
+from bot.context import HandlerDeps
+from bot.features import Feature, FeatureRouters
+from bot.routers.voice import build_voice_router
+from services.llm.client import OpenAIChatModel
+from services.voice import VoiceTranscription
+from storage.database import StorageRetry
+from storage.voice import VoiceNoteRepository
+
+
+def build_voice(
+    settings: Settings,
+    model: OpenAIChatModel,
+    notes: VoiceNoteRepository,
+    *,
+    storage_retry: StorageRetry,
+) -> VoiceTranscription:
+    return VoiceTranscription(
+        model,
+        notes,
+        model=settings.transcription_model,
+        max_seconds=settings.voice_max_seconds,
+        storage_retry=storage_retry,
+    )
+
+
+def voice_feature(voice: VoiceTranscription) -> Feature:
+    def routers(deps: HandlerDeps) -> FeatureRouters:
+        return FeatureRouters(messages=(build_voice_router(deps, voice),))
+
+    # transcripts of notes whose reply was stored before the last stop
+    return Feature(name="voice", routers=routers, on_start=voice.forget_answered)

@@ -1,0 +1,121 @@
+"""The composition root: the only place that builds objects, split by area.
+
+`build_application` reads as the order things must exist in: storage retries, the
+model and the Telegram transport first; then the optional features (bot/features/: each
+None or a `Feature`), whose tools join the registry; then the core (`core.py`: loop and
+chat service, reporting to the metrics), the Telegram side (`telegram.py`: responder,
+drafts, handlers, intake) and operations (`operations.py`: health, metrics). Nothing is
+completed after it is built. Nothing here talks to Telegram or the model; start-up
+checks are bot/startup.py, the run loop bot/app.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from aiogram import Bot, Dispatcher
+
+from bot.config import Settings
+from bot.features import Feature
+from bot.features.handoff import build_handoff_desk, handoff_feature
+from bot.features.instances import instances_feature
+from bot.features.voice import build_voice, voice_feature
+from bot.health import Health
+from bot.intake import Intake
+from bot.leadership import Leadership
+from bot.menu import Menu
+from bot.metrics import Metrics
+from bot.routers import get_menu
+from bot.sender import Sender
+from bot.texts import BUILT_IN, TextTable
+from bot.wiring import core, operations, telegram
+from services.chat import ChatService
+from services.llm.client import OpenAIChatModel
+from storage.database import Database
+from storage.inbox import InboxRepository
+from storage.shop import ShopRepository
+from storage.voice import VoiceNoteRepository
+from tools.shop.demo import seed_demo_shop
+
+log = logging.getLogger("bot")
+
+
+@dataclass(frozen=True, slots=True)
+class Application:
+    """Everything `bot.app.run` starts and later closes."""
+
+    settings: Settings
+    db: Database
+    bot: Bot
+    dispatcher: Dispatcher
+    sender: Sender
+    chat_service: ChatService
+    model: OpenAIChatModel
+    inbox: InboxRepository
+    intake: Intake
+    health: Health
+    tool_names: tuple[str, ...]
+    features: tuple[Feature, ...]
+    menu: Menu
+    leadership: Leadership | None = None  # polling with several instances: one poller
+    metrics: Metrics | None = None
+
+
+async def build_application(
+    settings: Settings, db: Database, texts: TextTable = BUILT_IN
+) -> Application:
+    """Wire every object; nothing here talks to Telegram or the model yet."""
+    if settings.seed_demo_data and await seed_demo_shop(ShopRepository(db)):
+        log.info("demo shop data seeded")
+    retry = core.build_storage_retry(settings)
+    model = core.build_model(settings)
+    transport = telegram.build_transport(settings, db)
+
+    desk = build_handoff_desk(
+        settings, db, storage_retry=retry, sender=transport.sender, texts=texts
+    )
+    voice_notes = VoiceNoteRepository(db)
+    voice = build_voice(settings, model, voice_notes, storage_retry=retry)
+    instances = transport.instances
+    features = (
+        *((handoff_feature(desk),) if desk else ()),
+        voice_feature(voice),
+        *((instances_feature(instances),) if instances else ()),
+    )
+
+    registry = core.build_tools(settings, [t for f in features for t in f.tools])
+    metrics = operations.build_metrics(settings, registry.names)
+    chat = core.build_core(
+        settings, db, model=model, registry=registry, storage_retry=retry, record_observer=metrics
+    )
+    pipeline = telegram.build_pipeline(
+        settings,
+        db,
+        transport,
+        core=chat,
+        texts=texts,
+        features=features,
+        handoff=desk,
+        voice_notes=voice_notes,
+    )
+    health = operations.build_health(settings, db, pipeline)
+    if metrics is not None:
+        operations.watch_state(metrics, pipeline, transport.sender, features)
+    return Application(
+        settings=settings,
+        db=db,
+        bot=transport.bot,
+        dispatcher=pipeline.dispatcher,
+        sender=transport.sender,
+        chat_service=chat.chat_service,
+        model=model,
+        inbox=pipeline.inbox,
+        intake=pipeline.intake,
+        health=health,
+        tool_names=registry.names,
+        features=features,
+        menu=get_menu(features),
+        leadership=instances.leadership if instances else None,
+        metrics=metrics,
+    )

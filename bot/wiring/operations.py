@@ -1,0 +1,82 @@
+"""Operations: /healthz and /metrics (what they read is registered here, once)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from bot.config import Settings
+from bot.features import Feature
+from bot.health import Health
+from bot.metrics import Metrics
+from bot.sender import Sender
+from bot.wiring.telegram import Pipeline
+from storage.database import Database
+from storage.inbox import FINAL_STATUSES
+
+
+def build_metrics(settings: Settings, tool_names: Iterable[str]) -> Metrics | None:
+    """METRICS_ENABLED: the registry the turn records report to (bot/metrics.py)."""
+    if not settings.metrics_enabled:
+        return None
+    return Metrics(
+        tool_names=tool_names,
+        model_names=(settings.openai_model, *settings.openai_fallback_models),
+    )
+
+
+def build_health(settings: Settings, db: Database, pipeline: Pipeline) -> Health:
+    return Health(
+        db=db,
+        inbox=pipeline.inbox,
+        intake=pipeline.intake,
+        delivery=pipeline.responder,
+        delivery_threshold_s=settings.health_delivery_threshold_s,
+    )
+
+
+def watch_state(
+    metrics: Metrics, pipeline: Pipeline, sender: Sender, features: Sequence[Feature] = ()
+) -> None:
+    """The numbers /metrics reads at scrape time (nothing on the hot path), the
+    features' among them."""
+    inbox, intake = pipeline.inbox, pipeline.intake
+    metrics.register_gauge(
+        "support_bot_inbox_updates",
+        "Updates waiting in the inbox: pending (not answered yet) or answered (reply "
+        "stored, not delivered yet).",
+        inbox.count_unfinished,
+        label="status",
+    )
+    metrics.register_counter(
+        "support_bot_inbox_finished",
+        "Updates finished by this process, by status: delivered, failed, unknown (the "
+        "reply may not have arrived), ignored (nothing to answer).",
+        lambda: {status: inbox.finished[status] for status in FINAL_STATUSES},
+        label="status",
+    )
+    metrics.register_gauge(
+        "support_bot_send_queue_depth",
+        "Outgoing Bot API requests waiting for their pacing turn (per chat or global rate).",
+        lambda: sender.queued_requests,
+    )
+    metrics.register_gauge(
+        "support_bot_busy_chats", "Chats with an update being handled.", lambda: intake.busy_chats
+    )
+    metrics.register_gauge(
+        "support_bot_stalled_chats",
+        "Chats whose updates wait for a restart (storage failed beyond the retry bound).",
+        lambda: intake.stalled_chats,
+    )
+    metrics.register_counter(
+        "support_bot_flood_control_waits",
+        "Times Telegram's flood control (429 retry_after) was waited out.",
+        lambda: sender.flood_waits,
+    )
+    metrics.register_counter(
+        "support_bot_flood_control_wait_seconds",
+        "Seconds spent waiting out Telegram's flood control.",
+        lambda: sender.flood_wait_s,
+    )
+    for feature in features:
+        if feature.gauges is not None:
+            feature.gauges(metrics)
