@@ -117,7 +117,7 @@ async def _begin(
         await handoff.brief_part(started.handoff, topic_id),
     ]
     await outbox.send_parts(parts)
-    await handoff.service.mark_briefed(started.handoff)
+    await handoff.service.mark_briefed(started.handoff.id)
     log.info("handoff %s started in chat %s (%s)", started.handoff.id, chat_id, source)
 
 
@@ -221,7 +221,7 @@ def build_customer_handoff_router() -> Router:
         parts.append(handoff.copy_to_topic(topic_id, chat_id, message.message_id))
         await outbox.send_parts(parts)
         if open_handoff.briefed_at is None:
-            await handoff.service.mark_briefed(open_handoff)
+            await handoff.service.mark_briefed(open_handoff.id)
 
     return router
 

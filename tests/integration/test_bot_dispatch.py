@@ -27,6 +27,7 @@ from storage.database import Database
 from storage.inbox import InboxRepository
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
+from tools.base import Caller
 
 CHAT = 77
 
@@ -44,13 +45,10 @@ class ChatDouble:
 
     async def answer(
         self,
-        *,
-        chat_id: int,
-        user_id: int,
+        caller: Caller,
         text: str,
+        *,
         request_key: str | None = None,
-        private_chat: bool = False,
-        sender_is_chat: bool = False,
         transcribed: bool = False,
         drafts: object = None,
         stop: object = None,
