@@ -359,7 +359,9 @@ def _os_problem(path: Path) -> str | None:
     return None
 
 
-async def _fetch_one(conn: aiosqlite.Connection, sql: str, params: Sequence[object]) -> Row | None:
+async def _fetch_one(
+    conn: aiosqlite.Connection, sql: str, params: Sequence[object]
+) -> Row | None:
     """One row of a read (inside a transaction or on its own: the same connection)."""
     async with conn.execute(sql, tuple(params)) as cursor:
         row: Row | None = await cursor.fetchone()
