@@ -32,6 +32,9 @@ Decisions worth knowing:
 - Records. Every turn (answered or failed) leaves a `turns` row with its tool-call audit
   rows and model-call rows; for an answered turn the history pair is written in the same
   transaction.
+- Offers. What the tools noted (`ToolContext.notes`) becomes the reply's offers
+  (services/offers.py: share your phone, a person will answer), stored in the turn's row,
+  so a replayed request gets the same offers as well as the same text.
 - Failures. `answer()` never raises for a failed turn: a TurnError comes back as
   TurnReply(error_code=<its code>), anything unexpected is logged with the turn id and
   comes back as "internal_error".
