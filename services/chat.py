@@ -217,6 +217,11 @@ class ChatService:
                 turn.started_at, turn.t0 = self._clock(), time.perf_counter()
                 return await self._run_turn(turn)
 
+    async def answered(self, request_key: str) -> bool:
+        """Whether a turn answering `request_key` is stored: handling the request again
+        replays it (see `answer`)."""
+        return await self._recorder.answered_turn(request_key) is not None
+
     async def reset(self, chat_id: int) -> int:
         """/new: close the chat's session and open a new one (the caller has let the chat's
         earlier turns finish first)."""

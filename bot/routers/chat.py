@@ -56,6 +56,11 @@ async def within_limits(
     return False
 
 
+def request_key(inbox_update_id: int) -> str:
+    """What a turn answers: the update (a replay of it after a crash gets the stored turn)."""
+    return f"telegram:{inbox_update_id}"
+
+
 async def ask_model(
     message: Message,
     text: str,
@@ -72,7 +77,7 @@ async def ask_model(
         caller_of(message),  # who and where from the update, for the tools' access
         text,
         # a replay of this update after a crash gets the stored answer, not a new one
-        request_key=f"telegram:{inbox_update_id}",
+        request_key=request_key(inbox_update_id),
         transcribed=transcribed,
         drafts=drafts,
         stop=stop,

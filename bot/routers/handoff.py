@@ -33,9 +33,10 @@ from bot.filters import AddressedToBot, IsCommand, caller_of
 from bot.handoff import HandoffDesk
 from bot.keyboards import HANDOFF_START
 from bot.responder import Outbox
-from bot.routers.chat import MessageLimiter, within_limits
+from bot.routers.chat import MessageLimiter, request_key, within_limits
 from bot.sender import Sender
 from bot.texts import Texts
+from services.chat import ChatService
 from storage.handoffs import HandoffSource
 
 log = logging.getLogger(__name__)
@@ -86,15 +87,28 @@ class InChat(Filter):
 
 
 class InOpenHandoff(Filter):
-    """A private chat with an open handoff; the handoff row goes to the handler."""
+    """A private chat with an open handoff; the handoff row goes to the handler.
+
+    Not the update whose own turn opened the handoff and was stored before a crash cut its
+    reply off: that turn is replayed (bot/routers/chat.py), and its reply announces the
+    handoff as it would have without the crash."""
 
     async def __call__(
-        self, message: Message, handoff: HandoffDesk | None = None
+        self,
+        message: Message,
+        handoff: HandoffDesk | None = None,
+        chat_service: ChatService | None = None,
+        inbox_update_id: int | None = None,
     ) -> bool | dict[str, Any]:
         if handoff is None or message.chat.type != ChatType.PRIVATE:
             return False
         current = await handoff.service.current(message.chat.id)
-        return False if current is None else {"open_handoff": current}
+        if current is None:
+            return False
+        if current.briefed_at is None and chat_service is not None and inbox_update_id is not None:
+            if await chat_service.answered(request_key(inbox_update_id)):
+                return False  # its own turn opened it (a turn never runs in a handoff)
+        return {"open_handoff": current}
 
 
 async def _begin(
