@@ -17,7 +17,6 @@ a person for access to private data.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from aiogram import Bot
@@ -28,6 +27,7 @@ from aiogram.types import Message, TelegramObject, User
 
 from bot.context import UpdateContext
 from bot.texts import BUILT_IN, TextTable
+from tools.base import Caller
 
 # Telegram's placeholder senders of messages sent on behalf of a chat
 GROUP_ANONYMOUS_BOT_ID = 1087968824
@@ -36,22 +36,9 @@ TELEGRAM_SERVICE_ID = 777000
 _PLACEHOLDER_USERS = frozenset({GROUP_ANONYMOUS_BOT_ID, CHANNEL_BOT_ID, TELEGRAM_SERVICE_ID})
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who sent a message and where, from the update only (never from the text or model).
-
-    `key` identifies the sender for limits, tool access and records: the user's Telegram
-    id, or for a message sent on behalf of a chat (`is_chat`) that chat's id (negative).
-    `private_chat`: a one-to-one chat between this person and the bot.
-    """
-
-    key: int
-    is_chat: bool
-    private_chat: bool
-
-
 def caller_of(message: Message) -> Caller:
-    """The sender of `message` (see the module docstring for chats as senders)."""
+    """The sender of `message` and its chat (see the module docstring for chats as
+    senders): the one `Caller` that goes on to the chat service and the tools."""
     if message.sender_chat is not None:
         key, is_chat = message.sender_chat.id, True
     elif message.from_user is not None and message.from_user.id not in _PLACEHOLDER_USERS:
@@ -59,7 +46,7 @@ def caller_of(message: Message) -> Caller:
     else:  # no sender, or a placeholder without sender_chat: the chat itself speaks
         key, is_chat = message.chat.id, True
     private = message.chat.type == ChatType.PRIVATE and not is_chat and key == message.chat.id
-    return Caller(key=key, is_chat=is_chat, private_chat=private)
+    return Caller(key=key, chat_id=message.chat.id, is_chat=is_chat, private_chat=private)
 
 
 class HasText(Filter):

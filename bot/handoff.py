@@ -17,6 +17,7 @@ lets the bot manage topics; a problem is one line naming OPERATOR_CHAT_ID (exit 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aiogram.enums import ChatType
@@ -39,7 +40,8 @@ from bot.formatting import markdown_to_messages
 from bot.handoff_view import OperatorWords, operator_words, plain, render_brief, topic_name
 from bot.sender import Sender
 from bot.texts import Language, Texts, TextTable, language_for
-from services.handoff import HandoffService
+from services.handoff import HandoffBrief, HandoffService
+from services.offers import Offer, PersonWillAnswer
 from storage.handoffs import Handoff
 from storage.inbox import StoredReply
 
@@ -54,7 +56,7 @@ class HandoffSetupError(Exception):
 class Begun:
     """A handoff the model asked for, due to be announced with the turn's answer."""
 
-    handoff: Handoff
+    handoff_id: int
     notice: str  # added under the answer, in the customer's language
     parts: tuple[StoredReply, ...]  # the brief in the customer's topic
 
@@ -150,7 +152,10 @@ class HandoffDesk:
         )
 
     async def brief_part(self, handoff: Handoff, topic_id: int) -> StoredReply:
-        rendered = render_brief(await self.service.brief(handoff), self._language)
+        return self._brief_part(await self.service.brief(handoff), topic_id)
+
+    def _brief_part(self, brief: HandoffBrief, topic_id: int) -> StoredReply:
+        rendered = render_brief(brief, self._language)
         return StoredReply(
             html=rendered.html,
             plain=rendered.plain,
@@ -165,17 +170,22 @@ class HandoffDesk:
             return texts.off_hours_for(label)
         return texts.handoff_started
 
-    async def after_turn(self, message: Message, language: str, texts: Texts) -> Begun | None:
-        """An open handoff of this private chat whose brief is not out yet — the model
-        called `request_human` in this turn (or in one a crash interrupted)."""
-        if message.chat.type != ChatType.PRIVATE:
+    async def after_turn(
+        self, message: Message, offers: Sequence[Offer], language: str, texts: Texts
+    ) -> Begun | None:
+        """The handoff the model opened in this turn (`request_human`), from the turn's
+        offer — the turn's stored offers after a replay — in a private chat."""
+        called = next((o for o in offers if isinstance(o, PersonWillAnswer)), None)
+        if called is None or message.chat.type != ChatType.PRIVATE:
             return None
-        handoff = await self.service.current(message.chat.id)
-        if handoff is None or handoff.briefed_at is not None:
-            return None
-        topic_id = await self.topic_for(message.chat.id, message.from_user, language, reopen=True)
-        brief = await self.brief_part(handoff, topic_id)
-        return Begun(handoff=handoff, notice=self.started_notice(texts), parts=(brief,))
+        chat_id = message.chat.id
+        topic_id = await self.topic_for(chat_id, message.from_user, language, reopen=True)
+        brief = await self.service.brief_for(chat_id, source="model", reason=called.reason)
+        return Begun(
+            handoff_id=called.handoff_id,
+            notice=self.started_notice(texts),
+            parts=(self._brief_part(brief, topic_id),),
+        )
 
     # --- topics --------------------------------------------------------------------
 

@@ -32,6 +32,9 @@ Decisions worth knowing:
 - Records. Every turn (answered or failed) leaves a `turns` row with its tool-call audit
   rows and model-call rows; for an answered turn the history pair is written in the same
   transaction.
+- Offers. What the tools noted (`ToolContext.notes`) becomes the reply's offers
+  (services/offers.py: share your phone, a person will answer), stored in the turn's row,
+  so a replayed request gets the same offers as well as the same text.
 - Failures. `answer()` never raises for a failed turn: a TurnError comes back as
   TurnReply(error_code=<its code>), anything unexpected is logged with the turn id and
   comes back as "internal_error".
@@ -65,6 +68,7 @@ from services.limits import TurnSlots
 from services.llm.types import ChatModel, Message, StepListener
 from services.log_context import bound_turn
 from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, TurnReply
+from services.offers import Offer, offers_for, offers_from_json, offers_to_json
 from services.output_guard import SystemPromptGuard
 from services.prompts import PromptRegistry
 from services.summarizer import ConversationSummarizer
@@ -72,7 +76,7 @@ from storage.conversations import ConversationRepository, SessionSummary
 from storage.database import Database, StorageRetry, StorageUnavailable
 from storage.records import HistoryPair as StoredPair
 from storage.records import RecordObserver, TurnRecord, TurnRecorder
-from tools.base import ToolContext, TurnNote
+from tools.base import Caller, ToolContext, TurnNote
 
 if TYPE_CHECKING:
     from storage.shop import ShopRepository
@@ -111,18 +115,15 @@ class _Turn:
     """What is known about the turn in progress (filled in as it goes)."""
 
     id: str
-    chat_id: int
-    user_id: int
+    caller: Caller  # who asks and where, from Telegram (through to the ToolContext)
     text: str
     started_at: float  # unix seconds
     t0: float  # perf_counter at the start, for the duration
     session_id: int | None = None
-    private_chat: bool = False  # caller identity from Telegram, for the ToolContext
-    sender_is_chat: bool = False
     prompt_ref: str = ""
     instruction: str = ""  # the rendered system instruction, for the leak guard
     request_key: str | None = None
-    notes: set[TurnNote] = field(default_factory=set)  # what the tools noted (ToolContext)
+    notes: list[TurnNote] = field(default_factory=list)  # what the tools noted (ToolContext)
     drafts: DraftSink | None = None  # where the answer is shown while written
     stop: asyncio.Event | None = None  # set when the customer presses stop
     relay: DraftRelay | None = None
@@ -170,13 +171,10 @@ class ChatService:
 
     async def answer(
         self,
-        *,
-        chat_id: int,
-        user_id: int,
+        caller: Caller,
         text: str,
+        *,
         request_key: str | None = None,
-        private_chat: bool = False,
-        sender_is_chat: bool = False,
         transcribed: bool = False,
         drafts: DraftSink | None = None,
         stop: asyncio.Event | None = None,
@@ -187,28 +185,25 @@ class ChatService:
         `drafts` shows the answer while it is written, `stop` lets the customer end the
         turn early (see the module notes).
 
-        `user_id`, `private_chat` and `sender_is_chat` say who asks and where, as the
-        Telegram update says (tools.base.ToolContext); the defaults are the cautious ones
-        (not a private chat), so private order data needs the caller to say so.
+        `caller` says who asks and where, as the Telegram update says (tools.base.Caller:
+        its defaults are the cautious ones, so private order data needs it to say so); it
+        reaches the tools unchanged.
 
         `request_key` names the request being answered (the bot passes its update id). If
         a turn with that key was already answered — the process died after the answer was
-        stored but before it was handed on — the stored answer is returned again: no second
-        model call, no second history pair.
+        stored but before it was handed on — the stored answer and offers are returned
+        again: no second model call, no second history pair.
 
         Raises `StorageUnavailable` when the database stayed unwritable beyond the retry
         bound (nothing of the turn is stored then; see the module notes).
         """
         turn = _Turn(
             id=uuid.uuid4().hex,
-            chat_id=chat_id,
-            user_id=user_id,
+            caller=caller,
             text=text,
             started_at=self._clock(),
             t0=time.perf_counter(),
             request_key=request_key,
-            private_chat=private_chat,
-            sender_is_chat=sender_is_chat,
             transcribed=transcribed,
             drafts=drafts,
             stop=stop,
@@ -222,6 +217,11 @@ class ChatService:
                 # the clock starts when the turn gets its slot, as before
                 turn.started_at, turn.t0 = self._clock(), time.perf_counter()
                 return await self._run_turn(turn)
+
+    async def answered(self, request_key: str) -> bool:
+        """Whether a turn answering `request_key` is stored: handling the request again
+        replays it (see `answer`)."""
+        return await self._recorder.answered_turn(request_key) is not None
 
     async def reset(self, chat_id: int) -> int:
         """/new: close the chat's session and open a new one (the caller has let the chat's
@@ -248,38 +248,30 @@ class ChatService:
         if prior is None:
             return None
         log.info("%s was already answered by turn %s; replaying", request_key, prior.turn_id)
+        offers = offers_from_json(prior.offers)  # what the first run offered, as it did
         if prior.stop_reason == StopReason.STOPPED:  # the partial answer (or none) again
-            return TurnReply(
-                turn_id=prior.turn_id, text=prior.answer, stop_reason=StopReason.STOPPED
-            )
-        if prior.answer is None:  # refused or withheld: the bot's own polite text again
-            return TurnReply(turn_id=prior.turn_id, text=None, stop_reason=StopReason.REFUSED)
-        stop = (
-            StopReason.TRUNCATED
-            if prior.stop_reason == StopReason.TRUNCATED
-            else StopReason.COMPLETED
-        )
-        return TurnReply(turn_id=prior.turn_id, text=prior.answer, stop_reason=stop)
+            stop = StopReason.STOPPED
+        elif prior.answer is None:  # refused or withheld: the bot's own polite text again
+            stop = StopReason.REFUSED
+        elif prior.stop_reason == StopReason.TRUNCATED:
+            stop = StopReason.TRUNCATED
+        else:
+            stop = StopReason.COMPLETED
+        text = None if stop is StopReason.REFUSED else prior.answer
+        return TurnReply(turn_id=prior.turn_id, text=text, stop_reason=stop, offers=offers)
 
     async def _run_turn(self, turn: _Turn) -> TurnReply:
-        chat_id, text = turn.chat_id, turn.text
+        text = turn.text
         try:
             result = await self._ask(turn)
         except TurnError as error:
             log.info("turn %s failed: %s", turn.id, error.code)
-            await self._save(turn, trace=error.trace, stop_reason="error", error_code=error.code)
-            return TurnReply(turn_id=turn.id, text=None, stop_reason=None, error_code=error.code)
+            return await self._failed(turn, error.code, error.trace)
         except (asyncio.CancelledError, StorageUnavailable):
             raise
         except Exception:
-            log.exception("turn %s of chat %s failed unexpectedly", turn.id, chat_id)
-            if turn.session_id is not None:  # without a session the database is likely down
-                await self._save(
-                    turn, trace=LoopTrace(), stop_reason="error", error_code=INTERNAL_ERROR
-                )
-            return TurnReply(
-                turn_id=turn.id, text=None, stop_reason=None, error_code=INTERNAL_ERROR
-            )
+            log.exception("turn %s of chat %s failed unexpectedly", turn.id, turn.caller.chat_id)
+            return await self._failed(turn, INTERNAL_ERROR, None)
 
         refused = result.stop_reason is StopReason.REFUSED
         leaked = turn.relay is not None and turn.relay.leaked
@@ -292,24 +284,44 @@ class ChatService:
             )
         )
         turn.prompt_ref = result.prompt_ref
+        offers = offers_for(turn.notes, answered=not (refused or withheld))
         stored = await self._save(
             turn,
             trace=result.trace,
             stop_reason=WITHHELD if withheld else str(result.stop_reason),
             error_code=None,
             history=history,
+            offers=offers,
         )
         if stored and history is not None:
             self._summarizer.schedule(turn.session_id or 0)
         # if storing failed for another reason than a storage fault (logged), the customer
         # still gets the answer the model gave
         if withheld:  # the customer gets the bot's polite refusal instead
-            return TurnReply(turn_id=turn.id, text=None, stop_reason=StopReason.REFUSED)
+            return TurnReply(
+                turn_id=turn.id, text=None, stop_reason=StopReason.REFUSED, offers=offers
+            )
         return TurnReply(
             turn_id=turn.id,
             text=None if refused else (result.text or None),
             stop_reason=result.stop_reason,
-            offer_phone_share=not refused and TurnNote.ORDER_MISSED_NO_PHONE in turn.notes,
+            offers=offers,
+        )
+
+    async def _failed(self, turn: _Turn, code: str, trace: LoopTrace | None) -> TurnReply:
+        """A failed turn: recorded (unless it never got a session — the database is
+        likely down then) and told; a handoff its tools opened is still announced."""
+        offers = offers_for(turn.notes, answered=False)
+        if trace is not None or turn.session_id is not None:
+            await self._save(
+                turn,
+                trace=trace or LoopTrace(),
+                stop_reason="error",
+                error_code=code,
+                offers=offers,
+            )
+        return TurnReply(
+            turn_id=turn.id, text=None, stop_reason=None, error_code=code, offers=offers
         )
 
     def _quotes_instruction(self, turn: _Turn, answer: str) -> bool:
@@ -333,7 +345,7 @@ class ChatService:
         """Assemble the prompt for the chat's session and run the loop on it."""
         turn.session_id = await self._storage_retry.run(
             f"opening the session of turn {turn.id}",
-            lambda: self._conversations.open_session(turn.chat_id),
+            lambda: self._conversations.open_session(turn.caller.chat_id),
         )
         summary = await self._conversations.summary(turn.session_id)
         window = await self._window(turn.session_id, summary)
@@ -342,13 +354,10 @@ class ChatService:
         turn.instruction = rendered.text
         messages = build_messages(rendered.text, summary, window, turn.text)
         context = ToolContext(
-            user_id=turn.user_id,
-            chat_id=turn.chat_id,
+            caller=turn.caller,
             shop=self._shop,
             turn_id=turn.id,
             session_id=turn.session_id,
-            private_chat=turn.private_chat,
-            sender_is_chat=turn.sender_is_chat,
             notes=turn.notes,
         )
         if turn.drafts is not None:
@@ -378,6 +387,7 @@ class ChatService:
         stop_reason: str,
         error_code: str | None,
         history: StoredPair | None = None,
+        offers: tuple[Offer, ...] = (),
     ) -> bool:
         """Store the turn's rows (and its pair): storage faults are retried (raising
         `StorageUnavailable` beyond the bound), any other failure is logged, not raised."""
@@ -385,8 +395,8 @@ class ChatService:
         record = TurnRecord(
             id=turn.id,
             session_id=turn.session_id,
-            chat_id=turn.chat_id,
-            user_id=turn.user_id,
+            chat_id=turn.caller.chat_id,
+            user_id=turn.caller.key,
             started_at=turn.started_at,
             duration_ms=(time.perf_counter() - turn.t0) * 1000.0,
             status="failed" if error_code is not None else "answered",
@@ -400,6 +410,7 @@ class ChatService:
             cached_tokens=trace.cached_tokens,
             prompt=turn.prompt_ref,
             request_key=turn.request_key,
+            offers=offers_to_json(offers),
         )
         try:
             await self._storage_retry.run(

@@ -127,14 +127,14 @@ class HandoffService:
         )
         return HandoffStart(handoff, new)
 
-    async def request_from_model(self, chat_id: int, reason: str) -> bool:
-        """`request_human`: open a handoff (source "model"); False if one was open."""
-        _, new = await self._repo.open(chat_id, source="model", reason=reason)
-        return new
+    async def request_from_model(self, chat_id: int, reason: str) -> int | None:
+        """`request_human`: open a handoff (source "model"); its id, None if one was open."""
+        handoff, new = await self._repo.open(chat_id, source="model", reason=reason)
+        return handoff.id if new else None
 
-    async def mark_briefed(self, handoff: Handoff) -> None:
+    async def mark_briefed(self, handoff_id: int) -> None:
         await self._retry.run(
-            f"marking handoff {handoff.id} briefed", lambda: self._repo.mark_briefed(handoff.id)
+            f"marking handoff {handoff_id} briefed", lambda: self._repo.mark_briefed(handoff_id)
         )
 
     async def close(self, chat_id: int, *, reason: Literal["command", "topic_closed"]) -> bool:
@@ -191,7 +191,11 @@ class HandoffService:
 
     async def brief(self, handoff: Handoff) -> HandoffBrief:
         """Why, the running summary and the last few exchanges of the chat's session."""
-        session_id = await self._conversations.current_session(handoff.chat_id)
+        return await self.brief_for(handoff.chat_id, source=handoff.source, reason=handoff.reason)
+
+    async def brief_for(self, chat_id: int, *, source: str, reason: str | None) -> HandoffBrief:
+        """The brief of a handoff known by its facts (the turn's offer, not a re-read)."""
+        session_id = await self._conversations.current_session(chat_id)
         summary: str | None = None
         exchanges: tuple[Exchange, ...] = ()
         if session_id is not None:
@@ -203,9 +207,7 @@ class HandoffService:
             exchanges = tuple(
                 Exchange(p.user.content, p.assistant.content) for p in to_pairs(recent)
             )[-BRIEF_EXCHANGES:]
-        return HandoffBrief(
-            source=handoff.source, reason=handoff.reason, summary=summary, exchanges=exchanges
-        )
+        return HandoffBrief(source=source, reason=reason, summary=summary, exchanges=exchanges)
 
     async def customer_said(self, chat_id: int, *, update_id: int, text: str) -> None:
         """A customer message mirrored to the operators: into the history, once."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from services.llm.types import LLMResponse
+from services.offers import Offer
 from storage.records import AuditRecord, ModelCallRecord
 
 # error codes meaning "the model is not available right now" (loop and LLM client codes):
@@ -139,18 +140,16 @@ class TurnReply:
 
     `text` is the model's answer when `error_code` is None and the stop reason is not
     `refused`; otherwise the bot picks its own polite text from `error_code` /
-    `stop_reason`, so nothing internal reaches the customer. `offer_phone_share` is only
-    set on an answered turn.
+    `stop_reason`, so nothing internal reaches the customer. `offers`: what the turn
+    offers besides its text (services/offers.py), shown by the bot (bot/turn_view.py);
+    stored with the turn, so a replay carries the same ones.
     """
 
     turn_id: str
     text: str | None
     stop_reason: StopReason | None
     error_code: str | None = None
-    # an order lookup in this turn found nothing the caller may see and the caller has
-    # no verified phone (tools.base.TurnNote.ORDER_MISSED_NO_PHONE): the bot offers to
-    # share one. Set for every such miss, so it says nothing about whether orders exist.
-    offer_phone_share: bool = False
+    offers: tuple[Offer, ...] = ()
 
     @property
     def answered(self) -> bool:

@@ -101,6 +101,8 @@ class TurnRecord:
     prompt: str  # system prompt id@version
     request_key: str | None = None  # what the turn answered (e.g. "telegram:<update_id>")
     cached_tokens: int | None = None  # cached input tokens (part of prompt_tokens)
+    # what the turn offered besides its text, as JSON (services/offers.py); None: nothing
+    offers: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,7 @@ class AnsweredTurn:
     turn_id: str
     stop_reason: str | None
     answer: str | None  # None when nothing entered the history (refused, withheld)
+    offers: str | None = None  # as stored with the turn (TurnRecord.offers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,14 +151,14 @@ class TurnRecorder:
     async def answered_turn(self, request_key: str) -> AnsweredTurn | None:
         """The answered turn of `request_key`, if one was stored."""
         row = await self._db.fetch_one(
-            "SELECT t.id, t.stop_reason, m.content FROM turns AS t "
+            "SELECT t.id, t.stop_reason, m.content, t.offers FROM turns AS t "
             "LEFT JOIN messages AS m ON m.turn_id = t.id AND m.role = 'assistant' "
             "WHERE t.request_key = ? AND t.status = 'answered'",
             (request_key,),
         )
         if row is None:
             return None
-        return AnsweredTurn(turn_id=row[0], stop_reason=row[1], answer=row[2])
+        return AnsweredTurn(turn_id=row[0], stop_reason=row[1], answer=row[2], offers=row[3])
 
     async def save_turn(
         self,
@@ -205,8 +208,8 @@ class TurnRecorder:
             await tx.execute(
                 "INSERT INTO turns(id, session_id, chat_id, user_id, started_at, duration_ms, "
                 "status, stop_reason, error_code, model_steps, tool_calls, prompt_tokens, "
-                "completion_tokens, total_tokens, prompt, request_key, cached_tokens) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "completion_tokens, total_tokens, prompt, request_key, cached_tokens, offers) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     turn.id,
                     turn.session_id,
@@ -225,6 +228,7 @@ class TurnRecorder:
                     turn.prompt,
                     turn.request_key,
                     turn.cached_tokens,
+                    turn.offers,
                 ),
             )
             await _add_to_daily_totals(tx, self._db.dialect, turn)

@@ -2,9 +2,11 @@
 
 The model only *proposes* a `ToolCall`; the executor decides whether and how it runs
 and always answers with a `ToolOutcome`: a JSON string for the model plus an
-`AuditRecord` for the database (a row type, so it lives in `storage.records`). Caller
-identity lives in `ToolContext`, set by the application from Telegram, never from model
-output.
+`AuditRecord` for the database (a row type, so it lives in `storage.records`). The
+caller (`Caller`) lives in `ToolContext`, set by the application from Telegram, never
+from model output; it is defined here, in the lowest layer that needs it, and the bot
+and the services use this one type. What a tool learned for the front end is a typed
+`TurnNote` with its data.
 """
 
 from __future__ import annotations
@@ -45,41 +47,69 @@ class ToolCall:
     arguments: str
 
 
-class TurnNote(StrEnum):
-    """Facts a tool learned during a turn that the front end may act on (no Telegram here).
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking, and where: taken from the Telegram update only (`bot.filters.caller_of`),
+    never from the text or the model; the one value that reaches every tool.
 
-    - `ORDER_MISSED_NO_PHONE`: an order lookup in a private chat found nothing the caller
-      may see, and the caller has no verified phone; the bot then offers to share one.
-      Set for EVERY such miss — a missing number and someone else's order alike — so it
-      tells nothing about whether the order exists.
+    - `key`: the caller's identity key, for access, per-caller limits and records. The
+      sender's Telegram user id; for a message sent on behalf of a chat (an anonymous
+      group admin, a channel) the id of that chat (negative, so never a person's id).
+    - `chat_id`: the chat the message is in (the conversation, the reply's address).
+    - `is_chat`: the message was sent on behalf of a chat, not by a known person; such a
+      sender never gets a person's access.
+    - `private_chat`: a one-to-one chat between this person and the bot, so only they read
+      the answer. False in groups, where every member reads it and it enters the group's
+      shared history. False is the default: a caller built without saying so gets no
+      private data.
     """
 
-    ORDER_MISSED_NO_PHONE = "order_missed_no_phone"
+    key: int
+    chat_id: int
+    is_chat: bool = False
+    private_chat: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OrderMissedNoPhone:
+    """An order lookup in a private chat found nothing the caller may see, and the caller
+    has no verified phone: the customer may be offered to share one. Noted for EVERY such
+    miss — a missing number and someone else's order alike — so it tells nothing about
+    whether the order exists."""
+
+    order_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffRequested:
+    """The model asked for a person (`request_human`) and a handoff was opened now: the
+    customer is told, the operators get the brief (with the model's `reason`)."""
+
+    handoff_id: int
+    reason: str
+
+
+# Facts a tool learned during a turn that the front end may act on (no Telegram here):
+# frozen values with their data, collected in `ToolContext.notes` and turned into the
+# turn's offers by services/offers.py. A new kind of fact is one more type in this union
+# (mypy then names every place that must handle it).
+TurnNote = OrderMissedNoPhone | HandoffRequested
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Who is asking, and where (from the Telegram update), and what data the tools may use.
+    """Who is asking and where (`caller`, from the Telegram update), and what the tools
+    may use during one turn.
 
-    - `user_id`: the caller's identity key, for access and per-caller limits. The sender's
-      Telegram user id; for a message sent on behalf of a chat (an anonymous group admin,
-      a channel) the id of that chat (negative, so never a person's id).
-    - `private_chat`: the conversation is a one-to-one chat between this person and the
-      bot, so only they read the answer. False in groups, where every member reads it
-      and it enters the group's shared history. False is the default: a context built
-      without saying so gets no private data.
-    - `sender_is_chat`: the message was sent on behalf of a chat, not by a known person.
-    - `notes`: filled by tools during the turn (`TurnNote`), read by the chat service.
+    - `notes`: filled by tools during the turn (`TurnNote`s, in the order noted), read by
+      the chat service.
     """
 
-    user_id: int
-    chat_id: int
+    caller: Caller
     shop: ShopRepository
     turn_id: str | None = None
     session_id: int | None = None
-    private_chat: bool = False
-    sender_is_chat: bool = False
-    notes: set[TurnNote] = field(default_factory=set)
+    notes: list[TurnNote] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

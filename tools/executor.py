@@ -69,8 +69,8 @@ def audit_record(
     return AuditRecord(
         call_id=call.id,
         tool_name=str(call.name)[:_MAX_ECHOED_NAME],
-        user_id=context.user_id,
-        chat_id=context.chat_id,
+        user_id=context.caller.key,
+        chat_id=context.caller.chat_id,
         turn_id=context.turn_id,
         session_id=context.session_id,
         started_at=started_at,

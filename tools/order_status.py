@@ -6,7 +6,7 @@ its `owner_telegram_id` or whose verified phone is its `owner_phone`; the verifi
 is read from storage by the caller's Telegram id (a number the customer proved theirs by
 sharing their own contact, see `services.phones`), never taken from the conversation.
 The result never contains the phone number. A miss in a private chat by a caller without
-a verified phone notes `TurnNote.ORDER_MISSED_NO_PHONE`, so the bot offers to share one
+a verified phone notes `OrderMissedNoPhone`, so the bot offers to share one
 — for every such miss, whether or not the order exists. An order someone else owns is
 indistinguishable from an order that does not exist, so the tool cannot be used to probe
 which numbers are real. The number of distinct orders one caller may look up per rolling
@@ -33,7 +33,7 @@ from datetime import date, datetime
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storage.shop_records import OrderRecord
-from tools.base import ErrorCode, Tool, ToolBusinessError, ToolContext, TurnNote
+from tools.base import ErrorCode, OrderMissedNoPhone, Tool, ToolBusinessError, ToolContext
 from tools.shop.rules import OrderStatus, check_order_id
 
 GET_ORDER_STATUS = "get_order_status"
@@ -99,11 +99,12 @@ class OrderStatusHandler:
         self, arguments: GetOrderStatusArguments, context: ToolContext
     ) -> OrderStatusResult:
         now = self._clock()
+        caller = context.caller
         # A repeat lookup of an order already checked within the hour does not use up
         # another slot (the customer asking twice is normal); a new number does, whether
         # or not it exists or belongs to the caller.
         allowed = await context.shop.record_order_lookup(
-            user_id=context.user_id,
+            user_id=caller.key,
             order_id=arguments.order_id,
             now=now,
             since=now - LOOKUP_WINDOW_S,
@@ -114,7 +115,7 @@ class OrderStatusHandler:
         order = await context.shop.get_order(arguments.order_id)
         if order is not None and order.owner_telegram_id is None and order.owner_phone is None:
             return _found(order)  # public: anyone, in any chat
-        if not context.private_chat or context.sender_is_chat:
+        if not caller.private_chat or caller.is_chat:
             # the same answer for own, someone else's and missing orders (module docstring)
             return OrderStatusResult(
                 order_id=arguments.order_id,
@@ -123,11 +124,11 @@ class OrderStatusHandler:
                 message=PRIVATE_CHAT_MESSAGE,
             )
         # read for every private lookup, found or not, so a miss costs the same
-        phone = await context.shop.get_verified_phone(context.user_id)
-        if order is not None and _owned_by(order, context.user_id, phone):
+        phone = await context.shop.get_verified_phone(caller.key)
+        if order is not None and _owned_by(order, caller.key, phone):
             return _found(order)
         if phone is None:
-            context.notes.add(TurnNote.ORDER_MISSED_NO_PHONE)
+            context.notes.append(OrderMissedNoPhone(order_id=arguments.order_id))
         return OrderStatusResult(
             order_id=arguments.order_id,
             found=False,

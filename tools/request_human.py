@@ -3,11 +3,13 @@
 The model calls it when the customer asks for a person, or when it cannot help. The
 tool only records the request (an open handoff in SQLite, source "model", with the
 model's short reason) — durable before the turn's answer is stored, so a crash cannot
-lose it; the bot then opens the operators' topic and tells the customer, in their
-language, after the turn (bot/handoff.py). Who is handed over comes from `ToolContext`
-(the Telegram chat), never from the arguments. A person is reached only from a private
-chat between that person and the bot: in a group, or for a message sent on behalf of a
-chat, the tool refuses. The tool is registered only when OPERATOR_CHAT_ID is set.
+lose it — and notes `HandoffRequested` for a handoff it opened; that becomes the turn's
+"a person will answer" offer, and the bot then opens the operators' topic and tells the
+customer, in their language, with the turn's answer (bot/handoff.py). Who is handed
+over comes from `ToolContext` (the Telegram chat), never from the arguments. A person is
+reached only from a private chat between that person and the bot: in a group, or for a
+message sent on behalf of a chat, the tool refuses. The tool is registered only when
+OPERATOR_CHAT_ID is set.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Annotated, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from tools.base import Tool, ToolBusinessError, ToolContext
+from tools.base import HandoffRequested, Tool, ToolBusinessError, ToolContext
 
 REQUEST_HUMAN = "request_human"
 PRIVATE_ONLY = "private_chat_only"
@@ -47,8 +49,8 @@ class RequestHumanResult(BaseModel):
 class HandoffRequests(Protocol):
     """What the tool needs from the handoff service: record one request."""
 
-    async def request_from_model(self, chat_id: int, reason: str) -> bool:
-        """Open a handoff for the chat; False when one was open already."""
+    async def request_from_model(self, chat_id: int, reason: str) -> int | None:
+        """Open a handoff for the chat: its id; None when one was open already."""
         ...
 
 
@@ -58,16 +60,19 @@ def request_human_tool(
     async def request_human(
         arguments: RequestHumanArguments, context: ToolContext
     ) -> RequestHumanResult:
-        if not context.private_chat or context.sender_is_chat:
+        caller = context.caller
+        if not caller.private_chat or caller.is_chat:
             raise ToolBusinessError(
                 PRIVATE_ONLY,
                 "A person can be reached only from a private chat with the bot. Ask the "
                 "customer to write to the bot directly and ask for a person there.",
             )
-        opened = await handoffs.request_from_model(context.chat_id, arguments.reason)
+        opened = await handoffs.request_from_model(caller.chat_id, arguments.reason)
+        if opened is not None:  # the bot tells the customer and briefs the operators
+            context.notes.append(HandoffRequested(handoff_id=opened, reason=arguments.reason))
         return RequestHumanResult(
             requested=True,
-            already_open=not opened,
+            already_open=opened is None,
             message="A person from the shop will answer in this chat.",
         )
 

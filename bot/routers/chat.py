@@ -22,11 +22,9 @@ from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.formatting import Rendered, messages_under_heading
 from bot.handoff import HandoffDesk
-from bot.keyboards import feedback_keyboard, operator_keyboard, share_phone_keyboard
-from bot.replies import customer_text
 from bot.responder import Outbox
-from bot.sender import ReplyMarkup
 from bot.texts import Texts
+from bot.turn_view import ChatSide, turn_view
 from services.answer_stream import DraftSink
 from services.chat import ChatService
 from services.limits import UserMessageLimiter
@@ -47,6 +45,11 @@ async def within_limits(message: Message, ctx: UpdateContext, limiter: UserMessa
     return False
 
 
+def request_key(inbox_update_id: int) -> str:
+    """What a turn answers: the update (a replay of it after a crash gets the stored turn)."""
+    return f"telegram:{inbox_update_id}"
+
+
 async def ask_model(
     message: Message,
     text: str,
@@ -59,33 +62,15 @@ async def ask_model(
 ) -> TurnReply:
     """One turn on the customer's words (`transcribed`: heard in a voice note; `drafts`
     and `stop`: the answer streamed into a draft with a stop button)."""
-    caller = caller_of(message)  # who and where from the update, for the tools' access
     return await chat_service.answer(
-        chat_id=message.chat.id,
-        user_id=caller.key,
-        text=text,
+        caller_of(message),  # who and where from the update, for the tools' access
+        text,
         # a replay of this update after a crash gets the stored answer, not a new one
-        request_key=f"telegram:{inbox_update_id}",
-        private_chat=caller.private_chat,
-        sender_is_chat=caller.is_chat,
+        request_key=request_key(inbox_update_id),
         transcribed=transcribed,
         drafts=drafts,
         stop=stop,
     )
-
-
-def _keyboard(
-    reply: TurnReply, texts: Texts, *, phone: bool, person: bool, feedback_buttons: bool
-) -> ReplyMarkup | None:
-    """One keyboard per message: the share button when offered, the "talk to a person"
-    button under an apology, else 👍/👎 under an AI answer (our own texts are not rated)."""
-    if phone:
-        return share_phone_keyboard(texts)
-    if person:
-        return operator_keyboard(texts)
-    if feedback_buttons and reply.answered and reply.text:
-        return feedback_keyboard(reply.turn_id)
-    return None
 
 
 async def send_answer(
@@ -101,26 +86,16 @@ async def send_answer(
 ) -> None:
     """The turn's answer in the customer's words; `heading` goes above it (what was heard);
     `feedback_buttons`: 👍/👎 under an AI answer (FEEDBACK_ENABLED), stored with it."""
-    private = caller_of(message).private_chat
-    # a lookup missed for a customer without a verified phone: offer the share button
-    # (every miss alike, so it tells nothing about which orders exist); private only
-    offer = reply.answered and reply.offer_phone_share and private
-    answer = customer_text(reply, texts)
     # the model asked for a person (request_human): the notice and the operators' brief
-    # go with the answer (bot/handoff.py); found in SQLite, so a replayed turn has it too
-    begun = await handoff.after_turn(message, language, texts) if handoff else None
-    if begun is not None:
-        answer = f"{answer}\n\n{begun.notice}"
-    # the turn failed (the apology): a private chat may call a person with one button
-    offer_person = reply.error_code is not None and begun is None and private
-    body = f"{answer}\n\n{texts.phone_hint}" if offer else answer
-    markup = _keyboard(
-        reply,
-        texts,
-        phone=offer,
-        person=offer_person and handoff is not None,
+    # go with the answer (bot/handoff.py), from the turn's offer (a replay has it too)
+    begun = await handoff.after_turn(message, reply.offers, language, texts) if handoff else None
+    side = ChatSide(
+        private_chat=caller_of(message).private_chat,
         feedback_buttons=feedback_buttons,
+        person_button=handoff is not None,
     )
+    view = turn_view(reply, texts, side, handoff_notice=begun.notice if begun else None)
+    body, markup = view.text, view.markup
     also = begun.parts if begun is not None else ()
     if heading is None:
         await outbox.send(body, turn_id=reply.turn_id, reply_markup=markup, also=also)
@@ -128,7 +103,7 @@ async def send_answer(
         parts = messages_under_heading(heading, body)
         await outbox.send_rendered(parts, turn_id=reply.turn_id, reply_markup=markup, also=also)
     if begun is not None and handoff is not None:
-        await handoff.service.mark_briefed(begun.handoff)
+        await handoff.service.mark_briefed(begun.handoff_id)
 
 
 async def answer_words(

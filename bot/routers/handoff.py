@@ -36,8 +36,9 @@ from bot.handoff import HandoffDesk
 from bot.keyboards import HandoffButton
 from bot.menu import MenuEntry
 from bot.responder import Outbox
-from bot.routers.chat import within_limits
+from bot.routers.chat import request_key, within_limits
 from bot.texts import Texts
+from services.chat import ChatService
 from storage.handoffs import HandoffSource
 
 log = logging.getLogger(__name__)
@@ -88,16 +89,27 @@ class InChat(Filter):
 
 
 class InOpenHandoff(Filter):
-    """A private chat with an open handoff; the handoff row goes to the handler."""
+    """A private chat with an open handoff; the handoff row goes to the handler.
 
-    def __init__(self, handoff: HandoffDesk) -> None:
+    Not the update whose own turn opened the handoff and was stored before a crash cut its
+    reply off: that turn is replayed (bot/routers/chat.py), and its reply announces the
+    handoff as it would have without the crash."""
+
+    def __init__(self, handoff: HandoffDesk, chat_service: ChatService) -> None:
         self._handoff = handoff
+        self._chat_service = chat_service
 
-    async def __call__(self, message: Message) -> bool | dict[str, Any]:
+    async def __call__(self, message: Message, ctx: UpdateContext) -> bool | dict[str, Any]:
         if message.chat.type != ChatType.PRIVATE:
             return False
         current = await self._handoff.service.current(message.chat.id)
-        return False if current is None else {"open_handoff": current}
+        if current is None:
+            return False
+        if current.briefed_at is None and await self._chat_service.answered(
+            request_key(ctx.update_id)
+        ):
+            return False  # its own turn opened it (a turn never runs in a handoff)
+        return {"open_handoff": current}
 
 
 async def _begin(
@@ -120,7 +132,7 @@ async def _begin(
         await handoff.brief_part(started.handoff, topic_id),
     ]
     await outbox.send_parts(parts)
-    await handoff.service.mark_briefed(started.handoff)
+    await handoff.service.mark_briefed(started.handoff.id)
     log.info("handoff %s started in chat %s (%s)", started.handoff.id, chat_id, source)
 
 
@@ -187,7 +199,7 @@ def build_handoff_button_router(deps: HandlerDeps, handoff: HandoffDesk) -> Rout
 def build_customer_handoff_router(deps: HandlerDeps, handoff: HandoffDesk) -> Router:
     """A customer's messages while their handoff is open: copied to the topic, no AI."""
     router = Router(name="handoff_customer")
-    router.message.filter(InOpenHandoff(handoff))
+    router.message.filter(InOpenHandoff(handoff, deps.chat_service))
 
     @router.message()
     async def mirror(message: Message, ctx: UpdateContext, open_handoff: Any) -> None:
@@ -207,7 +219,7 @@ def build_customer_handoff_router(deps: HandlerDeps, handoff: HandoffDesk) -> Ro
         parts.append(handoff.copy_to_topic(topic_id, chat_id, message.message_id))
         await outbox.send_parts(parts)
         if open_handoff.briefed_at is None:
-            await handoff.service.mark_briefed(open_handoff)
+            await handoff.service.mark_briefed(open_handoff.id)
 
     return router
 

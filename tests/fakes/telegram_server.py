@@ -157,6 +157,7 @@ class Hold:
     """
 
     chat_id: int | None = None
+    method: str | None = None  # None: sendMessage and copyMessage
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     released: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: int = 0
@@ -278,6 +279,12 @@ class FakeTelegramServer:
     def hold_send_message(self, chat_id: int | None = None) -> Hold:
         """Hold sendMessage and copyMessage (to `chat_id`, or any) until `Hold.release()`."""
         hold = Hold(chat_id=chat_id)
+        self._holds.append(hold)
+        return hold
+
+    def hold_calls(self, method: str) -> Hold:
+        """Hold every call of another method (e.g. createForumTopic) until released."""
+        hold = Hold(method=method)
         self._holds.append(hold)
         return hold
 
@@ -506,10 +513,17 @@ class FakeTelegramServer:
             return _error(400, "Bad Request: can't parse entities: unsupported start tag")
         return _ok(self._accept(chat_id, str(params.get("text", "")), parse_mode, params))
 
-    async def _wait_on_hold(self, chat_id: int, request: web.Request) -> None:
-        """Keep a sendMessage/copyMessage to a held chat until released (or cancelled)."""
+    async def _wait_on_hold(
+        self, chat_id: int, request: web.Request, method: str | None = None
+    ) -> None:
+        """Keep a sendMessage/copyMessage to a held chat (or a call of a held `method`)
+        until released (or cancelled)."""
         hold = next(
-            (h for h in self._holds if not h.released.is_set() and h.chat_id in (None, chat_id)),
+            (
+                h
+                for h in self._holds
+                if not h.released.is_set() and h.method == method and h.chat_id in (None, chat_id)
+            ),
             None,
         )
         if hold is None:
@@ -607,8 +621,9 @@ class FakeTelegramServer:
             return _error(400, "Bad Request: chat not found")
         return _ok(member)
 
-    async def _m_createforumtopic(self, params: dict[str, Any], _r: web.Request) -> web.Response:
+    async def _m_createforumtopic(self, params: dict[str, Any], r: web.Request) -> web.Response:
         chat_id = int(params["chat_id"])
+        await self._wait_on_hold(chat_id, r, "createForumTopic")
         if not self.chats.get(chat_id, {}).get("is_forum"):
             return _error(400, "Bad Request: the chat is not a forum")
         thread_id = next(self._next_thread_id)

@@ -28,6 +28,7 @@ from storage.inbox import InboxRepository
 from tests.fakes.handler_deps import handler_deps
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
+from tools.base import Caller
 
 CHAT = 77
 
@@ -45,13 +46,10 @@ class ChatDouble:
 
     async def answer(
         self,
-        *,
-        chat_id: int,
-        user_id: int,
+        caller: Caller,
         text: str,
+        *,
         request_key: str | None = None,
-        private_chat: bool = False,
-        sender_is_chat: bool = False,
         transcribed: bool = False,
         drafts: object = None,
         stop: object = None,

@@ -33,6 +33,7 @@ from tests.doubles import (
     tool_call,
     tool_calls_response,
 )
+from tools.base import Caller
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 from tools.shop.demo import seed_demo_shop
@@ -123,7 +124,7 @@ def _filler(i: int) -> str:
 
 
 async def test_tool_turn_is_recorded_and_tool_traffic_is_not_history(stack: Stack) -> None:
-    reply = await stack.service.answer(chat_id=10, user_id=20, text="Где заказ 8041?")
+    reply = await stack.service.answer(Caller(key=20, chat_id=10), "Где заказ 8041?")
     assert reply.answered and reply.text == "Заказ 8041 в пути."
 
     db = stack.db
@@ -153,7 +154,7 @@ async def test_tool_turn_is_recorded_and_tool_traffic_is_not_history(stack: Stac
     assert all(c["turn_id"] == reply.turn_id and c["fallback"] == 0 for c in calls)
     assert calls[1]["model"] == "scripted-model"
 
-    await stack.service.answer(chat_id=10, user_id=20, text="Спасибо!")
+    await stack.service.answer(Caller(key=20, chat_id=10), "Спасибо!")
     next_request = stack.turn_requests()[-1].messages
     assert [m["role"] for m in next_request] == ["system", "user", "assistant", "user"]
     assert "tool_calls" not in next_request[2]
@@ -163,9 +164,9 @@ async def test_long_conversation_is_summarised_and_the_summary_is_sent_as_data(
     stack: Stack,
 ) -> None:
     service = stack.service
-    await service.answer(chat_id=1, user_id=2, text="Где заказ 8041?")
+    await service.answer(Caller(key=2, chat_id=1), "Где заказ 8041?")
     for i in range(12):
-        await service.answer(chat_id=1, user_id=2, text=_filler(i))
+        await service.answer(Caller(key=2, chat_id=1), _filler(i))
         await service.wait_for_summaries()
 
     session = await ConversationRepository(stack.db).current_session(1)
@@ -194,10 +195,10 @@ async def test_summary_failure_keeps_the_old_summary_and_is_retried(db: Database
     built = await _stack(db, ScriptedLLM(chat_script(summary)), budget=400, summary_cap=80)
     service = built.service
     repo = ConversationRepository(db)
-    await service.answer(chat_id=1, user_id=2, text="Где заказ 8041?")
+    await service.answer(Caller(key=2, chat_id=1), "Где заказ 8041?")
     turn = 0
     while await repo.summary((await repo.current_session(1)) or 0) is None:
-        await service.answer(chat_id=1, user_id=2, text=_filler(turn))
+        await service.answer(Caller(key=2, chat_id=1), _filler(turn))
         await service.wait_for_summaries()
         turn += 1
         assert turn < 30
@@ -207,7 +208,7 @@ async def test_summary_failure_keeps_the_old_summary_and_is_retried(db: Database
 
     failing["on"] = True
     for _ in range(4):
-        await service.answer(chat_id=1, user_id=2, text=_filler(turn))
+        await service.answer(Caller(key=2, chat_id=1), _filler(turn))
         await service.wait_for_summaries()
         turn += 1
     kept = await repo.summary(session or 0)
@@ -216,7 +217,7 @@ async def test_summary_failure_keeps_the_old_summary_and_is_retried(db: Database
     assert first.content in str(built.turn_requests()[-1].messages[1]["content"])
 
     failing["on"] = False
-    await service.answer(chat_id=1, user_id=2, text=_filler(turn))
+    await service.answer(Caller(key=2, chat_id=1), _filler(turn))
     await service.wait_for_summaries()
     retried = await repo.summary(session or 0)
     assert retried is not None and retried.covers_message_id > first.covers_message_id
@@ -229,16 +230,16 @@ async def test_summary_failure_keeps_the_old_summary_and_is_retried(db: Database
 
 async def test_after_new_no_earlier_message_or_summary_reaches_the_model(stack: Stack) -> None:
     service = stack.service
-    await service.answer(chat_id=1, user_id=2, text="Где заказ 8041?")
+    await service.answer(Caller(key=2, chat_id=1), "Где заказ 8041?")
     for i in range(10):
-        await service.answer(chat_id=1, user_id=2, text=_filler(i))
+        await service.answer(Caller(key=2, chat_id=1), _filler(i))
         await service.wait_for_summaries()
     repo = ConversationRepository(stack.db)
     old = await repo.current_session(1)
     assert old is not None and await repo.summary(old) is not None
 
     await service.reset(1)
-    await service.answer(chat_id=1, user_id=2, text="Здравствуйте")
+    await service.answer(Caller(key=2, chat_id=1), "Здравствуйте")
 
     request = stack.turn_requests()[-1].messages
     assert [m["role"] for m in request] == ["system", "user"]
@@ -261,7 +262,7 @@ async def test_prompt_size_stops_growing_once_the_window_is_full(db: Database) -
     built = await _stack(db, ScriptedLLM(chat_script(long_summary)), budget=budget, summary_cap=cap)
     service = built.service
     for i in range(200):
-        reply = await service.answer(chat_id=1, user_id=2, text=_filler(i))
+        reply = await service.answer(Caller(key=2, chat_id=1), _filler(i))
         assert reply.answered
     await service.wait_for_summaries()
 
@@ -290,7 +291,7 @@ async def test_a_new_service_on_the_same_file_continues_the_session(tmp_path: Pa
     path = tmp_path / "bot.sqlite3"
     db = await open_database(path)
     first = await _stack(db, ScriptedLLM(chat_script()))
-    await first.service.answer(chat_id=1, user_id=2, text="Где заказ 8041?")
+    await first.service.answer(Caller(key=2, chat_id=1), "Где заказ 8041?")
     session = await ConversationRepository(db).current_session(1)
     await first.service.aclose()
     await db.close()
@@ -298,7 +299,7 @@ async def test_a_new_service_on_the_same_file_continues_the_session(tmp_path: Pa
     db = await open_database(path)
     try:
         second = await _stack(db, ScriptedLLM(chat_script()))
-        await second.service.answer(chat_id=1, user_id=2, text="А когда доставят?")
+        await second.service.answer(Caller(key=2, chat_id=1), "А когда доставят?")
         request = second.turn_requests()[-1].messages
         assert [m["content"] for m in request[1:]] == [
             "Где заказ 8041?",
@@ -329,12 +330,12 @@ async def test_one_chat_in_order_two_chats_concurrently(db: Database) -> None:
 
     async def chat_1_in_order() -> list[TurnReply]:
         # one update of a chat at a time, as the bot's intake hands them over
-        first = await service.answer(chat_id=1, user_id=2, text="chat1 first")
-        return [first, await service.answer(chat_id=1, user_id=2, text="second of chat 1")]
+        first = await service.answer(Caller(key=2, chat_id=1), "chat1 first")
+        return [first, await service.answer(Caller(key=2, chat_id=1), "second of chat 1")]
 
     async with asyncio.timeout(10):  # a bound on a deadlock, not a timing assertion
         chat_1, chat_2 = await asyncio.gather(
-            chat_1_in_order(), service.answer(chat_id=2, user_id=3, text="chat2 first")
+            chat_1_in_order(), service.answer(Caller(key=3, chat_id=2), "chat2 first")
         )
     assert all(r.answered for r in [*chat_1, chat_2])
     rows = await stack.db.fetch_all(

@@ -40,7 +40,7 @@ from tests.fakes.openai_server import (
     fake_call,
     sequence,
 )
-from tools.base import ToolCall, ToolContext, ToolOutcome
+from tools.base import Caller, ToolCall, ToolContext, ToolOutcome
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 from tools.shop.demo import seed_demo_shop
@@ -107,7 +107,7 @@ async def bench(fake_openai: FakeOpenAIServer, db: Database) -> AsyncIterator[Be
         max_retries=0,
         timeout_s=5,
     )
-    context = ToolContext(user_id=1001, chat_id=1001, shop=shop, turn_id="turn-1")
+    context = ToolContext(caller=Caller(key=1001, chat_id=1001), shop=shop, turn_id="turn-1")
     try:
         yield Bench(fake_openai, model, SpyExecutor(build_registry()), context)
     finally:
@@ -398,7 +398,7 @@ async def _answer_through_the_chat_service(bench: Bench, db: Database, text: str
         options=ChatOptions(shop_name="Демо-магазин"),
     )
     try:
-        return await service.answer(chat_id=1001, user_id=1001, text=text)
+        return await service.answer(Caller(key=1001, chat_id=1001), text)
     finally:
         await service.aclose()
 

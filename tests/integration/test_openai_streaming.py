@@ -23,7 +23,7 @@ from tests.fakes.openai_server import (
     sequence,
     stream_chunks,
 )
-from tools.base import ToolContext
+from tools.base import Caller, ToolContext
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 
@@ -206,7 +206,7 @@ def test_the_fake_streams_like_openai() -> None:
 
 
 def _context() -> ToolContext:
-    return ToolContext(user_id=1, chat_id=1, shop=None, turn_id="t1")  # type: ignore[arg-type]
+    return ToolContext(caller=Caller(key=1, chat_id=1), shop=None, turn_id="t1")  # type: ignore[arg-type]
 
 
 def _loop(client: OpenAIChatModel) -> BoundedToolLoop:

@@ -9,10 +9,10 @@ from aiogram.types import Message
 from bot.filters import (
     CHANNEL_BOT_ID,
     GROUP_ANONYMOUS_BOT_ID,
-    Caller,
     FromUsers,
     caller_of,
 )
+from tools.base import Caller
 
 GROUP, OTHER_GROUP, CHANNEL = -1001234, -1005678, -1009999
 
@@ -44,18 +44,20 @@ def anonymous_admin(group: int) -> Message:
 
 
 def test_a_person_in_their_private_chat() -> None:
-    assert caller_of(message(42, "private", 42)) == Caller(key=42, is_chat=False, private_chat=True)
+    assert caller_of(message(42, "private", 42)) == Caller(
+        key=42, chat_id=42, is_chat=False, private_chat=True
+    )
 
 
 def test_a_person_in_a_group() -> None:
     assert caller_of(message(GROUP, "group", 42)) == Caller(
-        key=42, is_chat=False, private_chat=False
+        key=42, chat_id=GROUP, is_chat=False, private_chat=False
     )
 
 
 def test_anonymous_admins_are_their_group_not_one_shared_placeholder() -> None:
     first, other = caller_of(anonymous_admin(GROUP)), caller_of(anonymous_admin(OTHER_GROUP))
-    assert first == Caller(key=GROUP, is_chat=True, private_chat=False)
+    assert first == Caller(key=GROUP, chat_id=GROUP, is_chat=True, private_chat=False)
     assert other.key == OTHER_GROUP != first.key
     assert GROUP_ANONYMOUS_BOT_ID not in (first.key, other.key)
 
@@ -67,12 +69,12 @@ def test_a_message_on_behalf_of_a_channel_is_that_channel() -> None:
         CHANNEL_BOT_ID,
         sender_chat={"id": CHANNEL, "type": "channel", "title": "C"},
     )
-    assert caller_of(posted) == Caller(key=CHANNEL, is_chat=True, private_chat=False)
+    assert caller_of(posted) == Caller(key=CHANNEL, chat_id=GROUP, is_chat=True, private_chat=False)
 
 
 def test_a_placeholder_sender_without_sender_chat_is_the_chat() -> None:
     assert caller_of(message(GROUP, "group", GROUP_ANONYMOUS_BOT_ID)) == Caller(
-        key=GROUP, is_chat=True, private_chat=False
+        key=GROUP, chat_id=GROUP, is_chat=True, private_chat=False
     )
     assert caller_of(message(GROUP, "group", None)).is_chat
 

@@ -25,6 +25,7 @@ from storage.database import Database
 from storage.inbox import InboxRepository, InboxRow, StoredReply
 from storage.shop import ShopRepository
 from tests.doubles import ScriptedLLM, text_response
+from tools.base import Caller
 
 
 def update(update_id: int, chat_id: int, text: str = "hi") -> dict:
@@ -385,7 +386,7 @@ async def pipeline(db: Database, inbox: InboxRepository) -> AsyncIterator[Pipeli
             await responder.reply(row, [StoredReply("new session", "new session")])
             return
         reply = await chat_service.answer(
-            chat_id=row.chat_id, user_id=row.user_id, text=text, request_key=str(row.update_id)
+            Caller(key=row.user_id, chat_id=row.chat_id), text, request_key=str(row.update_id)
         )
         answer = reply.text or "error"
         await responder.reply(row, [StoredReply(answer, answer)], turn_id=reply.turn_id)

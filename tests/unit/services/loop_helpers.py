@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from tools.base import Tool, ToolBusinessError, ToolContext
+from tools.base import Caller, Tool, ToolBusinessError, ToolContext
 from tools.executor import ToolExecutor
 from tools.registry import ToolRegistry
 
@@ -71,4 +71,4 @@ class FakeTools:
 
 
 def context(turn_id: str = "turn-1") -> ToolContext:
-    return ToolContext(user_id=42, chat_id=4242, shop=cast(Any, None), turn_id=turn_id)
+    return ToolContext(caller=Caller(key=42, chat_id=4242), shop=cast(Any, None), turn_id=turn_id)

@@ -18,7 +18,7 @@ from storage.database import Database, StorageRetry, StorageUnavailable
 from storage.records import TurnRecorder
 from storage.shop import ShopRepository
 from tests.unit.services.test_chat import FakeLoop, _summary_llm
-from tools.base import ToolContext
+from tools.base import Caller, ToolContext
 
 LONG_ANSWER = "Ваш заказ в пути. " * 1500  # needs new pages: cannot fit a full file
 FAST = StorageRetry(first_delay_s=0.01, max_delay_s=0.01, give_up_after_s=60)
@@ -94,7 +94,7 @@ async def test_a_full_disk_while_storing_a_turn_is_retried_until_space_is_back(
     service = service_with(db, loop, recorder, FAST)
     await ConversationRepository(db).open_session(1)
 
-    reply = await service.answer(chat_id=1, user_id=5, text="где заказ?", request_key="t:1")
+    reply = await service.answer(Caller(key=5, chat_id=1), "где заказ?", request_key="t:1")
 
     assert reply.text == LONG_ANSWER and reply.error_code is None
     assert recorder.errors == ["database or disk is full"] * 2
@@ -113,7 +113,7 @@ async def test_a_disk_full_beyond_the_bound_raises_and_stores_nothing(db: Databa
     await ConversationRepository(db).open_session(1)
 
     with pytest.raises(StorageUnavailable) as raised:
-        await service.answer(chat_id=1, user_id=5, text="где заказ?", request_key="t:1")
+        await service.answer(Caller(key=5, chat_id=1), "где заказ?", request_key="t:1")
 
     assert raised.value.kind == "full"
     assert db.write_fault == "full"  # /healthz sees it

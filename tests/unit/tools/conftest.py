@@ -8,7 +8,7 @@ import pytest
 
 from storage.database import Database
 from storage.shop import ShopRepository
-from tools.base import ToolContext
+from tools.base import Caller, ToolContext
 from tools.shop.demo import seed_demo_shop
 
 
@@ -44,14 +44,12 @@ def context_for(shop: ShopRepository) -> Callable[..., ToolContext]:
     ) -> ToolContext:
         """A caller in their private chat with the bot, or in the chat `chat_id` (a group)."""
         chat = user_id if chat_id is None else chat_id
-        return ToolContext(
-            user_id=user_id,
+        caller = Caller(
+            key=user_id,
             chat_id=chat,
-            shop=shop,
-            turn_id="turn-1",
-            session_id=7,
+            is_chat=sender_is_chat,
             private_chat=chat == user_id and not sender_is_chat,
-            sender_is_chat=sender_is_chat,
         )
+        return ToolContext(caller=caller, shop=shop, turn_id="turn-1", session_id=7)
 
     return make

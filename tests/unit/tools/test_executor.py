@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storage.records import AuditStatus
-from tools.base import ErrorCode, Tool, ToolBusinessError, ToolCall, ToolContext
+from tools.base import Caller, ErrorCode, Tool, ToolBusinessError, ToolCall, ToolContext
 from tools.executor import ToolExecutor, audit_record
 from tools.registry import ToolRegistry
 
@@ -38,7 +38,7 @@ class Other(BaseModel):
 
 
 CONTEXT = ToolContext(
-    user_id=42, chat_id=4242, shop=cast(Any, None), turn_id="turn-9", session_id=3
+    caller=Caller(key=42, chat_id=4242), shop=cast(Any, None), turn_id="turn-9", session_id=3
 )
 
 

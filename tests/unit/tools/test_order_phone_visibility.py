@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from storage.shop import OrderUpsert, ShopRepository
-from tools.base import ToolCall, ToolContext, TurnNote
+from tools.base import OrderMissedNoPhone, ToolCall, ToolContext
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 
@@ -98,7 +98,7 @@ async def test_in_a_group_even_the_phone_owner_is_sent_to_a_private_chat(
     context = context_for(OWNER, chat_id=-100500)
     data = await run(executor, "2005", context)
     assert data["found"] is False and data["ask_in_private_chat"] is True
-    assert context.notes == set()  # no share button in a group
+    assert context.notes == []  # no share button in a group
 
 
 async def test_every_miss_without_a_verified_phone_is_noted_alike(
@@ -112,15 +112,15 @@ async def test_every_miss_without_a_verified_phone_is_noted_alike(
     for number in ("2006", "2007", "2008"):  # phone-owned, someone else's, missing
         context = context_for(STRANGER)
         outcome = await executor.execute(lookup(number), context)
-        assert context.notes == {TurnNote.ORDER_MISSED_NO_PHONE}
+        assert context.notes == [OrderMissedNoPhone(order_id=number)]
         contents.append(outcome.content.replace(number, "N"))
     assert len(set(contents)) == 1
 
     # a found order, or a miss by a customer who has a verified phone: no note
     found = context_for(TG_OWNER)
     await executor.execute(lookup("2007"), found)
-    assert found.notes == set()
+    assert found.notes == []
     await shop.set_verified_phone(STRANGER, OTHER_PHONE, now=clock())
     verified = context_for(STRANGER)
     await executor.execute(lookup("2008"), verified)
-    assert verified.notes == set()
+    assert verified.notes == []

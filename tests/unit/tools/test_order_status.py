@@ -9,7 +9,7 @@ from typing import Any
 from storage.database import Database
 from storage.records import AuditStatus
 from storage.shop import OrderUpsert, ShopRepository
-from tools.base import ToolCall, ToolContext
+from tools.base import Caller, ToolCall, ToolContext
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 
@@ -100,7 +100,7 @@ async def test_eleventh_distinct_order_in_an_hour_is_rate_limited_and_audited(
 ) -> None:
     await add_order(shop, "1234", status="delivered", owner_telegram_id=OWNER)
     counting = CountingShop(shop)
-    context = ToolContext(user_id=STRANGER, chat_id=STRANGER, shop=counting)
+    context = ToolContext(caller=Caller(key=STRANGER, chat_id=STRANGER), shop=counting)
     executor = ToolExecutor(build_registry(order_lookups_per_hour=10, clock=clock))
     # someone else's order and non-existent numbers count too: probing is not free
     ids = ["8041", "1234", *(f"{n:04d}" for n in range(1, 9))]
@@ -225,7 +225,7 @@ async def test_a_context_that_does_not_say_private_gets_no_private_data(
     await add_owned_order(shop)
     executor = ToolExecutor(build_registry(clock=clock))
     outcome = await executor.execute(
-        lookup("1234"), ToolContext(user_id=OWNER, chat_id=OWNER, shop=shop)
+        lookup("1234"), ToolContext(caller=Caller(key=OWNER, chat_id=OWNER), shop=shop)
     )
     assert SECRET_PICKUP not in outcome.content
     assert json.loads(outcome.content)["data"]["ask_in_private_chat"] is True
@@ -237,11 +237,11 @@ async def test_an_anonymous_admin_never_gets_owner_access(
     await add_owned_order(shop)
     executor = ToolExecutor(build_registry(clock=clock))
     anonymous = context_for(GROUP, GROUP, sender_is_chat=True)  # keyed by its group
-    assert anonymous.private_chat is False
+    assert anonymous.caller.private_chat is False
     in_group = await executor.execute(lookup("1234"), anonymous)
     # even a context claiming the owner's id in a private chat: a chat is not a person
     forged = ToolContext(
-        user_id=OWNER, chat_id=OWNER, shop=shop, private_chat=True, sender_is_chat=True
+        caller=Caller(key=OWNER, chat_id=OWNER, private_chat=True, is_chat=True), shop=shop
     )
     claimed = await executor.execute(lookup("1234"), forged)
     public = await executor.execute(lookup("8041"), anonymous)

@@ -1,0 +1,80 @@
+"""How a finished turn looks in Telegram: its words and its one keyboard.
+
+The one owner of what a customer sees for a turn besides the model's answer: the turn's
+offers (services/offers.py), the feedback buttons (FEEDBACK_ENABLED) and the "talk to a
+person" button under an apology become the message's reply markup here, and nowhere
+else. A Telegram message carries one keyboard, so when several apply, the first of these
+wins:
+
+1. share my phone number (`SharePhone`): an order lookup missed and the customer has no
+   verified phone; private chats only (Telegram offers contact buttons there only);
+2. talk to a person: the turn failed, in a private chat, with handoff on, and no person
+   was called in the turn already;
+3. 👍/👎: an AI answer with text (our own texts are not rated);
+4. none.
+
+The words: the answer (or our polite text, bot/replies.py), then the notice of a handoff
+the turn opened (`PersonWillAnswer`, worded by bot/handoff.py), then the hint that goes
+with the share button.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.keyboards import feedback_keyboard, operator_keyboard, share_phone_keyboard
+from bot.replies import customer_text
+from bot.sender import ReplyMarkup
+from bot.texts import Texts
+from services.loop_types import TurnReply
+from services.offers import PersonWillAnswer, SharePhone
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """The message for one turn: Markdown text and its one keyboard (or none)."""
+
+    text: str
+    markup: ReplyMarkup | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSide:
+    """What the view depends on besides the turn: where it is shown and what is on."""
+
+    private_chat: bool  # a one-to-one chat between the customer and the bot
+    feedback_buttons: bool  # 👍/👎 under AI answers (FEEDBACK_ENABLED)
+    person_button: bool  # a person can be called (handoff to operators is on)
+
+
+def turn_view(
+    reply: TurnReply, texts: Texts, side: ChatSide, *, handoff_notice: str | None = None
+) -> TurnView:
+    """The turn's words and keyboard (precedence in the module docstring);
+    `handoff_notice`: the words of a handoff the turn opened, if the bot announces one."""
+    share = _shares_phone(reply, side)
+    text = customer_text(reply, texts)
+    if handoff_notice is not None:
+        text = f"{text}\n\n{handoff_notice}"
+    if share:
+        text = f"{text}\n\n{texts.phone_hint}"
+    return TurnView(text=text, markup=_markup(reply, texts, side, share=share))
+
+
+def _shares_phone(reply: TurnReply, side: ChatSide) -> bool:
+    return (
+        side.private_chat
+        and reply.answered
+        and any(isinstance(o, SharePhone) for o in reply.offers)
+    )
+
+
+def _markup(reply: TurnReply, texts: Texts, side: ChatSide, *, share: bool) -> ReplyMarkup | None:
+    if share:
+        return share_phone_keyboard(texts)
+    called = any(isinstance(o, PersonWillAnswer) for o in reply.offers)
+    if reply.error_code is not None and side.private_chat and side.person_button and not called:
+        return operator_keyboard(texts)
+    if side.feedback_buttons and reply.answered and reply.text:
+        return feedback_keyboard(reply.turn_id)
+    return None

@@ -1,0 +1,90 @@
+"""The one keyboard per message and the words around the answer (bot/turn_view.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.keyboards import HandoffButton, markup_to_json
+from bot.texts import EN
+from bot.turn_view import ChatSide, TurnView, turn_view
+from services.loop_types import StopReason, TurnReply
+from services.offers import Offer, PersonWillAnswer, SharePhone
+
+TURN = "0" * 32
+PERSON = PersonWillAnswer(handoff_id=1, reason="asks for a person")
+ANSWER = TurnReply(turn_id=TURN, text="Your order is on its way.", stop_reason=StopReason.COMPLETED)
+FAILED = TurnReply(turn_id=TURN, text=None, stop_reason=None, error_code="protocol_error")
+REFUSED = TurnReply(turn_id=TURN, text=None, stop_reason=StopReason.REFUSED)
+STOPPED_EARLY = TurnReply(turn_id=TURN, text=None, stop_reason=StopReason.STOPPED)
+
+PRIVATE = ChatSide(private_chat=True, feedback_buttons=True, person_button=True)
+GROUP = ChatSide(private_chat=False, feedback_buttons=True, person_button=True)
+NO_FEEDBACK = ChatSide(private_chat=True, feedback_buttons=False, person_button=True)
+NO_HANDOFF = ChatSide(private_chat=True, feedback_buttons=True, person_button=False)
+
+
+def offering(reply: TurnReply, *offers: Offer) -> TurnReply:
+    return TurnReply(
+        turn_id=reply.turn_id,
+        text=reply.text,
+        stop_reason=reply.stop_reason,
+        error_code=reply.error_code,
+        offers=offers,
+    )
+
+
+def keyboard(view: TurnView) -> str | None:
+    """Which keyboard the message carries: share / person / feedback / None."""
+    if view.markup is None:
+        return None
+    data: dict[str, Any] = markup_to_json(view.markup)
+    if any(b.get("request_contact") for row in data.get("keyboard", []) for b in row):
+        return "share"
+    buttons = [b for row in data.get("inline_keyboard", []) for b in row]
+    if [b.get("callback_data") for b in buttons] == [HandoffButton().pack()]:
+        return "person"
+    if all(str(b.get("callback_data", "")).startswith(f"fb:{TURN}:") for b in buttons):
+        return "feedback"
+    return "other"
+
+
+@pytest.mark.parametrize(
+    ("reply", "side", "expected"),
+    [
+        # the share button wins over everything, in private chats, under an AI answer
+        (offering(ANSWER, SharePhone()), PRIVATE, "share"),
+        (offering(ANSWER, SharePhone(), PERSON), PRIVATE, "share"),
+        (offering(ANSWER, SharePhone()), NO_FEEDBACK, "share"),
+        (offering(ANSWER, SharePhone()), GROUP, "feedback"),  # no contact buttons in groups
+        (offering(REFUSED, SharePhone()), PRIVATE, None),  # only under the model's answer
+        (offering(FAILED, SharePhone()), PRIVATE, "person"),
+        # an apology in a private chat may call a person, unless one was called already
+        (FAILED, PRIVATE, "person"),
+        (offering(FAILED, PERSON), PRIVATE, None),
+        (FAILED, NO_HANDOFF, None),
+        (FAILED, GROUP, None),
+        # 👍/👎 under an AI answer with text; our own texts are not rated
+        (ANSWER, PRIVATE, "feedback"),
+        (ANSWER, GROUP, "feedback"),
+        (offering(ANSWER, PERSON), PRIVATE, "feedback"),
+        (ANSWER, NO_FEEDBACK, None),
+        (REFUSED, PRIVATE, None),
+        (STOPPED_EARLY, PRIVATE, None),
+    ],
+)
+def test_one_keyboard_per_message_in_order_of_precedence(
+    reply: TurnReply, side: ChatSide, expected: str | None
+) -> None:
+    assert keyboard(turn_view(reply, EN, side)) == expected
+
+
+def test_the_words_are_the_answer_then_the_handoff_notice_then_the_phone_hint() -> None:
+    view = turn_view(offering(ANSWER, SharePhone(), PERSON), EN, PRIVATE, handoff_notice="N")
+    assert view.text == f"{ANSWER.text}\n\nN\n\n{EN.phone_hint}"
+
+
+def test_no_phone_hint_without_the_share_button() -> None:
+    assert turn_view(offering(ANSWER, SharePhone()), EN, GROUP).text == ANSWER.text
+    assert turn_view(FAILED, EN, PRIVATE).text == EN.apology
