@@ -449,6 +449,16 @@ async def test_start_stops_when_the_bot_may_not_manage_topics(
     await _exits_2_naming_operator_chat(bot_base_env, tmp_path, "Manage topics")
 
 
+async def test_start_stops_when_the_operator_chat_is_a_public_group(
+    bot_base_env: dict[str, str], fake_telegram: FakeTelegramServer, tmp_path: Path
+) -> None:
+    """Briefs carry order data and every customer message: a group with a username is
+    readable by anyone, so it is refused before anything is posted there."""
+    fake_telegram.add_forum(OPERATORS, username="shop_operators")
+    await _exits_2_naming_operator_chat(bot_base_env, tmp_path, "public")
+    assert fake_telegram.messages_to(OPERATORS) == []
+
+
 async def test_a_failed_turn_offers_the_person_button_and_it_works(
     start_bot: StartBot,
     fake_telegram: FakeTelegramServer,

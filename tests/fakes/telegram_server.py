@@ -288,9 +288,11 @@ class FakeTelegramServer:
         is_forum: bool = True,
         bot_status: str = "administrator",
         can_manage_topics: bool = True,
+        username: str | None = None,
     ) -> None:
         """A supergroup the bot is in: a forum or not, the bot admin with or without the
-        right to manage topics (or `bot_status="member"`)."""
+        right to manage topics (or `bot_status="member"`); public when it has a
+        `username` (anyone can find and read it)."""
         self.chats[chat_id] = {
             "id": chat_id,
             "type": "supergroup",
@@ -306,6 +308,8 @@ class FakeTelegramServer:
                 "gifts_from_channels": False,
             },
         }
+        if username is not None:
+            self.chats[chat_id]["username"] = username
         bot = {k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")}
         member: dict[str, Any] = {"status": bot_status, "user": bot}
         if bot_status == "administrator":
