@@ -133,7 +133,7 @@ def _check_http_url(value: str | None, *, https_only: bool = False) -> str | Non
     allowed = ("https",) if https_only else ("http", "https")
     if parsed.scheme not in allowed or not parsed.netloc:
         kind = "an https:// URL" if https_only else "an http(s):// URL"
-        raise ValueError(f"expected {kind}")
+        raise ValueError(f"expected {kind} with a host name")
     return value.rstrip("/")
 
 
