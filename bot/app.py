@@ -46,7 +46,7 @@ from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefaul
 from aiohttp import web
 
 from bot.claimed import Coordination, send_budget_share
-from bot.config import BotMode, Settings
+from bot.config import BotMode, DatabaseChoice, Settings
 from bot.drafts import Drafts
 from bot.exit_codes import ExitCode
 from bot.filters import LanguageMiddleware
@@ -78,7 +78,13 @@ from services.stats import Prices, StatsService
 from services.voice import VoiceTranscription
 from storage.conversations import ConversationRepository
 from storage.coordination import ClaimRepository
-from storage.database import Database, DatabaseOpenError, StorageRetry, open_database
+from storage.database import (
+    Database,
+    DatabaseOpenError,
+    StorageRetry,
+    corruption,
+    open_database,
+)
 from storage.feedback import FeedbackRepository
 from storage.handoffs import HandoffRepository
 from storage.inbox import FINAL_STATUSES, InboxRepository
@@ -763,7 +769,11 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
     configure_logging(settings.log_level, settings.log_format)
     database = settings.database
     try:
-        db = await open_database(database.target, pool_size=database.pool_size)
+        db = await open_database(
+            database.target,
+            pool_size=database.pool_size,
+            integrity_check_s=settings.database_integrity_check_s,
+        )
     except (DatabaseOpenError, MigrationError) as exc:
         print(f"error: {database.setting} {database.shown}: {exc}", file=sys.stderr)
         raise SystemExit(ExitCode.CANNOT_START) from None
@@ -808,6 +818,7 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(ExitCode.CANNOT_START) from None
     except Exception as exc:
+        exit_if_corrupt(database, exc)
         # one readable line; the traceback only at DEBUG (messages are scrubbed of the token)
         log.debug("fatal error", exc_info=True)
         log.error("fatal: %s: %s", type(exc).__name__, str(exc).replace(token, "<token>"))
@@ -818,6 +829,19 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
         else:
             await db.close()
         log.info("stopped")
+
+
+def exit_if_corrupt(database: DatabaseChoice, exc: BaseException) -> None:
+    """Damaged data met before or after `ready` (a page the check at start did not reach)
+    ends the process like a start-up check: one line naming the setting, exit 2."""
+    damage = corruption(exc)
+    if damage is not None:
+        log.debug("corrupt database", exc_info=exc)
+        print(
+            f"error: {database.setting} {database.shown}: is corrupt ({damage}); restore a backup",
+            file=sys.stderr,
+        )
+        raise SystemExit(ExitCode.CANNOT_START) from None
 
 
 async def _start(app: Application) -> None:

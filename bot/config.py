@@ -235,6 +235,9 @@ class Settings(ShopSettings):
     # PostgreSQL (several instances); set, it wins over DATABASE_PATH
     database_url: SecretStr | None = None
     database_pool_size: int = Field(default=10, ge=1, le=100)
+    # SQLite: seconds the page check at start may take (0: none); a bigger file is
+    # let through unchecked after that
+    database_integrity_check_s: float = Field(default=10.0, ge=0, le=3600)
     tool_max_steps: int = Field(default=3, ge=1, le=5)
     turn_timeout_s: float = Field(default=60.0, gt=0, le=600)
     history_token_budget: int = Field(default=2000, ge=200, le=100_000)
