@@ -34,6 +34,7 @@ from bot.texts import Language
 from services.handoff import OperatorHours
 
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+_WEBHOOK_PATH_RE = re.compile(r"/[A-Za-z0-9._~/-]{0,255}")
 # A bot token as @BotFather gives it: the bot's numeric id, a colon, then the secret
 # (35 characters of A-Z a-z 0-9 _ - today). aiogram itself only asks for digits, a colon
 # and something after it; the length is not checked here (local Bot API servers and test
@@ -353,8 +354,13 @@ class Settings(ShopSettings):
     @field_validator("webhook_path")
     @classmethod
     def _check_webhook_path(cls, value: str) -> str:
-        if not value.startswith("/") or any(ch.isspace() for ch in value):
-            raise ValueError("expected a path starting with '/', e.g. /telegram/webhook")
+        # a literal path: the web server would read {…} as a variable, Caddy * as a
+        # wildcard, and ? or # are not part of a path at all
+        if not _WEBHOOK_PATH_RE.fullmatch(value):
+            raise ValueError(
+                "expected a literal path: '/' then letters, digits and - . _ ~ / "
+                "(no ?, #, * or {…}), e.g. /telegram/webhook"
+            )
         return value
 
     @field_validator("webhook_secret")
