@@ -211,6 +211,7 @@ class FakeTelegramServer:
         self._next_message_id = itertools.count(1)
         self._changed = asyncio.Event()
         self.files: dict[str, bytes] = {}  # file_id -> content
+        self.file_paths: dict[str, str] = {}  # file_id -> the path getFile answers
         self.downloads: list[str] = []  # file paths downloaded, in order
         self.download_hold: asyncio.Event | None = None
         # forum supergroups (the operators' group of a handoff): getChat answers for the
@@ -267,9 +268,12 @@ class FakeTelegramServer:
         self._notify()
         return int(update["update_id"])
 
-    def add_file(self, file_id: str, data: bytes) -> None:
-        """A file the bot may fetch with getFile and download."""
+    def add_file(self, file_id: str, data: bytes, *, file_path: str | None = None) -> None:
+        """A file the bot may fetch with getFile and download; `file_path`: what getFile
+        answers as its path (default voice/<file_id>.oga)."""
         self.files[file_id] = data
+        if file_path is not None:
+            self.file_paths[file_id] = file_path
 
     def fail_next_sends_with_retry_after(self, retry_after: int = 1, times: int = 1) -> None:
         """The next `times` sendMessage calls answer 429 Too Many Requests."""
@@ -435,7 +439,7 @@ class FakeTelegramServer:
                 "file_id": file_id,
                 "file_unique_id": f"u-{file_id}",
                 "file_size": len(data),
-                "file_path": f"voice/{file_id}.oga",
+                "file_path": self.file_paths.get(file_id, f"voice/{file_id}.oga"),
             }
         )
 
