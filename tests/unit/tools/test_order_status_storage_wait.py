@@ -27,8 +27,24 @@ TOOL_TIMEOUT_S = 0.3
 RETRY = StorageRetry(first_delay_s=0.02, max_delay_s=0.02, give_up_after_s=60)
 
 
+class RetriesSeen(logging.Handler):
+    """Sets `seen` once the order lookup's write was retried `enough` times."""
+
+    def __init__(self, enough: int) -> None:
+        super().__init__(logging.WARNING)
+        self.enough = enough
+        self.count = 0
+        self.seen = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("order lookup: database locked"):
+            self.count += 1
+            if self.count >= self.enough:
+                self.seen.set()
+
+
 async def test_a_lock_longer_than_the_tool_timeout_is_waited_out(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(storage.sqlite, "BUSY_TIMEOUT_MS", 20)
     path = tmp_path / "shop.sqlite3"
@@ -41,25 +57,21 @@ async def test_a_lock_longer_than_the_tool_timeout_is_waited_out(
     context = ToolContext(user_id=1001, chat_id=1001, shop=shop, private_chat=True)
     call = ToolCall("c1", GET_ORDER_STATUS, json.dumps({"order_id": "8041"}))
 
+    # each retry waits at least the busy timeout and the retry delay (0.04 s): 20 of
+    # them outlast the tool's timeout twice over
+    retried = RetriesSeen(enough=20)
+    logging.getLogger("storage.database").addHandler(retried)
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # e.g. a backup or import-data holding the lock
-    caplog.set_level(logging.WARNING, logger="storage.database")
     try:
         lookup = asyncio.create_task(executor.execute(call, context))
-        started = asyncio.get_running_loop().time()
-
-        def retried_past_the_tool_timeout() -> bool:
-            waited = asyncio.get_running_loop().time() - started
-            retries = [r for r in caplog.records if "order lookup: database locked" in r.message]
-            return len(retries) >= 3 and waited > TOOL_TIMEOUT_S * 2
-
-        async with asyncio.timeout(30):
-            while not retried_past_the_tool_timeout() and not lookup.done():
-                await asyncio.sleep(0.01)
+        await asyncio.wait_for(retried.seen.wait(), 30)
+        assert not lookup.done()  # still waiting for the store, not failed
         holder.execute("ROLLBACK")
         outcome = await asyncio.wait_for(lookup, 30)
     finally:
         holder.close()
+        logging.getLogger("storage.database").removeHandler(retried)
     result = json.loads(outcome.content)
     assert outcome.ok, result
     assert result["data"]["order_id"] == "8041"
