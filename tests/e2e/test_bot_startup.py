@@ -363,7 +363,11 @@ async def test_damage_the_check_at_start_did_not_reach_is_one_line_and_exit_2(
     corrupt_table(database_path, "updates")
     env = {**bot_base_env, "DATABASE_INTEGRITY_CHECK_S": "0"}
     process = await BotProcess(env, tmp_path).start()
-    assert await process.wait_exit() == 2
+    try:
+        code = await process.wait_exit()
+    finally:
+        await process.kill()  # nothing left running if it did not stop by itself
+    assert code == 2
     errors = [line for line in process.lines if line.startswith("error:")]
     assert errors == [
         f"error: DATABASE_PATH {database_path}: is corrupt (SQLite: database disk image "

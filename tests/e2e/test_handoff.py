@@ -420,7 +420,11 @@ async def _exits_2_naming_operator_chat(
 ) -> None:
     env = {**bot_base_env, "OPERATOR_CHAT_ID": str(OPERATORS)}
     process = await BotProcess(env, tmp_path).start()
-    assert await process.wait_exit() == 2
+    try:
+        code = await process.wait_exit()
+    finally:
+        await process.kill()  # nothing left running if it did not stop by itself
+    assert code == 2
     errors = [line for line in process.lines if line.startswith("error:")]
     assert len(errors) == 1, process.output
     assert f"OPERATOR_CHAT_ID {OPERATORS}" in errors[0] and fragment in errors[0]
