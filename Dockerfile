@@ -2,10 +2,11 @@
 # the database on a volume, /healthz as the health check. README "Deploy with Docker".
 
 # --- dependencies, installed from the lock file (pinned, with hashes) into a venv ---
+# (a venv without pip or setuptools: the base image's pip installs into it)
 FROM python:3.11-slim-bookworm AS deps
-RUN python -m venv /opt/venv
+RUN python -m venv --without-pip /opt/venv
 COPY requirements.lock /tmp/requirements.lock
-RUN /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check \
+RUN pip --python /opt/venv/bin/python install --no-cache-dir --disable-pip-version-check \
         --require-hashes --no-deps -r /tmp/requirements.lock
 
 # --- the image that runs ---
@@ -17,6 +18,9 @@ ENV PATH=/opt/venv/bin:$PATH \
     WEB_HOST=0.0.0.0 \
     WEB_PORT=8080 \
     HEALTH_ENABLED=true
+# no installer at run time: the base image's pip, setuptools and wheel go, and the
+# venv never had them
+RUN python -m pip uninstall --yes --disable-pip-version-check pip setuptools wheel
 # a system user without a shell or home; it owns only the database folder
 RUN groupadd --system --gid 10001 bot \
     && useradd --system --uid 10001 --gid bot --no-create-home --home-dir /nonexistent \

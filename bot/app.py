@@ -27,7 +27,7 @@ from typing import Any
 
 from aiogram.methods import SetWebhook
 
-from bot.config import BotMode, Settings
+from bot.config import BotMode, DatabaseChoice, Settings
 from bot.exit_codes import ExitCode
 from bot.health import build_health_app
 from bot.logs import CHATTY_LOGGERS, ClientErrorFilter, build_formatter
@@ -39,7 +39,7 @@ from bot.startup import CannotStart, check_model, check_token, listen
 from bot.texts import BUILT_IN, TextTable
 from bot.webhook import build_runner, build_web_app
 from bot.wiring import Application, build_application
-from storage.database import DatabaseOpenError, open_database
+from storage.database import DatabaseOpenError, corruption, open_database
 from storage.migrations import MigrationError
 
 log = logging.getLogger("bot")
@@ -198,7 +198,11 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
     configure_logging(settings.log_level, settings.log_format)
     database = settings.database
     try:
-        db = await open_database(database.target, pool_size=database.pool_size)
+        db = await open_database(
+            database.target,
+            pool_size=database.pool_size,
+            integrity_check_s=settings.database_integrity_check_s,
+        )
     except (DatabaseOpenError, MigrationError) as exc:
         print(f"error: {database.setting} {database.shown}: {exc}", file=sys.stderr)
         raise SystemExit(ExitCode.CANNOT_START) from None
@@ -246,6 +250,7 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(ExitCode.CANNOT_START) from None
     except Exception as exc:
+        exit_if_corrupt(database, exc)
         # one readable line; the traceback only at DEBUG (messages are scrubbed of the token)
         log.debug("fatal error", exc_info=True)
         log.error("fatal: %s: %s", type(exc).__name__, str(exc).replace(token, "<token>"))
@@ -256,6 +261,19 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
         else:
             await db.close()
         log.info("stopped")
+
+
+def exit_if_corrupt(database: DatabaseChoice, exc: BaseException) -> None:
+    """Damaged data met before or after `ready` (a page the check at start did not reach)
+    ends the process like a start-up check: one line naming the setting, exit 2."""
+    damage = corruption(exc)
+    if damage is not None:
+        log.debug("corrupt database", exc_info=exc)
+        print(
+            f"error: {database.setting} {database.shown}: is corrupt ({damage}); restore a backup",
+            file=sys.stderr,
+        )
+        raise SystemExit(ExitCode.CANNOT_START) from None
 
 
 async def _start(app: Application) -> None:

@@ -34,6 +34,7 @@ from bot.texts import Language
 from services.handoff import OperatorHours
 
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+_WEBHOOK_PATH_RE = re.compile(r"/[A-Za-z0-9._~/-]{0,255}")
 # A bot token as @BotFather gives it: the bot's numeric id, a colon, then the secret
 # (35 characters of A-Z a-z 0-9 _ - today). aiogram itself only asks for digits, a colon
 # and something after it; the length is not checked here (local Bot API servers and test
@@ -133,7 +134,7 @@ def _check_http_url(value: str | None, *, https_only: bool = False) -> str | Non
     allowed = ("https",) if https_only else ("http", "https")
     if parsed.scheme not in allowed or not parsed.netloc:
         kind = "an https:// URL" if https_only else "an http(s):// URL"
-        raise ValueError(f"expected {kind}")
+        raise ValueError(f"expected {kind} with a host name")
     return value.rstrip("/")
 
 
@@ -235,6 +236,9 @@ class Settings(ShopSettings):
     # PostgreSQL (several instances); set, it wins over DATABASE_PATH
     database_url: SecretStr | None = None
     database_pool_size: int = Field(default=10, ge=1, le=100)
+    # SQLite: seconds the page check at start may take (0: none); a bigger file is
+    # let through unchecked after that
+    database_integrity_check_s: float = Field(default=10.0, ge=0, le=3600)
     tool_max_steps: int = Field(default=3, ge=1, le=5)
     turn_timeout_s: float = Field(default=60.0, gt=0, le=600)
     history_token_budget: int = Field(default=2000, ge=200, le=100_000)
@@ -350,8 +354,13 @@ class Settings(ShopSettings):
     @field_validator("webhook_path")
     @classmethod
     def _check_webhook_path(cls, value: str) -> str:
-        if not value.startswith("/") or any(ch.isspace() for ch in value):
-            raise ValueError("expected a path starting with '/', e.g. /telegram/webhook")
+        # a literal path: the web server would read {…} as a variable, Caddy * as a
+        # wildcard, and ? or # are not part of a path at all
+        if not _WEBHOOK_PATH_RE.fullmatch(value):
+            raise ValueError(
+                "expected a literal path: '/' then letters, digits and - . _ ~ / "
+                "(no ?, #, * or {…}), e.g. /telegram/webhook"
+            )
         return value
 
     @field_validator("webhook_secret")

@@ -85,7 +85,8 @@ class HandoffDesk:
     # --- start-up ------------------------------------------------------------------
 
     async def check_operator_chat(self, bot_id: int) -> None:
-        """The chat exists, is a forum, and the bot is an admin that may manage topics."""
+        """The chat exists, is private (no username: briefs carry order data), is a forum,
+        and the bot is an admin that may manage topics."""
         name = f"OPERATOR_CHAT_ID {self.operator_chat_id}"
         try:
             chat = await self._sender.call(GetChat(chat_id=self.operator_chat_id))
@@ -100,6 +101,11 @@ class HandoffDesk:
         except (TelegramNetworkError, TelegramServerError) as exc:
             log.warning("could not check %s (%s); continuing", name, type(exc).__name__)
             return
+        if chat.username:
+            raise HandoffSetupError(
+                f"{name}: the group is public (@{chat.username}), so anyone could read the "
+                "customers' messages and order data; make it a private group"
+            )
         if not chat.is_forum:
             raise HandoffSetupError(
                 f"{name}: the group is not a forum; turn on Topics in the group's settings"

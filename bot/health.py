@@ -20,12 +20,18 @@ body when it fails (no paths, no internals):
 - `intake`: a chat's updates were left for the next start because the store stayed
   unwritable beyond STORAGE_RETRY_GIVE_UP_S (`Intake.stalled_chats`); only a restart
   resumes them, so this stays 503 until then.
+- `database_corrupt`: a statement met damaged data ("database disk image is malformed",
+  PostgreSQL's data or index corrupted); the body's `reasons` says what was found. It
+  stays 503 until a restart, whose integrity check refuses the damaged file.
 - `delivery`: a stored answer has waited longer than HEALTH_DELIVERY_THRESHOLD_S to be
   delivered, or every delivery has been failing for a reason worth retrying (Telegram
   unreachable, 5xx, flood control) for longer than that (`delivery_stalled`).
 
 A result is reused for HEALTH_CACHE_S (1 s) and concurrent requests share one running
-check, so a storm of probes costs at most one check per second.
+check, so a storm of probes costs at most one check per second. A check that has not
+finished within HEALTH_DEADLINE_S (a lock held, a server that does not answer) is
+answered 503 `database` at once — within Caddy's and Docker's health timeouts — while it
+runs on and is shared by the next requests instead of being started again.
 """
 
 from __future__ import annotations
@@ -46,11 +52,14 @@ from storage.inbox import InboxRepository
 log = logging.getLogger(__name__)
 
 HEALTH_CACHE_S = 1.0
+# Caddy's active health checks give up after 5 s, Docker's HEALTHCHECK client after 8 s
+HEALTH_DEADLINE_S = 2.5
 
 
 @dataclass(frozen=True, slots=True)
 class HealthReport:
     failed: tuple[str, ...]
+    reasons: tuple[tuple[str, str], ...] = ()  # (check, what was found), for the body
 
     @property
     def ok(self) -> bool:
@@ -84,6 +93,7 @@ class Health:
         delivery: Responder,
         delivery_threshold_s: float,
         cache_s: float = HEALTH_CACHE_S,
+        deadline_s: float = HEALTH_DEADLINE_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._db = db
@@ -92,7 +102,9 @@ class Health:
         self._delivery = delivery
         self._threshold_s = delivery_threshold_s
         self._cache_s = cache_s
+        self._deadline_s = deadline_s
         self._clock = clock
+        self._corruption_logged = False
         self._cached: tuple[float, HealthReport] | None = None
         self._running: asyncio.Task[HealthReport] | None = None
 
@@ -104,15 +116,33 @@ class Health:
             self._running = asyncio.create_task(self._check(), name="health-check")
         running = self._running
         try:
-            report = await asyncio.shield(running)
+            async with asyncio.timeout(self._deadline_s):
+                report = await asyncio.shield(running)
+        except TimeoutError:
+            # the store is too slow to say; the check runs on and the next request
+            # shares it (see the module docstring)
+            report = HealthReport(failed=("database",))
+            running.add_done_callback(_retrieve)
         finally:
             if running.done() and self._running is running:
                 self._running = None
         self._cached = (time.monotonic(), report)
         return report
 
+    def _damage(self) -> str | None:
+        damage = self._db.corruption
+        if damage is not None and not self._corruption_logged:
+            self._corruption_logged = True
+            log.error("the database is corrupt (%s): restore a backup", damage)
+        return damage
+
     async def _check(self) -> HealthReport:
         failed: list[str] = []
+        reasons: list[tuple[str, str]] = []
+        damage = self._damage()
+        if damage is not None:
+            failed.append("database_corrupt")
+            reasons.append(("database_corrupt", f"{damage}; restore a backup"))
         if self._db.file_problem() is not None or await self._probe() is not None:
             failed.append("database")
         if self._db.write_fault is not None:
@@ -132,7 +162,7 @@ class Health:
             failing_since=self._delivery.failing_since,
         ):
             failed.append("delivery")
-        return HealthReport(failed=tuple(failed))
+        return HealthReport(failed=tuple(failed), reasons=tuple(reasons))
 
     async def _probe(self) -> str | None:
         try:
@@ -142,12 +172,21 @@ class Health:
             return "error"
 
 
+def _retrieve(task: asyncio.Task[HealthReport]) -> None:
+    """A check nobody awaited any more: its error, if any, is logged, not left unread."""
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("the health check failed", exc_info=task.exception())
+
+
 def add_health_route(app: web.Application, health: Health) -> None:
     async def healthz(_request: web.Request) -> web.Response:
         report = await health.report()
         if report.ok:
             return web.json_response({"status": "ok"})
-        return web.json_response({"status": "unhealthy", "failed": list(report.failed)}, status=503)
+        body: dict[str, object] = {"status": "unhealthy", "failed": list(report.failed)}
+        if report.reasons:
+            body["reasons"] = dict(report.reasons)
+        return web.json_response(body, status=503)
 
     app.router.add_get("/healthz", healthz)
 

@@ -6,7 +6,10 @@ next `getUpdates` — moves past a batch only after `Intake.accept` has committe
 Until then Telegram keeps the updates and sends them again. A poison update (one the
 inbox cannot store) does not hold the offset back: `Intake.accept` quarantines it and
 the offset moves past it with the rest of the batch; only a failure of the store itself
-keeps the batch for the next `getUpdates`.
+keeps the batch for the next `getUpdates`. While the store keeps failing (a lock, a full
+disk, a database restart) the batch is tried again with exponential backoff, and the
+outage is one WARNING when it starts and one line when it ends (`RecordOutage`): the log
+must not fill the disk that is already full.
 
 Several instances on one PostgreSQL database (`leadership` given): only the leader polls
 (`bot/leadership.py`). On becoming leader it removes any webhook and polls from offset
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
@@ -31,6 +35,7 @@ from aiogram.methods import DeleteWebhook, GetUpdates, TelegramMethod
 
 from bot.intake import Intake, IntakeClosed
 from bot.leadership import Leadership
+from storage.database import storage_fault
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +49,48 @@ T = TypeVar("T")
 
 class LeadershipLost(Exception):
     """The leader lock is no longer certainly ours: stop polling now."""
+
+
+class RecordOutage:
+    """The store failing to record batches: one WARNING when it starts, one INFO line when
+    a batch is recorded again, the delay before the next try doubling in between."""
+
+    def __init__(self, first_delay_s: float = BACKOFF_START_S) -> None:
+        self._first_delay_s = first_delay_s
+        self._failures = 0
+        self._started = 0.0
+        self._delay = first_delay_s
+
+    def failed(self, exc: Exception, batch: int) -> float:
+        """Note one failed attempt; the seconds to wait before the next one."""
+        if self._failures == 0:
+            self._started = time.monotonic()
+            self._delay = self._first_delay_s
+            kind = storage_fault(exc)
+            log.warning(
+                "could not record %d update(s) (%s, storage %s); not acknowledged, "
+                "retrying with backoff up to %.0f s",
+                batch,
+                type(exc).__name__,
+                kind or "error",
+                BACKOFF_MAX_S,
+                exc_info=exc if kind is None else None,  # not the store's fault: a bug
+            )
+        else:
+            log.debug("recording still fails (%s)", type(exc).__name__, exc_info=exc)
+            self._delay = min(self._delay * 2, BACKOFF_MAX_S)
+        self._failures += 1
+        return self._delay
+
+    def recorded(self) -> None:
+        """A batch was recorded: close the outage, if there was one."""
+        if self._failures:
+            log.info(
+                "recording updates again after %d failed attempt(s) over %.1f s",
+                self._failures,
+                time.monotonic() - self._started,
+            )
+            self._failures = 0
 
 
 class GetRawUpdates(GetUpdates):
@@ -78,6 +125,7 @@ class Poller:
         poll_timeout_s: int = POLL_TIMEOUT_S,
         leadership: Leadership | None = None,
         conflict_backoff_s: float = CONFLICT_BACKOFF_S,
+        record_backoff_s: float = BACKOFF_START_S,
     ) -> None:
         self._bot = bot
         self._intake = intake
@@ -86,6 +134,7 @@ class Poller:
         self._leadership = leadership
         self._conflict_backoff_s = conflict_backoff_s
         self._offset: int | None = None
+        self._outage = RecordOutage(record_backoff_s)
 
     async def prepare(self) -> None:
         """Remove a webhook if one is set, keeping the updates Telegram holds for us."""
@@ -146,11 +195,11 @@ class Poller:
                 await self._intake.accept(raw)
             except IntakeClosed:
                 return
-            except Exception:
+            except Exception as exc:
                 # not acknowledged: the same batch comes back with the next getUpdates
-                log.exception("could not record %d update(s); retrying", len(raw))
-                await asyncio.sleep(BACKOFF_START_S)
+                await asyncio.sleep(self._outage.failed(exc, len(raw)))
                 continue
+            self._outage.recorded()
             if raw:
                 self._offset = max(int(u["update_id"]) for u in raw) + 1
             elif updates:

@@ -3,7 +3,9 @@
 aiogram's `SimpleRequestHandler` answers 200 before the update is handled (and before
 anything is stored), which is exactly the window in which a crash loses a message. This
 small handler keeps its contract — the secret header is mandatory and compared in
-constant time, wrong or missing → 401 and nothing is processed — but returns 200 only
+constant time, wrong or missing → 401 and nothing is processed (a client that asks
+`Expect: 100-continue` gets the 401 instead of the invitation to send its body) — but
+returns 200 only
 once the update is committed to the inbox; a failed insert answers 500, so Telegram
 delivers the update again. `GET /healthz` is `bot.health` (the same checks as in
 polling mode).
@@ -35,6 +37,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
+from aiohttp.web_urldispatcher import _default_expect_handler  # sends 100 Continue
 
 from bot.health import Health, add_health_route
 from bot.intake import Intake, IntakeClosed
@@ -135,11 +138,25 @@ def build_web_app(
     expected = secret.encode()
     commits = GroupCommit(intake)
 
-    async def receive(request: web.Request) -> web.Response:
+    def refused(request: web.Request) -> web.Response | None:
         given = request.headers.get(SECRET_HEADER, "").encode()
-        if not hmac.compare_digest(given, expected):
-            log.warning("webhook request with a wrong or missing secret token rejected")
-            return _reply(401, close=True)
+        if hmac.compare_digest(given, expected):
+            return None
+        log.warning("webhook request with a wrong or missing secret token rejected")
+        return _reply(401, close=True)
+
+    async def continue_if_authorised(request: web.Request) -> web.Response | None:
+        """`Expect: 100-continue`: ask for the body only from a client with the secret;
+        anyone else is answered 401 before sending it."""
+        rejection = refused(request)
+        if rejection is None:
+            await _default_expect_handler(request)
+        return rejection
+
+    async def receive(request: web.Request) -> web.Response:
+        rejection = refused(request)
+        if rejection is not None:
+            return rejection
         payload = await _read_update(request, read_timeout_s)
         if isinstance(payload, int):
             return _reply(payload, close=True)  # not Telegram: no keep-alive for it
@@ -153,7 +170,7 @@ def build_web_app(
         return _reply(200)
 
     app = web.Application(client_max_size=MAX_BODY_BYTES)
-    app.router.add_post(path, receive)
+    app.router.add_post(path, receive, expect_handler=continue_if_authorised)
     add_health_route(app, health)
     return app
 

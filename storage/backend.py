@@ -112,6 +112,12 @@ class Database(Protocol):
         """The fault kind of the last write if it failed with one (None after a success)."""
         ...
 
+    @property
+    def corruption(self) -> str | None:
+        """What a statement found damaged in the stored data (`storage.database.corruption`)
+        since the database was opened, else None; it stays until a restart."""
+        ...
+
     def file_problem(self) -> str | None:
         """SQLite: the file at the path is not the one opened. PostgreSQL: always None."""
         ...

@@ -22,6 +22,7 @@ from typing import TypeVar
 from storage.backend import Database, Row, Tx
 
 __all__ = [
+    "INTEGRITY_CHECK_S",
     "Database",
     "DatabaseOpenError",
     "Row",
@@ -29,6 +30,7 @@ __all__ = [
     "StorageRetry",
     "StorageUnavailable",
     "Tx",
+    "corruption",
     "is_data_error",
     "is_database_error",
     "is_unique_violation",
@@ -39,6 +41,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+# SQLite: seconds the integrity check at start may read the file (a big one is let
+# through after that; damage met later still turns /healthz to 503)
+INTEGRITY_CHECK_S = 10.0
 
 
 class DatabaseOpenError(Exception):
@@ -103,6 +108,25 @@ def storage_fault(exc: BaseException) -> str | None:
         return _SQLSTATE_KINDS.get(sqlstate) or _SQLSTATE_CLASS_KINDS.get(sqlstate[:2])
     if _from_postgres_driver(exc):
         return "unavailable"
+    return None
+
+
+# Errors that say the stored data itself is damaged: no retry or restart helps, only a
+# backup does. SQLite by result-code name prefix, PostgreSQL by SQLSTATE.
+_CORRUPTION_NAMES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_CORRUPTION_SQLSTATES = {"XX001": "data corrupted", "XX002": "index corrupted"}
+
+
+def corruption(exc: BaseException) -> str | None:
+    """What `exc` says is damaged in the stored data (one short line), else None."""
+    if isinstance(exc, sqlite3.Error):
+        name = str(getattr(exc, "sqlite_errorname", None) or "")
+        if name.startswith(_CORRUPTION_NAMES):
+            return f"SQLite: {' '.join(str(exc).split())[:120]}"
+        return None
+    sqlstate = getattr(exc, "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate in _CORRUPTION_SQLSTATES:
+        return f"PostgreSQL: {_CORRUPTION_SQLSTATES[sqlstate]}"
     return None
 
 
@@ -217,11 +241,17 @@ def is_postgres_url(target: str | Path) -> bool:
 
 
 async def open_database(
-    target: str | Path, *, migrate: bool = True, pool_size: int = 10
+    target: str | Path,
+    *,
+    migrate: bool = True,
+    pool_size: int = 10,
+    integrity_check_s: float = INTEGRITY_CHECK_S,
 ) -> Database:
     """Open the database `target` names: a `postgresql://` / `postgres://` URL, else a path
     to an SQLite file. `pool_size` is PostgreSQL's connection pool (SQLite has one
-    connection). Raises `DatabaseOpenError` or `MigrationError`, as the backends do.
+    connection); `integrity_check_s` bounds SQLite's page check at start (PostgreSQL
+    checks its own pages). Raises `DatabaseOpenError` or `MigrationError`, as the
+    backends do.
     """
     if is_postgres_url(target):
         # imported here: only a PostgreSQL user loads asyncpg (storage.postgres imports
@@ -231,4 +261,4 @@ async def open_database(
         return await PgDatabase.open(str(target), migrate=migrate, pool_size=pool_size)
     from storage.sqlite import SqliteDatabase  # storage.sqlite imports this module
 
-    return await SqliteDatabase.open(target, migrate=migrate)
+    return await SqliteDatabase.open(target, migrate=migrate, integrity_check_s=integrity_check_s)

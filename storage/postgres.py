@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 import asyncpg
 
 from storage.backend import POSTGRES, Dialect, Row
-from storage.database import DatabaseOpenError, storage_fault
+from storage.database import DatabaseOpenError, corruption, storage_fault
 from storage.migrations import Migration, MigrationError, load_migrations
 
 log = logging.getLogger(__name__)
@@ -213,6 +213,7 @@ class PgDatabase:
         self._url = redact_url(url)
         # the fault of the last write that failed with one; a successful write clears it
         self._write_fault: str | None = None
+        self._corruption: str | None = None
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True, pool_size: int = 10) -> PgDatabase:
@@ -282,16 +283,30 @@ class PgDatabase:
         return rowcount(status)
 
     async def fetch_one(self, sql: str, params: Sequence[object] = ()) -> Row | None:
-        row: Row | None = await self._pool.fetchrow(postgres_sql(sql), *postgres_params(params))
+        try:
+            row: Row | None = await self._pool.fetchrow(postgres_sql(sql), *postgres_params(params))
+        except Exception as exc:
+            self._corruption = self._corruption or corruption(exc)
+            raise
         return row
 
     async def fetch_all(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
-        return list(await self._pool.fetch(postgres_sql(sql), *postgres_params(params)))
+        try:
+            return list(await self._pool.fetch(postgres_sql(sql), *postgres_params(params)))
+        except Exception as exc:
+            self._corruption = self._corruption or corruption(exc)
+            raise
 
     def _note_failure(self, exc: BaseException) -> None:
+        self._corruption = self._corruption or corruption(exc)
         kind = storage_fault(exc)
         if kind is not None:
             self._write_fault = kind
+
+    @property
+    def corruption(self) -> str | None:
+        """Damage a statement reported (data or index corrupted), else None."""
+        return self._corruption
 
     @property
     def write_fault(self) -> str | None:

@@ -11,6 +11,7 @@ also why `SqliteTx.lock` costs nothing: every write transaction already runs alo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sqlite3
@@ -24,7 +25,7 @@ from pathlib import Path
 import aiosqlite
 
 from storage.backend import SQLITE, Dialect, Row
-from storage.database import DatabaseOpenError, storage_fault
+from storage.database import INTEGRITY_CHECK_S, DatabaseOpenError, corruption, storage_fault
 from storage.migrations import apply_migrations, check_supported_version
 
 log = logging.getLogger(__name__)
@@ -77,9 +78,12 @@ class SqliteDatabase:
             self._identity = None
         # the fault of the last write that failed with one; a successful write clears it
         self._write_fault: str | None = None
+        self._corruption: str | None = None
 
     @classmethod
-    async def open(cls, path: Path | str, *, migrate: bool = True) -> SqliteDatabase:
+    async def open(
+        cls, path: Path | str, *, migrate: bool = True, integrity_check_s: float = INTEGRITY_CHECK_S
+    ) -> SqliteDatabase:
         """Open (creating the parent folder), set the pragmas and apply migrations.
 
         A path that cannot be used raises `DatabaseOpenError` (a folder, a device, a file
@@ -87,7 +91,8 @@ class SqliteDatabase:
         locked beyond the busy timeout); a schema problem raises `MigrationError`. With
         `migrate`, a write is made and rolled back once, so that a database
         that can be read but not written is refused here, not at the first turn (see
-        `_probe_write`).
+        `_probe_write`), and the file's pages are checked (`_check_integrity`) for up to
+        `integrity_check_s` seconds (0: not at all).
         """
         db_path = Path(path)
         if str(db_path) != ":memory:":
@@ -104,6 +109,7 @@ class SqliteDatabase:
             if migrate:
                 # before any pragma that writes the file: a newer database stays untouched
                 await check_supported_version(conn)
+                await _check_integrity(db_path, integrity_check_s)
             await conn.execute("PRAGMA journal_mode = WAL")
             await conn.execute("PRAGMA synchronous = NORMAL")
             await conn.execute("PRAGMA foreign_keys = ON")
@@ -178,6 +184,7 @@ class SqliteDatabase:
             return int(cursor.rowcount)
 
     def _note_failure(self, exc: BaseException) -> None:
+        self._corruption = self._corruption or corruption(exc)
         kind = storage_fault(exc)
         if kind is not None:
             self._write_fault = kind
@@ -191,10 +198,24 @@ class SqliteDatabase:
                 log.exception("rollback failed; the connection is still in a transaction")
 
     async def fetch_one(self, sql: str, params: Sequence[object] = ()) -> Row | None:
-        return await _fetch_one(self._conn, sql, params)
+        try:
+            return await _fetch_one(self._conn, sql, params)
+        except sqlite3.Error as exc:
+            self._corruption = self._corruption or corruption(exc)
+            raise
 
     async def fetch_all(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
-        return await _fetch_all(self._conn, sql, params)
+        try:
+            return await _fetch_all(self._conn, sql, params)
+        except sqlite3.Error as exc:
+            self._corruption = self._corruption or corruption(exc)
+            raise
+
+    @property
+    def corruption(self) -> str | None:
+        """Damage a statement met in the file ("database disk image is malformed"), else
+        None; it stays until a restart, whose integrity check then refuses the file."""
+        return self._corruption
 
     @property
     def write_fault(self) -> str | None:
@@ -261,6 +282,71 @@ def _probe_store(path: Path) -> str | None:
     finally:
         conn.close()
     return None
+
+
+async def _check_integrity(path: Path, budget_s: float) -> None:
+    """`PRAGMA quick_check` on a second connection (it only reads), waited for `budget_s`
+    at most: a damaged page is refused at start (one line) instead of failing order
+    lookups or losing history later. A check still running then is interrupted and the
+    file let through (damage met later still turns /healthz to 503)."""
+    if budget_s <= 0 or str(path) == ":memory:":
+        return
+    conn = await asyncio.to_thread(_check_connection, path)
+    if conn is None:
+        return
+    check = asyncio.ensure_future(asyncio.to_thread(_quick_check, conn))
+    try:
+        async with asyncio.timeout(budget_s):
+            found = await asyncio.shield(check)
+    except TimeoutError:
+        if check.done():  # finished as the time ran out
+            found = check.result()
+        else:
+            with contextlib.suppress(sqlite3.ProgrammingError):  # closed as it finished
+                conn.interrupt()  # the thread stops at SQLite's next check and closes it
+            check.add_done_callback(lambda done: done.cancelled() or done.exception())
+            _let_through_unchecked(budget_s)
+            return
+    if found is not None:
+        raise DatabaseOpenError(f"is corrupt ({found}); restore a backup")
+
+
+def _let_through_unchecked(budget_s: float) -> None:
+    log.warning(
+        "database integrity check not finished within %g s (DATABASE_INTEGRITY_CHECK_S); "
+        "starting without it",
+        budget_s,
+    )
+
+
+def _check_connection(path: Path) -> sqlite3.Connection | None:
+    """A connection for the check, None for a new, empty file (nothing to check)."""
+    if path.stat().st_size == 0:
+        return None
+    return sqlite3.connect(
+        f"{path.resolve().as_uri()}?mode=rw",
+        uri=True,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        check_same_thread=False,
+    )
+
+
+def _quick_check(conn: sqlite3.Connection) -> str | None:
+    """The first problem `PRAGMA quick_check` reports; None when it finds none or is
+    interrupted. Closes `conn`."""
+    try:
+        rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+    except sqlite3.Error as exc:
+        damage = corruption(exc)
+        if damage is not None:
+            return damage
+        if str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_INTERRUPT"):
+            return None
+        raise
+    finally:
+        conn.close()
+    first = str(rows[0][0]) if rows else "ok"
+    return None if first == "ok" else "SQLite quick_check: " + " ".join(first.split())[:160]
 
 
 def _prepare_location(path: Path) -> None:
@@ -359,9 +445,7 @@ def _os_problem(path: Path) -> str | None:
     return None
 
 
-async def _fetch_one(
-    conn: aiosqlite.Connection, sql: str, params: Sequence[object]
-) -> Row | None:
+async def _fetch_one(conn: aiosqlite.Connection, sql: str, params: Sequence[object]) -> Row | None:
     """One row of a read (inside a transaction or on its own: the same connection)."""
     async with conn.execute(sql, tuple(params)) as cursor:
         row: Row | None = await cursor.fetchone()

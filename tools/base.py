@@ -11,6 +11,7 @@ and the services use this one type. What a tool learned for the front end is a t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from storage.database import StorageRetry
 from storage.records import AuditRecord
 
 if TYPE_CHECKING:
@@ -25,6 +27,34 @@ if TYPE_CHECKING:
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 ResultT = TypeVar("ResultT", bound=BaseModel)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class StorageWait:
+    """How a handler waits for the store: through storage faults (a lock held, a full
+    disk, a database restart) with the application's `StorageRetry`, and with the tool's
+    own timeout paused meanwhile — that timeout bounds the handler's work, not the
+    store's outage (the turn deadline still bounds the whole turn). The executor gives
+    each call its own; the default neither retries nor pauses."""
+
+    retry: StorageRetry | None = None
+    deadline: asyncio.Timeout | None = None
+
+    async def run(self, what: str, access: Callable[[], Awaitable[T]]) -> T:
+        """`await access()` as above; `what` names it in the log (no personal data)."""
+        loop = asyncio.get_running_loop()
+        when = self.deadline.when() if self.deadline is not None else None
+        started = loop.time()
+        if self.deadline is not None:
+            self.deadline.reschedule(None)
+        try:
+            if self.retry is None:
+                return await access()
+            return await self.retry.run(what, access)
+        finally:
+            if self.deadline is not None and when is not None:
+                self.deadline.reschedule(when + (loop.time() - started))
 
 
 class ErrorCode(StrEnum):
@@ -103,6 +133,7 @@ class ToolContext:
 
     - `notes`: filled by tools during the turn (`TurnNote`s, in the order noted), read by
       the chat service.
+    - `storage_wait`: how the handler reads and writes the store (`StorageWait`).
     """
 
     caller: Caller
@@ -110,6 +141,7 @@ class ToolContext:
     turn_id: str | None = None
     session_id: int | None = None
     notes: list[TurnNote] = field(default_factory=list)
+    storage_wait: StorageWait = field(default_factory=StorageWait)
 
 
 @dataclass(frozen=True, slots=True)

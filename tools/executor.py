@@ -15,13 +15,16 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from storage.database import StorageRetry
 from storage.records import AuditRecord, AuditStatus
 from tools.base import (
     ErrorCode,
+    StorageWait,
     Tool,
     ToolBusinessError,
     ToolCall,
@@ -108,8 +111,10 @@ class ToolExecutor:
         *,
         wall_clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.perf_counter,
+        storage_retry: StorageRetry | None = None,
     ) -> None:
         self._registry = registry
+        self._storage_retry = storage_retry
         self._wall_clock = wall_clock
         self._monotonic = monotonic
 
@@ -178,7 +183,9 @@ class ToolExecutor:
         timeout = asyncio.timeout(tool.timeout_s)
         try:
             async with timeout:
-                result = await tool.handler(arguments, context)
+                # the handler's waits for the store pause its timeout (`StorageWait`)
+                wait = StorageWait(retry=self._storage_retry, deadline=timeout)
+                result = await tool.handler(arguments, replace(context, storage_wait=wait))
         except ToolBusinessError as exc:
             return finish(
                 _error_json(exc.code, exc.message),

@@ -103,16 +103,22 @@ class OrderStatusHandler:
         # A repeat lookup of an order already checked within the hour does not use up
         # another slot (the customer asking twice is normal); a new number does, whether
         # or not it exists or belongs to the caller.
-        allowed = await context.shop.record_order_lookup(
-            user_id=caller.key,
-            order_id=arguments.order_id,
-            now=now,
-            since=now - LOOKUP_WINDOW_S,
-            max_distinct=self._limit,
+        # Through a storage fault the lookup waits (its timeout paused) instead of
+        # failing: the customer's check is answered once the store is back.
+        store = context.storage_wait
+        allowed = await store.run(
+            "order lookup",
+            lambda: context.shop.record_order_lookup(
+                user_id=caller.key,
+                order_id=arguments.order_id,
+                now=now,
+                since=now - LOOKUP_WINDOW_S,
+                max_distinct=self._limit,
+            ),
         )
         if not allowed:
             raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
-        order = await context.shop.get_order(arguments.order_id)
+        order = await store.run("order read", lambda: context.shop.get_order(arguments.order_id))
         if order is not None and order.owner_telegram_id is None and order.owner_phone is None:
             return _found(order)  # public: anyone, in any chat
         if not caller.private_chat or caller.is_chat:
@@ -124,7 +130,9 @@ class OrderStatusHandler:
                 message=PRIVATE_CHAT_MESSAGE,
             )
         # read for every private lookup, found or not, so a miss costs the same
-        phone = await context.shop.get_verified_phone(caller.key)
+        phone = await store.run(
+            "verified phone read", lambda: context.shop.get_verified_phone(caller.key)
+        )
         if order is not None and _owned_by(order, caller.key, phone):
             return _found(order)
         if phone is None:

@@ -81,6 +81,11 @@ def note_of(message: Message, update_id: int) -> tuple[VoiceNote, str, int | Non
     return note, video.file_id, video.file_size
 
 
+# What getFile answers, e.g. "voice/file_12.oga": relative segments of safe characters,
+# none starting with a dot (so no "." or ".." segment, no absolute path, no query).
+_TELEGRAM_FILE_PATH = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*")
+
+
 async def download_audio(bot: Bot, sender: Sender, file_id: str, size: int | None) -> bytes:
     """The file's bytes, in memory; `AudioUnavailable` when it cannot be fetched."""
     if size is not None and size > MAX_AUDIO_BYTES:
@@ -88,7 +93,8 @@ async def download_audio(bot: Bot, sender: Sender, file_id: str, size: int | Non
     buffer = _CappedBuffer(MAX_AUDIO_BYTES)
     try:
         file = await sender.call(GetFile(file_id=file_id))
-        if not file.file_path:
+        if not file.file_path or not _TELEGRAM_FILE_PATH.fullmatch(file.file_path):
+            # a path leaving the file folder ("../") would fetch another URL of the server
             raise AudioUnavailable(DOWNLOAD_FAILED)
         await bot.download_file(file.file_path, buffer, timeout=DOWNLOAD_TIMEOUT_S)
     except _TooBig:

@@ -64,7 +64,7 @@ def build_core(
     loop = BoundedToolLoop(
         model,
         registry,
-        ToolExecutor(registry),
+        ToolExecutor(registry, storage_retry=storage_retry),
         max_steps=settings.tool_max_steps,
         turn_timeout_s=settings.turn_timeout_s,
         parallel_tool_calls=settings.parallel_tool_calls,

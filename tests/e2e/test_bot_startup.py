@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from storage.database import open_database
+from storage.inbox import InboxRepository, NewUpdate
+from tests.damage import corrupt_table
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import WEBHOOK_SECRET, BotProcess, free_port, webhook_env
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.openai_server import error as openai_error
-from tests.fakes.telegram_server import FakeTelegramServer
+from tests.fakes.telegram_server import FakeTelegramServer, message_update
 
 
 async def test_database_newer_than_the_code_exits_2_with_one_line(
@@ -288,6 +290,13 @@ def _truncated(tmp_path: Path) -> Path:
     return path
 
 
+def _damaged_inbox(tmp_path: Path) -> Path:
+    """A database of this version with a damaged page in the inbox (a failing disk)."""
+    path = _migrated(tmp_path / "data" / "bot.sqlite3")
+    corrupt_table(path, "updates")
+    return path
+
+
 def _folder(tmp_path: Path) -> Path:
     path = tmp_path / "bot.sqlite3"
     path.mkdir()
@@ -307,6 +316,7 @@ BAD_DATABASES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "random bytes": (_random_bytes, "is not an SQLite database"),
     "a text file": (_text_file, "is not an SQLite database"),
     "a truncated SQLite file": (_truncated, "is corrupt"),
+    "a damaged inbox page": (_damaged_inbox, "is corrupt (SQLite quick_check: "),
     "a folder": (_folder, "is a folder"),
     "a file in place of its folder": (_under_a_file, "a file is in the way"),
     "a device": (_device, "is not a regular file"),
@@ -332,6 +342,39 @@ def test_an_unusable_database_path_is_one_line_and_exit_2(
     database = make(tmp_path)
     result = _run(_bot_env(clean_env, database), tmp_path)
     _assert_one_line(result, database, problem)
+
+
+async def test_damage_the_check_at_start_did_not_reach_is_one_line_and_exit_2(
+    bot_base_env: dict[str, str],
+    fake_telegram: FakeTelegramServer,
+    database_path: Path,
+    tmp_path: Path,
+) -> None:
+    """The check is bounded in time: on a big file the first statement that meets a damaged
+    page (here the inbox, read to resume unfinished work) ends the start the same way."""
+    database_path.parent.mkdir(parents=True)
+    db = await open_database(database_path)
+    # an update the previous run stored and did not finish: resumed at start
+    payload = message_update(77, text="hello", update_id=501)
+    await InboxRepository(db).record(
+        [NewUpdate(update_id=int(payload["update_id"]), chat_id=77, user_id=77, payload=payload)]
+    )
+    await db.close()
+    corrupt_table(database_path, "updates")
+    env = {**bot_base_env, "DATABASE_INTEGRITY_CHECK_S": "0"}
+    process = await BotProcess(env, tmp_path).start()
+    try:
+        code = await process.wait_exit()
+    finally:
+        await process.kill()  # nothing left running if it did not stop by itself
+    assert code == 2
+    errors = [line for line in process.lines if line.startswith("error:")]
+    assert errors == [
+        f"error: DATABASE_PATH {database_path}: is corrupt (SQLite: database disk image "
+        "is malformed); restore a backup"
+    ], process.output
+    assert "fatal" not in process.output and "Traceback" not in process.output
+    assert "ready" not in process.output
 
 
 def test_a_database_locked_by_another_process_is_one_line_and_exit_2(

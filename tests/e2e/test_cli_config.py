@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run_bot(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -30,6 +32,22 @@ def test_webhook_without_secret_exits_2_naming_it(
     assert len(lines) == 1, result.stderr
     assert "WEBHOOK_SECRET" in lines[0]
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("path", ["/a{b", "/hook/{token}", "/hook?x=1", "/hook#x", "/hook*"])
+def test_a_webhook_path_that_is_not_a_literal_path_exits_2_naming_it(
+    clean_env: dict[str, str], tmp_path: Path, path: str
+) -> None:
+    """The web server would read {…} as a route variable (or fail on a lone brace with a
+    traceback); ? and # never reach a path; Caddy reads * as a wildcard."""
+    env = {**clean_env, "BOT_MODE": "webhook", "BOT_TOKEN": "1:x", "OPENAI_API_KEY": "k"}
+    env.update(WEBHOOK_URL="https://bot.example.org", WEBHOOK_SECRET="s3cr3t", WEBHOOK_PATH=path)
+    result = run_bot(env, tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "WEBHOOK_PATH: expected a literal path" in lines[0]
+    assert "Traceback" not in result.stderr and "fatal" not in result.stderr
 
 
 def test_missing_token_exits_2_without_echoing_secrets(

@@ -420,7 +420,11 @@ async def _exits_2_naming_operator_chat(
 ) -> None:
     env = {**bot_base_env, "OPERATOR_CHAT_ID": str(OPERATORS)}
     process = await BotProcess(env, tmp_path).start()
-    assert await process.wait_exit() == 2
+    try:
+        code = await process.wait_exit()
+    finally:
+        await process.kill()  # nothing left running if it did not stop by itself
+    assert code == 2
     errors = [line for line in process.lines if line.startswith("error:")]
     assert len(errors) == 1, process.output
     assert f"OPERATOR_CHAT_ID {OPERATORS}" in errors[0] and fragment in errors[0]
@@ -447,6 +451,16 @@ async def test_start_stops_when_the_bot_may_not_manage_topics(
     await _exits_2_naming_operator_chat(bot_base_env, tmp_path, "Manage topics")
     fake_telegram.add_forum(OPERATORS, bot_status="member")
     await _exits_2_naming_operator_chat(bot_base_env, tmp_path, "Manage topics")
+
+
+async def test_start_stops_when_the_operator_chat_is_a_public_group(
+    bot_base_env: dict[str, str], fake_telegram: FakeTelegramServer, tmp_path: Path
+) -> None:
+    """Briefs carry order data and every customer message: a group with a username is
+    readable by anyone, so it is refused before anything is posted there."""
+    fake_telegram.add_forum(OPERATORS, username="shop_operators")
+    await _exits_2_naming_operator_chat(bot_base_env, tmp_path, "public")
+    assert fake_telegram.messages_to(OPERATORS) == []
 
 
 async def test_a_failed_turn_offers_the_person_button_and_it_works(

@@ -13,8 +13,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from storage.database import open_database
+from tests.damage import corrupt_table
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import free_port, webhook_env
+from tests.fakes.telegram_server import FakeTelegramServer, message_update
 
 WAIT_S = 20.0
 
@@ -74,6 +77,56 @@ async def test_healthz_tells_the_truth(
     assert body == {"status": "unhealthy", "failed": ["database"]}
     assert str(database_path) not in str(body)
     assert await bot.terminate() == 0
+
+
+async def test_healthz_answers_within_the_health_checkers_timeout_under_a_lock(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    database_path: Path,
+    http: aiohttp.ClientSession,
+) -> None:
+    """Caddy's active health check gives up after 5 s (Docker's after 8 s): a lock held
+    longer than the busy timeout must be an answer (503), not a request that times out."""
+    port = free_port()
+    await start_bot(mode_env("webhook", bot_base_env, port))
+    holder = sqlite3.connect(database_path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        for _ in range(3):  # the first while the probe waits, then while it still does
+            async with http.get(
+                f"http://127.0.0.1:{port}/healthz", timeout=aiohttp.ClientTimeout(total=4.5)
+            ) as response:
+                assert response.status == 503
+                assert await response.json() == {"status": "unhealthy", "failed": ["database"]}
+        holder.execute("ROLLBACK")
+        await until_status(http, port, 200)
+    finally:
+        holder.close()
+
+
+async def test_a_damaged_page_met_by_a_turn_turns_healthz_503_with_the_reason(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    database_path: Path,
+    fake_telegram: FakeTelegramServer,
+    http: aiohttp.ClientSession,
+) -> None:
+    """A big file is let through unchecked (DATABASE_INTEGRITY_CHECK_S); the history table
+    damaged there fails the turn, and /healthz must say so instead of staying 200."""
+    database_path.parent.mkdir(parents=True)
+    db = await open_database(database_path)
+    await db.close()
+    corrupt_table(database_path, "messages")
+    port = free_port()
+    env = {**mode_env("polling", bot_base_env, port), "DATABASE_INTEGRITY_CHECK_S": "0"}
+    await start_bot(env)
+    assert await healthz(http, port) == (200, {"status": "ok"})  # nothing met it yet
+    fake_telegram.enqueue_update(message_update(4242, text="Где мой заказ 8041?"))
+    await fake_telegram.wait_for_messages(4242)  # the apology
+    body = await until_status(http, port, 503)
+    assert body["failed"] == ["database_corrupt"]
+    assert "malformed" in body["reasons"]["database_corrupt"]
+    assert str(database_path) not in str(body)
 
 
 async def test_polling_serves_no_healthz_unless_enabled(

@@ -179,6 +179,22 @@ async def test_a_file_telegram_cannot_serve_gets_the_polite_reply(
     assert fake_openai.transcriptions == [] and fake_openai.chat_requests == []
 
 
+async def test_a_file_path_leaving_the_file_folder_is_not_followed(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
+) -> None:
+    """A getFile answer is data from outside: `../` in its path would turn the download
+    into a request for another URL of the Bot API server (here a Bot API method)."""
+    await start_bot(**VOICE_ON)
+    escape = f"voice/../../../bot{fake_telegram.token}/getMe"
+    fake_telegram.add_file("escape", b"OggS-not-heard", file_path=escape)
+    calls_before = len(fake_telegram.calls)
+    fake_telegram.enqueue_update(voice_update(CHAT, file_id="escape", duration=3))
+    assert await next_reply(fake_telegram) == seen_text(RU.voice_not_understood)
+    made = [call.method for call in fake_telegram.calls[calls_before:]]
+    assert "getMe" not in made and fake_telegram.downloads == []
+    assert fake_openai.transcriptions == [] and fake_openai.chat_requests == []
+
+
 async def test_without_a_transcription_model_voice_gets_the_text_only_reply(
     start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
 ) -> None:

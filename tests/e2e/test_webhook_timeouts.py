@@ -11,6 +11,7 @@ and after is printed (measured, not asserted: it depends on the allocator).
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import aiohttp
@@ -140,4 +141,45 @@ async def test_an_oversized_body_is_refused_unread(
             headers={"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET},
         ) as response:
             assert response.status == 413
+    assert "Traceback" not in bot.output
+
+
+async def _expect_continue(port: int, secret: str, body: bytes) -> tuple[bytes, bytes]:
+    """Headers with `Expect: 100-continue` and no body: the server's first line, then
+    (after sending the body if it asked for it) everything until it closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(
+            (
+                f"POST {WEBHOOK_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"X-Telegram-Bot-Api-Secret-Token: {secret}\r\n"
+                "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+        )
+        await writer.drain()
+        async with asyncio.timeout(WAIT_S):
+            first = await reader.readline()
+            if first.startswith(b"HTTP/1.1 100"):
+                await reader.readline()  # the empty line that ends the interim response
+                writer.write(body)
+                await writer.drain()
+            return first, await closed_by_server(reader)
+    finally:
+        writer.close()
+
+
+async def test_100_continue_only_after_the_secret_is_checked(
+    start_bot: StartBot, bot_base_env: dict[str, str], fake_telegram: FakeTelegramServer
+) -> None:
+    """A client without the secret must not be invited to send its body."""
+    port = free_port()
+    bot = await start_bot(webhook_env(bot_base_env, port))
+    update = message_update(753, text="hello")
+    body = json.dumps(update).encode()
+    first, _rest = await _expect_continue(port, "wrong-secret", body)
+    assert first.startswith(b"HTTP/1.1 401"), first
+    first, rest = await _expect_continue(port, WEBHOOK_SECRET, body)
+    assert first.startswith(b"HTTP/1.1 100 Continue"), first
+    assert rest.startswith(b"HTTP/1.1 200"), rest
     assert "Traceback" not in bot.output

@@ -212,6 +212,7 @@ class FakeTelegramServer:
         self._next_message_id = itertools.count(1)
         self._changed = asyncio.Event()
         self.files: dict[str, bytes] = {}  # file_id -> content
+        self.file_paths: dict[str, str] = {}  # file_id -> the path getFile answers
         self.downloads: list[str] = []  # file paths downloaded, in order
         self.download_hold: asyncio.Event | None = None
         # forum supergroups (the operators' group of a handoff): getChat answers for the
@@ -268,9 +269,12 @@ class FakeTelegramServer:
         self._notify()
         return int(update["update_id"])
 
-    def add_file(self, file_id: str, data: bytes) -> None:
-        """A file the bot may fetch with getFile and download."""
+    def add_file(self, file_id: str, data: bytes, *, file_path: str | None = None) -> None:
+        """A file the bot may fetch with getFile and download; `file_path`: what getFile
+        answers as its path (default voice/<file_id>.oga)."""
         self.files[file_id] = data
+        if file_path is not None:
+            self.file_paths[file_id] = file_path
 
     def fail_next_sends_with_retry_after(self, retry_after: int = 1, times: int = 1) -> None:
         """The next `times` sendMessage calls answer 429 Too Many Requests."""
@@ -295,9 +299,11 @@ class FakeTelegramServer:
         is_forum: bool = True,
         bot_status: str = "administrator",
         can_manage_topics: bool = True,
+        username: str | None = None,
     ) -> None:
         """A supergroup the bot is in: a forum or not, the bot admin with or without the
-        right to manage topics (or `bot_status="member"`)."""
+        right to manage topics (or `bot_status="member"`); public when it has a
+        `username` (anyone can find and read it)."""
         self.chats[chat_id] = {
             "id": chat_id,
             "type": "supergroup",
@@ -313,6 +319,8 @@ class FakeTelegramServer:
                 "gifts_from_channels": False,
             },
         }
+        if username is not None:
+            self.chats[chat_id]["username"] = username
         bot = {k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")}
         member: dict[str, Any] = {"status": bot_status, "user": bot}
         if bot_status == "administrator":
@@ -438,7 +446,7 @@ class FakeTelegramServer:
                 "file_id": file_id,
                 "file_unique_id": f"u-{file_id}",
                 "file_size": len(data),
-                "file_path": f"voice/{file_id}.oga",
+                "file_path": self.file_paths.get(file_id, f"voice/{file_id}.oga"),
             }
         )
 

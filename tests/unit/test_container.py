@@ -19,6 +19,8 @@ import jsonschema
 import pytest
 import yaml
 
+from bot.config import Settings
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 
@@ -76,7 +78,9 @@ def test_slim_base_and_locked_dependencies() -> None:
     for keyword, rest in steps:
         if keyword == "FROM":
             assert rest.startswith("python:3.11-slim"), rest
-    installs = [rest for kw, rest in steps if kw == "RUN" and "pip install" in rest]
+    installs = [
+        rest for kw, rest in steps if kw == "RUN" and re.search(r"\bpip\b.* install ", rest)
+    ]
     assert installs and all(
         "--require-hashes" in cmd and "requirements.lock" in cmd for cmd in installs
     )
@@ -164,6 +168,29 @@ def test_compose_for_several_instances_shares_one_postgresql_behind_caddy() -> N
     assert "reverse_proxy bot-1:8080 bot-2:8080 {" in rules  # both instances take updates
     assert "health_uri /healthz" in rules and "respond 404" in rules
     assert not any("/metrics" in line for line in rules)
+
+
+def test_no_installer_in_the_runtime_image() -> None:
+    """pip and setuptools are not needed to run the bot: the venv is made without them
+    and the base image's are removed from the image that runs."""
+    steps = instructions()
+    venvs = [rest for kw, rest in steps if kw == "RUN" and "-m venv" in rest]
+    assert venvs and all("--without-pip" in cmd for cmd in venvs)
+    removals = [rest for kw, rest in final_stage() if kw == "RUN" and "pip uninstall" in rest]
+    assert removals and all(
+        package in removals[0].split() for package in ("pip", "setuptools", "wheel")
+    )
+
+
+def test_docker_run_in_the_readme_outwaits_the_shutdown_grace() -> None:
+    """Docker kills after 10 s unless told otherwise; running answers get SHUTDOWN_GRACE_S."""
+    grace = Settings.model_fields["shutdown_grace_s"].default
+    readme = re.sub(r"\\\n\s*", " ", (ROOT / "README.md").read_text())
+    runs = re.findall(r"^docker run .*$", readme, flags=re.MULTILINE)
+    assert runs
+    for run in runs:
+        timeout = re.search(r"--stop-timeout (\d+)", run)
+        assert timeout is not None and int(timeout.group(1)) > grace, run
 
 
 @pytest.mark.parametrize("name", ["requirements.lock", "requirements-dev.lock"])

@@ -45,7 +45,10 @@ def normalise_product_name(name: str) -> str:
 #   between ("+7 (912) 345-67-89", "+44 20 7946 0958");
 # - a Russian national number without "+": 11 digits starting with 8 (the trunk prefix,
 #   "8 (912) 345-67-89") or 7 ("7 912 345 67 89") → "+7" and the last 10 digits; the
-#   shop is Russian-speaking, and such numbers are how its customers write them;
+#   shop is Russian-speaking, and such numbers are how its customers write them. Only
+#   where the 10 digits can be a number of the +7 plan: its area codes start with 3, 4,
+#   8 or 9 (Russia) or 6 or 7 (Kazakhstan). "81312345678" is Tokyo (+81 3…) written
+#   without "+", not "+7 131…": 0, 1, 2 and 5 after the 7 or 8 are refused as ambiguous;
 # - nothing else: other national formats ("0912...") are ambiguous without a country, so
 #   the import lists them as problems and the shop writes them with "+".
 # Telegram sends a shared contact's number in international format, usually without the
@@ -56,8 +59,11 @@ E164_MAX_DIGITS = 15
 _PHONE_SEPARATORS = str.maketrans("", "", " -.()\u00a0\t")
 PHONE_RULE = (
     "must be an international number like +74951234567 (a '+' and 8 to 15 digits), "
-    "or a Russian number starting with 8 or 7 (11 digits)"
+    "or a Russian number starting with 8 or 7 (11 digits, the area code after it "
+    "starting with 3, 4, 6, 7, 8 or 9)"
 )
+# first digits of a national number in the +7 plan (Russia 3, 4, 8, 9; Kazakhstan 6, 7)
+_PLAN_7_AREA_STARTS = frozenset("346789")
 
 
 def _e164(digits: str) -> str | None:
@@ -79,7 +85,7 @@ def normalise_phone(value: str) -> str:
     compact = value.strip().translate(_PHONE_SEPARATORS)
     if compact.startswith("+"):
         result = _e164(compact[1:])
-    elif len(compact) == 11 and compact[:1] in ("7", "8"):
+    elif len(compact) == 11 and compact[:1] in ("7", "8") and compact[1] in _PLAN_7_AREA_STARTS:
         result = _e164("7" + compact[1:])
     else:
         result = None

@@ -16,6 +16,11 @@ from tools.shop.rules import normalise_contact_phone, normalise_phone
         ("8 (912) 345-67-89", "+79123456789"),  # Russian trunk prefix 8 → +7
         ("89123456789", "+79123456789"),
         ("7 912 345-67-89", "+79123456789"),  # 11 digits starting with 7, no "+"
+        ("8 (495) 123-45-67", "+74951234567"),  # Moscow
+        ("8 (383) 123-45-67", "+73831234567"),  # Novosibirsk
+        ("8 800 555-35-35", "+78005553535"),  # toll-free
+        ("8 (727) 123-45-67", "+77271234567"),  # Almaty: the same +7 plan
+        ("+81 3 1234 5678", "+81312345678"),  # Tokyo, as it must be written
         ("+44 20 7946 0958", "+442079460958"),
         ("+49.30.1234567", "+49301234567"),
         ("+12345678", "+12345678"),  # 8 digits: the shortest accepted
@@ -40,6 +45,10 @@ def test_usual_spellings_become_e164(written: str, e164: str) -> None:
         "+７９１２３４５６７８９",  # full-width digits are not ASCII digits
         "+7 912 345 67 89 доб. 12",
         "99123456789",  # 11 digits, but not 7/8 first
+        "81312345678",  # Tokyo (+81 3 1234 5678) without "+", not +7 131…
+        "8 (012) 345-67-89",  # no area code of the +7 plan starts with 0, 1, 2 or 5
+        "82123456789",
+        "75123456789",
     ],
 )
 def test_anything_else_is_refused_without_repeating_the_number(written: str) -> None:
