@@ -9,7 +9,9 @@ pragmas, aiosqlite) is marked `sqlite_only` and runs only on SQLite.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -66,3 +68,47 @@ async def db(
 
 # The fake OpenAI server as a fixture for every test package (tests/fakes/openai_server.py).
 from tests.fakes.openai_server import fake_openai  # noqa: E402, F401
+
+
+def _children_of(pid: int) -> list[tuple[int, str]]:
+    """The processes whose parent is `pid` (Linux /proc): (pid, command line)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            if int(fields[1]) != pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        found.append((int(entry), command or f"<{fields[0].decode()}>"))
+    return found
+
+
+def _end(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Nothing a test started outlives the session: the fork server's children and this
+    process's own are listed, killed and reaped, and the run fails if there were any."""
+    from tests.e2e.launch import stop_fork_server
+
+    left = [(pid, "a child of the fork server") for pid in stop_fork_server()]
+    left += _children_of(os.getpid())
+    if not left or not os.path.isdir("/proc"):
+        return
+    for pid, _ in left:
+        _end(pid)
+    lines = "\n".join(f"  pid {pid}: {command}" for pid, command in left)
+    session.config.get_terminal_writer().line(
+        f"\nprocesses left running by the tests (now killed):\n{lines}", red=True
+    )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
