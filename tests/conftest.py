@@ -10,6 +10,7 @@ pragmas, aiosqlite) is marked `sqlite_only` and runs only on SQLite.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -70,9 +71,19 @@ async def db(
 # The fake OpenAI server as a fixture for every test package (tests/fakes/openai_server.py).
 from tests.fakes.openai_server import fake_openai  # noqa: E402, F401
 
+PR_SET_CHILD_SUBREAPER = 36
 
-def _children_of(pid: int) -> list[tuple[int, str]]:
-    """The processes whose parent is `pid` (Linux /proc): (pid, command line)."""
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Become the reaper of every orphaned descendant (Linux): a process a test started
+    that outlives its own parent is then still ours to see, and to end, at the session's
+    end, instead of running on under init."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _children_of(pid: int) -> list[tuple[int, str, bool]]:
+    """The processes whose parent is `pid` (Linux /proc): pid, command line, whether alive."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -86,7 +97,7 @@ def _children_of(pid: int) -> list[tuple[int, str]]:
                 command = cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
         except (OSError, IndexError, ValueError):
             continue
-        found.append((int(entry), command or f"<{fields[0].decode()}>"))
+        found.append((int(entry), command or "(exited)", fields[0] != b"Z"))
     return found
 
 
@@ -99,16 +110,18 @@ def _end(pid: int) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Nothing a test started outlives the session: the fork server's children and this
-    process's own are listed, killed and reaped, and the run fails if there were any."""
+    process's own (orphans included, see pytest_configure) are listed, killed and reaped,
+    and the run fails if one was still running. Exited ones are only reaped."""
     from tests.e2e.launch import stop_fork_server
 
-    left = [(pid, "a child of the fork server") for pid in stop_fork_server()]
-    left += _children_of(os.getpid())
-    if not left or not os.path.isdir("/proc"):
-        return
-    for pid, _ in left:
+    left = [(pid, "a child of the fork server", True) for pid in stop_fork_server()]
+    left += _children_of(os.getpid()) if os.path.isdir("/proc") else []
+    for pid, _, _ in left:
         _end(pid)
-    lines = "\n".join(f"  pid {pid}: {command}" for pid, command in left)
+    running = [(pid, command) for pid, command, alive in left if alive]
+    if not running:
+        return
+    lines = "\n".join(f"  pid {pid}: {command}" for pid, command in running)
     session.config.get_terminal_writer().line(
         f"\nprocesses left running by the tests (now killed):\n{lines}", red=True
     )
