@@ -17,7 +17,8 @@ What makes a forked child equal to a spawned one:
 - it dies with the server (PR_SET_PDEATHSIG), and the server dies with its parent.
 
 Protocol (one SOCK_SEQPACKET connection per run, tests/e2e/launch.py is the client):
-request {"op": "run"|"probe", "argv", "env", "cwd"} with the fds stdin, stdout, stderr;
+request {"op": "run"|"probe", "argv", "env", "cwd", "address_space"} with the fds stdin,
+stdout, stderr (`address_space`: an RLIMIT_AS for the child, or null);
 reply {"pid"} with a pidfd of the child (signals go through it, never to a reused pid);
 then {"status"}: the raw wait status, once the server has reaped the child. A client that
 disconnects first has its child killed. {"op": "stop"} kills what is left, replies
@@ -264,6 +265,11 @@ def probe() -> None:
 
 def run_child(request: dict[str, Any]) -> None:
     """Become `python -m bot ARGV` in the request's environment and folder."""
+    if request.get("address_space"):
+        import resource
+
+        limit = request["address_space"]
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])

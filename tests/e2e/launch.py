@@ -19,6 +19,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -210,8 +211,10 @@ async def fork_bot(
     stdout: int = DEVNULL,
     stderr: int = PIPE,
     op: str = "run",
+    address_space: int | None = None,
 ) -> ForkedProcess:
-    """`python -m bot ARGV`, forked: stdin is /dev/null, stdout and stderr PIPE or DEVNULL."""
+    """`python -m bot ARGV`, forked: stdin is /dev/null, stdout and stderr PIPE or DEVNULL;
+    `address_space`: the child's RLIMIT_AS in bytes (it counts the warm imports too)."""
     ours: list[int] = []  # our ends of the pipes, -1 for DEVNULL
     theirs: list[int] = [os.open(os.devnull, os.O_RDONLY)]
     try:
@@ -221,7 +224,13 @@ async def fork_bot(
             )
             ours.append(read_end)
             theirs.append(write_end)
-        request = {"op": op, "argv": argv, "env": env, "cwd": str(cwd)}
+        request = {
+            "op": op,
+            "argv": argv,
+            "env": env,
+            "cwd": str(cwd),
+            "address_space": address_space,
+        }
         sock, pid, pidfd = _ask(request, theirs)
     except BaseException:
         for fd in ours:
@@ -266,9 +275,15 @@ async def start_bot_process(
 
 
 async def _run_forked(
-    argv: list[str], env: dict[str, str], cwd: Path | str, limit_s: float
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path | str,
+    limit_s: float,
+    address_space: int | None,
 ) -> subprocess.CompletedProcess[str]:
-    process = await fork_bot(argv, env=env, cwd=cwd, stdout=PIPE, stderr=PIPE)
+    process = await fork_bot(
+        argv, env=env, cwd=cwd, stdout=PIPE, stderr=PIPE, address_space=address_space
+    )
     try:
         async with asyncio.timeout(limit_s):
             out, err = await process.communicate()
@@ -295,15 +310,23 @@ def run_bot_command(
     timeout: float = 300.0,
     spawn: bool = False,
     prefix: list[str] | None = None,
+    address_space: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`subprocess.run(["python", "-m", "bot", *argv], capture_output=True, text=True)`,
-    forked unless `spawn`, E2E_START=spawn, or a `prefix` command (e.g. `setpriv`) wraps it."""
+    forked unless `spawn`, E2E_START=spawn, or a `prefix` command (e.g. `unshare`) wraps it.
+    `address_space`: an RLIMIT_AS (bytes) for the process."""
     if forking() and not spawn and not prefix:
         # started here, in the caller's (main) thread: the server dies with the thread that
         # started it (PR_SET_PDEATHSIG), and the pool's thread ends with this call
         fork_server()
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, _run_forked(argv, env, cwd, timeout)).result()
+            run = _run_forked(argv, env, cwd, timeout, address_space)
+            return pool.submit(asyncio.run, run).result()
+
+    def limit() -> None:
+        if address_space:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
     return subprocess.run(
         [*(prefix or []), sys.executable, "-m", "bot", *argv],
         env=env,
@@ -312,4 +335,5 @@ def run_bot_command(
         text=True,
         timeout=timeout,
         check=False,
+        preexec_fn=limit if address_space else None,
     )
