@@ -15,17 +15,18 @@ session by tests/conftest.py, which fails the run if it still had a child.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import json
 import os
 import resource
+import selectors
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -274,31 +275,64 @@ async def start_bot_process(
     )
 
 
-async def _run_forked(
+def _run_forked(
     argv: list[str],
     env: dict[str, str],
     cwd: Path | str,
     limit_s: float,
     address_space: int | None,
 ) -> subprocess.CompletedProcess[str]:
-    process = await fork_bot(
-        argv, env=env, cwd=cwd, stdout=PIPE, stderr=PIPE, address_space=address_space
-    )
+    """Fork, collect stdout and stderr, and wait, without a thread or an event loop: an
+    exception here (the limit, the per-test timeout's signal) kills the child first."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    theirs = [os.open(os.devnull, os.O_RDONLY), out_w, err_w]
+    request = {"op": "run", "argv": argv, "env": env, "cwd": str(cwd)}
     try:
-        async with asyncio.timeout(limit_s):
-            out, err = await process.communicate()
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        raise subprocess.TimeoutExpired(["python", "-m", "bot", *argv], limit_s) from None
+        sock, _, pidfd = _ask({**request, "address_space": address_space}, theirs)
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
     finally:
-        process.close()
-    assert process.returncode is not None
+        for fd in theirs:
+            os.close(fd)
+    output: dict[int, bytes] = {out_r: b"", err_r: b""}
+    reply = b""
+    try:
+        with selectors.DefaultSelector() as selector:
+            for fd in (out_r, err_r, sock.fileno()):
+                selector.register(fd, selectors.EVENT_READ)
+            deadline = time.monotonic() + limit_s
+            while selector.get_map():
+                ready = selector.select(max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    raise subprocess.TimeoutExpired(["python", "-m", "bot", *argv], limit_s)
+                for key, _ in ready:
+                    if key.fd == sock.fileno():  # the status: the child has been reaped
+                        reply = sock.recv(1 << 16)
+                        selector.unregister(key.fd)
+                        continue
+                    data = os.read(key.fd, 1 << 16)
+                    output[key.fd] += data
+                    if not data:
+                        selector.unregister(key.fd)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        raise
+    finally:
+        for fd in (out_r, err_r, pidfd):
+            os.close(fd)
+        sock.close()
+    status = json.loads(reply or b"{}").get("status")
+    if status is None:
+        raise RuntimeError("fork server: the run ended without a status")
     return subprocess.CompletedProcess(
         ["python", "-m", "bot", *argv],
-        process.returncode,
-        out.decode("utf-8", "replace"),
-        err.decode("utf-8", "replace"),
+        os.waitstatus_to_exitcode(status),
+        output[out_r].decode("utf-8", "replace"),
+        output[err_r].decode("utf-8", "replace"),
     )
 
 
@@ -316,12 +350,7 @@ def run_bot_command(
     forked unless `spawn`, E2E_START=spawn, or a `prefix` command (e.g. `unshare`) wraps it.
     `address_space`: an RLIMIT_AS (bytes) for the process."""
     if forking() and not spawn and not prefix:
-        # started here, in the caller's (main) thread: the server dies with the thread that
-        # started it (PR_SET_PDEATHSIG), and the pool's thread ends with this call
-        fork_server()
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            run = _run_forked(argv, env, cwd, timeout, address_space)
-            return pool.submit(asyncio.run, run).result()
+        return _run_forked(argv, env, cwd, timeout, address_space)
 
     def limit() -> None:
         if address_space:

@@ -9,12 +9,14 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import BotProcess
+from tests.e2e.harness import BotProcess, free_port
 from tests.e2e.launch import PIPE, REPO_ROOT, fork_bot, fork_server, forking, run_bot_command
 
 pytestmark = pytest.mark.skipif(not forking(), reason="bot starts are spawned (E2E_START=spawn)")
@@ -118,3 +120,32 @@ async def test_a_run_whose_test_went_away_is_killed(
     finally:
         asyncio.get_running_loop().remove_reader(ours)
         os.close(ours)
+
+
+def _children_of_the_server() -> list[int]:
+    server = fork_server().proc.pid
+    with open(f"/proc/{server}/task/{server}/children") as children:
+        return [int(pid) for pid in children.read().split()]
+
+
+def test_a_command_that_runs_past_its_limit_is_killed(
+    clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The limit (or the per-test timeout's signal) never leaves the command running."""
+    port = free_port()  # nobody listens: the bot retries Telegram for as long as it runs
+    env = {
+        **clean_env,
+        "BOT_TOKEN": "123456:limit-test-token",
+        "OPENAI_API_KEY": "sk-test",
+        "TELEGRAM_API_URL": f"http://127.0.0.1:{port}",
+        "DATABASE_PATH": str(tmp_path / "bot.sqlite3"),
+    }
+    before = _children_of_the_server()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_bot_command([], env=env, cwd=tmp_path, timeout=1.0)
+    deadline_polls = 1200  # 60 s of 50 ms polls: an outer limit only
+    for _ in range(deadline_polls):
+        if _children_of_the_server() == before:
+            break
+        time.sleep(0.05)  # the server's children are read, never pushed
+    assert _children_of_the_server() == before
