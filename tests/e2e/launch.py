@@ -169,6 +169,7 @@ class ForkedProcess:
 
         out, err = await asyncio.gather(read(self.stdout), read(self.stderr))
         await self.wait()
+        self.close()
         return out, err
 
     def close(self) -> None:
