@@ -6,8 +6,10 @@ older than the newest pairs that fit HISTORY_TOKEN_BUDGET (the window only shrin
 the old end as pairs are added, and it never includes messages a summary covers). The
 summary records the last message it covers, so history and summary never overlap.
 
-At most one summarisation runs per session; a failure (model error, empty answer) keeps
-the previous summary and the pairs stay unfolded, so the next turn's run retries them.
+At most one summarisation runs per session; a turn stored while it runs gets it to run
+once more when it ends (what it read may predate that turn). A failure (model error, empty
+answer) keeps the previous summary and the pairs stay unfolded, so the next turn's run
+retries them.
 Each model call leaves an `llm_calls` row with purpose 'summary'.
 """
 
@@ -76,16 +78,20 @@ class ConversationSummarizer:
         self._slots = asyncio.Semaphore(max_concurrent)
         self._clock = clock
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._again: set[int] = set()  # scheduled while their run was in progress
         self._closing = False
 
     # --- background scheduling ------------------------------------------------------
 
     def schedule(self, session_id: int) -> bool:
-        """Start a background catch-up for the session unless one is already running."""
+        """Start a background catch-up for the session; if one is already running, it runs
+        once more when it ends (it may have read the history before this turn was stored,
+        and would otherwise leave the pairs this turn pushed out of the window unfolded)."""
         if self._closing:
             return False
         running = self._tasks.get(session_id)
         if running is not None and not running.done():
+            self._again.add(session_id)
             return False
         task = asyncio.create_task(self._background(session_id), name=f"summary-{session_id}")
         self._tasks[session_id] = task
@@ -100,10 +106,15 @@ class ConversationSummarizer:
         try:
             async with self._slots:
                 await self.catch_up(session_id)
+                while session_id in self._again and not self._closing:
+                    self._again.discard(session_id)
+                    await self.catch_up(session_id)
         except asyncio.CancelledError:
             raise
         except Exception:  # a background task has nobody to raise to
             log.exception("summary of session %s failed", session_id)
+        finally:
+            self._again.discard(session_id)
 
     async def wait_idle(self) -> None:
         """Wait until no summarisation is running (tests, shutdown)."""

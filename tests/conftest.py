@@ -9,7 +9,10 @@ pragmas, aiosqlite) is marked `sqlite_only` and runs only on SQLite.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +20,7 @@ import pytest
 
 from bot.config import Settings
 from storage.database import Database, open_database
+from tests.failure_reports import pytest_runtest_makereport  # noqa: F401 (a hook)
 from tests.pg import pg_cluster, pg_db, pg_empty_url, pg_url  # noqa: F401 (fixtures)
 
 # every setting the bot reads, so a developer's environment never leaks into a test
@@ -66,3 +70,59 @@ async def db(
 
 # The fake OpenAI server as a fixture for every test package (tests/fakes/openai_server.py).
 from tests.fakes.openai_server import fake_openai  # noqa: E402, F401
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Become the reaper of every orphaned descendant (Linux): a process a test started
+    that outlives its own parent is then still ours to see, and to end, at the session's
+    end, instead of running on under init."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _children_of(pid: int) -> list[tuple[int, str, bool]]:
+    """The processes whose parent is `pid` (Linux /proc): pid, command line, whether alive."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            if int(fields[1]) != pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        found.append((int(entry), command or "(exited)", fields[0] != b"Z"))
+    return found
+
+
+def _end(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Nothing a test started outlives the session: the fork server's children and this
+    process's own (orphans included, see pytest_configure) are listed, killed and reaped,
+    and the run fails if one was still running. Exited ones are only reaped."""
+    from tests.e2e.launch import stop_fork_server
+
+    left = [(pid, "a child of the fork server", True) for pid in stop_fork_server()]
+    left += _children_of(os.getpid()) if os.path.isdir("/proc") else []
+    for pid, _, _ in left:
+        _end(pid)
+    running = [(pid, command) for pid, command, alive in left if alive]
+    if not running:
+        return
+    lines = "\n".join(f"  pid {pid}: {command}" for pid, command in running)
+    session.config.get_terminal_writer().line(
+        f"\nprocesses left running by the tests (now killed):\n{lines}", red=True
+    )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -8,7 +8,10 @@ initdb failing), the PostgreSQL tests are skipped with the reason
 "PostgreSQL tests skipped: …" — never silently passed.
 
 Each test gets its own database, copied from a template to which the migrations were
-applied once (`CREATE DATABASE … TEMPLATE …`, some 30 ms instead of migrating anew).
+applied once (`CREATE DATABASE … TEMPLATE …`, some 30 ms instead of migrating anew), and
+dropped when the test ends (`DROP DATABASE … WITH (FORCE)`: a session a test left open does
+not keep it), so the server holds only the databases of the running test and the session's
+teardown is seconds, not minutes of deleting hundreds of databases.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import tempfile
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
@@ -61,7 +65,8 @@ class PgCluster:
         return self.url("postgres")
 
     def create_database(self, *, template: str | None = TEMPLATE) -> str:
-        """A new database (the migrated template's copy, or empty); its URL."""
+        """A new database (the migrated template's copy, or empty); its URL.
+        The caller drops it (`drop_database`); the fixtures below do."""
         name = f"t{os.getpid()}_{next(_names)}"
         source = f" TEMPLATE {template}" if template else ""
 
@@ -74,6 +79,19 @@ class PgCluster:
 
         run_sync(create)
         return self.url(name)
+
+    def drop_database(self, url: str) -> None:
+        """Drop a database of `create_database`, ending any session still connected to it."""
+        name = urlsplit(url).path.lstrip("/")
+
+        async def drop() -> None:
+            conn = await asyncpg.connect(self.admin_url)
+            try:
+                await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            finally:
+                await conn.close()
+
+        run_sync(drop)
 
     def make_template(self) -> None:
         """The template every test's database is copied from: migrated once, no session left."""
@@ -151,15 +169,19 @@ def pg_cluster() -> Iterator[PgCluster]:
 
 
 @pytest.fixture
-def pg_url(pg_cluster: PgCluster) -> str:
-    """A fresh, migrated database of its own for this test (its URL)."""
-    return pg_cluster.create_database()
+def pg_url(pg_cluster: PgCluster) -> Iterator[str]:
+    """A fresh, migrated database of its own for this test (its URL); dropped after it."""
+    url = pg_cluster.create_database()
+    yield url
+    pg_cluster.drop_database(url)
 
 
 @pytest.fixture
-def pg_empty_url(pg_cluster: PgCluster) -> str:
-    """A fresh database without any table (for the migration tests)."""
-    return pg_cluster.create_database(template="template0")
+def pg_empty_url(pg_cluster: PgCluster) -> Iterator[str]:
+    """A fresh database without any table (for the migration tests); dropped after it."""
+    url = pg_cluster.create_database(template="template0")
+    yield url
+    pg_cluster.drop_database(url)
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ import html
 import json
 import re
 import sqlite3
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import BotProcess, PgDatabasePath
+from tests.e2e.harness import EXIT_WITHIN_S, BotProcess, PgDatabasePath
+from tests.e2e.launch import PIPE, start_bot_process
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.pg import pg_query
@@ -97,18 +97,10 @@ async def import_shop(env: dict[str, str], cwd: Path, shop: dict[str, Any]) -> N
     """Load shop data the way an owner does: `python -m bot import-data FILE`."""
     file = cwd / "shop.json"
     file.write_text(json.dumps(shop, ensure_ascii=False), encoding="utf-8")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot",
-        "import-data",
-        str(file),
-        env=env,
-        cwd=cwd,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    proc = await start_bot_process(
+        ["import-data", str(file)], env=env, cwd=cwd, stdout=PIPE, stderr=PIPE
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await asyncio.wait_for(proc.communicate(), EXIT_WITHIN_S)
     assert proc.returncode == 0, (out + err).decode()
 
 

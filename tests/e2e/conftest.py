@@ -27,6 +27,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("e2e_backend", ["sqlite", postgres])
 
 
+@pytest.fixture(autouse=True)
+async def _no_bot_outlives_its_test() -> AsyncIterator[None]:
+    """Whatever the outcome (a failed assertion, a timeout), the test's bots are killed and
+    reaped before the next test starts; tests/conftest.py checks at the session's end."""
+    yield
+    await BotProcess.end_all()
+
+
 @pytest.fixture
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     """An HTTP client for the bot's web server (webhook, /healthz, /metrics)."""
@@ -66,11 +74,14 @@ def bot_base_env(
 
 @pytest.fixture
 async def start_bot(bot_base_env: dict[str, str], tmp_path: Path) -> AsyncIterator[StartBot]:
-    """`await start_bot(**env_overrides)` → a ready bot process; all are stopped at the end."""
+    """`await start_bot(**env_overrides)` → a ready bot process; all are stopped at the end.
+    `spawn=True`: a fresh `python -m bot` instead of a fork (tests of the interpreter start)."""
     started: list[BotProcess] = []
 
-    async def start(env: dict[str, str] | None = None, **overrides: str) -> BotProcess:
-        process = BotProcess({**(env or bot_base_env), **overrides}, tmp_path)
+    async def start(
+        env: dict[str, str] | None = None, *, spawn: bool = False, **overrides: str
+    ) -> BotProcess:
+        process = BotProcess({**(env or bot_base_env), **overrides}, tmp_path, spawn=spawn)
         started.append(process)
         await process.start()
         await process.wait_ready()

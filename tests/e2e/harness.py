@@ -1,8 +1,16 @@
-"""Start the real `python -m bot` against the fake Bot API and the fake OpenAI server.
+"""Start the real bot process against the fake Bot API and the fake OpenAI server.
+
+The process is the real `bot.cli.main()` in an OS process of its own, forked from the
+warm fork server (tests/e2e/launch.py) unless `spawn=True` (a test about the interpreter's
+own start) or E2E_START=spawn (every start a fresh `python -m bot`, the old way).
 
 The process is driven only over HTTP (the fakes, the webhook). Readiness and exit are
-observed, not slept on: `wait_ready` waits (bounded) for the start-up "ready" log line,
-`wait_exit` for the process to end.
+observed, not slept on: `wait_ready` waits for the start-up "ready" log line (or the
+exit), `wait_exit` for the process to end. Their outer limits are generous on purpose:
+they only turn a hang into a failure, and the per-test timeout bounds them anyway.
+
+Every BotProcess is ended and reaped when its test ends, whatever the outcome
+(`end_all`, called by tests/e2e/conftest.py).
 """
 
 from __future__ import annotations
@@ -11,12 +19,12 @@ import asyncio
 import contextlib
 import signal
 import socket
-import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 
+from tests.e2e.launch import start_bot_process
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer
 
@@ -42,6 +50,12 @@ READY_MARKER = "bot: ready"
 READY_MARKER_JSON = '"logger": "bot", "message": "ready"'  # LOG_FORMAT=json
 WEBHOOK_SECRET = "e2e-secret_TOKEN-123"
 WEBHOOK_PATH = "/telegram/webhook"
+# outer limits only: a healthy start or stop takes a fraction of them even on a loaded
+# machine; they exist so that a hang fails with the bot's output instead of waiting for
+# the per-test timeout
+READY_WITHIN_S = 180.0
+EXIT_WITHIN_S = 120.0
+LINE_WITHIN_S = 120.0
 
 
 async def post_update(
@@ -106,28 +120,32 @@ def webhook_env(env: dict[str, str], port: int) -> dict[str, str]:
 
 
 class BotProcess:
-    """One run of the real bot process; stderr is collected line by line."""
+    """One run of the real bot process; stderr is collected line by line.
 
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+    `argv` are the command-line arguments (`python -m bot ARGV`); `spawn=True` starts a
+    fresh interpreter instead of forking (for tests of the interpreter start itself).
+    """
+
+    running: ClassVar[set[BotProcess]] = set()  # started and not yet reaped
+
+    def __init__(
+        self, env: dict[str, str], cwd: Path, *, argv: list[str] | None = None, spawn: bool = False
+    ) -> None:
         self._env = env
         self._cwd = cwd
-        self.proc: asyncio.subprocess.Process | None = None
+        self._argv = argv or []
+        self._spawn = spawn
+        self.proc: Any = None  # asyncio.subprocess.Process or launch.ForkedProcess
         self.lines: list[str] = []
         self._ready = asyncio.Event()
         self._new_line = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> BotProcess:
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bot",
-            env=self._env,
-            cwd=self._cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
+        self.proc = await start_bot_process(
+            self._argv, env=self._env, cwd=self._cwd, spawn=self._spawn
         )
+        BotProcess.running.add(self)
         self._reader = asyncio.create_task(self._read())
         return self
 
@@ -145,7 +163,7 @@ class BotProcess:
     def output(self) -> str:
         return "\n".join(self.lines)
 
-    async def wait_ready(self, within: float = 60.0) -> None:
+    async def wait_ready(self, within: float = READY_WITHIN_S) -> None:
         assert self.proc is not None
         exited = asyncio.create_task(self.proc.wait())
         ready = asyncio.create_task(self._ready.wait())
@@ -155,7 +173,7 @@ class BotProcess:
         if ready not in done:
             raise AssertionError(f"bot did not become ready:\n{self.output}")
 
-    async def wait_for_line(self, fragment: str, within: float = 20.0) -> str:
+    async def wait_for_line(self, fragment: str, within: float = LINE_WITHIN_S) -> str:
         """The first log line containing `fragment`, waiting (bounded) for it to appear."""
 
         async def find() -> str:
@@ -170,15 +188,18 @@ class BotProcess:
         except TimeoutError:
             raise AssertionError(f"no log line with {fragment!r}:\n{self.output}") from None
 
-    async def wait_exit(self, within: float = 30.0) -> int:
+    async def wait_exit(self, within: float = EXIT_WITHIN_S) -> int:
         assert self.proc is not None
-        code = await asyncio.wait_for(self.proc.wait(), within)
+        code: int = await asyncio.wait_for(self.proc.wait(), within)
+        BotProcess.running.discard(self)
         if self._reader is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._reader, 5)
+                await asyncio.wait_for(self._reader, within)
+        if hasattr(self.proc, "close"):
+            self.proc.close()
         return code
 
-    async def terminate(self, within: float = 30.0) -> int:
+    async def terminate(self, within: float = EXIT_WITHIN_S) -> int:
         assert self.proc is not None
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -189,3 +210,16 @@ class BotProcess:
         if self.proc.returncode is None:
             self.proc.kill()
         await self.wait_exit()
+
+    @classmethod
+    async def end_all(cls) -> list[BotProcess]:
+        """Kill and reap every bot process still running (a test's teardown); those it ended."""
+        left = [process for process in cls.running if process.proc is not None]
+        for process in left:
+            with contextlib.suppress(ProcessLookupError):
+                process.proc.kill()
+        for process in left:
+            with contextlib.suppress(Exception):
+                await process.wait_exit()
+        cls.running.clear()
+        return [process for process in left if process.proc.returncode == -signal.SIGKILL]

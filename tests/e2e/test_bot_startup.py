@@ -8,7 +8,6 @@ import shutil
 import socket
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from storage.inbox import InboxRepository, NewUpdate
 from tests.damage import corrupt_table
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import WEBHOOK_SECRET, BotProcess, free_port, webhook_env
+from tests.e2e.launch import run_bot_command
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.openai_server import error as openai_error
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
@@ -245,15 +245,7 @@ def _bot_env(clean_env: dict[str, str], database: Path) -> dict[str, str]:
 def _run(
     env: dict[str, str], cwd: Path, prefix: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*prefix, sys.executable, "-m", "bot"],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_bot_command([], env=env, cwd=cwd, prefix=list(prefix))
 
 
 def _migrated(path: Path) -> Path:

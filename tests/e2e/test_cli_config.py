@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.launch import run_bot_command
+
 
 def run_bot(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot"],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_bot_command([], env=env, cwd=cwd)
 
 
 def test_webhook_without_secret_exits_2_naming_it(
@@ -71,15 +64,7 @@ def test_a_dot_env_that_is_not_utf8_exits_2_naming_it(
         "error: .env cannot be read: it is not UTF-8 text (byte 45)"
     ], result.stderr
     assert "secret-in-dot-env" not in result.stderr
-    imported = subprocess.run(
-        [sys.executable, "-m", "bot", "import-data", "shop.json"],
-        env=clean_env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    imported = run_bot_command(["import-data", "shop.json"], env=clean_env, cwd=tmp_path)
     assert imported.returncode == 2
     assert imported.stderr.splitlines() == [
         "error: .env cannot be read: it is not UTF-8 text (byte 45)"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,6 +20,7 @@ import pytest
 
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import free_port, post_update, webhook_env
+from tests.e2e.launch import run_bot_command
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 
@@ -78,15 +78,7 @@ async def test_the_webhook_bot_on_postgresql_answers_once_and_reports_healthy(
 
 
 def _run_bot(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_bot_command(list(args), env=env, cwd=cwd)
 
 
 def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from storage.database import open_database
+from tests.e2e.launch import run_bot_command
 
 pytestmark = pytest.mark.postgres
 
@@ -66,15 +65,7 @@ def _with_password(url: str) -> str:
 def _import(env: dict[str, str], cwd: Path, document: dict[str, Any]) -> tuple[int, str, str]:
     file = cwd / "shop.json"
     file.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "bot", "import-data", str(file)],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_bot_command(["import-data", str(file)], env=env, cwd=cwd)
     return result.returncode, result.stdout, result.stderr.replace(str(file), "FILE")
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from bot.formatting import markdown_to_messages
 from bot.texts import EN, RU, Texts
 from tests.e2e.chat_helpers import results_for, system_text
 from tests.e2e.conftest import StartBot
+from tests.e2e.launch import run_bot_command
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 
@@ -33,15 +33,7 @@ def html_of(markdown: str) -> str:
 
 
 def run_cli(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    return run_bot_command(list(args), env=env, cwd=cwd)
 
 
 @pytest.mark.parametrize(("default", "texts"), [("en", EN), ("ru", RU)])

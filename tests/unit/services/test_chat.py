@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -526,6 +527,59 @@ async def test_reply_does_not_wait_for_the_summary(db: Database) -> None:
     stored = await ConversationRepository(db).summary(session or 0)
     assert stored is not None and stored.content == "earlier: questions 0-1"
     assert not summarizer.schedule(session or 0)  # closed
+
+
+class _PausingReader(ConversationRepository):
+    """The summarizer's reads: the first window read is held after it has read."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.paused = asyncio.Event()
+        self.resume = asyncio.Event()
+
+    async def recent_messages(self, session_id: int, *, limit: int, after_id: int = 0) -> Any:
+        read = await super().recent_messages(session_id, limit=limit, after_id=after_id)
+        if not self.paused.is_set():
+            self.paused.set()
+            await self.resume.wait()
+        return read
+
+
+async def test_a_turn_answered_while_a_summary_runs_is_still_summarised(db: Database) -> None:
+    """A summary run that read the history before a turn was stored must not swallow that
+    turn's request: the pairs it pushed out of the window get folded after the run."""
+    reader = _PausingReader(db)
+    recorder = TurnRecorder(db)
+    prompts = build_prompt_registry()
+    summarizer = ConversationSummarizer(
+        model=_summary_llm(text_response("earlier: question 0")),
+        prompts=prompts,
+        conversations=reader,
+        recorder=recorder,
+        history_token_budget=250,
+        summary_max_tokens=100,
+    )
+    service = ChatService(
+        loop=FakeLoop(answer=lambda messages, context: "a" * 200),
+        prompts=prompts,
+        conversations=ConversationRepository(db),
+        recorder=recorder,
+        summarizer=summarizer,
+        shop=ShopRepository(db),
+        shop_name="Кофейный двор",
+        history_token_budget=250,
+    )
+    await service.answer(chat_id=1, user_id=5, text="question 0 " + "q" * 200)
+    await reader.paused.wait()  # the first turn's run has read one pair: nothing to fold
+    for i in (1, 2):  # the third pair pushes the first out of the window
+        await service.answer(chat_id=1, user_id=5, text=f"question {i} " + "q" * 200)
+    reader.resume.set()
+    await service.wait_for_summaries()
+
+    session = await ConversationRepository(db).current_session(1)
+    stored = await ConversationRepository(db).summary(session or 0)
+    assert stored is not None and stored.content == "earlier: question 0"
+    await service.aclose()
 
 
 class _BrokenRecorder(TurnRecorder):

@@ -1,0 +1,49 @@
+"""A process a test leaves running fails the session and is killed (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.e2e.launch import REPO_ROOT
+
+LEAVES_PROCESSES = '''
+import subprocess
+
+def test_leaves_a_child_and_an_orphan(tmp_path):
+    child = subprocess.Popen(["sleep", "600"])
+    # an orphan: its parent exits at once, so only the subreaper can still see it
+    subprocess.run(["sh", "-c", "sleep 601 & echo $! > orphan.pid"], cwd=tmp_path, check=True)
+    (tmp_path.parent / "child.pid").write_text(str(child.pid))
+    (tmp_path.parent / "orphan.pid").write_text((tmp_path / "orphan.pid").read_text())
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_session_whose_test_left_processes_fails_and_ends_them(tmp_path: Path) -> None:
+    (tmp_path / "test_inner.py").write_text(LEAVES_PROCESSES)
+    base = tmp_path / "base"
+    options = ["-q", "-p", "tests.conftest", "-p", "no:cacheprovider", "--basetemp", str(base)]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *options, "test_inner.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output  # the test passed; the session did not
+    assert "1 passed" in output and "processes left running by the tests" in output
+    pids = [int(next(base.rglob(name)).read_text()) for name in ("child.pid", "orphan.pid")]
+    assert all(f"pid {pid}:" in output for pid in pids), output
+    assert not any(_alive(pid) for pid in pids)
