@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from services.answer_stream import DraftRelay, DraftSink
 from services.data_blocks import defuse_tags
-from services.history import HistoryPair, select_window, to_pairs, window_read_limit
+from services.history import HistoryPair
 from services.limits import TurnSlots
 from services.llm.types import ChatModel, Message, StepListener
 from services.log_context import bound_turn
@@ -334,8 +334,7 @@ class ChatService:
             f"opening the session of turn {turn.id}",
             lambda: self._conversations.open_session(turn.chat_id),
         )
-        summary = await self._conversations.summary(turn.session_id)
-        window = await self._window(turn.session_id, summary)
+        summary, window = await self._summarizer.memory(turn.session_id)
         rendered = self._prompts.render(CHAT_PROMPT_ID, shop_name=self._shop_name)
         turn.prompt_ref = rendered.ref
         turn.instruction = rendered.text
@@ -361,13 +360,6 @@ class ChatService:
         return await self._loop.run(
             messages, context, prompt_ref=rendered.ref, listener=turn.relay, stop=turn.stop
         )
-
-    async def _window(self, session_id: int, summary: SessionSummary | None) -> list[HistoryPair]:
-        covers = summary.covers_message_id if summary is not None else 0
-        recent = await self._conversations.recent_messages(
-            session_id, after_id=covers, limit=window_read_limit(self._budget)
-        )
-        return select_window(to_pairs(recent), self._budget)
 
     async def _save(
         self,
