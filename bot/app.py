@@ -226,6 +226,7 @@ async def build_application(
         fallback_models=settings.openai_fallback_models,
         timeout_s=settings.openai_timeout_s,
         max_retries=settings.openai_max_retries,
+        answer_max_tokens=settings.answer_max_tokens or None,
     )
     storage_retry = StorageRetry(
         first_delay_s=settings.storage_retry_first_delay_s,

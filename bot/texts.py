@@ -57,6 +57,7 @@ class Texts:
     temporarily_unavailable: str
     refused: str
     stopped: str  # the customer stopped a streamed answer before any of it was written
+    cut_short: str  # added under an answer ANSWER_MAX_TOKENS cut off
     apology: str
     rate_limited_notice: str
     # phone-verified ownership (bot/routers/phone.py)
@@ -163,6 +164,7 @@ RU_TEMPLATES = Texts(
     ),
     refused="Извините, с этим я помочь не могу. Спросите, пожалуйста, о заказе или возврате.",
     stopped="Остановлено. Напишите, если нужна помощь.",
+    cut_short="(Ответ получился слишком длинным и обрезан. Напишите «продолжи», если нужно.)",
     apology="Извините, что-то пошло не так. Попробуйте, пожалуйста, ещё раз.",
     rate_limited_notice=(
         "Вы отправляете сообщения слишком часто, поэтому ответы приостановлены. "
@@ -269,6 +271,7 @@ EN_TEMPLATES = Texts(
     ),
     refused="Sorry, I can't help with that. Please ask about an order or a return.",
     stopped="Stopped. Write again if you need help.",
+    cut_short="(The answer was too long and was cut short. Write “continue” if you need more.)",
     apology="Sorry, something went wrong. Please try again.",
     rate_limited_notice=(
         "You are sending messages too often, so answers are paused. Messages sent "
