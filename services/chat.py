@@ -122,6 +122,7 @@ class _Turn:
     instruction: str = ""  # the rendered system instruction, for the leak guard
     request_key: str | None = None
     notes: set[TurnNote] = field(default_factory=set)  # what the tools noted (ToolContext)
+    shop_data: list[str] = field(default_factory=list)  # what the guard may let through
     drafts: DraftSink | None = None  # where the answer is shown while written
     stop: asyncio.Event | None = None  # set when the customer presses stop
     relay: DraftRelay | None = None
@@ -317,9 +318,15 @@ class ChatService:
         Checked on the outgoing text, not only asked for in the prompt: a model talked
         into printing its rules is stopped here, and the quote never enters the history.
         """
-        if not answer or not self._guard(turn.instruction).leaks(answer):
+        found = self._guard(turn.instruction).match(answer, data=turn.shop_data) if answer else None
+        if found is None:
             return False
-        log.warning("turn %s: the answer quoted the system instruction; withheld", turn.id)
+        log.warning(
+            "turn %s: answer withheld, it repeats the bot's instruction (%s); if the shop's "
+            "own texts (FAQ, policies) use a rule's words, they are not the cause",
+            turn.id,
+            found,
+        )
         return True
 
     def _guard(self, instruction: str) -> SystemPromptGuard:
@@ -338,6 +345,7 @@ class ChatService:
         rendered = self._prompts.render(CHAT_PROMPT_ID, shop_name=self._shop_name)
         turn.prompt_ref = rendered.ref
         turn.instruction = rendered.text
+        turn.shop_data.append(self._shop_name)  # the tools add what they return
         messages = build_messages(rendered.text, summary, window, turn.text)
         context = ToolContext(
             user_id=turn.user_id,
@@ -348,11 +356,13 @@ class ChatService:
             private_chat=turn.private_chat,
             sender_is_chat=turn.sender_is_chat,
             notes=turn.notes,
+            shop_data=turn.shop_data,
         )
         if turn.drafts is not None:
+            guard = self._guard(rendered.text)
             turn.relay = DraftRelay(
                 turn.drafts,
-                leaks=self._guard(rendered.text).leaks,
+                leaks=lambda text: guard.leaks(text, data=turn.shop_data),
                 interval_s=self._draft_interval_s,
             )
         if turn.relay is None and turn.stop is None:

@@ -53,6 +53,7 @@ from services.loop_types import (
     TurnUnavailable,
     model_call_record,
 )
+from services.output_guard import quotable_data
 from storage.records import AuditStatus
 from tools.base import ToolCall, ToolContext, ToolOutcome
 from tools.executor import MAX_ARGUMENTS_CHARS, ToolExecutor, audit_record
@@ -313,6 +314,8 @@ class BoundedToolLoop:
                     self._note_executed(turn, outcome.tool_name)
                 if not outcome.ok:
                     turn.failed[_call_key(call)] = outcome
+                else:  # shop data the answer may quote (services/output_guard.py)
+                    turn.context.shop_data.extend(quotable_data(outcome.content, call.arguments))
 
         for call, maybe in zip(calls, outcomes, strict=True):
             assert maybe is not None

@@ -70,6 +70,8 @@ class ToolContext:
       without saying so gets no private data.
     - `sender_is_chat`: the message was sent on behalf of a chat, not by a known person.
     - `notes`: filled by tools during the turn (`TurnNote`), read by the chat service.
+    - `shop_data`: the results the tools returned this turn (filled by the tool loop); the
+      output guard does not count a passage the answer took from them as the instruction.
     """
 
     user_id: int
@@ -80,6 +82,7 @@ class ToolContext:
     private_chat: bool = False
     sender_is_chat: bool = False
     notes: set[TurnNote] = field(default_factory=set)
+    shop_data: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
