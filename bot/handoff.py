@@ -40,6 +40,7 @@ from bot.handoff_view import OperatorWords, operator_words, plain, render_brief,
 from bot.sender import Sender
 from bot.texts import Language, Texts, TextTable, language_for
 from services.handoff import HandoffService
+from services.text_visibility import without_unsafe_controls
 from storage.handoffs import Handoff
 from storage.inbox import StoredReply
 
@@ -202,7 +203,8 @@ class HandoffDesk:
 
     async def _create(self, chat_id: int, title: str, language: str) -> int:
         created = await self._sender.call(
-            CreateForumTopic(chat_id=self.operator_chat_id, name=title)
+            # a title stored before control characters were stripped is cleaned here too
+            CreateForumTopic(chat_id=self.operator_chat_id, name=without_unsafe_controls(title))
         )
         await self.service.save_topic(
             chat_id,

@@ -115,3 +115,28 @@ async def test_shop_data_that_repeats_a_rule_is_answered_and_a_real_leak_is_expl
     stats = await ask(fake_telegram, ADMIN, "/stats", language_code="en")
     assert re.search(r"held back: repeated the bot's rules\s+1\b", stats), stats
     assert re.search(r"declined, off-topic", stats) is None
+
+
+async def test_a_link_shows_its_target_and_control_characters_never_reach_the_customer(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, fake_openai: FakeOpenAIServer
+) -> None:
+    answer = (
+        "Оплатить можно тут: [Оплатить заказ](https://evil.example/pay).\n"
+        "Файл: счёт\u202efdp.exe\u202c, звонок\x07 и \x1b[31mкрасный\x1b[0m.\r\n"
+        "Готово 👨\u200d👩\u200d👧"
+    )
+
+    def model(body: Body) -> FakeReply:
+        if body.get("tools") and "оплатить" in last_user_text(body):
+            return completion(text=answer)
+        return default_script(body)
+
+    fake_openai.handler = model
+    await start_bot(STREAM_ANSWERS="false")
+    fake_telegram.enqueue_update(message_update(CUSTOMER, text="Как оплатить?"))
+    [sent] = await fake_telegram.wait_for_messages(CUSTOMER, 1)
+
+    assert "Оплатить заказ (https://evil.example/pay)" in sent.plain_text
+    for char in ("\u202e", "\u202c", "\x07", "\x1b", "\r"):
+        assert char not in sent.text
+    assert "👨\u200d👩\u200d👧" in sent.text  # joiners of an emoji stay
