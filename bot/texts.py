@@ -50,6 +50,7 @@ class Texts:
     help: str
     contacts: str  # how to reach the shop otherwise; {shop_name}
     new_session: str
+    new_admins_only: str  # /new in a group from a member who is not one of its admins
     text_only: str
     empty_message: str
     too_long: str  # {limit} required, filled in per message
@@ -150,6 +151,7 @@ RU_TEMPLATES = Texts(
         "Чтобы поговорить с сотрудником магазина, воспользуйтесь контактами на сайте магазина."
     ),
     new_session="Хорошо, начинаем с чистого листа. Чем могу помочь?",
+    new_admins_only="В группе начать разговор заново могут только её администраторы.",
     text_only=(
         "Извините, я понимаю только текстовые сообщения. Напишите, пожалуйста, вопрос текстом."
     ),
@@ -259,6 +261,7 @@ EN_TEMPLATES = Texts(
     ),
     contacts="To talk to a person at the shop, use the contacts on the shop's website.",
     new_session="Done, we are starting fresh. How can I help?",
+    new_admins_only="In a group, only its admins can start the conversation over.",
     text_only="Sorry, I can read text messages only. Please write your question as text.",
     empty_message="The message looks empty. Please write your question.",
     too_long=(

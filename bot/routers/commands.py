@@ -6,7 +6,7 @@ from aiogram import Router
 from aiogram.filters import Command, CommandStart
 from aiogram.types import Message
 
-from bot.filters import AddressedToBot, IsCommand
+from bot.filters import AddressedToBot, IsCommand, MayStartOver
 from bot.responder import Outbox
 from bot.routers.phone import phone_offer
 from bot.texts import Texts
@@ -30,12 +30,16 @@ def build_commands_router() -> Router:
     async def help_(message: Message, outbox: Outbox, texts: Texts) -> None:
         await outbox.send(texts.help)
 
-    @router.message(Command("new"))
+    @router.message(Command("new"), MayStartOver())
     async def new(
         message: Message, outbox: Outbox, texts: Texts, chat_service: ChatService
     ) -> None:
         await chat_service.reset(message.chat.id)
         await outbox.send(texts.new_session)
+
+    @router.message(Command("new"))  # a group member who is not an admin: history stays
+    async def new_refused(message: Message, outbox: Outbox, texts: Texts) -> None:
+        await outbox.send(texts.new_admins_only)
 
     return router
 
