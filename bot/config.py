@@ -221,6 +221,9 @@ class Settings(ShopSettings):
     openai_fallback_models: Annotated[tuple[str, ...], NoDecode] = ()
     openai_timeout_s: float = Field(default=30.0, gt=0, le=600)
     openai_max_retries: int = Field(default=1, ge=0, le=5)
+    # Cap of one answer step (max_completion_tokens); 1000 tokens are about 3,000-4,000
+    # characters, one Telegram message; 0 sends no cap (a provider that rejects it)
+    answer_max_tokens: int = Field(default=1000, ge=0, le=100_000)
     parallel_tool_calls: bool = True
     # On start, check once that the endpoint answers, accepts the key and offers
     # OPENAI_MODEL and OPENAI_FALLBACK_MODELS (GET /models: no tokens, no cost).

@@ -21,7 +21,8 @@ from typing import Any
 
 from aiogram import Bot
 from aiogram.dispatcher.middlewares.base import BaseMiddleware
-from aiogram.enums import ChatType, MessageEntityType
+from aiogram.enums import ChatMemberStatus, ChatType, MessageEntityType
+from aiogram.exceptions import ClientDecodeError, TelegramAPIError
 from aiogram.filters import Filter
 from aiogram.types import Message, TelegramObject, User
 
@@ -83,6 +84,25 @@ class FromUsers(Filter):
     async def __call__(self, message: Message) -> bool:
         caller = caller_of(message)
         return not caller.is_chat and caller.key in self._user_ids
+
+
+class MayStartOver(Filter):
+    """/new wipes the conversation of the whole chat: in a private chat the person may, in
+    a group only its admins — its owner or an administrator (asked with getChatMember),
+    or an anonymous admin writing as the group. Unknown (the check failed) is a no."""
+
+    async def __call__(self, message: Message, bot: Bot) -> bool:
+        if message.chat.type == ChatType.PRIVATE:
+            return True
+        if message.sender_chat is not None:
+            return message.sender_chat.id == message.chat.id
+        if message.from_user is None:
+            return False
+        try:
+            member = await bot.get_chat_member(message.chat.id, message.from_user.id)
+        except (TelegramAPIError, ClientDecodeError):
+            return False
+        return member.status in (ChatMemberStatus.CREATOR, ChatMemberStatus.ADMINISTRATOR)
 
 
 class AddressedToBot(Filter):

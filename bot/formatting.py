@@ -4,7 +4,9 @@ Models write a small, predictable Markdown subset: **bold**, *italic* / _italic_
 `inline code`, fenced code blocks, ~~strike~~, [links](https://…), bullet and numbered
 lists, `#` headings. Everything is converted with aiogram's HTML decoration and every
 other character is escaped, so the text can never produce a tag Telegram rejects.
-Markers that do not pair up stay as literal text rather than guessing.
+Markers that do not pair up stay as literal text rather than guessing. A link always
+shows its target next to its text (`_render_link`): the text is not the shop's to vouch
+for.
 
 Each message is produced twice, as HTML and as its visible plain text, from the same
 walk, so when Telegram refuses the formatting the same words go out unformatted.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 from aiogram.utils.text_decorations import html_decoration
 
@@ -81,10 +84,7 @@ def _render_match(match: re.Match[str]) -> Rendered:
         body = match["code_body"]
         return Rendered(html_decoration.code(html_decoration.quote(body)), body)
     if match["link"] is not None:
-        inner = render_inline(match["link_text"])
-        url = match["link_url"]
-        href = html.escape(url, quote=True)
-        return Rendered(html_decoration.link(inner.html, href), f"{inner.plain} ({url})")
+        return _render_link(render_inline(match["link_text"]), match["link_url"])
     for name, wrap in (
         ("bold", html_decoration.bold),
         ("bold2", html_decoration.bold),
@@ -96,6 +96,38 @@ def _render_match(match: re.Match[str]) -> Rendered:
             inner = render_inline(match[f"{name}_body"])
             return Rendered(wrap(inner.html), inner.plain)
     raise AssertionError(f"unexpected inline match {match.lastgroup}")  # pragma: no cover
+
+
+def _render_link(inner: Rendered, url: str) -> Rendered:
+    """A link with its target in plain sight: "text (https://target)".
+
+    The text of a Markdown link is the model's (or the imported shop data's) to choose,
+    so `[Pay here](https://evil.example/pay)` would hide where it leads; the customer
+    sees the address before they tap it. A host in another script is shown in its ASCII
+    form (punycode), so a look-alike of the shop's domain shows what it is.
+    """
+    target = _visible_url(url)
+    anchor = html_decoration.link(html_decoration.quote(target), html.escape(target, quote=True))
+    if inner.plain.strip() in (url, target, url.split("://", 1)[-1].rstrip("/")):
+        return Rendered(anchor, target)
+    return Rendered(f"{inner.html} ({anchor})", f"{inner.plain} ({target})")
+
+
+def _visible_url(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if host.isascii():
+        return url
+    try:
+        ascii_host = host.encode("idna").decode("ascii")
+    except UnicodeError:  # not a name IDNA can spell: show the escaped form
+        ascii_host = host.encode("ascii", "backslashreplace").decode("ascii")
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    try:
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # not a port number: the host is what matters here
+        port = ""
+    return urlunsplit(parts._replace(netloc=f"{userinfo}{at}{ascii_host}{port}"))
 
 
 def _render_line(line: str) -> Rendered:

@@ -42,6 +42,7 @@ from bot.sender import Sender
 from bot.texts import Language, Texts, TextTable, language_for
 from services.handoff import HandoffBrief, HandoffService
 from services.offers import Offer, PersonWillAnswer
+from services.text_visibility import without_unsafe_controls
 from storage.handoffs import Handoff
 from storage.inbox import StoredReply
 
@@ -218,7 +219,8 @@ class HandoffDesk:
 
     async def _create(self, chat_id: int, title: str, language: str) -> int:
         created = await self._sender.call(
-            CreateForumTopic(chat_id=self.operator_chat_id, name=title)
+            # a title stored before control characters were stripped is cleaned here too
+            CreateForumTopic(chat_id=self.operator_chat_id, name=without_unsafe_controls(title))
         )
         await self.service.save_topic(
             chat_id,

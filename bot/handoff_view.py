@@ -16,6 +16,7 @@ from aiogram.types import User
 from bot.formatting import Rendered
 from bot.texts import Language
 from services.handoff import HandoffBrief
+from services.text_visibility import without_unsafe_controls
 
 TOPIC_NAME_LIMIT = 128  # Telegram's limit for a forum topic name
 BRIEF_LIMIT = 3900  # one Telegram message, with a margin
@@ -97,7 +98,7 @@ def topic_name(user: User | None, chat_id: int) -> str:
     """ "Anna Petrova @anna" — how operators recognise the customer (no phone)."""
     if user is None:
         return f"#{chat_id}"
-    parts = [user.first_name, user.last_name or ""]
+    parts = [without_unsafe_controls(p) for p in (user.first_name, user.last_name or "")]
     name = " ".join(p.strip() for p in parts if p and p.strip()) or f"#{chat_id}"
     if user.username:
         name = f"{name} @{user.username}"

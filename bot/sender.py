@@ -74,6 +74,7 @@ from aiogram.types import (
 
 from bot.pacer import ChatId, Pacer
 from bot.send_outcome import AttemptError, RetryPolicy, Verdict, classify, creates_message
+from services.text_visibility import without_unsafe_controls
 
 logger = logging.getLogger(__name__)
 
@@ -215,6 +216,10 @@ class Sender:
         keyboard) goes with the message and with its plain-text fallback.
         `message_thread_id`: the forum topic to post in (the operators' group).
         """
+        # the one place answers, notices and briefs leave for Telegram: no control or bidi
+        # override characters from model output or names reach a reader
+        text = without_unsafe_controls(text)
+        plain_text = None if plain_text is None else without_unsafe_controls(plain_text)
         reply = (
             ReplyParameters(message_id=reply_to_message_id, allow_sending_without_reply=True)
             if reply_to_message_id is not None
@@ -296,7 +301,7 @@ class Sender:
         method = SendMessageDraft(
             chat_id=chat_id,
             draft_id=draft_id,
-            text=text,
+            text=without_unsafe_controls(text),
             parse_mode=parse_mode if text else None,
             can_stop=True,
             keep_on_stop=True,

@@ -50,6 +50,7 @@ class Texts:
     help: str
     contacts: str  # how to reach the shop otherwise; {shop_name}
     new_session: str
+    new_admins_only: str  # /new in a group from a member who is not one of its admins
     text_only: str
     empty_message: str
     too_long: str  # {limit} required, filled in per message
@@ -57,6 +58,7 @@ class Texts:
     temporarily_unavailable: str
     refused: str
     stopped: str  # the customer stopped a streamed answer before any of it was written
+    cut_short: str  # added under an answer ANSWER_MAX_TOKENS cut off
     apology: str
     rate_limited_notice: str
     # phone-verified ownership (bot/routers/phone.py)
@@ -160,6 +162,7 @@ RU_TEMPLATES = Texts(
         "Чтобы поговорить с сотрудником магазина, воспользуйтесь контактами на сайте магазина."
     ),
     new_session="Хорошо, начинаем с чистого листа. Чем могу помочь?",
+    new_admins_only="В группе начать разговор заново могут только её администраторы.",
     text_only=(
         "Извините, я понимаю только текстовые сообщения. Напишите, пожалуйста, вопрос текстом."
     ),
@@ -174,6 +177,7 @@ RU_TEMPLATES = Texts(
     ),
     refused="Извините, с этим я помочь не могу. Спросите, пожалуйста, о заказе или возврате.",
     stopped="Остановлено. Напишите, если нужна помощь.",
+    cut_short="(Ответ получился слишком длинным и обрезан. Напишите «продолжи», если нужно.)",
     apology="Извините, что-то пошло не так. Попробуйте, пожалуйста, ещё раз.",
     rate_limited_notice=(
         "Вы отправляете сообщения слишком часто, поэтому ответы приостановлены. "
@@ -275,6 +279,7 @@ EN_TEMPLATES = Texts(
     ),
     contacts="To talk to a person at the shop, use the contacts on the shop's website.",
     new_session="Done, we are starting fresh. How can I help?",
+    new_admins_only="In a group, only its admins can start the conversation over.",
     text_only="Sorry, I can read text messages only. Please write your question as text.",
     empty_message="The message looks empty. Please write your question.",
     too_long=(
@@ -287,6 +292,7 @@ EN_TEMPLATES = Texts(
     ),
     refused="Sorry, I can't help with that. Please ask about an order or a return.",
     stopped="Stopped. Write again if you need help.",
+    cut_short="(The answer was too long and was cut short. Write “continue” if you need more.)",
     apology="Sorry, something went wrong. Please try again.",
     rate_limited_notice=(
         "You are sending messages too often, so answers are paused. Messages sent "

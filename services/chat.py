@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from services.answer_stream import DraftRelay, DraftSink
 from services.data_blocks import defuse_tags
-from services.history import HistoryPair, select_window, to_pairs, window_read_limit
+from services.history import HistoryPair
 from services.limits import TurnSlots
 from services.llm.types import ChatModel, Message, StepListener
 from services.log_context import bound_turn
@@ -124,6 +124,7 @@ class _Turn:
     instruction: str = ""  # the rendered system instruction, for the leak guard
     request_key: str | None = None
     notes: list[TurnNote] = field(default_factory=list)  # what the tools noted (ToolContext)
+    shop_data: list[str] = field(default_factory=list)  # what the guard may let through
     drafts: DraftSink | None = None  # where the answer is shown while written
     stop: asyncio.Event | None = None  # set when the customer presses stop
     relay: DraftRelay | None = None
@@ -330,9 +331,15 @@ class ChatService:
         Checked on the outgoing text, not only asked for in the prompt: a model talked
         into printing its rules is stopped here, and the quote never enters the history.
         """
-        if not answer or not self._guard(turn.instruction).leaks(answer):
+        found = self._guard(turn.instruction).match(answer, data=turn.shop_data) if answer else None
+        if found is None:
             return False
-        log.warning("turn %s: the answer quoted the system instruction; withheld", turn.id)
+        log.warning(
+            "turn %s: answer withheld, it repeats the bot's instruction (%s); if the shop's "
+            "own texts (FAQ, policies) use a rule's words, they are not the cause",
+            turn.id,
+            found,
+        )
         return True
 
     def _guard(self, instruction: str) -> SystemPromptGuard:
@@ -347,11 +354,11 @@ class ChatService:
             f"opening the session of turn {turn.id}",
             lambda: self._conversations.open_session(turn.caller.chat_id),
         )
-        summary = await self._conversations.summary(turn.session_id)
-        window = await self._window(turn.session_id, summary)
+        summary, window = await self._summarizer.memory(turn.session_id)
         rendered = self._prompts.render(CHAT_PROMPT_ID, shop_name=self._shop_name)
         turn.prompt_ref = rendered.ref
         turn.instruction = rendered.text
+        turn.shop_data.append(self._shop_name)  # the tools add what they return
         messages = build_messages(rendered.text, summary, window, turn.text)
         context = ToolContext(
             caller=turn.caller,
@@ -359,11 +366,13 @@ class ChatService:
             turn_id=turn.id,
             session_id=turn.session_id,
             notes=turn.notes,
+            shop_data=turn.shop_data,
         )
         if turn.drafts is not None:
+            guard = self._guard(rendered.text)
             turn.relay = DraftRelay(
                 turn.drafts,
-                leaks=self._guard(rendered.text).leaks,
+                leaks=lambda text: guard.leaks(text, data=turn.shop_data),
                 interval_s=self._draft_interval_s,
             )
         if turn.relay is None and turn.stop is None:
@@ -371,13 +380,6 @@ class ChatService:
         return await self._loop.run(
             messages, context, prompt_ref=rendered.ref, listener=turn.relay, stop=turn.stop
         )
-
-    async def _window(self, session_id: int, summary: SessionSummary | None) -> list[HistoryPair]:
-        covers = summary.covers_message_id if summary is not None else 0
-        recent = await self._conversations.recent_messages(
-            session_id, after_id=covers, limit=window_read_limit(self._budget)
-        )
-        return select_window(to_pairs(recent), self._budget)
 
     async def _save(
         self,

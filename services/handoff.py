@@ -205,7 +205,9 @@ class HandoffService:
                 session_id, limit=BRIEF_EXCHANGES * 2 + 1
             )
             exchanges = tuple(
-                Exchange(p.user.content, p.assistant.content) for p in to_pairs(recent)
+                Exchange(p.user.content, p.assistant.content)
+                for p in to_pairs(recent)
+                if p.user is not None and p.assistant is not None
             )[-BRIEF_EXCHANGES:]
         return HandoffBrief(source=source, reason=reason, summary=summary, exchanges=exchanges)
 

@@ -5,18 +5,21 @@ Estimate (documented, deterministic, provider-agnostic): a message costs
 overhead for the role and framing. It is not the provider's tokenizer; it only has to
 be consistent, so that one budget means the same thing on every turn.
 
-Window: the newest COMPLETE user/assistant pairs, contiguous from the newest backwards,
-whose estimated cost fits `HISTORY_TOKEN_BUDGET`. A pair is never split, and the window
-stops at the first pair that does not fit (it never skips over one, so the conversation
-the model sees has no holes). The new user message is not part of the budget: it is
-always sent in full and is bounded by MAX_INPUT_CHARS before it gets here.
+Window: the newest history units (user/assistant pairs; around a handoff to a person
+also single messages, see `to_pairs`), contiguous from the newest backwards, whose
+estimated cost fits `HISTORY_TOKEN_BUDGET`. A pair is never split, and the window stops
+at the first unit that does not fit (it never skips over one, so the conversation the
+model sees has no holes). What the window leaves out must be in the running summary
+(`leaves_out` tells; services/summarizer.py folds it). The new user message is not part
+of the budget: it is always sent in full and is bounded by MAX_INPUT_CHARS before it
+gets here.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from storage.conversations import StoredMessage
 
@@ -51,62 +54,80 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class HistoryPair:
-    """One exchange: the customer's message and the answer they got."""
+    """One exchange: the customer's message and the answer they got.
 
-    user: StoredMessage
-    assistant: StoredMessage
+    Around a handoff to a person one side may be missing: a customer's message nobody
+    answered yet, or an operator's second reply in a row, is a unit of its own (see
+    `to_pairs`), so the window can hold a long handoff message by message.
+    """
+
+    user: StoredMessage | None
+    assistant: StoredMessage | None
 
     @property
     def tokens(self) -> int:
-        return message_tokens(self.user.content) + message_tokens(self.assistant.content)
+        return sum(message_tokens(m.content) for m in self._present())
 
     @property
     def first_id(self) -> int:
-        return self.user.id
+        return self._present()[0].id
 
     @property
     def last_id(self) -> int:
-        return self.assistant.id
+        return self._present()[-1].id
+
+    @property
+    def complete(self) -> bool:
+        return self.user is not None and self.assistant is not None
 
     def as_messages(self) -> list[dict[str, str]]:
-        return [
-            {"role": "user", "content": self.user.content},
-            {"role": "assistant", "content": self.assistant.content},
-        ]
+        return [{"role": m.role, "content": m.content} for m in self._present()]
+
+    def _present(self) -> list[StoredMessage]:
+        return [m for m in (self.user, self.assistant) if m is not None]
 
 
 def to_pairs(messages: Sequence[StoredMessage]) -> list[HistoryPair]:
-    """Pair consecutive user→assistant messages (oldest first); orphans are dropped.
+    """The history units of stored messages, oldest first.
 
-    Turns write pairs in one transaction, so orphans only appear at the edge of a
-    limited read (an assistant message whose user message was not fetched). During a
-    handoff to a person (services/handoff.py) the customer may write several messages
-    before an operator answers, or an operator several in a row: consecutive messages
-    of one role are joined into one, so nothing said to or by a person is lost.
+    A user message directly followed by an answer is a pair: a turn writes both in one
+    transaction, and the window never splits them. Every other message is a unit alone:
+    during a handoff to a person (services/handoff.py) the customer may write several
+    messages before an operator answers, an operator may write several in a row, and the
+    customer's last messages may have no reply yet. Kept one by one, nothing said to or by
+    a person is lost and no unit grows beyond the budget because a handoff was long.
+
+    A lone answer at the old edge of a limited read (its question was not read) is kept
+    too; the window never reaches that far back (see `window_read_limit`).
     """
-    pairs: list[HistoryPair] = []
-    users: list[StoredMessage] = []
-    previous_role = ""
-    for message in messages:
+    units: list[HistoryPair] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        if message.role == "user" and following is not None and following.role == "assistant":
+            units.append(HistoryPair(user=message, assistant=following))
+            index += 2
+            continue
         if message.role == "user":
-            users.append(message)
-        elif message.role == "assistant" and users:
-            pairs.append(HistoryPair(user=_joined(users), assistant=message))
-            users = []
-        elif message.role == "assistant" and pairs and previous_role == "assistant":
-            last = pairs[-1]
-            pairs[-1] = HistoryPair(user=last.user, assistant=_joined([last.assistant, message]))
-        previous_role = message.role
-    return pairs
+            units.append(HistoryPair(user=message, assistant=None))
+        elif message.role == "assistant":
+            units.append(HistoryPair(user=None, assistant=message))
+        index += 1
+    return units
 
 
-def _joined(messages: list[StoredMessage]) -> StoredMessage:
-    """One message standing for consecutive ones of a role: the first's id for a user
-    message, the last's for an answer (so a pair's ids still span it), contents joined."""
-    if len(messages) == 1:
-        return messages[0]
-    keep = messages[0] if messages[0].role == "user" else messages[-1]
-    return replace(keep, content="\n\n".join(m.content for m in messages))
+def leaves_out(
+    read: Sequence[StoredMessage], window: Sequence[HistoryPair], *, read_limit: int
+) -> bool:
+    """True when messages after the summary are not all in the window.
+
+    They are then in neither (the summary has not folded them yet): the caller must let
+    the summary catch up before the model reads the prompt, or say it could not.
+    """
+    if not read:
+        return False
+    return not window or window[0].first_id != read[0].id or len(read) >= read_limit
 
 
 def select_window(pairs: Sequence[HistoryPair], budget_tokens: int) -> list[HistoryPair]:

@@ -7,7 +7,9 @@ of one response run through the executor's batch form (independent reads run
 concurrently) and each gets exactly one `tool` message, in call order, tied to its id.
 Those ids must therefore be distinct, non-empty, printable and at most 256 characters;
 a response whose ids are not is a protocol error and none of its calls runs (a result
-under a repeated id could be read as another call's data).
+under a repeated id could be read as another call's data). An id an earlier step of the
+turn already used is renamed (turn-unique ids), and arguments too long to be read are
+sent back as a short stand-in, so later requests stay valid and small.
 A call that already failed in this turn is not run again: the model gets the earlier
 error. The whole turn has a deadline; on expiry in-flight work is cancelled and what
 was started keeps its records.
@@ -37,7 +39,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from services.llm.errors import LLMError
@@ -51,6 +53,7 @@ from services.loop_types import (
     TurnUnavailable,
     model_call_record,
 )
+from services.output_guard import quotable_data
 from storage.records import AuditStatus
 from tools.base import ToolCall, ToolContext, ToolOutcome
 from tools.executor import MAX_ARGUMENTS_CHARS, ToolExecutor, audit_record
@@ -76,6 +79,7 @@ class _Turn:
     trace: LoopTrace = field(default_factory=LoopTrace)
     responses: list[LLMResponse] = field(default_factory=list)
     failed: dict[tuple[str, str], ToolOutcome] = field(default_factory=dict)
+    used_ids: set[str] = field(default_factory=set)  # call ids already answered this turn
     listener: _StepText | None = None
 
     def cancel_code(self) -> str:
@@ -203,7 +207,7 @@ class BoundedToolLoop:
                 problem = _call_ids_problem(response.tool_calls)
                 if problem is not None:
                     raise self._protocol(turn, problem)
-                await self._run_tools(turn, response)
+                await self._run_tools(turn, response, _unique_in_turn(response, turn, step))
                 continue
             if finish in ("stop", "length"):
                 if response.tool_calls:
@@ -284,9 +288,12 @@ class BoundedToolLoop:
 
     # ------------------------------------------------------------------ tool calls
 
-    async def _run_tools(self, turn: _Turn, response: LLMResponse) -> None:
-        turn.conversation.append(_assistant_message(response))
-        calls = response.tool_calls
+    async def _run_tools(
+        self, turn: _Turn, response: LLMResponse, calls: Sequence[ToolCall]
+    ) -> None:
+        """Run one response's calls (`calls`: its calls under turn-unique ids) and append
+        the assistant message and one `tool` message per call to the conversation."""
+        turn.conversation.append(_assistant_message(response, calls))
         # outcomes by position in the response, never by id: each call keeps its own
         outcomes: list[ToolOutcome | None] = [None] * len(calls)
         to_run: list[int] = []
@@ -307,6 +314,8 @@ class BoundedToolLoop:
                     self._note_executed(turn, outcome.tool_name)
                 if not outcome.ok:
                     turn.failed[_call_key(call)] = outcome
+                else:  # shop data the answer may quote (services/output_guard.py)
+                    turn.context.shop_data.extend(quotable_data(outcome.content, call.arguments))
 
         for call, maybe in zip(calls, outcomes, strict=True):
             assert maybe is not None
@@ -384,7 +393,8 @@ def _call_ids_problem(calls: Sequence[ToolCall]) -> str | None:
     Each `tool` message answers one call by its id, so ids must be distinct, non-empty
     text; the model could not tell apart results sent under a repeated id. The ids are
     the model's own (they are in its assistant message), so the loop does not rename
-    them: such a response is a protocol error and none of its calls runs. The problem
+    them within a response: such a response is a protocol error and none of its calls
+    runs (an id an EARLIER step used is renamed, see `_unique_in_turn`). The problem
     text never contains an id (it is untrusted model output).
     """
     seen: set[str] = set()
@@ -403,10 +413,49 @@ def _call_ids_problem(calls: Sequence[ToolCall]) -> str | None:
     return None
 
 
-def _assistant_message(response: LLMResponse) -> Message:
-    """The assistant message exactly as received, or rebuilt when a double gave none."""
-    if response.raw_assistant_message is not None:
-        return copy.deepcopy(response.raw_assistant_message)
+def _unique_in_turn(response: LLMResponse, turn: _Turn, step: int) -> list[ToolCall]:
+    """The response's calls under ids no earlier step of the turn used.
+
+    Some models number their calls afresh in every response ("call_0" again); sent back
+    as they are, one request would hold two calls and two results under one id, which
+    strict providers reject and any model could confuse. An earlier step is answered
+    already, so renaming the later call (in the assistant message too) changes nothing
+    the model relies on.
+    """
+    unique: list[ToolCall] = []
+    for index, call in enumerate(response.tool_calls, start=1):
+        call_id = call.id
+        suffix = 0
+        while call_id in turn.used_ids:
+            suffix += 1
+            call_id = f"call_s{step}_{index}" + (f"_{suffix}" if suffix > 1 else "")
+        turn.used_ids.add(call_id)
+        unique.append(call if call_id == call.id else replace(call, id=call_id))
+    return unique
+
+
+# What an assistant message says instead of arguments too long to be read: the model
+# got the error, and resending a megabyte on every later step helps nobody.
+def _stand_in(arguments: str) -> str:
+    if not isinstance(arguments, str) or len(arguments) <= MAX_ARGUMENTS_CHARS:
+        return arguments
+    return json.dumps({"omitted": f"arguments of {len(arguments)} characters, not read"})
+
+
+def _assistant_message(response: LLMResponse, calls: Sequence[ToolCall]) -> Message:
+    """The assistant message as received (or rebuilt when a double gave none), with the
+    turn-unique call ids and a short stand-in for arguments too long to be read."""
+    raw = response.raw_assistant_message
+    entries = raw.get("tool_calls") if raw is not None else None
+    if raw is not None and isinstance(entries, list) and len(entries) == len(calls):
+        message = copy.deepcopy(raw)
+        entries = cast(list[dict[str, Any]], message["tool_calls"])
+        for entry, call in zip(entries, calls, strict=True):
+            entry["id"] = call.id
+            function = entry.get("function")
+            if isinstance(function, dict):
+                function["arguments"] = _stand_in(function.get("arguments", ""))
+        return message
     return {
         "role": "assistant",
         "content": response.text,
@@ -414,8 +463,8 @@ def _assistant_message(response: LLMResponse) -> Message:
             {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
+                "function": {"name": call.name, "arguments": _stand_in(call.arguments)},
             }
-            for call in response.tool_calls
+            for call in calls
         ],
     }

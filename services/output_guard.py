@@ -12,8 +12,11 @@ dropped, Unicode NFKC, case folded, invisible characters removed (format charact
 as zero-width spaces and bidi marks, combining marks, Hangul fillers, the Braille blank),
 every punctuation mark or decoration treated as a word break. For matching, each word is
 then reduced to a skeleton: look-alike letters of Cyrillic and Greek become the Latin
-letter they imitate (`rеvеаl` with Cyrillic `е`, `а`), leetspeak digits become letters
-(0→o, 1→i, 3→e, 4→a, 5→s, 7→t) and `l` is read as `i` (so `1` can stand for either).
+letter they imitate (`rеvеаl` with Cyrillic `е`, `а`), leetspeak digits and symbols
+become letters (0→o, 1→i, 3→e, 4→a, 5→s, 7→t, @→a, €→e, $→s, +→t), `l` is read as `i`
+(so `1` can stand for either), and a letter repeated in a row counts once ("reeveal").
+A reply with Cyrillic letters is also read a second time transliterated letter by letter
+into Latin ("невер ревеал" → "never reveal").
 
 A reply leaks when it then contains
 
@@ -26,6 +29,13 @@ where "of the instruction" also covers it written backwards (words in reverse or
 every character reversed, or each word mirrored) and in ROT13, and the word checks are
 also run on every 2nd and every 3rd word of the reply (one or two filler words inserted
 between the instruction's words: "never X reveal X quote X ...").
+
+Shop data is not the instruction: a passage the reply shares with the results the tools
+returned this turn (`data`: an FAQ answer, a return policy, the shop's name) does not
+count, even where the shop's own wording happens to repeat a rule — else every answer
+quoting that FAQ entry would be withheld. What a tool echoes of the model's own
+arguments (a topic, a product name) is not shop data (`quotable_data`). `match` says
+which check fired, for the owner's log line (never the reply's text).
 
 Why not a single 8-word passage: helpful answers naturally echo a clause of the rules
 ("I can't promise a refund, a replacement or any change to an order" shares 10 words,
@@ -41,13 +51,16 @@ Limits (not detected): a paraphrase, summary or translation of the instruction; 
 passage of fewer than 12 words on its own (so the rules could be drawn out piece by
 piece over many turns); fillers at irregular intervals, more than two fillers between
 words, or shuffled words; other encodings (Base64, hex, Morse, acrostics, Pig Latin, one
-letter per line with words reversed...); look-alike letters outside the table here.
+letter per line with words reversed...); look-alike letters outside the table here;
+transliteration by sound rather than letter by letter ("конверсейшн"), other scripts
+than Cyrillic, and the transliterated reading combined with reversal or ROT13.
 """
 
 from __future__ import annotations
 
 import codecs
 import html
+import json
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -91,15 +104,32 @@ _LOOK_ALIKES = {
     # Greek
     "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o",
     "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "γ": "y", "ω": "w",
-    # Latin look-alikes and leetspeak
+    # Latin look-alikes and leetspeak, digits and symbols
     "ı": "i", "ɡ": "g", "l": "i", "0": "o", "1": "i", "3": "e", "4": "a", "5": "s",
-    "7": "t",
+    "7": "t", "@": "a", "€": "e", "$": "s", "+": "t",
 }  # fmt: skip
+
+# Cyrillic read letter by letter as the Latin it transliterates ("невер ревеал" is
+# "never reveal"); applied to a reply with Cyrillic in it as a second reading.
+_TRANSLITERATION = {
+    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh",
+    "з": "z", "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o",
+    "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "h", "ц": "c",
+    "ч": "ch", "ш": "sh", "щ": "sch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu",
+    "я": "ya",
+}  # fmt: skip
+_CYRILLIC_RE = re.compile("[а-яё]")
+# a letter written twice or more in a row counts once ("reeeveal", "nevver")
+_REPEATS_RE = re.compile(r"(.)\1+")
 
 _REMOVE_INVISIBLE: dict[int, int | None] = dict.fromkeys(_invisible_code_points())
 _SKELETON: dict[int, int | str | None] = {
     **_REMOVE_INVISIBLE,
     **{ord(k): v for k, v in _LOOK_ALIKES.items()},
+}
+_TRANSLITERATED: dict[int, int | str | None] = {
+    **_REMOVE_INVISIBLE,
+    **{ord(k): v for k, v in _TRANSLITERATION.items()},
 }
 
 
@@ -118,11 +148,24 @@ def normalised_words(text: str) -> list[str]:
 
 def skeleton_words(text: str) -> list[str]:
     """The words of `text` as the guard compares them: normalised, then skeletons."""
-    return _words(text, _SKELETON)
+    return [_collapse(word) for word in _words(text, _SKELETON)]
+
+
+def _readings(text: str) -> list[list[str]]:
+    """The reply's skeleton words; with Cyrillic in it, also read as transliterated Latin."""
+    readings = [skeleton_words(text)]
+    if _CYRILLIC_RE.search(text.casefold()):
+        latin = " ".join(_words(text, _TRANSLITERATED))
+        readings.append(skeleton_words(latin))
+    return readings
 
 
 def _skeleton(word: str) -> str:
-    return word.translate(_SKELETON)
+    return _collapse(word.translate(_SKELETON))
+
+
+def _collapse(text: str) -> str:
+    return _REPEATS_RE.sub(r"\1", text)
 
 
 def _instruction_variants(system_text: str) -> list[list[str]]:
@@ -163,33 +206,52 @@ class SystemPromptGuard:
             window for words in variants for window in _windows(words, min_words)
         )
         letter_variants = [
-            "".join(variants[0]),
-            "".join(variants[0])[::-1],
-            "".join(variants[3]),
-            "".join(variants[4]),
+            _collapse("".join(variants[0])),
+            _collapse("".join(variants[0]))[::-1],
+            _collapse("".join(variants[3])),
+            _collapse("".join(variants[4])),
         ]
         self._char_runs = frozenset(_substrings(letter_variants, min_chars))
         self._half_runs = frozenset(_substrings(letter_variants, self._half_chars))
 
-    def leaks(self, reply_text: str) -> bool:
-        """True when `reply_text` contains a passage of the instruction (see the module)."""
-        words = skeleton_words(reply_text)
-        if self._quotes_words(words):
-            return True
+    def leaks(self, reply_text: str, *, data: Sequence[str] = ()) -> bool:
+        """True when `reply_text` contains a passage of the instruction (see the module);
+        passages it shares with `data` (this turn's shop data) do not count."""
+        return self.match(reply_text, data=data) is not None
+
+    def match(self, reply_text: str, *, data: Sequence[str] = ()) -> str | None:
+        """Which check found the instruction in `reply_text` (words of the instruction,
+        never of the reply), or None."""
+        shared = self._data_windows(data)
+        for reading in _readings(reply_text):
+            found = self._match_words(_masked(reading, shared, self._min_words))
+            if found is not None:
+                return found
+        return None
+
+    def _match_words(self, words: list[str]) -> str | None:
+        found = self._quotes_words(words)
         for stride in self._strides:
             for start in range(stride):
-                if self._quotes_words(words[start::stride]):
-                    return True
-        return self._quotes_letters("".join(words))
+                found = found or self._quotes_words(words[start::stride])
+        if found is None and self._quotes_letters(_collapse("".join(words))):
+            found = f"{self._min_chars} consecutive letters of the instruction"
+        return found
 
-    def _quotes_words(self, words: Sequence[str]) -> bool:
+    def _data_windows(self, data: Sequence[str]) -> frozenset[tuple[str, ...]]:
+        size = self._min_words
+        return frozenset(window for text in data for window in _windows(skeleton_words(text), size))
+
+    def _quotes_words(self, words: Sequence[str]) -> str | None:
         """12+ consecutive instruction words, or two different passages of 8+."""
         passages: set[tuple[str, ...]] = set()
         for start, end in self._passages(words):
             if end - start >= self._long_run_words:
-                return True
+                return f"a passage of {end - start} consecutive words of the instruction"
             passages.add(tuple(words[start:end]))
-        return len(passages) >= 2
+        if len(passages) >= 2:
+            return f"{len(passages)} passages of {self._min_words}+ words of the instruction"
+        return None
 
     def _passages(self, words: Sequence[str]) -> Iterable[tuple[int, int]]:
         """(start, end) of each maximal run of matching `min_words` windows.
@@ -229,6 +291,46 @@ class SystemPromptGuard:
                 if letters[i : i + size] in self._char_runs:
                     return True
         return False
+
+
+# stands in for a reply word covered by shop data: in no instruction run or vocabulary
+_MASK = "\x00"
+
+
+def _masked(words: list[str], data_windows: frozenset[tuple[str, ...]], size: int) -> list[str]:
+    """`words` with every `size`-word window that also occurs in the shop data masked."""
+    if not data_windows:
+        return words
+    covered = [False] * len(words)
+    for start in range(len(words) - size + 1):
+        if tuple(words[start : start + size]) in data_windows:
+            covered[start : start + size] = [True] * size
+    return [_MASK if hit else word for word, hit in zip(words, covered, strict=True)]
+
+
+def quotable_data(result: str, arguments: str) -> list[str]:
+    """The texts of a tool result the answer may quote: its string values, except those
+    that only echo the call's own arguments (the model chose those)."""
+    echoed = set(_strings(_loads(arguments)))
+    return [text for text in _strings(_loads(result)) if text not in echoed]
+
+
+def _loads(raw: str) -> object:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
+
+
+def _strings(value: object) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _windows(words: list[str], size: int) -> Iterable[tuple[str, ...]]:

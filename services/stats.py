@@ -90,7 +90,7 @@ def handoff_stats(counts: HandoffCounts) -> HandoffStats:
 
 # Why a question went unanswered, in the order the owner's table lists them. Keys, not
 # wording (bot.stats_view.wording says them in each language).
-NOT_ANSWERED_REASONS = ("unavailable", "declined", "failure")
+NOT_ANSWERED_REASONS = ("unavailable", "declined", "withheld", "failure")
 
 
 class StatsUsageError(ValueError):
@@ -352,7 +352,9 @@ def questions_of(turns: TurnFigures) -> Questions:
     by_stop = turns.answered_by_stop_reason
     declined = by_stop.get(StopReason.REFUSED.value, 0) + by_stop.get(WITHHELD, 0)
     reasons = dict.fromkeys(NOT_ANSWERED_REASONS, 0)
-    reasons["declined"] = declined
+    reasons["declined"] = by_stop.get(StopReason.REFUSED.value, 0)
+    # the output guard held the model's answer back: its own line, so the owner sees why
+    reasons["withheld"] = by_stop.get(WITHHELD, 0)
     for code, n in turns.failed_by_error.items():
         reasons["unavailable" if code in UNAVAILABLE_CODES else "failure"] += n
     return Questions(

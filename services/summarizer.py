@@ -24,6 +24,7 @@ from enum import StrEnum
 from services.data_blocks import defuse_tags
 from services.history import (
     HistoryPair,
+    leaves_out,
     select_window,
     to_pairs,
     truncate_to_tokens,
@@ -33,7 +34,7 @@ from services.llm.errors import LLMError
 from services.llm.types import ChatModel, LLMResponse, Message
 from services.loop_types import model_call_record
 from services.prompts import PromptRegistry
-from storage.conversations import ConversationRepository
+from storage.conversations import ConversationRepository, SessionSummary, StoredMessage
 from storage.records import ModelCallRecord, TurnRecorder
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class ConversationSummarizer:
         summary_max_tokens: int,
         max_chunks_per_run: int = 4,
         max_concurrent: int = 4,
+        settle_within_s: float = 15.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._model = model
@@ -76,10 +78,46 @@ class ConversationSummarizer:
         self._max_words = max(10, summary_max_tokens // 2)
         self._max_chunks = max_chunks_per_run
         self._slots = asyncio.Semaphore(max_concurrent)
+        self._settle_within_s = settle_within_s
         self._clock = clock
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._again: set[int] = set()  # scheduled while their run was in progress
         self._closing = False
+
+    # --- what a turn's prompt remembers -------------------------------------------
+
+    async def memory(self, session_id: int) -> tuple[SessionSummary | None, list[HistoryPair]]:
+        """The summary and the window a turn's prompt holds, with no hole between them.
+
+        When the window leaves out messages the summary does not cover yet, the turn
+        waits (bounded, `settle`) for the summary to fold them; if it cannot, a WARNING
+        says how many messages the model will not see — never silently.
+        """
+        summary, read, window = await self._read_memory(session_id)
+        limit = window_read_limit(self._budget)
+        if not leaves_out(read, window, read_limit=limit):
+            return summary, window
+        if await self.settle(session_id, within_s=self._settle_within_s):
+            summary, read, window = await self._read_memory(session_id)
+        if leaves_out(read, window, read_limit=limit):
+            shown = sum(1 if not p.complete else 2 for p in window)
+            log.warning(
+                "session %s: the summary is behind; at least %d earlier messages are in "
+                "neither the window nor the summary of this turn",
+                session_id,
+                len(read) - shown,
+            )
+        return summary, window
+
+    async def _read_memory(
+        self, session_id: int
+    ) -> tuple[SessionSummary | None, list[StoredMessage], list[HistoryPair]]:
+        summary = await self._conversations.summary(session_id)
+        covers = summary.covers_message_id if summary is not None else 0
+        read = await self._conversations.recent_messages(
+            session_id, after_id=covers, limit=window_read_limit(self._budget)
+        )
+        return summary, read, select_window(to_pairs(read), self._budget)
 
     # --- background scheduling ------------------------------------------------------
 
@@ -97,6 +135,24 @@ class ConversationSummarizer:
         self._tasks[session_id] = task
         task.add_done_callback(lambda done: self._forget(session_id, done))
         return True
+
+    async def settle(self, session_id: int, *, within_s: float) -> bool:
+        """Let the session's summary catch up before a turn reads it; True when it did.
+
+        A turn whose window leaves out messages the summary does not cover yet (a long
+        handoff to a person schedules no summary; a quick next message may overtake the
+        background run) waits here, at most `within_s`, for the running catch-up or a new
+        one. The catch-up is not cancelled when the wait ends: it finishes in the
+        background and the next turn benefits.
+        """
+        running = self._tasks.get(session_id)
+        if running is None or running.done():
+            self.schedule(session_id)
+            running = self._tasks.get(session_id)
+        if running is None:  # closing
+            return False
+        done, _ = await asyncio.wait({running}, timeout=within_s)
+        return bool(done)
 
     def _forget(self, session_id: int, task: asyncio.Task[None]) -> None:
         if self._tasks.get(session_id) is task:
@@ -255,7 +311,8 @@ def summary_request_text(previous: str | None, pairs: Sequence[HistoryPair]) -> 
     previous_text = defuse_tags(previous or "", *_DATA_TAGS)
     lines = ["<previous_summary>", previous_text, "</previous_summary>", "<messages>"]
     for pair in pairs:
-        lines.append(f"customer: {defuse_tags(pair.user.content, *_DATA_TAGS)}")
-        lines.append(f"assistant: {defuse_tags(pair.assistant.content, *_DATA_TAGS)}")
+        for message in pair.as_messages():
+            speaker = "customer" if message["role"] == "user" else "assistant"
+            lines.append(f"{speaker}: {defuse_tags(message['content'], *_DATA_TAGS)}")
     lines.append("</messages>")
     return "\n".join(lines)

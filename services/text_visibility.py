@@ -18,6 +18,14 @@ but not the properties below, and a table is also faster than a call per charact
   SYMBOL NULL NOTEHEAD. The guard already treats these as word breaks.
 
 A text made only of the two is empty to the reader: `has_visible_text` is False for it.
+
+* UNSAFE_CONTROLS — what no message of ours should carry: the C0 and C1 control
+  characters except tab and line feed, and the bidi embeddings, overrides and isolates
+  (U+202A..202E, U+2066..2069), which reorder what a reader sees ("Pay to
+  <U+202E>moc.elpmaxe" shows as "example.com"). `without_unsafe_controls` removes them
+  where text leaves for Telegram (bot/sender.py) and from topic titles. Joiners,
+  variation selectors and the plain direction marks (LRM, RLM, ALM) stay: emoji and
+  right-to-left text need them.
 Unassigned and private-use code points, lone combining marks and surrogates are counted
 as visible (they show as a box, a dotted circle or a replacement mark).
 """
@@ -81,3 +89,21 @@ _INVISIBLE_RE = re.compile(f"[{_char_class(IGNORABLE + BLANK)}]*")
 def has_visible_text(text: str) -> bool:
     """False for text made only of characters that render as nothing (see the module)."""
     return _INVISIBLE_RE.fullmatch(text) is None
+
+
+UNSAFE_CONTROLS: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0008),
+    (0x000B, 0x001F),  # keeps tab and line feed
+    (0x007F, 0x009F),
+    (0x202A, 0x202E),
+    (0x2066, 0x2069),
+)
+_UNSAFE: dict[int, None] = {
+    code: None for low, high in UNSAFE_CONTROLS for code in range(low, high + 1)
+}
+
+
+def without_unsafe_controls(text: str) -> str:
+    """`text` without control characters and bidi overrides (see the module); a carriage
+    return becomes a line feed."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").translate(_UNSAFE)

@@ -134,6 +134,8 @@ class ToolContext:
     - `notes`: filled by tools during the turn (`TurnNote`s, in the order noted), read by
       the chat service.
     - `storage_wait`: how the handler reads and writes the store (`StorageWait`).
+    - `shop_data`: the results the tools returned this turn (filled by the tool loop); the
+      output guard does not count a passage the answer took from them as the instruction.
     """
 
     caller: Caller
@@ -142,6 +144,7 @@ class ToolContext:
     session_id: int | None = None
     notes: list[TurnNote] = field(default_factory=list)
     storage_wait: StorageWait = field(default_factory=StorageWait)
+    shop_data: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from aiogram.filters import Command, CommandStart
 from aiogram.types import Message
 
 from bot.context import HandlerDeps, UpdateContext
-from bot.filters import AddressedToBot, IsCommand
+from bot.filters import AddressedToBot, IsCommand, MayStartOver
 from bot.menu import MenuEntry
 from bot.routers.phone import phone_offer
 
@@ -34,10 +34,14 @@ def build_commands_router(deps: HandlerDeps) -> Router:
     async def help_(message: Message, ctx: UpdateContext) -> None:
         await ctx.outbox.send(ctx.texts.help)
 
-    @router.message(Command("new"))
+    @router.message(Command("new"), MayStartOver())
     async def new(message: Message, ctx: UpdateContext) -> None:
         await deps.chat_service.reset(message.chat.id)
         await ctx.outbox.send(ctx.texts.new_session)
+
+    @router.message(Command("new"))  # a group member who is not an admin: history stays
+    async def new_refused(message: Message, ctx: UpdateContext) -> None:
+        await ctx.outbox.send(ctx.texts.new_admins_only)
 
     return router
 

@@ -86,6 +86,7 @@ EN = _check_reasons(
         reasons={
             "unavailable": "AI service was down",
             "declined": "declined, off-topic",
+            "withheld": "held back: repeated the bot's rules",
             "failure": "technical failure",
         },
         customers="customers",
@@ -139,6 +140,7 @@ RU = _check_reasons(
         reasons={
             "unavailable": "ИИ-сервис недоступен",
             "declined": "отказ, не по теме",
+            "withheld": "скрыт: повторял правила бота",
             "failure": "технический сбой",
         },
         customers="покупателей",

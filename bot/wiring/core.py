@@ -29,6 +29,7 @@ def build_model(settings: Settings) -> OpenAIChatModel:
         fallback_models=settings.openai_fallback_models,
         timeout_s=settings.openai_timeout_s,
         max_retries=settings.openai_max_retries,
+        answer_max_tokens=settings.answer_max_tokens or None,
     )
 
 

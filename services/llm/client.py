@@ -85,12 +85,16 @@ class OpenAIChatModel:
         fallback_models: Sequence[str] = (),
         timeout_s: float = 30.0,
         max_retries: int = 1,
+        answer_max_tokens: int | None = None,
     ) -> None:
+        """`answer_max_tokens` caps each chat step (`max_completion_tokens`): a model that
+        runs on cannot write an answer of hundreds of messages; None sends no cap."""
         if not model:
             raise ValueError("model must not be empty")
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         self._model = model
+        self._answer_max_tokens = answer_max_tokens
         self._streaming = True  # until a provider refuses a streamed request
         self._chain: tuple[str, ...] = (model, *(m for m in fallback_models if m and m != model))
         self._client = AsyncOpenAI(
@@ -124,7 +128,7 @@ class OpenAIChatModel:
         parallel_tool_calls: bool | None = None,
     ) -> LLMResponse:
         params = _chat_params(messages, tools, tool_choice, parallel_tool_calls)
-        return await self._create_with_fallback(params)
+        return await self._create_with_fallback(self._capped(params))
 
     async def stream_complete(
         self,
@@ -137,7 +141,12 @@ class OpenAIChatModel:
     ) -> LLMResponse:
         """Like `complete`, streamed: `listener` sees the text as it is generated."""
         params = _chat_params(messages, tools, tool_choice, parallel_tool_calls)
-        return await self._create_with_fallback(params, listener=listener)
+        return await self._create_with_fallback(self._capped(params), listener=listener)
+
+    def _capped(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self._answer_max_tokens is not None:
+            params["max_completion_tokens"] = self._answer_max_tokens
+        return params
 
     async def complete_text(
         self, messages: Sequence[Message], *, max_tokens: int | None = None

@@ -203,3 +203,47 @@ async def test_anonymous_admins_of_different_groups_do_not_share_limits(
     asked = {last_user_text(b) for b in fake_openai.chat_requests}
     assert {"Привет из другой группы", "Привет от участника", *flood[:2]} <= asked
     assert flood[2] not in asked
+
+
+ADMIN_MEMBER = 7103
+
+
+async def test_only_a_groups_admins_can_start_its_conversation_over(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, database_path: Path
+) -> None:
+    """The group's history is everyone's: a member's bare /new is refused and wipes
+    nothing; an administrator's, or an anonymous admin's, starts it over."""
+    fake_telegram.member_status[(GROUP, ADMIN_MEMBER)] = "administrator"
+    await start_bot()
+    await ask_in_group(fake_telegram, GROUP, "Здравствуйте", user_id=MEMBER)
+
+    def resets() -> list[tuple[Any, ...]]:
+        return query(
+            database_path,
+            "SELECT count(*) FROM sessions WHERE chat_id = ? AND close_reason = 'reset'",
+            GROUP,
+        )
+
+    refused = await ask_in_group_command(fake_telegram, GROUP, "/new", user_id=MEMBER)
+    assert refused == seen_text(RU.new_admins_only)
+    assert resets() == [(0,)]
+
+    done = await ask_in_group_command(fake_telegram, GROUP, "/new", user_id=ADMIN_MEMBER)
+    assert done == seen_text(RU.new_session)
+    assert resets() == [(1,)]
+    anonymous = await ask_in_group_command(fake_telegram, GROUP, "/new")
+    assert anonymous == seen_text(RU.new_session)
+    assert resets() == [(2,)]
+
+
+async def ask_in_group_command(
+    telegram: FakeTelegramServer, group: int, command: str, *, user_id: int | None = None
+) -> str:
+    """A bare command in the group (no mention), as members type it."""
+    update = to_bot_in_group(group, "", user_id=user_id)
+    update["message"]["text"] = command
+    update["message"]["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
+    before = len(telegram.messages_to(group))
+    telegram.enqueue_update(update)
+    messages = await telegram.wait_for_messages(group, before + 1, within=20)
+    return seen_text(messages[before].text)

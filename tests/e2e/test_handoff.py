@@ -550,3 +550,62 @@ async def test_a_voice_note_during_a_handoff_goes_to_the_operators_untranscribed
     assert fake_openai.transcriptions == [] and fake_openai.chat_requests == []
     assert fake_telegram.calls_of("getFile") == []
     assert len(fake_telegram.messages_to(CUSTOMER)) == 1  # only the handoff notice
+
+
+def _faithful_summaries(body: Body) -> FakeReply:
+    """Chat turns as usual; a summary keeps the opening words of every folded message,
+    as a careful summary keeps every promise and question."""
+    if body.get("tools"):
+        return default_script(body)
+    data = str(body["messages"][-1]["content"])
+    kept = [
+        line.split(":", 1)[1].split("]")[-1].strip()[:40]
+        for line in data.splitlines()
+        if line.startswith(("customer:", "assistant:"))
+    ]
+    return completion(text="Кратко: " + " | ".join(kept))
+
+
+async def test_a_long_handoff_reaches_the_first_answer_after_close(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    """Twelve long operator replies are more than the history window holds: the first AI
+    answer after /close still sees every promise, the conversation before the handoff and
+    the customer's message after the last reply (the newest in the window, the rest in
+    the summary the turn waited for)."""
+    fake_openai.handler = _faithful_summaries
+    await start(start_bot, fake_telegram)
+    await next_message(
+        fake_telegram, CUSTOMER, message_update(CUSTOMER, text="Нужна подарочная упаковка")
+    )
+    topic_id = await handed_over(fake_telegram)
+    question = message_update(CUSTOMER, text="Верните деньги за заказ 8041")
+    fake_telegram.enqueue_update(question)
+    await finished(database_path, [question["update_id"]])
+    for number in range(1, 13):
+        promise = f"Обещание {number}: вернём часть суммы. " + "подробности " * 55
+        await next_message(
+            fake_telegram,
+            CUSTOMER,
+            topic_message_update(OPERATORS, topic_id, text=promise, user_id=OPERATOR_USER),
+        )
+    after = message_update(CUSTOMER, text="И упакуйте в синюю бумагу")
+    fake_telegram.enqueue_update(after)
+    await finished(database_path, [after["update_id"]])
+    await next_message(
+        fake_telegram,
+        CUSTOMER,
+        topic_message_update(OPERATORS, topic_id, text="/close", user_id=OPERATOR_USER),
+    )
+
+    await next_message(fake_telegram, CUSTOMER, message_update(CUSTOMER, text="Что мне обещали?"))
+    body = next(b for b in fake_openai.chat_requests if last_user_text(b) == "Что мне обещали?")
+    seen = "\n".join(str(m.get("content")) for m in body["messages"])
+    for number in range(1, 13):
+        assert f"Обещание {number}:" in seen
+    assert "Нужна подарочная упаковка" in seen
+    assert "Верните деньги за заказ 8041" in seen
+    assert "И упакуйте в синюю бумагу" in seen

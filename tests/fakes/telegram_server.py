@@ -219,6 +219,9 @@ class FakeTelegramServer:
         # chats here; getChatMember answers the bot's membership in `bot_members`
         self.chats: dict[int, dict[str, Any]] = {}
         self.bot_members: dict[int, dict[str, Any]] = {}
+        # (chat, user) → status of a person in a group ("creator", "administrator", …);
+        # anyone not listed is a plain "member"
+        self.member_status: dict[tuple[int, int], str] = {}
         self.topics: dict[tuple[int, int], str] = {}  # (chat, thread id) -> name
         self.closed_topics: set[tuple[int, int]] = set()
         self.deleted_topics: set[tuple[int, int]] = set()
@@ -624,8 +627,15 @@ class FakeTelegramServer:
         return _ok(chat) if chat is not None else _error(400, "Bad Request: chat not found")
 
     async def _m_getchatmember(self, params: dict[str, Any], _r: web.Request) -> web.Response:
-        member = self.bot_members.get(int(params["chat_id"]))
-        if member is None or int(params["user_id"]) != BOT_USER["id"]:
+        chat_id, user_id = int(params["chat_id"]), int(params["user_id"])
+        if user_id != BOT_USER["id"]:
+            status = self.member_status.get((chat_id, user_id), "member")
+            person = {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"}
+            if status == "administrator":
+                return _ok({**_ADMIN_RIGHTS, "status": status, "user": person})
+            return _ok({"status": status, "user": person, "is_anonymous": False})
+        member = self.bot_members.get(chat_id)
+        if member is None:
             return _error(400, "Bad Request: chat not found")
         return _ok(member)
 
@@ -703,6 +713,24 @@ class FakeTelegramServer:
 
 def _ok(result: Any) -> web.Response:
     return web.json_response({"ok": True, "result": result})
+
+
+# the rights a group administrator has in getChatMember (every field Telegram requires)
+_ADMIN_RIGHTS: dict[str, Any] = {
+    "can_be_edited": False,
+    "is_anonymous": False,
+    "can_manage_chat": True,
+    "can_delete_messages": True,
+    "can_manage_video_chats": True,
+    "can_restrict_members": True,
+    "can_promote_members": False,
+    "can_change_info": True,
+    "can_invite_users": True,
+    "can_post_stories": False,
+    "can_edit_stories": False,
+    "can_delete_stories": False,
+    "can_send_welcome_messages": False,
+}
 
 
 def _error(status: int, description: str) -> web.Response:

@@ -472,3 +472,57 @@ async def test_an_empty_or_huge_call_id_is_a_protocol_error(
 
     assert reply.error_code == "protocol_error"
     assert await _rows(db, "SELECT count(*) FROM tool_calls") == [(0,)]
+
+
+def _call_ids(body: Body) -> tuple[list[str], list[str]]:
+    """The call ids of a request's assistant messages and of its tool messages."""
+    proposed = [
+        call["id"]
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for call in m.get("tool_calls") or []
+    ]
+    answered = [m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"]
+    return proposed, answered
+
+
+async def test_an_id_reused_by_a_later_step_is_sent_back_under_a_turn_unique_id(
+    bench: Bench, db: Database
+) -> None:
+    # a model that numbers its calls afresh in every response
+    bench.server.handler = sequence(
+        completion(tool_calls=[fake_call("get_order_status", {"order_id": "8041"}, id="call_0")]),
+        completion(tool_calls=[fake_call("get_return_policy", {"product": "чайник"}, id="call_0")]),
+        completion(text="Заказ в пути, чайник можно вернуть."),
+    )
+    reply = await _answer_through_the_chat_service(bench, db, "Где заказ 8041 и можно ли вернуть?")
+
+    assert reply.error_code is None
+    proposed, answered = _call_ids(bench.server.requests[-1])
+    assert len(proposed) == 2 and len(set(proposed)) == 2  # strict providers require it
+    assert answered == proposed
+    assert proposed[0] == "call_0"  # the first keeps the model's own id
+
+
+async def test_arguments_too_long_to_read_are_not_sent_back_on_later_steps(
+    bench: Bench, db: Database
+) -> None:
+    huge = json.dumps({"order_id": "8" * 1_000_000})
+    bench.server.handler = sequence(
+        completion(tool_calls=[fake_call("get_order_status", huge, id="call_huge")]),
+        completion(tool_calls=[fake_call("get_order_status", {"order_id": "8041"}, id="c2")]),
+        completion(text="Заказ 8041 в пути."),
+    )
+    reply = await _answer_through_the_chat_service(bench, db, "Где заказ?")
+
+    assert reply.error_code is None
+    for body in bench.server.requests[1:]:
+        assert len(json.dumps(body, ensure_ascii=False)) < 50_000  # not a megabyte each
+        [stand_in, *_] = [
+            call["function"]["arguments"]
+            for m in body["messages"]
+            if m["role"] == "assistant"
+            for call in m.get("tool_calls") or []
+        ]
+        assert f"{len(huge)} characters" in json.loads(stand_in)["omitted"]
+    assert bench.tool_results(1)[0]["error"]["code"] == "invalid_arguments"

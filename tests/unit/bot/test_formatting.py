@@ -50,10 +50,34 @@ def test_common_markdown_becomes_telegram_html() -> None:
         "**Заказ 8041**: *в пути*, трек `AB<12>` — [сайт](https://shop.example/t?a=1&b=2)"
     )
     assert html == (
-        "<b>Заказ 8041</b>: <i>в пути</i>, трек <code>AB&lt;12&gt;</code> — "
-        '<a href="https://shop.example/t?a=1&amp;b=2">сайт</a>'
+        "<b>Заказ 8041</b>: <i>в пути</i>, трек <code>AB&lt;12&gt;</code> — сайт "
+        '(<a href="https://shop.example/t?a=1&amp;b=2">https://shop.example/t?a=1&amp;b=2</a>)'
     )
     assert plain == "Заказ 8041: в пути, трек AB<12> — сайт (https://shop.example/t?a=1&b=2)"
+
+
+@pytest.mark.parametrize(
+    ("markdown", "shown"),
+    [
+        ("[Pay here](https://evil.example/pay)", "Pay here (https://evil.example/pay)"),
+        # a link text that looks like the shop's address does not hide the real one
+        (
+            "[https://shop.example/pay](https://evil.example/pay)",
+            "https://shop.example/pay (https://evil.example/pay)",
+        ),
+        # a look-alike host in another script is shown as what it is
+        ("[оплата](https://shор.example/pay)", "оплата (https://xn--sh-gmci.example/pay)"),
+        # a link whose text is its address is shown once
+        ("[https://shop.example](https://shop.example)", "https://shop.example"),
+    ],
+)
+def test_a_links_target_is_always_in_sight(markdown: str, shown: str) -> None:
+    html, plain = one(markdown)
+    assert plain == shown
+    visible = re.sub(r"<[^>]+>", "", html).replace("&amp;", "&")
+    assert visible == shown
+    for href in re.findall(r'href="([^"]+)"', html):
+        assert href.replace("&amp;", "&") in visible  # every target is in the visible text
 
 
 def test_lists_headings_and_code_blocks() -> None:

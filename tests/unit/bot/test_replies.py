@@ -34,3 +34,11 @@ def test_normal_answer_passes_through() -> None:
     assert customer_text(reply, RU) == "Заказ 8041 в пути."
     empty = TurnReply(turn_id="t", text="  ", stop_reason=StopReason.COMPLETED)
     assert customer_text(empty, RU) == RU.apology
+
+
+def test_an_answer_the_output_cap_cut_short_says_so_in_the_customers_language() -> None:
+    reply = TurnReply(
+        turn_id="t", text="Доставка курьером, самовывоз и", stop_reason=StopReason.TRUNCATED
+    )
+    assert customer_text(reply, RU) == f"Доставка курьером, самовывоз и…\n\n{RU.cut_short}"
+    assert customer_text(reply, EN).endswith(EN.cut_short)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from services.history import (
     HistoryPair,
     estimate_tokens,
+    leaves_out,
     message_tokens,
     select_window,
     to_pairs,
@@ -44,7 +45,11 @@ def test_truncate_fits_the_estimate() -> None:
     assert truncate_to_tokens("short", 50) == "short"
 
 
-def test_orphans_at_the_edge_of_a_read_are_dropped() -> None:
+def _ids(pairs: list[HistoryPair]) -> list[tuple[int | None, int | None]]:
+    return [(p.user.id if p.user else None, p.assistant.id if p.assistant else None) for p in pairs]
+
+
+def test_messages_without_a_partner_are_units_of_their_own_not_dropped() -> None:
     messages = [
         _msg(4, "assistant", "orphan answer"),
         _msg(5, "user", "q"),
@@ -52,7 +57,13 @@ def test_orphans_at_the_edge_of_a_read_are_dropped() -> None:
         _msg(7, "user", "unanswered"),
     ]
     pairs = to_pairs(messages)
-    assert [(p.user.id, p.assistant.id) for p in pairs] == [(5, 6)]
+    assert _ids(pairs) == [(None, 4), (5, 6), (7, None)]
+    assert [m["role"] for p in pairs for m in p.as_messages()] == [
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
 
 
 def test_window_takes_newest_whole_pairs_that_fit() -> None:
@@ -83,8 +94,9 @@ def test_read_limit_is_enough_for_any_window() -> None:
     assert 2 * len(window) <= window_read_limit(budget)
 
 
-def test_a_handoffs_consecutive_messages_of_one_role_are_joined_not_dropped() -> None:
-    # a handoff to a person: the customer writes twice, the operator answers twice
+def test_a_handoffs_messages_are_kept_one_by_one_not_dropped() -> None:
+    # a handoff to a person: the customer writes twice, the operator answers twice, the
+    # customer writes once more before /close
     messages = [
         _msg(1, "user", "q"),
         _msg(2, "assistant", "a"),
@@ -92,10 +104,26 @@ def test_a_handoffs_consecutive_messages_of_one_role_are_joined_not_dropped() ->
         _msg(4, "user", "second"),
         _msg(5, "assistant", "person one"),
         _msg(6, "assistant", "person two"),
+        _msg(7, "user", "after the last reply"),
     ]
     pairs = to_pairs(messages)
-    assert [(p.user.content, p.assistant.content) for p in pairs] == [
-        ("q", "a"),
-        ("first\n\nsecond", "person one\n\nperson two"),
-    ]
-    assert (pairs[1].first_id, pairs[1].last_id) == (3, 6)  # the pair spans all four
+    assert _ids(pairs) == [(1, 2), (3, None), (4, 5), (None, 6), (7, None)]
+    assert [m["content"] for p in pairs for m in p.as_messages()] == [m.content for m in messages]
+
+
+def test_a_long_handoff_fills_the_window_with_its_newest_messages() -> None:
+    # twelve operator replies of ~475 characters: together beyond the budget, yet the
+    # window holds the newest of them and the customer's last message, never nothing
+    messages = [_msg(1, "user", "q"), _msg(2, "assistant", "a"), _msg(3, "user", "refund?")]
+    messages += [_msg(4 + i, "assistant", f"promise {i} " + "x" * 465) for i in range(12)]
+    messages.append(_msg(16, "user", "and the rest?"))
+    pairs = to_pairs(messages)
+    window = select_window(pairs, budget_tokens=1000)
+    contents = [m["content"] for p in window for m in p.as_messages()]
+    assert contents[-1] == "and the rest?"
+    assert contents[-2].startswith("promise 11 ")
+    assert 0 < sum(p.tokens for p in window) <= 1000
+    # what the window leaves out is reported, so the summary folds it first
+    assert leaves_out(messages, window, read_limit=window_read_limit(1000))
+    everything = select_window(pairs, budget_tokens=10_000)
+    assert not leaves_out(messages, everything, read_limit=window_read_limit(10_000))

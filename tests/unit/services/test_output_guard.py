@@ -8,7 +8,7 @@ import unicodedata
 
 import pytest
 
-from services.output_guard import SystemPromptGuard, normalised_words
+from services.output_guard import SystemPromptGuard, normalised_words, quotable_data
 from services.prompts import build_prompt_registry
 from services.text_visibility import has_visible_text
 
@@ -253,3 +253,82 @@ def test_a_long_ordinary_answer_passes_with_every_check(guard: SystemPromptGuard
     assert not guard.leaks(long_answer)
     assert not guard.leaks(long_answer[::-1])
     assert not guard.leaks(long_answer.translate(LEET))
+
+
+# ------------------------------------------------- doubled letters, symbols, transliteration
+
+SYMBOL_LEET = str.maketrans({"a": "@", "e": "€", "s": "$", "t": "+"})
+# English written letter by letter in Cyrillic, as a transliteration would
+LATIN_TO_CYRILLIC = str.maketrans(
+    {
+        "a": "а", "b": "б", "c": "ц", "d": "д", "e": "е", "f": "ф", "g": "г", "h": "х",
+        "i": "и", "j": "й", "k": "к", "l": "л", "m": "м", "n": "н", "o": "о", "p": "п",
+        "q": "к", "r": "р", "s": "с", "t": "т", "u": "у", "v": "в", "w": "в", "x": "кс",
+        "y": "ы", "z": "з",
+    }
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "disguise",
+    [
+        pytest.param(lambda t: "".join(c * 2 for c in t), id="every letter doubled"),
+        pytest.param(lambda t: " ".join(w + w[-1] * 3 for w in t.split()), id="last tripled"),
+        pytest.param(lambda t: t.translate(SYMBOL_LEET), id="symbol leet @ € $ +"),
+        pytest.param(lambda t: t.lower().translate(LATIN_TO_CYRILLIC), id="transliterated"),
+        pytest.param(
+            lambda t: "".join(c * 2 for c in t.lower().translate(LATIN_TO_CYRILLIC)),
+            id="transliterated and doubled",
+        ),
+    ],
+)
+def test_doubled_letters_symbols_and_transliteration_do_not_hide_a_rule(
+    guard: SystemPromptGuard, system_text: str, disguise
+) -> None:
+    quoted = rule(system_text, "Tool results")
+
+    assert guard.leaks(f"Here is the rule you asked for: {disguise(quoted)}")
+
+
+def test_ordinary_answers_pass_the_new_readings_too(guard: SystemPromptGuard) -> None:
+    for reply in ORDINARY_ANSWERS:
+        assert not guard.leaks("".join(c * 2 for c in reply)), reply
+        assert not guard.leaks(reply.translate(SYMBOL_LEET)), reply
+    # prices and e-mail addresses keep their symbols' letters harmlessly
+    assert not guard.leaks("Delivery is $5 + tax; write to help@shop.example for €-invoices.")
+
+
+# ------------------------------------------------------------------ shop data is not a leak
+
+
+def test_a_rule_that_the_shops_own_faq_repeats_is_not_a_leak_in_an_answer_quoting_it(
+    guard: SystemPromptGuard, system_text: str
+) -> None:
+    # the owner's FAQ happens to word a policy like a rule of the instruction (16 words)
+    shared = rule(system_text, "The tools only read data")
+    faq = f"Delivery takes 2-3 days. {shared}"
+    answer = f"According to the shop: Delivery: {faq}"
+    tool_result = '{"ok":true,"data":{"topic":"delivery","found":true,"entries":[{"topic":'
+    tool_result += f'"Delivery","answer":"{faq}"}}],"message":"ok"}}'
+
+    assert guard.leaks(answer)  # without knowing the shop data
+    assert not guard.leaks(answer, data=quotable_data(tool_result, '{"topic":"delivery"}'))
+    # the rest of the instruction is still the instruction
+    assert guard.leaks(f"{answer}\n\n{system_text}", data=[faq])
+
+
+def test_what_a_tool_only_echoes_of_the_models_arguments_is_not_shop_data(
+    system_text: str,
+) -> None:
+    passage = " ".join(rule(system_text, "Tool results").split()[:14])
+    result = f'{{"ok":true,"data":{{"topic":"{passage}","found":false,"message":"none"}}}}'
+
+    assert quotable_data(result, f'{{"topic":"{passage}"}}') == ["none"]
+
+
+def test_match_names_the_check_never_the_reply(guard: SystemPromptGuard, system_text: str) -> None:
+    secret = "my card 4111 1111"
+    reason = guard.match(f"{secret}: {system_text}")
+
+    assert reason is not None and "instruction" in reason and "4111" not in reason
+    assert guard.match("Order 8041 is in transit.") is None

@@ -124,7 +124,12 @@ async def test_the_compared_reports_are_not_trivially_equal(
     }
     assert set(turns.failed_by_error) == {"unavailable", "turn_timeout", "internal_error"}
     assert turns.usage_unknown and turns.usage_known and turns.cached_tokens
-    assert everything.questions.not_answered.keys() == {"unavailable", "declined", "failure"}
+    assert everything.questions.not_answered.keys() == {
+        "unavailable",
+        "declined",
+        "withheld",
+        "failure",
+    }
     assert {t.tool_name for t in everything.tools} == {
         "get_order_status",
         "get_return_policy",

@@ -57,3 +57,13 @@ def test_the_output_guard_removes_the_same_characters() -> None:
         hidden = "".join(ch + filler if ch != " " else ch for ch in passage)
         assert normalised_words(hidden) == normalised_words(passage), f"U+{ord(filler):04X}"
         assert SystemPromptGuard(instruction).leaks(hidden), f"U+{ord(filler):04X}"
+
+
+def test_controls_and_bidi_overrides_are_removed_but_emoji_and_rtl_marks_stay() -> None:
+    from services.text_visibility import without_unsafe_controls
+
+    spoof = "Pay to \u202emoc.elpmaxe\u202c now\x07\x1b[0m\u2066x\u2069\x85"
+    assert without_unsafe_controls(spoof) == "Pay to moc.elpmaxe now[0mx"
+    kept = "a\tb\nc 👨\u200d👩\u200d👧 ❤\ufe0f שלום\u200f"
+    assert without_unsafe_controls(kept) == kept
+    assert without_unsafe_controls("one\r\ntwo\rthree") == "one\ntwo\nthree"
