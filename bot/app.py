@@ -47,6 +47,7 @@ from aiohttp import web
 
 from bot.claimed import Coordination, send_budget_share
 from bot.config import BotMode, Settings
+from bot.demo_data import settle_demo_data
 from bot.drafts import Drafts
 from bot.exit_codes import ExitCode
 from bot.filters import LanguageMiddleware
@@ -88,7 +89,6 @@ from storage.stats import StatsRepository
 from storage.voice import VoiceNoteRepository
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
-from tools.shop.demo import seed_demo_shop
 
 log = logging.getLogger("bot")
 
@@ -216,8 +216,6 @@ async def build_application(
 ) -> Application:
     """Wire every object; nothing here talks to Telegram or the model yet."""
     shop = ShopRepository(db)
-    if settings.seed_demo_data and await seed_demo_shop(shop):
-        log.info("demo shop data seeded")
 
     model = OpenAIChatModel(
         api_key=settings.openai_api_key.get_secret_value(),
@@ -834,6 +832,7 @@ async def _start(app: Application) -> None:
         except HandoffSetupError as exc:
             raise CannotStart(str(exc)) from None
     await check_model(app)
+    await settle_demo_data(app.db, seed=app.settings.seed_demo_data)
     reopened = await app.inbox.reopen_failed(
         reasons=RETRYABLE_FAILURES, newer_than_s=UNDELIVERED_RETRY_WINDOW_S
     )
