@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from storage.records import AuditRecord, AuditStatus
 from tools.base import (
     ErrorCode,
+    LookupResult,
     Tool,
     ToolBusinessError,
     ToolCall,
@@ -139,7 +140,9 @@ class ToolExecutor:
         started_at = self._wall_clock()
         started = self._monotonic()
 
-        def finish(content: str, status: AuditStatus, error_code: str | None) -> ToolOutcome:
+        def finish(
+            content: str, status: AuditStatus, error_code: str | None, *, ok: bool = False
+        ) -> ToolOutcome:
             audit = audit_record(
                 call,
                 context,
@@ -152,7 +155,7 @@ class ToolExecutor:
                 call_id=call.id,
                 tool_name=audit.tool_name,
                 content=content,
-                ok=status is AuditStatus.SUCCESS,
+                ok=ok or status is AuditStatus.SUCCESS,
                 audit=audit,
             )
 
@@ -215,6 +218,9 @@ class ToolExecutor:
         except Exception:
             log.exception("tool %s call %s returned an unserialisable result", tool.name, call.id)
             return self._unavailable(finish)
+        if isinstance(result, LookupResult) and result.found_nothing():
+            # an ordinary result for the model; for the audit, the shop's data said no
+            return finish(content, AuditStatus.BUSINESS_ERROR, ErrorCode.NOT_FOUND, ok=True)
         return finish(content, AuditStatus.SUCCESS, None)
 
     @staticmethod
