@@ -171,8 +171,8 @@ def _panel(
         width = draw.textlength(label, font=small)
         # a day's label stands where the day begins; an hour's under its bar
         anchor = left + i * slot + (0 if days and chart.bucket_s < DAY_S else slot / 2)
-        x = min(max(anchor - width / 2, 4.0), WIDTH - 4 - width)  # never cut at an edge
-        draw.text((x, plot_bottom + 8), label, font=small, fill=MUTED)
+        label_x = min(max(anchor - width / 2, 4.0), WIDTH - 4 - width)  # never cut at an edge
+        draw.text((label_x, plot_bottom + 8), label, font=small, fill=MUTED)
 
 
 def _bucket_time(chart: ChartData, index: int) -> datetime:
