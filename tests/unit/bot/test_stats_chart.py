@@ -143,9 +143,10 @@ def test_the_7_day_chart_labels_days_at_midnight_and_the_24_hour_one_hours() -> 
 
 
 def test_no_x_label_is_cut_off_at_the_right_edge() -> None:
-    """The last bar's label would stick out past the picture: it is moved inside."""
+    """The last bar's label would stick out past the picture: it is moved inside. Drawn on a
+    wider canvas, nothing may land beyond the chart's own width."""
     chart = _chart(3600.0, 25)
-    image = Image.new("RGB", (WIDTH, 400), "white")
+    image = Image.new("RGB", (WIDTH + 200, 400), "white")
     _panel(ImageDraw.Draw(image), chart, "t", [("a", (1,) * 25, (0, 0, 0))], top=0)
-    edge = image.crop((WIDTH - 4, 0, WIDTH, 400)).convert("L")
-    assert edge.getextrema()[0] == 255  # nothing drawn in the last 4 pixels
+    beyond = image.crop((WIDTH, 0, WIDTH + 200, 400)).convert("L")
+    assert beyond.getextrema()[0] == 255  # nothing drawn past the right edge
