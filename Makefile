@@ -13,14 +13,31 @@ LOCK := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null \
 	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
 	--no-emit-index-url --no-emit-find-links --index-url https://pypi.org/simple
 
-.PHONY: run test check lint bench lock clean
+# pip's output goes here and is shown only when the install fails
+INSTALL_LOG := $(VENV)/install.log
+
+.PHONY: help run test check lint bench lock clean
+
+help:
+	@echo "make run     run the bot (python -m bot; settings from .env)"
+	@echo "make test    the static checks, then the whole test suite"
+	@echo "make check   ruff, mypy --strict and the import contracts"
+	@echo "make lint    ruff only"
+	@echo "make bench   the whole-bot benchmark (ARGS=--quick for a short run)"
+	@echo "make lock    refresh both lock files after changing pyproject.toml"
+	@echo "make clean   remove .venv and the tools' caches"
+	@echo "The first run/test/check creates .venv and installs the locked packages."
 
 $(STAMP): pyproject.toml requirements-dev.lock
-	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
-	$(PYTHON) -m venv $(VENV)
-	$(PIP_INSTALL) --require-hashes -r requirements-dev.lock
-	$(PIP_INSTALL) --no-deps --no-build-isolation -e .
-	touch $(STAMP)
+	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
+	@echo "Installing the locked packages into $(VENV) (once, and after a dependency change)..."
+	@$(PYTHON) -m venv $(VENV)
+	@{ $(PIP_INSTALL) --require-hashes -r requirements-dev.lock \
+		&& $(PIP_INSTALL) --no-deps --no-build-isolation -e . ; } >$(INSTALL_LOG) 2>&1 \
+		|| { cat $(INSTALL_LOG) >&2; \
+			echo "error: installing into $(VENV) failed (pip's output above, kept in $(INSTALL_LOG))" >&2; \
+			exit 1; }
+	@touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/python -m bot

@@ -28,6 +28,7 @@ from typing import Any
 from aiogram.methods import SetWebhook
 
 from bot.config import BotMode, DatabaseChoice, Settings
+from bot.demo_data import settle_demo_data
 from bot.exit_codes import ExitCode
 from bot.health import build_health_app
 from bot.logs import CHATTY_LOGGERS, ClientErrorFilter, build_formatter
@@ -288,6 +289,7 @@ async def _start(app: Application) -> None:
         if feature.start_check is not None:
             await feature.start_check(bot_id)
     await check_model(app.model, app.settings)
+    await settle_demo_data(app.db, seed=app.settings.seed_demo_data)
     reopened = await app.inbox.reopen_failed(
         reasons=RETRYABLE_FAILURES, newer_than_s=UNDELIVERED_RETRY_WINDOW_S
     )

@@ -1,8 +1,11 @@
 """Command line: `support-bot` runs the bot; `support-bot import-data FILE.json` loads shop data;
-`support-bot texts` prints the fixed texts customers will read (after SHOP_NAME and TEXTS_FILE).
+`support-bot remove-demo` removes the demo shop's data; `support-bot texts` prints the fixed
+texts customers will read (after SHOP_NAME and TEXTS_FILE).
 
 Configuration problems end the process with status 2 and one line on stderr that names
-the setting — never a traceback and never a secret.
+the setting — never a traceback and never a secret. A name in `.env` that is no setting
+but looks like one (ADMIN_ID for ADMIN_IDS) gets a warning line naming the closest real
+one, and the command goes on.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable
 
 from bot.config import Settings, SettingsError, ShopSettings, load_settings, load_shop_settings
 from bot.exit_codes import ExitCode
+from bot.setting_names import unknown_setting_warnings
 from bot.texts import TextsError, TextTable, describe_table, load_text_table
 
 
@@ -22,8 +26,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="support-bot", description=__doc__)
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("run", help="run the bot (the default)")
-    importer = sub.add_parser("import-data", help="upsert orders and return policies from JSON")
+    importer = sub.add_parser(
+        "import-data",
+        help="load the shop's orders, return policies and FAQ from JSON (replaces the demo)",
+    )
     importer.add_argument("file", help="path to the JSON file")
+    sub.add_parser("remove-demo", help="remove the demo orders, return policies and FAQ")
     sub.add_parser("texts", help="print the fixed texts customers will read, per language")
     return parser.parse_args(argv)
 
@@ -89,12 +97,24 @@ def event_loop_factory(use_uvloop: bool) -> Callable[[], asyncio.AbstractEventLo
     return uvloop.new_event_loop
 
 
+def warn_about_unknown_settings() -> None:
+    """One stderr line per name in `.env` (or misspelt in the environment) that is no
+    setting of the bot but looks like one; never stops the command."""
+    for line in unknown_setting_warnings(environ=os.environ):
+        print(line, file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parse_args(argv)
+    warn_about_unknown_settings()
     if args.command == "import-data":
         from bot.data_import import run_import
 
         raise SystemExit(asyncio.run(run_import(args.file)))
+    if args.command == "remove-demo":
+        from bot.data_import import run_remove_demo
+
+        raise SystemExit(asyncio.run(run_remove_demo()))
     if args.command == "texts":
         raise SystemExit(print_texts())
     settings = _settings_or_exit()

@@ -1,5 +1,9 @@
 """`python -m bot import-data FILE.json`: upsert orders, return policies and the FAQ, all or
-nothing.
+nothing; `python -m bot remove-demo`: remove the demo shop's rows.
+
+The shop's own data replaces the demo: an import removes every demo row (and says so), and
+the demo is never seeded into that database again. The summary names the database written
+(the SQLite file's absolute path, or the PostgreSQL host and database).
 
 Needs only DATABASE_PATH or DATABASE_URL (no bot token or API key), so a shop owner can
 load data before the bot is configured. Exit status: 0 written; 1 the data is invalid (each
@@ -20,13 +24,14 @@ import json
 import os
 import stat
 import sys
+from pathlib import Path
 from typing import Any
 
-from bot.config import SettingsError, load_database_choice
+from bot.config import DatabaseChoice, SettingsError, load_database_choice
 from bot.exit_codes import ExitCode
-from storage.database import DatabaseOpenError, is_database_error, open_database
+from storage.database import Database, DatabaseOpenError, is_database_error, open_database
 from storage.migrations import MigrationError
-from storage.shop import ImportCounts, ShopRepository
+from storage.shop import DemoRemoved, ImportCounts, ShopRepository
 from tools.shop.import_document import (
     MAX_ALIASES,
     MAX_FAQ_ENTRIES,
@@ -52,7 +57,7 @@ def _error(text: str) -> None:
     print(f"error: {text}", file=sys.stderr)
 
 
-def _summary(counts: ImportCounts, *, faq: bool) -> str:
+def _summary(counts: ImportCounts, *, faq: bool, target: str) -> str:
     parts = [
         f"orders: {counts.orders_inserted} inserted, {counts.orders_updated} updated",
         f"return policies: {counts.policies_inserted} inserted, {counts.policies_updated} updated",
@@ -64,7 +69,25 @@ def _summary(counts: ImportCounts, *, faq: bool) -> str:
         )
     parts += [f"{key} set" for key in counts.texts_set]
     parts += [f"{key} removed" for key in counts.texts_cleared]
-    return "imported " + "; ".join(parts)
+    if counts.demo_removed.total:
+        parts.append(f"demo data removed ({_demo_rows(counts.demo_removed)})")
+    return f"imported into {target}: " + "; ".join(parts)
+
+
+def _demo_rows(removed: DemoRemoved) -> str:
+    return (
+        f"{removed.orders} orders, {removed.policies} return policies, "
+        f"{removed.faq} FAQ entries"
+    )
+
+
+def describe_target(database: DatabaseChoice, *, new: bool = False) -> str:
+    """Which database a command wrote, as a person can find it again: the SQLite file's
+    absolute path, or the PostgreSQL host and database (never the password)."""
+    if database.setting == "DATABASE_PATH":
+        shown = f"{Path(database.target).resolve()} (DATABASE_PATH)"
+        return f"a new database {shown}" if new else shown
+    return f"{database.shown} (DATABASE_URL)"
 
 
 def _kind(mode: int) -> str | None:
@@ -156,17 +179,36 @@ def parse_input(path: str, text: str) -> Any:
         raise InputFileError(f"{path} has a number too long to read") from None
 
 
-async def run_import(path: str) -> ExitCode:
-    """Validate the whole file, then write it in one transaction; return the exit status."""
+def _database_or_error() -> DatabaseChoice | None:
+    """DATABASE_URL or DATABASE_PATH, or None after printing one line why not."""
     try:
-        database = load_database_choice()
+        return load_database_choice()
     except SettingsError as exc:
         _error(str(exc))
-        return ExitCode.CANNOT_START
     except (UnicodeDecodeError, OSError) as exc:
         from bot.cli import env_file_problem
 
         _error(env_file_problem(exc))
+    return None
+
+
+async def _open(database: DatabaseChoice) -> tuple[Database | None, bool]:
+    """The opened database (one connection does: each command is one transaction) and
+    whether it is a new SQLite file; None after printing one line why not."""
+    new = database.setting == "DATABASE_PATH" and not await asyncio.to_thread(
+        Path(database.target).exists
+    )
+    try:
+        return await open_database(database.target, pool_size=2), new
+    except (DatabaseOpenError, MigrationError) as exc:
+        _error(f"{database.setting} {database.shown}: {exc}")
+        return None, new
+
+
+async def run_import(path: str) -> ExitCode:
+    """Validate the whole file, then write it in one transaction; return the exit status."""
+    database = _database_or_error()
+    if database is None:
         return ExitCode.CANNOT_START
     try:
         text = await asyncio.to_thread(read_input, path)
@@ -186,11 +228,8 @@ async def run_import(path: str) -> ExitCode:
         return ExitCode.FAILED
     del raw
 
-    try:
-        # one connection does: the import is one transaction
-        db = await open_database(database.target, pool_size=2)
-    except (DatabaseOpenError, MigrationError) as exc:
-        _error(f"{database.setting} {database.shown}: {exc}")
+    db, new = await _open(database)
+    if db is None:
         return ExitCode.CANNOT_START
     try:
         counts = await ShopRepository(db).import_shop_data(
@@ -203,5 +242,32 @@ async def run_import(path: str) -> ExitCode:
         return ExitCode.FAILED
     finally:
         await db.close()
-    print(_summary(counts, faq=plan.faq is not None))
+    target = describe_target(database, new=new)
+    print(_summary(counts, faq=plan.faq is not None, target=target))
+    return ExitCode.OK
+
+
+async def run_remove_demo() -> ExitCode:
+    """`remove-demo`: delete the demo orders, return policies and FAQ, and never seed them
+    again (SEED_DEMO_DATA then has nothing to do); the shop's own rows stay."""
+    database = _database_or_error()
+    if database is None:
+        return ExitCode.CANNOT_START
+    db, new = await _open(database)
+    if db is None:
+        return ExitCode.CANNOT_START
+    try:
+        removed = await ShopRepository(db).remove_demo()
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        _error(f"the database refused the removal, nothing was changed: {exc}")
+        return ExitCode.FAILED
+    finally:
+        await db.close()
+    target = describe_target(database, new=new)
+    if removed.total:
+        print(f"removed the demo data from {target}: {_demo_rows(removed)}")
+    else:
+        print(f"no demo data in {target}; it will not be seeded there again")
     return ExitCode.OK

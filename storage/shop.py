@@ -8,11 +8,13 @@ Every write runs in `Database.transaction()`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import time
+from collections.abc import Mapping, Sequence
 
 from storage.backend import Database, Tx
 from storage.shop_records import (
     ORDER_COLUMNS,
+    DemoRemoved,
     FaqRecord,
     ImportCounts,
     OrderRecord,
@@ -23,6 +25,7 @@ from storage.shop_records import (
 
 __all__ = [
     "ORDER_COLUMNS",
+    "DemoRemoved",
     "FaqRecord",
     "ImportCounts",
     "OrderRecord",
@@ -192,68 +195,53 @@ class ShopRepository:
         )
         return [str(row["topic"]) for row in rows]
 
-    async def has_orders_except(self, order_ids: Collection[str]) -> bool:
-        """Whether any order other than `order_ids` is stored."""
-        marks = ",".join("?" * len(order_ids)) or "NULL"
-        row = await self._db.fetch_one(
-            f"SELECT EXISTS (SELECT 1 FROM orders WHERE order_id NOT IN ({marks}))",
-            tuple(order_ids),
-        )
-        return bool(row and row[0])
+    # -- the demo shop (tools.shop.demo) ---------------------------------------------
 
-    async def seed_faq_if_empty(self, entries: Sequence[FaqRecord]) -> bool:
-        """Insert `entries` (with their aliases) if the FAQ is empty; True if inserted."""
-        async with self._db.transaction() as tx:
-            await tx.lock(SHOP_DATA_LOCK)
-            if not entries or not await _is_empty(tx, "faq_entries"):
-                return False
-            await _insert_faq(tx, entries)
-        return True
-
-    # -- seeding and import --------------------------------------------------------
-
-    async def seed_if_empty(
-        self, *, orders: Sequence[OrderRecord], policies: Sequence[ReturnPolicyRecord]
+    async def seed_demo(
+        self,
+        *,
+        orders: Sequence[OrderRecord],
+        policies: Sequence[ReturnPolicyRecord],
+        faq: Sequence[FaqRecord] = (),
     ) -> bool:
-        """Insert `orders` if the orders table is empty, `policies` (with their aliases)
-        if the policies table is empty, in one transaction.
-
-        Returns True when anything was inserted; never touches a table that has rows,
-        so data already there (a shop's real data) is never mixed with seed data.
-        """
+        """Insert the demo rows, marked `demo`, into whichever of their tables is empty, in
+        one transaction — only into a database without data of the shop's own (and never
+        once the demo was retired). Returns True when anything was inserted."""
         async with self._db.transaction() as tx:
             # two instances starting together must not both find the tables empty
             await tx.lock(SHOP_DATA_LOCK)
-            seed_orders = bool(orders) and await _is_empty(tx, "orders")
-            seed_policies = bool(policies) and await _is_empty(tx, "return_policies")
-            if seed_orders:
-                await tx.executemany(
-                    "INSERT INTO orders(order_id, status, owner_telegram_id, owner_phone,"
-                    " updated_at, pickup_point, expected_date) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            order.order_id,
-                            order.status,
-                            order.owner_telegram_id,
-                            order.owner_phone,
-                            order.updated_at,
-                            order.pickup_point,
-                            order.expected_date,
-                        )
-                        for order in orders
-                    ],
-                )
-            if seed_policies:
-                await tx.executemany(
-                    "INSERT INTO return_policies(product, display_name, return_days,"
-                    " conditions) VALUES (?, ?, ?, ?)",
-                    [(p.product, p.display_name, p.return_days, p.conditions) for p in policies],
-                )
-                await tx.executemany(
-                    "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)",
-                    [(alias, p.product) for p in policies for alias in p.aliases],
-                )
-        return seed_orders or seed_policies
+            if await _holds_own_data(tx):
+                return False
+            seeded = False
+            if orders and await _is_empty(tx, "orders"):
+                await _insert_orders(tx, orders, demo=True)
+                seeded = True
+            if policies and await _is_empty(tx, "return_policies"):
+                await _insert_policies(tx, policies, demo=True)
+                seeded = True
+            if faq and await _is_empty(tx, "faq_entries"):
+                await _insert_faq(tx, faq, demo=True)
+                seeded = True
+        return seeded
+
+    async def holds_own_data(self) -> bool:
+        """Whether the shop's own data is here: a row not marked demo, a shop text, or an
+        import or demo removal done before (the demo is retired)."""
+        row = await self._db.fetch_one(_OWN_DATA_SQL)
+        return bool(row and row[0])
+
+    async def holds_demo(self) -> bool:
+        """Whether any demo row is stored."""
+        row = await self._db.fetch_one(_DEMO_DATA_SQL)
+        return bool(row and row[0])
+
+    async def remove_demo(self, *, now: float | None = None) -> DemoRemoved:
+        """Delete every demo row and retire the demo (it is never seeded again)."""
+        async with self._db.transaction() as tx:
+            await tx.lock(SHOP_DATA_LOCK)
+            return await _remove_demo(tx, time.time() if now is None else now)
+
+    # -- import -------------------------------------------------------------------
 
     async def import_shop_data(
         self,
@@ -262,17 +250,20 @@ class ShopRepository:
         policies: Sequence[ReturnPolicyUpsert],
         texts: Mapping[str, str | None],
         faq: Sequence[FaqRecord] | None = None,
+        now: float | None = None,
     ) -> ImportCounts:
         """Upsert everything in ONE transaction: either all of it is written or none.
 
         `texts` maps a shop-text key to its new value, or None to remove it. An alias is
         moved to the policy that lists it, and a policy given with aliases has exactly
         those aliases afterwards. `faq`, when given, replaces the whole FAQ (entries not
-        in it are removed); None leaves the stored FAQ as it is.
+        in it are removed); None leaves the stored FAQ as it is. The shop's own data
+        replaces the demo: every demo row is removed first and the demo is retired.
         """
         counts = ImportCounts()
         async with self._db.transaction() as tx:
             await tx.lock(SHOP_DATA_LOCK)
+            counts.demo_removed = await _remove_demo(tx, time.time() if now is None else now)
             for order in orders:
                 columns = [c for c in ORDER_COLUMNS if c in order.values]
                 unknown = set(order.values) - set(ORDER_COLUMNS)
@@ -343,10 +334,85 @@ class ShopRepository:
         return counts
 
 
-async def _insert_faq(tx: Tx, entries: Sequence[FaqRecord]) -> None:
+_DEMO_TABLES = ("orders", "return_policies", "faq_entries")
+# fixed SQL (no input): whether a row of the shop's own, or a demo row, is stored
+_OWN_DATA_SQL = "SELECT " + " OR ".join(
+    [
+        *(f"EXISTS (SELECT 1 FROM {table} WHERE demo = 0)" for table in _DEMO_TABLES),
+        "EXISTS (SELECT 1 FROM shop_texts)",
+        "EXISTS (SELECT 1 FROM demo_retired)",
+    ]
+)
+_DEMO_DATA_SQL = "SELECT " + " OR ".join(
+    f"EXISTS (SELECT 1 FROM {table} WHERE demo = 1)" for table in _DEMO_TABLES
+)
+
+
+async def _holds_own_data(tx: Tx) -> bool:
+    row = await tx.fetch_one(_OWN_DATA_SQL)
+    return bool(row and row[0])
+
+
+async def _remove_demo(tx: Tx, now: float) -> DemoRemoved:
+    """Delete the demo rows (aliases first) and retire the demo, inside the caller's
+    transaction."""
+    await tx.execute(
+        "DELETE FROM return_policy_aliases WHERE product IN"
+        " (SELECT product FROM return_policies WHERE demo = 1)"
+    )
+    await tx.execute(
+        "DELETE FROM faq_aliases WHERE key IN (SELECT key FROM faq_entries WHERE demo = 1)"
+    )
+    removed = DemoRemoved(
+        orders=await tx.execute("DELETE FROM orders WHERE demo = 1"),
+        policies=await tx.execute("DELETE FROM return_policies WHERE demo = 1"),
+        faq=await tx.execute("DELETE FROM faq_entries WHERE demo = 1"),
+    )
+    await tx.execute(
+        "INSERT INTO demo_retired(id, retired_at) VALUES (1, ?) ON CONFLICT(id) DO NOTHING",
+        (now,),
+    )
+    return removed
+
+
+async def _insert_orders(tx: Tx, orders: Sequence[OrderRecord], *, demo: bool) -> None:
     await tx.executemany(
-        "INSERT INTO faq_entries(key, topic, answer, position) VALUES (?, ?, ?, ?)",
-        [(e.key, e.topic, e.answer, position) for position, e in enumerate(entries)],
+        "INSERT INTO orders(order_id, status, owner_telegram_id, owner_phone,"
+        " updated_at, pickup_point, expected_date, demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                order.order_id,
+                order.status,
+                order.owner_telegram_id,
+                order.owner_phone,
+                order.updated_at,
+                order.pickup_point,
+                order.expected_date,
+                int(demo),
+            )
+            for order in orders
+        ],
+    )
+
+
+async def _insert_policies(
+    tx: Tx, policies: Sequence[ReturnPolicyRecord], *, demo: bool
+) -> None:
+    await tx.executemany(
+        "INSERT INTO return_policies(product, display_name, return_days, conditions, demo)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(p.product, p.display_name, p.return_days, p.conditions, int(demo)) for p in policies],
+    )
+    await tx.executemany(
+        "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)",
+        [(alias, p.product) for p in policies for alias in p.aliases],
+    )
+
+
+async def _insert_faq(tx: Tx, entries: Sequence[FaqRecord], *, demo: bool = False) -> None:
+    await tx.executemany(
+        "INSERT INTO faq_entries(key, topic, answer, position, demo) VALUES (?, ?, ?, ?, ?)",
+        [(e.key, e.topic, e.answer, position, int(demo)) for position, e in enumerate(entries)],
     )
     await tx.executemany(
         "INSERT INTO faq_aliases(alias, key) VALUES (?, ?)",

@@ -65,6 +65,19 @@ class FaqRecord:
     aliases: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class DemoRemoved:
+    """How many demo rows a removal deleted (aliases go with their policy or entry)."""
+
+    orders: int = 0
+    policies: int = 0
+    faq: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.orders + self.policies + self.faq
+
+
 @dataclass(slots=True)
 class ImportCounts:
     orders_inserted: int = 0
@@ -76,3 +89,4 @@ class ImportCounts:
     faq_removed: int = 0
     texts_set: list[str] = field(default_factory=list)
     texts_cleared: list[str] = field(default_factory=list)
+    demo_removed: DemoRemoved = field(default_factory=DemoRemoved)

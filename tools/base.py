@@ -147,6 +147,19 @@ class ToolContext:
     shop_data: list[str] = field(default_factory=list)
 
 
+class LookupResult(BaseModel):
+    """The result of a tool that looks something up in the shop's data; the subclass has a
+    `found: bool` field (declared there, so it keeps its place in the JSON).
+
+    `found` False is still an ordinary result for the model, but the audit records it as
+    the shop's data saying no (`business_error`, code `not_found`): /stats counts it
+    under "said no", never under "done".
+    """
+
+    def found_nothing(self) -> bool:
+        return getattr(self, "found", True) is False
+
+
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
     """The executor's answer to one call: `content` goes to the model as a `tool` message."""

@@ -24,6 +24,7 @@ from storage.database import StorageRetry
 from storage.records import AuditRecord, AuditStatus
 from tools.base import (
     ErrorCode,
+    LookupResult,
     StorageWait,
     Tool,
     ToolBusinessError,
@@ -144,7 +145,9 @@ class ToolExecutor:
         started_at = self._wall_clock()
         started = self._monotonic()
 
-        def finish(content: str, status: AuditStatus, error_code: str | None) -> ToolOutcome:
+        def finish(
+            content: str, status: AuditStatus, error_code: str | None, *, ok: bool = False
+        ) -> ToolOutcome:
             audit = audit_record(
                 call,
                 context,
@@ -157,7 +160,7 @@ class ToolExecutor:
                 call_id=call.id,
                 tool_name=audit.tool_name,
                 content=content,
-                ok=status is AuditStatus.SUCCESS,
+                ok=ok or status is AuditStatus.SUCCESS,
                 audit=audit,
             )
 
@@ -222,6 +225,9 @@ class ToolExecutor:
         except Exception:
             log.exception("tool %s call %s returned an unserialisable result", tool.name, call.id)
             return self._unavailable(finish)
+        if isinstance(result, LookupResult) and result.found_nothing():
+            # an ordinary result for the model; for the audit, the shop's data said no
+            return finish(content, AuditStatus.BUSINESS_ERROR, ErrorCode.NOT_FOUND, ok=True)
         return finish(content, AuditStatus.SUCCESS, None)
 
     @staticmethod

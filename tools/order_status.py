@@ -33,7 +33,14 @@ from datetime import date, datetime
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storage.shop_records import OrderRecord
-from tools.base import ErrorCode, OrderMissedNoPhone, Tool, ToolBusinessError, ToolContext
+from tools.base import (
+    ErrorCode,
+    LookupResult,
+    OrderMissedNoPhone,
+    Tool,
+    ToolBusinessError,
+    ToolContext,
+)
 from tools.shop.rules import OrderStatus, check_order_id
 
 GET_ORDER_STATUS = "get_order_status"
@@ -75,7 +82,7 @@ class GetOrderStatusArguments(BaseModel):
         return check_order_id(value)
 
 
-class OrderStatusResult(BaseModel):
+class OrderStatusResult(LookupResult):
     order_id: str
     found: bool
     status: OrderStatus | None = None

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from tools.base import Tool, ToolContext
+from tools.base import LookupResult, Tool, ToolContext
 from tools.shop.rules import GENERAL_RETURN_POLICY_KEY, normalise_product_name
 
 GET_RETURN_POLICY = "get_return_policy"
@@ -37,7 +37,7 @@ class GetReturnPolicyArguments(BaseModel):
     )
 
 
-class ReturnPolicyResult(BaseModel):
+class ReturnPolicyResult(LookupResult):
     product: str
     found: bool
     matched_product: str | None = None

@@ -17,7 +17,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from storage.shop_records import FaqRecord
-from tools.base import Tool, ToolContext
+from tools.base import LookupResult, Tool, ToolContext
 from tools.shop.faq import CONTACTS_KEYS, question_keys
 
 GET_SHOP_INFO = "get_shop_info"
@@ -62,7 +62,7 @@ class ShopInfoEntry(BaseModel):
     answer: str
 
 
-class ShopInfoResult(BaseModel):
+class ShopInfoResult(LookupResult):
     topic: str
     found: bool
     entries: list[ShopInfoEntry] = Field(default_factory=list)

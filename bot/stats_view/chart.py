@@ -17,13 +17,14 @@ answered — and at most MAX_TOOL_PANELS tool panels follow (the rest summed int
 from __future__ import annotations
 
 import io
+import math
 from datetime import datetime
 from functools import cache
 from importlib import resources
 
 from PIL import Image, ImageDraw, ImageFont
 
-from bot.stats_view.wording import StatsWords, chart_caption, format_int, words_for
+from bot.stats_view.wording import StatsWords, chart_caption, format_int, tool_title, words_for
 from bot.texts import Language
 from services.stats import UNKNOWN_TOOLS, ChartData, StatsReport
 
@@ -34,6 +35,8 @@ HEADER_H = 120
 PANEL_H = 330
 PLOT_H = 200
 MAX_TOOL_PANELS = 3
+MAX_DAY_LABELS = 8  # "08.01" labels that fit side by side on a phone-wide chart
+DAY_S = 86400.0
 OTHER_TOOLS = "(other tools)"  # key of the panel that sums the tools past the limit
 TITLE_SIZE, TEXT_SIZE, SMALL_SIZE = 40, 30, 26
 FONT_FILE = "DejaVuSans.ttf"
@@ -98,7 +101,7 @@ def _panels(chart: ChartData, w: StatsWords, lang: Language) -> list[tuple[str, 
         series = _tool_series(chart, members, w)
         calls = sum(sum(counts) for _, counts, _ in series)
         name = {OTHER_TOOLS: w.chart_other_tools, UNKNOWN_TOOLS: w.chart_invented_tools}.get(
-            key, key
+            key, tool_title(key, lang)
         )
         panels.append((w.chart_tools.format(tool=name, calls=format_int(calls, lang)), series))
     return panels
@@ -162,18 +165,42 @@ def _panel(
             draw.rectangle((round(x0), min(y0, y1), x1, y1), fill=colour)
             base -= h
 
-    step = max(1, round(n / 4))  # about four labels: each fits under its bars on a phone
-    for i in range(0, n, step):
+    days = _shows_days(chart)
+    for i in _labelled_buckets(chart):
         label = _bucket_label(chart, i)
-        centre = left + i * slot + slot / 2 - draw.textlength(label, font=small) / 2
-        draw.text((max(centre, 4.0), plot_bottom + 8), label, font=small, fill=MUTED)
+        width = draw.textlength(label, font=small)
+        # a day's label stands where the day begins; an hour's under its bar
+        anchor = left + i * slot + (0 if days and chart.bucket_s < DAY_S else slot / 2)
+        label_x = min(max(anchor - width / 2, 4.0), WIDTH - 4 - width)  # never cut at an edge
+        draw.text((label_x, plot_bottom + 8), label, font=small, fill=MUTED)
+
+
+def _bucket_time(chart: ChartData, index: int) -> datetime:
+    return datetime.fromtimestamp(chart.bucket_start + index * chart.bucket_s, chart.timezone)
+
+
+def _shows_days(chart: ChartData) -> bool:
+    """Whether the x labels are dates: a period longer than two days (the 24-hour chart
+    shows hours; the date is in the range line above)."""
+    return chart.bucket_count * chart.bucket_s > 2 * DAY_S
+
+
+def _labelled_buckets(chart: ChartData) -> list[int]:
+    """The buckets that get a label: at most MAX_DAY_LABELS midnights when hour-wide bars
+    show days (the 7-day chart), else about four evenly spaced ones."""
+    n = chart.bucket_count
+    if _shows_days(chart) and chart.bucket_s < DAY_S:
+        midnights = [i for i in range(n) if _bucket_time(chart, i).hour == 0]
+        if midnights:
+            return midnights[:: max(1, math.ceil(len(midnights) / MAX_DAY_LABELS))]
+    return list(range(0, n, max(1, round(n / 4))))
 
 
 def _bucket_label(chart: ChartData, index: int) -> str:
-    start = datetime.fromtimestamp(chart.bucket_start + index * chart.bucket_s, chart.timezone)
-    if chart.bucket_s < 86400:
-        return start.strftime("%d.%m %H:%M")
-    if chart.bucket_count * chart.bucket_s > 360 * 86400:
+    start = _bucket_time(chart, index)
+    if not _shows_days(chart):
+        return start.strftime("%H:%M")
+    if chart.bucket_count * chart.bucket_s > 360 * DAY_S:
         return start.strftime("%d.%m.%y")
     return start.strftime("%d.%m")
 

@@ -24,6 +24,8 @@ from bot.stats_view.wording import (
     format_decimal,
     format_int,
     format_money,
+    plural,
+    tool_title,
     words_for,
 )
 from bot.texts import Language
@@ -55,8 +57,12 @@ def render_table(
     if report.cost is not None:
         blocks.append(cost_block(report.cost, w, language))
     if report.tool_calls_total:
-        blocks.append([kv(w.tools, format_int(report.tool_calls_total, language), indent=0)])
-        blocks.extend(_tool_block(tool, tool.tool_name, w, language) for tool in report.tools)
+        total = format_int(report.tool_calls_total, language)
+        blocks.append([w.tools, kv(w.tool_calls_total, total)])
+        blocks.extend(
+            _tool_block(tool, tool_title(tool.tool_name, language), w, language)
+            for tool in report.tools
+        )
         if report.unknown_tools:
             title = w.invented_tools.format(n=report.unknown_tool_names)
             calls = format_int(report.unknown_tools.calls, language)
@@ -133,9 +139,7 @@ def cost_block(cost: Cost, w: StatsWords, lang: Language) -> list[str]:
         lines.append(kv(w.cached_tokens, format_int(cost.tokens.cached, lang), indent=3))
     lines.append(kv(w.output_tokens, format_int(cost.tokens.completion, lang)))
     if cost.uncounted_turns:
-        lines.append(
-            kv(w.uncounted, w.uncounted_value.format(n=format_int(cost.uncounted_turns, lang)))
-        )
+        lines.append(kv(w.uncounted, plural(cost.uncounted_turns, w.questions_count, lang)))
     return lines
 
 

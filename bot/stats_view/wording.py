@@ -1,10 +1,11 @@
 """Every word of `/stats` in Russian and English, and how numbers are written in each.
 
 Written for a shop owner reading on a phone: questions answered and not (by a reason in
-plain words), satisfaction, what the model cost, then the tools for the curious — no raw
-codes. One typed table per language, like `bot.texts`: a missing word is an error at
-import time. The period titles live here once; the table header, the photo caption and
-the chart title all take them from here.
+plain words), satisfaction, what the model cost, then the tools for the curious (by what
+an owner calls them) — no raw codes, counts in their plural forms (Russian has three).
+One typed table per language, like `bot.texts`: a missing word is an error at import time.
+The period titles live here once; the table header, the photo caption and the chart title
+all take them from here.
 """
 
 from __future__ import annotations
@@ -13,6 +14,12 @@ from dataclasses import dataclass
 
 from bot.texts import Language
 from services.stats import NOT_ANSWERED_REASONS, StatsReport
+from tools.order_status import GET_ORDER_STATUS
+from tools.request_human import REQUEST_HUMAN
+from tools.return_policy import GET_RETURN_POLICY
+from tools.shop_info import GET_SHOP_INFO
+
+TOOL_NAMES = (GET_ORDER_STATUS, GET_RETURN_POLICY, GET_SHOP_INFO, REQUEST_HUMAN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +51,11 @@ class StatsWords:
     cached_tokens: str
     output_tokens: str
     uncounted: str
-    uncounted_value: str  # {n}
+    questions_count: tuple[str, ...]  # "{n} question" in the plural forms of `plural`
     # tools
     tools: str
+    tool_calls_total: str
+    tool_names: dict[str, str]  # a tool's code name -> what an owner calls it
     calls: str
     done: str
     said_no: str
@@ -66,6 +75,8 @@ class StatsWords:
 def _check_reasons(words: StatsWords) -> StatsWords:
     if set(words.reasons) != set(NOT_ANSWERED_REASONS):
         raise ValueError("every reason a question goes unanswered needs its words")
+    if set(words.tool_names) != set(TOOL_NAMES):
+        raise ValueError("every tool needs its words")
     return words
 
 
@@ -105,8 +116,15 @@ EN = _check_reasons(
         cached_tokens="from cache",
         output_tokens="output tokens",
         uncounted="not counted",
-        uncounted_value="{n} questions",
+        questions_count=("{n} question", "{n} questions"),
         tools="TOOLS, for the curious",
+        tool_calls_total="calls of all tools",
+        tool_names={
+            GET_ORDER_STATUS: "Order status",
+            GET_RETURN_POLICY: "Return policy",
+            GET_SHOP_INFO: "Shop info (FAQ)",
+            REQUEST_HUMAN: "Handoff to a person",
+        },
         calls="calls",
         done="done",
         said_no="said no",
@@ -159,8 +177,15 @@ RU = _check_reasons(
         cached_tokens="из кэша",
         output_tokens="токены ответов",
         uncounted="не учтено",
-        uncounted_value="{n} вопр.",
+        questions_count=("{n} вопрос", "{n} вопроса", "{n} вопросов"),
         tools="ИНСТРУМЕНТЫ, подробности",
+        tool_calls_total="вызовов всех инструментов",
+        tool_names={
+            GET_ORDER_STATUS: "Статус заказа",
+            GET_RETURN_POLICY: "Условия возврата",
+            GET_SHOP_INFO: "Справка о магазине",
+            REQUEST_HUMAN: "Передача человеку",
+        },
         calls="вызовов",
         done="выполнено",
         said_no="отказ",
@@ -198,6 +223,26 @@ def chart_caption(report: StatsReport, language: Language) -> str:
         asked=format_int(questions.asked, language),
         answered=format_int(questions.answered, language),
     )
+
+
+def tool_title(name: str, language: Language) -> str:
+    """What an owner calls the tool `name`; a name without words (a new tool) as it is."""
+    return words_for(language).tool_names.get(name, name)
+
+
+def plural(n: int, forms: tuple[str, ...], language: Language) -> str:
+    """`forms` filled with `n` in the form its number takes: English (one, other);
+    Russian (one: 1, 21, 101; few: 2-4, 22-24; many: 0, 5-20, 25-30, 11-14)."""
+    if language == "ru":
+        if n % 10 == 1 and n % 100 != 11:
+            form = forms[0]
+        elif 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
+            form = forms[1]
+        else:
+            form = forms[2]
+    else:
+        form = forms[0] if n == 1 else forms[1]
+    return form.format(n=format_int(n, language))
 
 
 def format_int(value: int, language: Language) -> str:

@@ -34,9 +34,7 @@ from services.chat import ChatService
 from services.llm.client import OpenAIChatModel
 from storage.database import Database
 from storage.inbox import InboxRepository
-from storage.shop import ShopRepository
 from storage.voice import VoiceNoteRepository
-from tools.shop.demo import seed_demo_shop
 
 log = logging.getLogger("bot")
 
@@ -66,8 +64,6 @@ async def build_application(
     settings: Settings, db: Database, texts: TextTable = BUILT_IN
 ) -> Application:
     """Wire every object; nothing here talks to Telegram or the model yet."""
-    if settings.seed_demo_data and await seed_demo_shop(ShopRepository(db)):
-        log.info("demo shop data seeded")
     retry = core.build_storage_retry(settings)
     model = core.build_model(settings)
     transport = telegram.build_transport(settings, db)

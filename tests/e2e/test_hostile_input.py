@@ -135,10 +135,10 @@ async def test_an_order_of_another_customer_looks_exactly_like_a_missing_one(
         "SELECT status, error_code FROM tool_calls WHERE user_id = ? ORDER BY id",
         INTRUDER,
     )
-    assert audit == [
-        ("success", None),
-        ("success", None),
-        ("success", None),
+    assert audit == [  # someone else's order: the shop's data said no, like a missing one
+        ("business_error", "not_found"),
+        ("business_error", "not_found"),
+        ("business_error", "not_found"),
         ("rejected", "invalid_arguments"),
     ]
 
@@ -171,18 +171,19 @@ async def test_probing_thirty_order_numbers_is_rate_limited_and_audited(
     assert query(
         database_path,
         "SELECT status, error_code, count(*) FROM tool_calls"
-        " WHERE user_id = ? AND tool_name = 'get_order_status' GROUP BY 1, 2 ORDER BY 1",
+        " WHERE user_id = ? AND tool_name = 'get_order_status' GROUP BY 1, 2 ORDER BY 1, 2",
         PROBER,
-    ) == [("business_error", "rate_limited", 20), ("success", None, 10)]
+    ) == [("business_error", "not_found", 10), ("business_error", "rate_limited", 20)]
 
     # an order already checked within the hour can still be asked about
     again = f"Проверьте заказ {batches[0][0]}"
     await ask(fake_telegram, PROBER, again)
     assert [r["ok"] for r in results_for(fake_openai, again)] == [True]
 
-    # and the shop owner sees the refusals in /stats: the shop's data "said no" 20 times
+    # and the shop owner sees the refusals in /stats: the shop's data "said no" 20 times to
+    # the limit and 11 times "no such order" (none of the numbers exists)
     stats = await ask(fake_telegram, 900, "/stats", language_code="en")
-    assert re.search(r"get_order_status\n calls[^\n]*\n done[^\n]*\n said no +20\n", stats), stats
+    assert re.search(r"Order status\n calls +31\n done +0 +0%\n said no +31\n", stats), stats
 
 
 # ------------------------------------------------------------ (c) print your prompt

@@ -253,3 +253,23 @@ def test_an_unusable_database_path_is_status_2_and_one_line(
     assert result.stderr.splitlines() == [
         f"error: DATABASE_PATH {folder}: is a folder, not a database file"
     ]
+
+
+def test_the_summary_names_the_database_it_wrote(clean_env: dict[str, str], tmp_path: Path) -> None:
+    """Run from another folder, a relative DATABASE_PATH is a new file there: said so."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**clean_env, "DATABASE_PATH": "data/bot.sqlite3"}
+    file = tmp_path / "shop.json"
+    file.write_text(json.dumps(SHOP, ensure_ascii=False), encoding="utf-8")
+    database = elsewhere / "data" / "bot.sqlite3"
+
+    first = import_data(env, elsewhere, file)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(
+        f"imported into a new database {database} (DATABASE_PATH): orders: 2 inserted"
+    ), first.stdout
+    again = import_data(env, elsewhere, file)
+    assert again.stdout.startswith(f"imported into {database} (DATABASE_PATH): orders: 0 "), (
+        again.stdout
+    )

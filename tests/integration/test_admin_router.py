@@ -100,7 +100,7 @@ async def test_admin_gets_the_table_and_the_chart(
     table = texts[0]
     assert table.parse_mode == "HTML" and table.text.startswith("<pre>")
     assert "/stats · last 24 hours" in table.plain_text
-    assert "get_order_status" in table.plain_text
+    assert "Order status" in table.plain_text
     assert "QUESTIONS" in table.plain_text
     photo = photos[0]
     assert photo.text.startswith("Questions, last 24 hours: ")
@@ -201,7 +201,7 @@ async def test_chart_failure_still_sends_the_table(
         await _pipeline(db, bot, chart_renderer=broken).send("/stats")
 
     [table] = fake_telegram.messages_to(ADMIN)
-    assert "get_order_status" in table.plain_text
+    assert "Order status" in table.plain_text
     assert fake_telegram.calls_of("sendPhoto") == []
     assert "stats chart rendering failed" in caplog.text
 

@@ -5,13 +5,16 @@ when it last changed, where it goes or waits, when it is expected — with dates
 at seeding relative to that moment (in Moscow time, the demo shop's), so a demo answer
 reads like a real one rather than naming a date years ago. Names and aliases are written as a
 person would and stored through the shop's own rules (`normalise_product_name`,
-`check_order_id`), so the demo is found exactly like imported data. It only fills
-tables that are empty: a shop's real data is never mixed with the demo.
+`check_order_id`), so the demo is found exactly like imported data. Demo rows are marked
+as such: seeding happens only in a database without data of the shop's own, and the
+shop's first import (or `support-bot remove-demo`) removes every demo row, so a shop's
+real data is never mixed with the demo.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from enum import StrEnum
 
 from storage.shop import ShopRepository
 from storage.shop_records import FaqRecord, OrderRecord, ReturnPolicyRecord
@@ -20,7 +23,7 @@ from tools.shop.rules import OrderStatus, check_order_id, normalise_product_name
 
 DEMO_TIMEZONE = timezone(timedelta(hours=3), "MSK")
 DEMO_PICKUP_POINT = "Пункт выдачи на ул. Садовой, 12 (ежедневно 10:00–21:00)"
-DEMO_ORDER_IDS = ("8041", "7718", "9912")
+DEMO_ORDER_IDS = ("8041", "7718", "9912")  # also in storage/migrations/0013_demo_data.sql
 
 
 def _order(
@@ -152,15 +155,31 @@ DEMO_FAQ: tuple[FaqRecord, ...] = (
 
 async def seed_demo_shop(shop: ShopRepository, *, now: datetime | None = None) -> bool:
     """Insert the demo orders (dated around `now`, default the current time), policies and
-    FAQ into whichever of their tables is empty.
-
-    The demo FAQ only goes into a demo shop (no orders but the demo ones): its made-up
-    delivery prices and contacts must never reach a real shop's customers, e.g. when a
-    shop's existing database gains the FAQ table on an upgrade. Returns True when
-    anything was inserted.
+    FAQ into whichever of their tables is empty, marked as demo rows — only into a
+    database without data of the shop's own, and never again once an import or
+    `remove-demo` retired the demo. Returns True when anything was inserted.
     """
     orders = demo_orders(now or datetime.now(UTC))
-    seeded = await shop.seed_if_empty(orders=orders, policies=DEMO_RETURN_POLICIES)
-    if await shop.has_orders_except(DEMO_ORDER_IDS):
-        return seeded
-    return await shop.seed_faq_if_empty(DEMO_FAQ) or seeded
+    return await shop.seed_demo(orders=orders, policies=DEMO_RETURN_POLICIES, faq=DEMO_FAQ)
+
+
+class DemoChange(StrEnum):
+    """What `settle_demo_shop` did at start-up."""
+
+    NONE = "none"
+    SEEDED = "seeded"
+    REMOVED = "removed"
+
+
+async def settle_demo_shop(shop: ShopRepository, *, seed: bool) -> DemoChange:
+    """At start-up: take the demo out of a shop that holds its own data (a database from
+    before demo rows were retired on import still has both), or seed it when `seed`
+    (SEED_DEMO_DATA) and the shop has nothing of its own."""
+    if await shop.holds_own_data():
+        if await shop.holds_demo():
+            await shop.remove_demo()
+            return DemoChange.REMOVED
+        return DemoChange.NONE
+    if seed and await seed_demo_shop(shop):
+        return DemoChange.SEEDED
+    return DemoChange.NONE

@@ -8,7 +8,9 @@ which is why the chart ships DejaVu Sans.
 from __future__ import annotations
 
 import io
+import re
 import struct
+from zoneinfo import ZoneInfo
 
 from PIL import Image, ImageChops, ImageDraw, ImageFont
 
@@ -17,14 +19,27 @@ from bot.stats_view.chart import (
     PANEL_H,
     TITLE_SIZE,
     WIDTH,
+    _bucket_label,
+    _bucket_time,
+    _labelled_buckets,
+    _panel,
     font,
     render_chart,
 )
 from bot.stats_view.wording import chart_caption
-from services.stats import Period, StatsReport, StatsService
+from services.stats import (
+    ChartData,
+    Period,
+    StatsReport,
+    StatsService,
+    aligned_start,
+    choose_bucket,
+)
 from storage.database import Database
 from storage.stats import StatsRepository
 from tests.unit.storage.test_stats import SINCE, UNTIL, _seed
+
+NOW = 1_800_000_000.0
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 NOT_IN_ANY_FONT = "\U0010fffd"  # a private-use code point: every font draws its tofu box
@@ -100,3 +115,38 @@ async def test_chart_words_follow_the_language(db: Database):
     assert chart_caption(report, "en") == "Questions, last 24 hours: 6, answered 3"
     assert chart_caption(report, "ru") == "Вопросы за 24 часа: 6, с ответом 3"
     assert render_chart(report, "en") != render_chart(report, "ru")
+
+
+def _chart(bucket_s: float, count: int, tz: str = "Europe/Moscow") -> ChartData:
+    start = aligned_start(NOW - count * bucket_s, bucket_s, NOW, ZoneInfo(tz))
+    return ChartData(
+        bucket_start=start,
+        bucket_s=bucket_s,
+        bucket_count=count,
+        tools=(),
+        counts={},
+        answered=(),
+        not_answered=(),
+        timezone=ZoneInfo(tz),
+    )
+
+
+def test_the_7_day_chart_labels_days_at_midnight_and_the_24_hour_one_hours() -> None:
+    week = _chart(choose_bucket(7 * 86400), 29)  # 6-hour bars
+    labels = [_bucket_label(week, i) for i in _labelled_buckets(week)]
+    assert 5 <= len(labels) <= 8 and all(re.fullmatch(r"\d\d\.\d\d", s) for s in labels), labels
+    assert all(_bucket_time(week, i).hour == 0 for i in _labelled_buckets(week))
+
+    day = _chart(choose_bucket(86400), 25)  # hour bars
+    labels = [_bucket_label(day, i) for i in _labelled_buckets(day)]
+    assert all(re.fullmatch(r"\d\d:00", s) for s in labels), labels
+
+
+def test_no_x_label_is_cut_off_at_the_right_edge() -> None:
+    """The last bar's label would stick out past the picture: it is moved inside. Drawn on a
+    wider canvas, nothing may land beyond the chart's own width."""
+    chart = _chart(3600.0, 25)
+    image = Image.new("RGB", (WIDTH + 200, 400), "white")
+    _panel(ImageDraw.Draw(image), chart, "t", [("a", (1,) * 25, (0, 0, 0))], top=0)
+    beyond = image.crop((WIDTH, 0, WIDTH + 200, 400)).convert("L")
+    assert beyond.getextrema()[0] == 255  # nothing drawn past the right edge

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.stats_view.table import MESSAGE_LIMIT, TABLE_WIDTH, kv, render_table, share
-from bot.stats_view.wording import EN, RU, chart_caption, usage_hint
+from bot.stats_view.wording import EN, RU, chart_caption, plural, usage_hint
 from bot.texts import LANGUAGES, Language
 from services.stats import (
     NOT_ANSWERED_REASONS,
@@ -69,16 +69,17 @@ MODEL COST              ≈ 0.13 USD
  output tokens                  65
  not counted           3 questions
 
-TOOLS, for the curious          13
+TOOLS, for the curious
+ calls of all tools             13
 
-get_order_status
+Order status
  calls                          10
  done                       4  40%
  said no                         3
  failed                          3
  typical / slow      50 ms / 5.0 s
 
-get_return_policy
+Return policy
  calls                           1
  done                      1  100%
  said no                         0
@@ -109,18 +110,19 @@ GOLDEN_RU = """\
  токены запросов               650
    из кэша                     140
  токены ответов                 65
- не учтено                 3 вопр.
+ не учтено               3 вопроса
 
-ИНСТРУМЕНТЫ, подробности        13
+ИНСТРУМЕНТЫ, подробности
+ вызовов всех инструментов      13
 
-get_order_status
+Статус заказа
  вызовов                        10
  выполнено                  4  40%
  отказ                           3
  сбой                            3
  обычно / долго      50 мс / 5,0 с
 
-get_return_policy
+Условия возврата
  вызовов                         1
  выполнено                 1  100%
  отказ                           0
@@ -275,3 +277,24 @@ def test_shares_near_the_ends_keep_a_decimal():
     assert share(999, 1000, "en") == "99.9%" and share(1, 1000, "ru") == "0,1%"
     assert share(1000, 1000, "en") == "100%" and share(0, 5, "en") == "0%"
     assert share(1, 3, "en") == "33%"
+
+
+def test_counts_take_their_plural_forms_in_both_languages() -> None:
+    forms_en, forms_ru = EN.questions_count, RU.questions_count
+    assert [plural(n, forms_en, "en") for n in (1, 2, 21)] == [
+        "1 question",
+        "2 questions",
+        "21 questions",
+    ]
+    assert [plural(n, forms_ru, "ru") for n in (1, 2, 5, 11, 12, 21, 22, 25, 111, 1001)] == [
+        "1 вопрос",
+        "2 вопроса",
+        "5 вопросов",
+        "11 вопросов",
+        "12 вопросов",
+        "21 вопрос",
+        "22 вопроса",
+        "25 вопросов",
+        "111 вопросов",
+        "1 001 вопрос",
+    ]

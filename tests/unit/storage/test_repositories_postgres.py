@@ -75,7 +75,7 @@ async def test_two_instances_seeding_at_once_seed_once(pg: Database, pg_url: str
     policies = [ReturnPolicyRecord("shoes", "Shoes", 14, "unworn", aliases=("boots",))]
 
     def seed() -> Awaitable[bool]:
-        return shop.seed_if_empty(orders=orders, policies=policies)
+        return shop.seed_demo(orders=orders, policies=policies)
 
     seeded = await both_wait_for(pg_url, "shop-data", seed, seed)
 

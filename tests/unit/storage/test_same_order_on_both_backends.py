@@ -19,7 +19,7 @@ INT64_MIN = -(2**63)
 async def test_aliases_are_in_byte_order(db: Database) -> None:
     shop = ShopRepository(db)
     aliases = ("boots", "Boots", "_worn", "ankle-boots", "ankleboots", "Ёлка", "ёлка", "Zip")
-    await shop.seed_if_empty(
+    await shop.seed_demo(
         orders=[], policies=[ReturnPolicyRecord("shoes", "Shoes", 14, "unworn", aliases=aliases)]
     )
 

@@ -1,4 +1,5 @@
-"""ShopRepository.seed_if_empty: rows go only into empty tables, as given, all at once."""
+"""ShopRepository.seed_demo: rows go only into empty tables of a database without the shop's
+own data, as given, all at once."""
 
 from __future__ import annotations
 
@@ -24,20 +25,20 @@ POLICY = ReturnPolicyRecord(
 
 async def test_rows_are_stored_exactly_as_given(db: Database) -> None:
     shop = ShopRepository(db)
-    assert await shop.seed_if_empty(orders=[ORDER], policies=[POLICY]) is True
+    assert await shop.seed_demo(orders=[ORDER], policies=[POLICY]) is True
     assert await shop.get_order("0001") == ORDER
     assert await shop.find_return_policy("light") == POLICY
 
 
 async def test_tables_with_rows_are_left_alone(db: Database) -> None:
     shop = ShopRepository(db)
-    await shop.seed_if_empty(orders=[ORDER], policies=[])
+    await shop.seed_demo(orders=[ORDER], policies=[])
     other = OrderRecord(order_id="0002", status="delivered")
-    assert await shop.seed_if_empty(orders=[other], policies=[POLICY]) is True  # policies only
+    assert await shop.seed_demo(orders=[other], policies=[POLICY]) is True  # policies only
     assert await shop.get_order("0002") is None
     assert await shop.find_return_policy("lamp") == POLICY
-    assert await shop.seed_if_empty(orders=[other], policies=[POLICY]) is False
+    assert await shop.seed_demo(orders=[other], policies=[POLICY]) is False
 
 
 async def test_nothing_to_insert_is_reported_as_nothing_inserted(db: Database) -> None:
-    assert await ShopRepository(db).seed_if_empty(orders=[], policies=[]) is False
+    assert await ShopRepository(db).seed_demo(orders=[], policies=[]) is False

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
 from storage.database import Database
-from storage.shop import ShopRepository
+from storage.shop import ORDER_COLUMNS, OrderUpsert, ReturnPolicyUpsert, ShopRepository
 from tools.base import Caller, ToolContext
-from tools.shop.demo import seed_demo_shop
+from tools.shop.demo import DEMO_FAQ, DEMO_RETURN_POLICIES, demo_orders
 
 
 class FakeClock:
@@ -30,10 +31,40 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+async def import_demo_as_own_data(shop: ShopRepository) -> None:
+    """The demo's orders, policies and FAQ imported as the shop's own, so a test can add
+    its own orders (an import) next to them; an import would remove seeded demo rows."""
+    await shop.import_shop_data(
+        orders=[
+            OrderUpsert(
+                order_id=order.order_id,
+                values={
+                    column: getattr(order, column)
+                    for column in ORDER_COLUMNS
+                    if getattr(order, column) is not None
+                },
+            )
+            for order in demo_orders(datetime.now(UTC))
+        ],
+        policies=[
+            ReturnPolicyUpsert(
+                product=p.product,
+                display_name=p.display_name,
+                return_days=p.return_days,
+                conditions=p.conditions,
+                aliases=p.aliases,
+            )
+            for p in DEMO_RETURN_POLICIES
+        ],
+        texts={},
+        faq=DEMO_FAQ,
+    )
+
+
 @pytest.fixture
 async def shop(db: Database) -> ShopRepository:
     repository = ShopRepository(db)
-    await seed_demo_shop(repository)
+    await import_demo_as_own_data(repository)
     return repository
 
 

@@ -127,15 +127,14 @@ async def test_reimport_updates_and_omitted_fields_keep_their_values(db: Databas
     assert order is not None and order.owner_telegram_id is None
 
 
-async def test_seed_fills_only_empty_tables_once(db: Database) -> None:
+async def test_no_demo_is_seeded_next_to_the_shops_own_data(db: Database) -> None:
     shop = ShopRepository(db)
     await shop.import_shop_data(**vars_of(plan_import({"orders": VALID["orders"]})))
-    assert await seed_demo_shop(shop) is True  # policies were empty
-    assert await shop.get_order("9912") is None  # orders had the shop's own rows
+    assert await seed_demo_shop(shop) is False  # the policies are empty, but not the shop
+    assert await shop.get_order("9912") is None
     assert (await shop.get_order("8041")).status == "delivered"  # type: ignore[union-attr]
-    policy = await shop.find_return_policy("кофемашина")
-    assert policy is not None and policy.return_days == 14
-    assert await seed_demo_shop(shop) is False
+    assert await shop.find_return_policy("кофемашина") is None
+    assert await shop.faq_topics(10) == []
 
 
 async def test_seed_on_an_empty_database(db: Database) -> None:
@@ -308,12 +307,14 @@ async def test_faq_import_replaces_the_whole_faq_including_the_demo(db: Database
 
     plan = plan_import({"faq": FAQ})
     counts = await shop.import_shop_data(**vars_of(plan), faq=plan.faq)
-    assert (counts.faq_inserted, counts.faq_updated, counts.faq_removed) == (0, 2, 1)
+    # the demo rows are removed first: the shop's entries are its own, not updated demo ones
+    assert (counts.faq_inserted, counts.faq_updated, counts.faq_removed) == (2, 0, 0)
+    assert counts.demo_removed.faq == 3
     found = await shop.find_faq_entries(["delivery", "контакты", "оплата"])
     assert found["delivery"].answer == "Курьером — 500 ₽."
     assert "контакты" not in found  # the demo contacts are gone, not mixed in
     assert await shop.faq_topics(10) == ["Доставка", "Оплата"]
-    assert await seed_demo_shop(shop) is False  # the FAQ has the shop's own rows
+    assert await seed_demo_shop(shop) is False  # the shop has its own rows
 
     emptied = await shop.import_shop_data(orders=[], policies=[], texts={}, faq=[])
     assert emptied.faq_removed == 2 and await shop.faq_topics(10) == []
@@ -356,7 +357,7 @@ async def test_run_import_reports_faq_counts_only_when_the_file_has_faq(
     assert "faq: 0 inserted, 1 updated, 1 removed" in capsys.readouterr().out
     path.write_text(json.dumps(VALID, ensure_ascii=False), encoding="utf-8")
     assert await run_import(str(path)) == 0
-    assert "faq" not in capsys.readouterr().out
+    assert "faq:" not in capsys.readouterr().out
 
 
 async def test_a_shop_with_its_own_orders_never_gets_the_demo_faq(db: Database) -> None:
@@ -372,7 +373,7 @@ async def test_a_demo_database_gains_the_demo_faq_on_upgrade(db: Database) -> No
     shop = ShopRepository(db)
     orders = demo_orders(datetime.now(UTC))
     assert {order.order_id for order in orders} == set(DEMO_ORDER_IDS)
-    await shop.seed_if_empty(orders=orders, policies=())
+    await shop.seed_demo(orders=orders, policies=())
     assert await seed_demo_shop(shop) is True
     assert await shop.faq_topics(10) != []
 

@@ -79,8 +79,8 @@ async def test_someone_elses_order_looks_exactly_like_a_missing_one(
 
     assert hidden.content == missing.content  # byte-identical
     assert json.loads(hidden.content)["data"]["found"] is False
-    assert hidden.audit.status == missing.audit.status == AuditStatus.SUCCESS
-    assert hidden.audit.error_code == missing.audit.error_code is None
+    assert hidden.audit.status == missing.audit.status == AuditStatus.BUSINESS_ERROR
+    assert hidden.audit.error_code == missing.audit.error_code == "not_found"
 
 
 async def test_public_demo_orders_are_visible_to_everyone(
@@ -206,7 +206,7 @@ async def test_in_a_group_own_others_and_missing_orders_get_one_answer(
     assert without_number(stranger.content) == without_number(missing.content)
     assert json.loads(stranger.content)["data"]["found"] is False
     assert owner.audit.status == stranger.audit.status == missing.audit.status
-    assert owner.audit.status is AuditStatus.SUCCESS
+    assert owner.audit.status is AuditStatus.BUSINESS_ERROR  # "said no" in /stats
 
 
 async def test_a_public_order_is_found_in_a_group(
