@@ -13,6 +13,9 @@ import contextlib
 import ctypes
 import os
 import signal
+import sys
+import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -111,7 +114,8 @@ def _end(pid: int) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Nothing a test started outlives the session: the fork server's children and this
     process's own (orphans included, see pytest_configure) are listed, killed and reaped,
-    and the run fails if one was still running. Exited ones are only reaped."""
+    and the run fails if one was still running. Exited ones are only reaped. Threads that
+    would keep the interpreter from exiting fail the run too (`_stuck_threads`)."""
     from tests.e2e.launch import stop_fork_server
 
     left = [(pid, "a child of the fork server", True) for pid in stop_fork_server()]
@@ -119,10 +123,49 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for pid, _, _ in left:
         _end(pid)
     running = [(pid, command) for pid, command, alive in left if alive]
-    if not running:
-        return
-    lines = "\n".join(f"  pid {pid}: {command}" for pid, command in running)
-    session.config.get_terminal_writer().line(
-        f"\nprocesses left running by the tests (now killed):\n{lines}", red=True
-    )
-    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    writer = session.config.get_terminal_writer()
+    if running:
+        lines = "\n".join(f"  pid {pid}: {command}" for pid, command in running)
+        writer.line(f"\nprocesses left running by the tests (now killed):\n{lines}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    stuck = _stuck_threads()
+    if stuck:
+        writer.line(
+            "\nthreads left running by the tests (the run would never exit): "
+            + ", ".join(stuck)
+            + " — a database connection a test did not close?",
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        session.config.stash[_EXIT_NOW] = int(session.exitstatus)
+
+
+# Set when threads a test left would keep the interpreter alive after pytest ends.
+_EXIT_NOW = pytest.StashKey[int]()
+
+
+def _stuck_threads(grace_s: float = 30.0) -> list[str]:
+    """Non-daemon threads still alive after a grace (a closing connection's worker ends
+    on its own within it): names, for the report. Thread-pool workers are left out: the
+    interpreter ends them itself at exit."""
+    main = threading.main_thread()
+    others = [
+        t
+        for t in threading.enumerate()
+        if t is not main and not t.daemon and not t.name.startswith("ThreadPoolExecutor")
+    ]
+    deadline = time.monotonic() + grace_s
+    for thread in others:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [t.name for t in others if t.is_alive()]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A run whose tests left a non-daemon thread (an unclosed aiosqlite connection's
+    worker) ends here with its status, instead of hanging in the interpreter's shutdown."""
+    status = config.stash.get(_EXIT_NOW, None)
+    if status is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)

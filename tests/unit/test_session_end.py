@@ -47,3 +47,35 @@ def test_a_session_whose_test_left_processes_fails_and_ends_them(tmp_path: Path)
     pids = [int(next(base.rglob(name)).read_text()) for name in ("child.pid", "orphan.pid")]
     assert all(f"pid {pid}:" in output for pid in pids), output
     assert not any(_alive(pid) for pid in pids)
+
+
+LEAVES_A_CONNECTION_OPEN = """
+import aiosqlite
+
+KEPT = []
+
+async def test_leaves_a_connection_open(tmp_path):
+    connection = aiosqlite.connect(tmp_path / "left.sqlite3")
+    await connection
+    KEPT.append(connection)  # never closed: its worker thread would outlive the run
+"""
+
+
+def test_a_session_whose_test_left_a_connection_open_fails_instead_of_hanging(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "test_inner.py").write_text(LEAVES_A_CONNECTION_OPEN)
+    options = ["-q", "-p", "tests.conftest", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto"]
+    options += ["-o", "asyncio_default_fixture_loop_scope=function"]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *options, "test_inner.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=240,  # an outer bound: before the check, this run never ended
+        check=False,
+    )
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output  # the test passed; the session did not
+    assert "1 passed" in output and "threads left running by the tests" in output

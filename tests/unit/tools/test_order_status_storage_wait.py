@@ -17,7 +17,7 @@ import pytest
 import storage.sqlite
 from storage.database import StorageRetry, open_database
 from storage.shop import ShopRepository
-from tools.base import ToolCall, ToolContext
+from tools.base import Caller, ToolCall, ToolContext
 from tools.executor import ToolExecutor
 from tools.order_status import GET_ORDER_STATUS, order_status_tool
 from tools.registry import ToolRegistry
@@ -54,7 +54,7 @@ async def test_a_lock_longer_than_the_tool_timeout_is_waited_out(
     registry = ToolRegistry()
     registry.register(replace(order_status_tool(lookups_per_hour=10), timeout_s=TOOL_TIMEOUT_S))
     executor = ToolExecutor(registry, storage_retry=RETRY)
-    context = ToolContext(user_id=1001, chat_id=1001, shop=shop, private_chat=True)
+    context = ToolContext(caller=Caller(key=1001, chat_id=1001, private_chat=True), shop=shop)
     call = ToolCall("c1", GET_ORDER_STATUS, json.dumps({"order_id": "8041"}))
 
     # each retry waits at least the busy timeout and the retry delay (0.04 s): 20 of
@@ -69,14 +69,14 @@ async def test_a_lock_longer_than_the_tool_timeout_is_waited_out(
         assert not lookup.done()  # still waiting for the store, not failed
         holder.execute("ROLLBACK")
         outcome = await asyncio.wait_for(lookup, 30)
+        row = await db.fetch_one(
+            "SELECT count(*) FROM order_lookups WHERE user_id = 1001 AND order_id = '8041'"
+        )
     finally:
         holder.close()
         logging.getLogger("storage.database").removeHandler(retried)
+        await db.close()
     result = json.loads(outcome.content)
     assert outcome.ok, result
     assert result["data"]["order_id"] == "8041"
-    row = await db.fetch_one(
-        "SELECT count(*) FROM order_lookups WHERE user_id = 1001 AND order_id = '8041'"
-    )
     assert row is not None and int(row[0]) == 1  # the bound still counts this lookup
-    await db.close()
