@@ -530,7 +530,8 @@ async def test_reply_does_not_wait_for_the_summary(db: Database) -> None:
 
 
 class _PausingReader(ConversationRepository):
-    """The summarizer's reads: the first window read is held after it has read."""
+    """The summarizer's reads: the first read of a background summary run is held after
+    it has read (a turn's own read of its memory goes through at once)."""
 
     def __init__(self, db: Database) -> None:
         super().__init__(db)
@@ -539,7 +540,9 @@ class _PausingReader(ConversationRepository):
 
     async def recent_messages(self, session_id: int, *, limit: int, after_id: int = 0) -> Any:
         read = await super().recent_messages(session_id, limit=limit, after_id=after_id)
-        if not self.paused.is_set():
+        task = asyncio.current_task()
+        in_summary_run = task is not None and task.get_name().startswith("summary-")
+        if in_summary_run and not self.paused.is_set():
             self.paused.set()
             await self.resume.wait()
         return read
@@ -569,10 +572,10 @@ async def test_a_turn_answered_while_a_summary_runs_is_still_summarised(db: Data
         shop_name="Кофейный двор",
         history_token_budget=250,
     )
-    await service.answer(chat_id=1, user_id=5, text="question 0 " + "q" * 200)
+    await service.answer(Caller(key=5, chat_id=1), "question 0 " + "q" * 200)
     await reader.paused.wait()  # the first turn's run has read one pair: nothing to fold
     for i in (1, 2):  # the third pair pushes the first out of the window
-        await service.answer(chat_id=1, user_id=5, text=f"question {i} " + "q" * 200)
+        await service.answer(Caller(key=5, chat_id=1), f"question {i} " + "q" * 200)
     reader.resume.set()
     await service.wait_for_summaries()
 

@@ -10,6 +10,7 @@ text and replaces the FAQ, and a rejected file that writes nothing.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ async def test_import_data_gives_the_same_shop_on_both_backends(
     )
     on_postgres = await _run_on("DATABASE_URL", pg_url, tmp_path, monkeypatch, capsys)
     for step, (sqlite_seen, postgres_seen) in enumerate(zip(on_sqlite, on_postgres, strict=True)):
-        assert postgres_seen == sqlite_seen, step
+        assert _target_masked(postgres_seen) == _target_masked(sqlite_seen), step
 
     first, after_first, rejected, after_rejected, again, after_again = on_postgres
     assert first[0] == 0 and "orders: 3 inserted, 0 updated" in first[1]
@@ -165,3 +166,11 @@ async def test_import_data_gives_the_same_shop_on_both_backends(
     assert order.status == "delivered" and order.owner_telegram_id is None
     assert after_again["found"]["text"] is None
     assert after_again["found"]["topics"] == ["Оплата"]
+
+
+def _target_masked(seen: Any) -> Any:
+    """What was printed, with the database the summary names (which differs) left out."""
+    if not isinstance(seen, tuple) or len(seen) != 3 or not isinstance(seen[1], str):
+        return seen
+    code, out, err = seen
+    return code, re.sub(r"^imported into .*? \(DATABASE_(PATH|URL)\): ", "", out), err
