@@ -22,27 +22,14 @@ from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.formatting import Rendered, messages_under_heading
 from bot.handoff import HandoffDesk
+from bot.limits import within_limits
 from bot.responder import Outbox
 from bot.texts import Texts
 from bot.turn_view import ChatSide, turn_view
 from services.answer_stream import DraftSink
 from services.chat import ChatService
-from services.limits import UserMessageLimiter
 from services.loop_types import TurnReply
 from services.text_visibility import has_visible_text
-
-
-async def within_limits(message: Message, ctx: UpdateContext, limiter: UserMessageLimiter) -> bool:
-    """MESSAGES_PER_MINUTE/PER_DAY for the sender; over them: one notice, then silence."""
-    # keyed by the sender (anonymous admins: by their group, not one shared placeholder id)
-    decision = limiter.check(caller_of(message).key)
-    if decision.allowed:
-        return True
-    if decision.notify:
-        await ctx.outbox.send(ctx.texts.rate_limited_notice)
-    else:
-        await ctx.outbox.ignore("user_rate_limited")
-    return False
 
 
 def request_key(inbox_update_id: int) -> str:

@@ -34,9 +34,10 @@ from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, IsCommand, caller_of
 from bot.handoff import HandoffDesk
 from bot.keyboards import HandoffButton
+from bot.limits import within_limits
 from bot.menu import MenuEntry
 from bot.responder import Outbox
-from bot.routers.chat import request_key, within_limits
+from bot.routers.chat import request_key
 from bot.texts import Texts
 from services.chat import ChatService
 from storage.handoffs import HandoffSource

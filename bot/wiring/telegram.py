@@ -204,6 +204,11 @@ def build_handler_deps(
             per_minute=settings.user_messages_per_minute,
             per_day=settings.user_messages_per_day,
         ),
+        # commands, contacts and button presses: a budget of their own (bot/limits.py)
+        command_limiter=UserMessageLimiter(
+            per_minute=settings.user_messages_per_minute,
+            per_day=settings.user_messages_per_day,
+        ),
         responder=responder,
         sender=sender,
         stats=build_stats_service(settings, db, voice_notes),
