@@ -2,7 +2,7 @@
 
 Every update a customer's router answers is a message the bot sends, so every one is
 counted (services/limits.py `UserMessageLimiter`, keyed by the sender: `caller_of`).
-Two budgets, both of MESSAGES_PER_MINUTE and MESSAGES_PER_DAY: customers' messages
+Two budgets, both of USER_MESSAGES_PER_MINUTE and USER_MESSAGES_PER_DAY: customers' messages
 (text, voice notes, what they write during a handoff: each may cost a model turn or an
 operator's attention) are checked by their handlers (`within_limits`); everything else
 a customer can make the bot answer — commands, a shared contact, a press of a button —
@@ -39,7 +39,7 @@ async def within_limit(key: int, ctx: UpdateContext, limiter: UserMessageLimiter
 
 
 async def within_limits(message: Message, ctx: UpdateContext, limiter: UserMessageLimiter) -> bool:
-    """MESSAGES_PER_MINUTE/PER_DAY for the sender of a customer's message."""
+    """USER_MESSAGES_PER_MINUTE/PER_DAY for the sender of a customer's message."""
     # keyed by the sender (anonymous admins: by their group, not one shared placeholder id)
     return await within_limit(caller_of(message).key, ctx, limiter)
 
