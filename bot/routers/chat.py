@@ -32,6 +32,17 @@ from services.loop_types import TurnReply
 from services.text_visibility import has_visible_text
 
 
+def refusal_of(text: str, texts: Texts, max_input_chars: int) -> str | None:
+    """The polite note for words that never enter a conversation — made only of invisible
+    characters, or over MAX_INPUT_CHARS — or None. The one input check of typed words,
+    here and during a handoff (bot/routers/handoff.py: what the model reads after it)."""
+    if not has_visible_text(text):
+        return texts.empty_message
+    if len(text) > max_input_chars:
+        return texts.too_long_for(max_input_chars)
+    return None
+
+
 def request_key(inbox_update_id: int) -> str:
     """What a turn answers: the update (a replay of it after a crash gets the stored turn)."""
     return f"telegram:{inbox_update_id}"
@@ -142,8 +153,9 @@ def build_chat_router(deps: HandlerDeps) -> Router:
         if not await within_limits(message, ctx, deps.limiter):
             return
         text = (await strip_bot_mention(message.text or "", bot)).strip()
-        if not has_visible_text(text):
-            await ctx.outbox.send(ctx.texts.empty_message)
+        refusal = refusal_of(text, ctx.texts, deps.max_input_chars)
+        if refusal is not None:
+            await ctx.outbox.send(refusal)
             return
         await answer_words(message, text, ctx, deps)
 
