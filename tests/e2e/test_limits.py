@@ -18,7 +18,12 @@ from tests.e2e.chat_helpers import (
     wait_for_db,
 )
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion, default_script
-from tests.fakes.telegram_server import FakeTelegramServer, callback_update, message_update
+from tests.fakes.telegram_server import (
+    FakeTelegramServer,
+    callback_update,
+    contact_update,
+    message_update,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -124,3 +129,23 @@ async def test_button_presses_over_the_limit_get_one_notice_then_silence(
     assert len(fake_telegram.calls_of("answerCallbackQuery")) == limit
     notices = [seen_text(m.text) for m in fake_telegram.messages_to(805)]
     assert notices == [seen_text(RU.rate_limited_notice)]
+
+
+async def test_contacts_over_the_limit_are_refused_and_not_kept(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, database_path: Path
+) -> None:
+    limit, customer = 1, 806
+    await start_bot(USER_MESSAGES_PER_MINUTE=str(limit))
+    cards = [
+        fake_telegram.enqueue_update(
+            contact_update(customer, phone_number="79005550101", contact_user_id=None)
+        )
+        for _ in range(4)
+    ]
+    await wait_for_db(database_path, finished_sql(cards), [(len(cards),)], *cards)
+    replies = [seen_text(m.text) for m in fake_telegram.messages_to(customer)]
+    assert replies == [seen_text(RU.contact_not_own), seen_text(RU.rate_limited_notice)]
+    # no refused card stays in the inbox copy of its update either
+    await wait_for_db(
+        database_path, "SELECT count(*) FROM updates WHERE payload LIKE '%9005550101%'", [(0,)]
+    )
