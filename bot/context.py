@@ -31,6 +31,8 @@ from services.stats import StatsService
 class HandlerDeps:
     """The collaborators of the core routers (commands, chat, phone, feedback, admin).
 
+    `limiter`: customers' messages, `command_limiter`: their commands, contacts and
+    button presses (bot/limits.py), each USER_MESSAGES_PER_MINUTE/PER_DAY;
     `max_input_chars`: MAX_INPUT_CHARS; `feedback_buttons`: FEEDBACK_ENABLED (👍/👎 under
     AI answers); `handoff`: the desk when OPERATOR_CHAT_ID is set, for the reply to a turn
     in which the model asked for a person (`send_answer`).
@@ -38,6 +40,7 @@ class HandlerDeps:
 
     chat_service: ChatService
     limiter: UserMessageLimiter
+    command_limiter: UserMessageLimiter
     responder: Responder
     sender: Sender
     stats: StatsService

@@ -5,20 +5,21 @@ tuple: the command and its words in `bot/texts.py`, so a shop's TEXTS_FILE may r
 them too); a feature's entries come with the feature (bot/features/). `set_commands`
 sends them once at start: the customers' entries for everyone, the admins' entries
 after them for each of ADMIN_IDS, in the default language and in each other language.
-The menu is optional: a failure is a warning, never a stop.
+The menu is optional: a failure is a warning, never a stop. /help lists the same
+customers' entries (`help_with_commands`), so the two never disagree.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aiogram.methods import SetMyCommands
 from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefault
 
 from bot.sender import Sender
-from bot.texts import LANGUAGES, Texts, TextTable
+from bot.texts import COMMANDS_PLACEHOLDER, LANGUAGES, Texts, TextTable
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,18 @@ class MenuEntry:
 class Menu:
     customers: tuple[MenuEntry, ...]
     admins: tuple[MenuEntry, ...] = ()
+
+
+def help_with_commands(table: TextTable, entries: tuple[MenuEntry, ...]) -> TextTable:
+    """`table` with `{commands}` in each language's help replaced by `entries`, one
+    "- /command — words" a line (a help a shop wrote without it stays as written)."""
+
+    def completed(texts: Texts) -> Texts:
+        listing = "\n".join(f"- /{e.command} — {e.words(texts)}" for e in entries)
+        return replace(texts, help=texts.help.replace(f"{{{COMMANDS_PLACEHOLDER}}}", listing))
+
+    by_language = {language: completed(texts) for language, texts in table.by_language.items()}
+    return replace(table, by_language=by_language)
 
 
 def menu_calls(menu: Menu, table: TextTable, admin_ids: Iterable[int]) -> list[SetMyCommands]:

@@ -16,8 +16,10 @@ a `TextTable`: the effective `Texts` per language and the default language.
 Placeholders (`str.format` syntax, a literal brace is written `{{` or `}}`):
 `{contacts}` — the `contacts` text (how to reach the shop other than through this
 assistant), which every welcome must contain; `{shop_name}` — `SHOP_NAME`, only when it
-is set; `{limit}` — in `too_long` only, and required there. All but `{limit}` are filled
-in once at start-up.
+is set; `{limit}` — in `too_long` only, and required there; `{commands}` — in `help`
+only: the commands of the customers' menu, one a line (`bot.menu.help_with_commands`
+fills it in from the same menu entries Telegram lists, so a feature's command is there
+exactly when the feature is on). All but `{limit}` are filled in once at start-up.
 
 `TextTable.choose` is the one rule that turns a Telegram user's `language_code` into the
 language of a reply (`language_for`); `bot.filters.LanguageMiddleware` applies it once
@@ -47,7 +49,7 @@ MAX_TEXTS_FILE_BYTES = 64 * 1024
 @dataclass(frozen=True, slots=True)
 class Texts:
     start: str  # {contacts} required, {shop_name}
-    help: str
+    help: str  # {commands}: the customers' commands menu, filled in by bot/menu.py
     contacts: str  # how to reach the shop otherwise; {shop_name}
     new_session: str
     new_admins_only: str  # /new in a group from a member who is not one of its admins
@@ -122,6 +124,8 @@ _REQUIRED: Mapping[str, frozenset[str]] = {
     "start": frozenset({"contacts"}),
     **_RUNTIME_PLACEHOLDERS,
 }
+# in `help`: kept through the start-up formatting, filled in from the menu (bot/menu.py)
+COMMANDS_PLACEHOLDER = "commands"
 # the longest working hours label (services/handoff.py), to check the text fits a message
 _LONGEST_HOURS = "00:00–24:00 (UTC+14)"
 
@@ -131,6 +135,8 @@ def allowed_placeholders(key: str) -> frozenset[str]:
         return _RUNTIME_PLACEHOLDERS[key]
     if key == "contacts":
         return frozenset({"shop_name"})
+    if key == "help":
+        return frozenset({"shop_name", "contacts", COMMANDS_PLACEHOLDER})
     return frozenset({"shop_name", "contacts"})
 
 
@@ -140,7 +146,7 @@ _RU_START_BODY = (
     "- подсказать, где сейчас ваш заказ;\n"
     "- рассказать об условиях возврата.\n\n"
     "Например, спросите:\n"
-    "- *Где сейчас находится заказ 8041?*\n"
+    "- *Где сейчас мой заказ?* — и назовите его номер;\n"
     "- *Можно ли вернуть наушники?*\n\n"
     "{contacts}\n\n"
     "Чтобы начать разговор заново, отправьте /new. Справка — /help."
@@ -150,12 +156,10 @@ _RU_AI = "Я — ИИ-ассистент, то есть программа, а �
 RU_TEMPLATES = Texts(
     start=f"Здравствуйте! Это поддержка магазина. {_RU_AI}{_RU_START_BODY}",
     help=(
-        "Напишите вопрос обычным текстом — например, *«Где мой заказ 8041?»* "
+        "Напишите вопрос обычным текстом — например, *«Где мой заказ?»* с его номером "
         "или *«Как вернуть товар?»*.\n\n"
         "Команды:\n"
-        "- /start — что я умею\n"
-        "- /new — начать разговор заново\n"
-        "- /help — эта справка\n\n"
+        "{commands}\n\n"
         "{contacts}"
     ),
     contacts=(
@@ -259,7 +263,7 @@ _EN_START_BODY = (
     "- tell you where your order is now;\n"
     "- explain the return policy.\n\n"
     "For example, ask:\n"
-    "- *Where is my order 8041 now?*\n"
+    "- *Where is my order now?* — with its number;\n"
     "- *Can I return headphones?*\n\n"
     "{contacts}\n\n"
     "To start the conversation over, send /new. Help: /help."
@@ -269,12 +273,10 @@ _EN_AI = "I am an AI assistant: a program, not a person, and I can make mistakes
 EN_TEMPLATES = Texts(
     start=f"Hello! This is the shop's support. {_EN_AI}{_EN_START_BODY}",
     help=(
-        "Just write your question as text — for example, *“Where is my order 8041?”* "
-        "or *“How do I return an item?”*.\n\n"
+        "Just write your question as text — for example, *“Where is my order?”* with its "
+        "number, or *“How do I return an item?”*.\n\n"
         "Commands:\n"
-        "- /start — what I can do\n"
-        "- /new — start the conversation over\n"
-        "- /help — this help\n\n"
+        "{commands}\n\n"
         "{contacts}"
     ),
     contacts="To talk to a person at the shop, use the contacts on the shop's website.",
@@ -455,7 +457,9 @@ def _effective(
         return template, problems
     contacts = template.contacts.format(shop_name=shop_name)
     values = {
-        key: getattr(template, key).format(shop_name=shop_name, contacts=contacts)
+        key: getattr(template, key).format(
+            shop_name=shop_name, contacts=contacts, commands=f"{{{COMMANDS_PLACEHOLDER}}}"
+        )
         for key in TEXT_KEYS
         if key not in _RUNTIME_KEYS
     }
@@ -590,7 +594,8 @@ def describe_table(table: TextTable) -> str:
     lines = [
         f"Customers whose Telegram language is neither {others} read the {default} texts.",
         "Texts are shown as written (Markdown: *bold* reaches customers in bold); "
-        "{limit} is MAX_INPUT_CHARS (in voice_too_long: VOICE_MAX_SECONDS).",
+        "{limit} is MAX_INPUT_CHARS (in voice_too_long: VOICE_MAX_SECONDS); "
+        "{commands} in help is the list of the commands in the menu.",
     ]
     order = [default, *(language for language in LANGUAGES if language != default)]
     for language in order:

@@ -24,9 +24,10 @@ from tools.base import Tool
 @dataclass(frozen=True, slots=True)
 class FeatureRouters:
     """A feature's routers, by where they go among the core ones (bot/routers/):
-    `first` before every other router (e.g. a chat no other router may see), `commands`
-    among the command routers (before the unknown-command reply), `messages` before the
-    routers that answer customers' messages."""
+    `first` before every other router (e.g. a chat no other router may see; not limited
+    per user), `commands` among the command routers (before the unknown-command reply;
+    customers' commands and button presses, limited per user: bot/limits.py), `messages`
+    before the routers that answer customers' messages (their handlers apply the limits)."""
 
     first: tuple[Router, ...] = ()
     commands: tuple[Router, ...] = ()

@@ -6,6 +6,11 @@ exactly the reply any unknown command gets — then shared contacts, then the fe
 message routers (during a handoff, voice notes), then customer messages; button presses
 (👍/👎) have their own router. Errors are handled by their own router. A feature
 (bot/features/) puts its routers in one of three places: `FeatureRouters`.
+
+What a customer can make the bot answer is limited per user (bot/limits.py): messages
+by their handlers, commands (the features' among them), contacts and button presses by
+`limit_updates`; the admin router and the features' `first` routers (the operators'
+group) are not.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import TYPE_CHECKING
 from aiogram import Router
 
 from bot.context import HandlerDeps
+from bot.limits import limit_updates
 from bot.menu import Menu
 from bot.routers import admin, commands, phone
 from bot.routers.chat import build_chat_router
@@ -37,21 +43,36 @@ def get_routers(
     """The core routers with the features' ones in their places. After a 👎 the
     feedback router offers "talk to a person" when handoff is on (`deps.handoff`)."""
     parts = [feature.routers(deps) for feature in features]
+    customer_commands = limit_updates(
+        [
+            build_commands_router(deps),
+            build_phone_commands_router(deps),
+            *(router for part in parts for router in part.commands),
+        ],
+        deps.command_limiter,
+    )
+    admin_router = admin.build_admin_router(
+        deps,
+        frozenset(admin_ids),
+        sections=[section for feature in features for section in feature.stats_sections],
+    )
+    unknown, contacts, feedback = limit_updates(
+        [
+            build_unknown_command_router(),
+            build_contact_router(deps),
+            build_feedback_router(deps, offer_operator=deps.handoff is not None),
+        ],
+        deps.command_limiter,
+    )
     return [
         *(router for part in parts for router in part.first),
-        build_commands_router(deps),
-        build_phone_commands_router(deps),
-        *(router for part in parts for router in part.commands),
-        admin.build_admin_router(
-            deps,
-            frozenset(admin_ids),
-            sections=[section for feature in features for section in feature.stats_sections],
-        ),
-        build_unknown_command_router(),
-        build_contact_router(deps),
+        *customer_commands,
+        admin_router,
+        unknown,
+        contacts,
         *(router for part in parts for router in part.messages),
         build_chat_router(deps),
-        build_feedback_router(deps, offer_operator=deps.handoff is not None),
+        feedback,
         build_errors_router(),
     ]
 

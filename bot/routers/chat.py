@@ -22,27 +22,25 @@ from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.formatting import Rendered, messages_under_heading
 from bot.handoff import HandoffDesk
+from bot.limits import within_limits
 from bot.responder import Outbox
 from bot.texts import Texts
 from bot.turn_view import ChatSide, turn_view
 from services.answer_stream import DraftSink
 from services.chat import ChatService
-from services.limits import UserMessageLimiter
 from services.loop_types import TurnReply
 from services.text_visibility import has_visible_text
 
 
-async def within_limits(message: Message, ctx: UpdateContext, limiter: UserMessageLimiter) -> bool:
-    """MESSAGES_PER_MINUTE/PER_DAY for the sender; over them: one notice, then silence."""
-    # keyed by the sender (anonymous admins: by their group, not one shared placeholder id)
-    decision = limiter.check(caller_of(message).key)
-    if decision.allowed:
-        return True
-    if decision.notify:
-        await ctx.outbox.send(ctx.texts.rate_limited_notice)
-    else:
-        await ctx.outbox.ignore("user_rate_limited")
-    return False
+def refusal_of(text: str, texts: Texts, max_input_chars: int) -> str | None:
+    """The polite note for words that never enter a conversation — made only of invisible
+    characters, or over MAX_INPUT_CHARS — or None. The one input check of typed words,
+    here and during a handoff (bot/routers/handoff.py: what the model reads after it)."""
+    if not has_visible_text(text):
+        return texts.empty_message
+    if len(text) > max_input_chars:
+        return texts.too_long_for(max_input_chars)
+    return None
 
 
 def request_key(inbox_update_id: int) -> str:
@@ -155,8 +153,9 @@ def build_chat_router(deps: HandlerDeps) -> Router:
         if not await within_limits(message, ctx, deps.limiter):
             return
         text = (await strip_bot_mention(message.text or "", bot)).strip()
-        if not has_visible_text(text):
-            await ctx.outbox.send(ctx.texts.empty_message)
+        refusal = refusal_of(text, ctx.texts, deps.max_input_chars)
+        if refusal is not None:
+            await ctx.outbox.send(refusal)
             return
         await answer_words(message, text, ctx, deps)
 

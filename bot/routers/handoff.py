@@ -34,9 +34,10 @@ from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, IsCommand, caller_of
 from bot.handoff import HandoffDesk
 from bot.keyboards import HandoffButton
+from bot.limits import within_limits
 from bot.menu import MenuEntry
 from bot.responder import Outbox
-from bot.routers.chat import request_key, within_limits
+from bot.routers.chat import refusal_of, request_key
 from bot.texts import Texts
 from services.chat import ChatService
 from storage.handoffs import HandoffSource
@@ -209,6 +210,11 @@ def build_customer_handoff_router(deps: HandlerDeps, handoff: HandoffDesk) -> Ro
         text = history_text(message)
         if text is None:
             await outbox.send(ctx.texts.handoff_not_relayed)
+            return
+        # the chat path's checks: these words would reach the model after the handoff
+        refusal = refusal_of(text, ctx.texts, deps.max_input_chars)
+        if refusal is not None:
+            await outbox.send(refusal)
             return
         chat_id = message.chat.id
         await handoff.service.customer_said(chat_id, update_id=ctx.update_id, text=text)

@@ -24,7 +24,8 @@ from aiogram.types import Message
 from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot
 from bot.formatting import Rendered
-from bot.routers.chat import answer_words, within_limits
+from bot.limits import within_limits
+from bot.routers.chat import answer_words
 from bot.sender import Sender
 from bot.texts import Language, Texts
 from services.voice import (

@@ -21,10 +21,11 @@ from bot.features.instances import Instances, build_instances
 from bot.filters import LanguageMiddleware
 from bot.handoff import HandoffDesk
 from bot.intake import Intake
+from bot.menu import help_with_commands
 from bot.processing import UpdateProcessor
 from bot.responder import Responder
 from bot.response_types import keep_response_types
-from bot.routers import get_routers
+from bot.routers import get_menu, get_routers
 from bot.sender import RETRYABLE_FAILURES, Sender
 from bot.texts import BUILT_IN, TextTable
 from bot.wiring.core import Core
@@ -203,6 +204,11 @@ def build_handler_deps(
             per_minute=settings.user_messages_per_minute,
             per_day=settings.user_messages_per_day,
         ),
+        # commands, contacts and button presses: a budget of their own (bot/limits.py)
+        command_limiter=UserMessageLimiter(
+            per_minute=settings.user_messages_per_minute,
+            per_day=settings.user_messages_per_day,
+        ),
         responder=responder,
         sender=sender,
         stats=build_stats_service(settings, db, voice_notes),
@@ -225,6 +231,8 @@ def build_dispatcher(
     """The dispatcher with the core routers and the features'; `texts` are the shop's
     effective fixed texts, handed out per update (`ctx`) by the language middleware."""
     dispatcher = Dispatcher()
+    # /help lists the customers' menu: the core's commands and the features' that are on
+    texts = help_with_commands(texts, get_menu(features).customers)
     dispatcher.update.outer_middleware(LanguageMiddleware(texts))
     dispatcher.include_routers(*get_routers(deps, admin_ids=admin_ids, features=features))
     return dispatcher

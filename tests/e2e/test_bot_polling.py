@@ -65,7 +65,7 @@ async def test_start_help_and_unknown_command(
     await start_bot()
     fake_telegram.enqueue_update(message_update(CHAT, text="/start"))
     [start] = await fake_telegram.wait_for_messages(CHAT, 1)
-    assert "/new" in start.plain_text and "8041" in start.plain_text
+    assert "/new" in start.plain_text and "/help" in start.plain_text
     assert start.parse_mode == "HTML"
 
     fake_telegram.enqueue_update(message_update(CHAT, text="/help", language_code="en"))

@@ -609,3 +609,33 @@ async def test_a_long_handoff_reaches_the_first_answer_after_close(
     assert "Нужна подарочная упаковка" in seen
     assert "Верните деньги за заказ 8041" in seen
     assert "И упакуйте в синюю бумагу" in seen
+
+
+async def test_during_a_handoff_invisible_and_too_long_messages_are_refused_as_in_chat(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    limit = 40
+    await start(start_bot, fake_telegram, MAX_INPUT_CHARS=str(limit))
+    topic_id = await handed_over(fake_telegram)
+    in_topic = len(fake_telegram.messages_in_topic(OPERATORS, topic_id))
+    invisible = "\u200b\u2060\u3164"  # zero-width space, word joiner, Hangul filler
+    too_long = "Верните деньги " + "а" * limit
+    empty = await next_message(fake_telegram, CUSTOMER, message_update(CUSTOMER, text=invisible))
+    assert seen_text(empty.text) == RU_TEMPLATES.empty_message
+    long_ = await next_message(fake_telegram, CUSTOMER, message_update(CUSTOMER, text=too_long))
+    assert seen_text(long_.text) == RU_TEMPLATES.too_long_for(limit)
+    # neither reached the operators, nor the history the model reads after /close
+    assert len(fake_telegram.messages_in_topic(OPERATORS, topic_id)) == in_topic
+    closed = await next_message(
+        fake_telegram,
+        CUSTOMER,
+        topic_message_update(OPERATORS, topic_id, text="/close", user_id=OPERATOR_USER),
+    )
+    assert seen_text(closed.text) == RU_TEMPLATES.handoff_closed
+    await next_message(fake_telegram, CUSTOMER, message_update(CUSTOMER, text="Что с заказом?"))
+    body = next(b for b in fake_openai.chat_requests if last_user_text(b) == "Что с заказом?")
+    said = [str(m.get("content")) for m in body["messages"] if m["role"] == "user"]
+    assert not any(invisible in text or "Верните деньги" in text for text in said)

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from bot.formatting import markdown_to_messages
-from bot.texts import EN, RU, Texts
+from bot.menu import help_with_commands
+from bot.routers import get_menu
+from bot.texts import BUILT_IN, EN, RU, Texts
 from tests.e2e.chat_helpers import results_for, system_text
 from tests.e2e.conftest import StartBot
 from tests.e2e.launch import run_bot_command
@@ -50,7 +52,9 @@ async def test_a_german_customer_reads_the_default_language_and_the_model_answer
     fake_telegram.enqueue_update(message_update(CHAT, text="Hallo", language_code="uk"))
     start, help_, unknown, answer = await fake_telegram.wait_for_messages(CHAT, 4)
     assert start.text == html_of(texts.start)
-    assert help_.text == html_of(texts.help)
+    # /help with the customers' menu in it (no feature that adds a command is on here)
+    menu = help_with_commands(BUILT_IN, get_menu().customers)
+    assert help_.text == html_of(menu.by_language[default].help)  # type: ignore[index]
     assert unknown.text == html_of(texts.unknown_command)
     # the welcome says plainly that this is an AI, and how to reach the shop otherwise
     assert ("AI assistant" if default == "en" else "ИИ-ассистент") in start.plain_text

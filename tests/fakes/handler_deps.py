@@ -34,6 +34,7 @@ def handler_deps(db: Database, sender: Sender, responder: Responder, **given: An
     values: dict[str, Any] = {
         "chat_service": Unused("chat_service"),
         "limiter": UserMessageLimiter(per_minute=100, per_day=1000),
+        "command_limiter": UserMessageLimiter(per_minute=100, per_day=1000),
         "responder": responder,
         "sender": sender,
         "stats": StatsService(StatsRepository(db), clock=time.time),

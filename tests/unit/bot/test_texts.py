@@ -8,6 +8,7 @@ import pytest
 
 from bot.formatting import markdown_to_messages
 from bot.texts import BUILT_IN, EN, LANGUAGES, RU, language_for
+from tools.shop.demo import DEMO_ORDER_IDS
 
 
 @pytest.mark.parametrize(
@@ -54,5 +55,12 @@ def test_every_text_is_filled_and_renders_as_one_message() -> None:
 
 def test_start_names_examples_and_new() -> None:
     for texts in (RU, EN):
-        assert "8041" in texts.start and "/new" in texts.start and "/help" in texts.start
+        assert "/new" in texts.start and "/help" in texts.start
         assert "2000" in texts.too_long_for(2000)
+
+
+def test_the_built_in_examples_name_no_demo_order() -> None:
+    """A shop with its own data must not be told to ask about the demo's orders."""
+    for texts in (RU, EN):
+        for order_id in DEMO_ORDER_IDS:
+            assert order_id not in texts.start and order_id not in texts.help
