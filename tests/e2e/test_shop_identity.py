@@ -156,7 +156,7 @@ def test_texts_prints_the_effective_texts_without_a_token(
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.splitlines() == [
         "error: invalid settings: TEXTS_FILE texts.toml: [en] help: unknown placeholder "
-        "{manager} (allowed here: {contacts}, {shop_name})"
+        "{manager} (allowed here: {commands}, {contacts}, {shop_name})"
     ]
     bad_language = run_cli({**clean_env, "DEFAULT_LANGUAGE": "de"}, tmp_path, "texts")
     assert bad_language.returncode == 2
