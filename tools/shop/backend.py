@@ -1,0 +1,100 @@
+"""The seam between the bot and the shop's own system: what a backend must offer.
+
+`SHOP_BACKEND` chooses one (local, http, medusa, shopify, woocommerce; the modules in
+tools/shop/backends/). `ShopBackend` reads orders; `OrderActions` carries out the actions
+a customer confirmed (cancel, return). Both raise `ShopUnavailable` for anything that went
+wrong on the way to the shop, so the tools answer "temporarily unavailable" and never
+show an internal detail; `check` raises `ShopSetupError` with one line for the start-up
+check (exit 2). Policies, the FAQ and the shop's texts stay local on every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from tools.shop.orders import LiveOrder, OrderItem, OrderNumberRule
+
+UnavailableKind = Literal["timeout", "unavailable", "rate_limited", "auth", "malformed"]
+
+
+class ShopUnavailable(Exception):
+    """The shop could not answer (`kind` says how, for logs and metrics; no secrets, no
+    customer data in the message)."""
+
+    def __init__(self, kind: UnavailableKind, detail: str = "") -> None:
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind: UnavailableKind = kind
+        self.detail = detail
+
+
+class ShopSetupError(Exception):
+    """A set-up mistake found at start: the message is the one line the owner reads."""
+
+
+class ShopBackend(Protocol):
+    """Reads a shop's orders. Implementations return identity unfiltered (phone, email,
+    Telegram id as the shop has them) and never decide access."""
+
+    name: str  # "local", "http", ... (a metrics label, the log's name for it)
+    number_rule: OrderNumberRule
+
+    async def get_order(self, number: str) -> LiveOrder | None:
+        """The order with this (normalised) number, None when the shop has none."""
+        ...
+
+    async def orders_for_phone(self, phone: str) -> Sequence[LiveOrder]:
+        """Orders whose customer has this E.164 phone, newest first (a bounded page)."""
+        ...
+
+    async def check(self) -> None:
+        """One cheap request proving the address and the credentials (start-up)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReturnLine:
+    item: OrderItem
+    quantity: int
+
+
+@dataclass(frozen=True, slots=True)
+class ActionDone:
+    """Carried out (now, or by an earlier call with the same operation id)."""
+
+    reference: str | None = None  # the platform's id of what was made (a return's id)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRejected:
+    """The shop refused: `reason` is a short code the model and the customer can be told
+    about ("not_cancellable", "already_cancelled", ...), never the platform's raw text."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActionUnknown:
+    """The request may or may not have taken effect (a timeout after sending): ask again
+    with the same operation id before anything else."""
+
+    detail: str = ""
+
+
+ActionResult = ActionDone | ActionRejected | ActionUnknown
+
+
+class OrderActions(Protocol):
+    """Carries out an action the customer confirmed. Idempotent by `operation_id`: a
+    second call with the same id never acts twice and answers as the first did (through
+    the platform's Idempotency-Key, or by finding the earlier result before acting), so a
+    restart after a crash can simply call again."""
+
+    async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult: ...
+
+    async def request_return(
+        self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult: ...
