@@ -344,10 +344,8 @@ class Coordination:
         self.fence = ClaimFence(lease_s=claims.lease_s)
         self.scheduler: ClaimedScheduler | None = None
 
-    def scheduling(
-        self, inbox: InboxRepository, *, on_live: Callable[[int], None]
-    ) -> SchedulerFactory:
-        def build(handle: UpdateHandler) -> ClaimedScheduler:
+    def scheduling(self, *, on_live: Callable[[int], None]) -> SchedulerFactory:
+        def build(handle: UpdateHandler, inbox: InboxRepository) -> ClaimedScheduler:
             self.scheduler = ClaimedScheduler(
                 handle, inbox=inbox, claims=self.claims, fence=self.fence, on_live=on_live
             )

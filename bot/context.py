@@ -8,23 +8,82 @@ there (`bot`, `command`, ...). `tests/unit/bot/test_handler_dependencies.py` kee
 
 `HandlerDeps` is built once by the wiring (bot/wiring/telegram.py) and never changes;
 a feature (bot/features/) gives its own routers what only they need (the handoff desk,
-the transcription) the same way, through its router builders' arguments.
+the transcription) the same way, through its router builders' arguments. What a feature
+adds to the core chat path comes through two typed collaborators with a "nothing"
+default, filled from the features' contributions (`Feature.drafts`, `Feature.after_turn`):
+`AnswerDrafts` (streamed answers: bot/features/streaming.py) and `AfterTurn` (e.g. the
+handoff the model opened in the turn: bot/features/handoff.py).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import Protocol
 
-from bot.drafts import Drafts
-from bot.handoff import HandoffDesk
+from aiogram.types import Message
+
 from bot.responder import Outbox, Responder
 from bot.sender import Sender
 from bot.texts import Language, Texts
+from services.answer_stream import DraftSink
 from services.chat import ChatService
 from services.feedback import FeedbackService
 from services.limits import UserMessageLimiter
+from services.loop_types import TurnReply
 from services.phones import PhoneVerification
 from services.stats import StatsService
+from storage.inbox import StoredReply
+
+
+class AnswerDraft(DraftSink, Protocol):
+    """One turn's streamed answer, with the customer's stop button (`stop` is set)."""
+
+    stop: asyncio.Event
+
+
+class AnswerDrafts(Protocol):
+    """Whether a new turn may stream its answer now, and its draft while it runs."""
+
+    def can_stream(self) -> bool: ...
+
+    def stream(self, chat_id: int, update_id: int) -> AbstractAsyncContextManager[AnswerDraft]:
+        ...
+
+
+class NoDrafts:
+    """Streaming off (STREAM_ANSWERS=false): every answer is sent whole, after the
+    typing indicator."""
+
+    def can_stream(self) -> bool:
+        return False
+
+    def stream(self, chat_id: int, update_id: int) -> AbstractAsyncContextManager[AnswerDraft]:
+        raise RuntimeError("answers are not streamed")  # can_stream() said no
+
+
+NO_DRAFTS = NoDrafts()
+
+
+async def _nothing_more() -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAddition:
+    """What a feature adds to a turn's reply: `notice` (Markdown) under the answer,
+    `also`: ready parts sent after it (e.g. to the operators' topic), `sent`: its work
+    once the reply is stored and sent."""
+
+    notice: str | None = None
+    also: tuple[StoredReply, ...] = ()
+    sent: Callable[[], Awaitable[None]] = _nothing_more
+
+
+# a feature's look at a finished turn before its reply is sent (bot/routers/chat.py)
+AfterTurn = Callable[[Message, TurnReply, "UpdateContext"], Awaitable[TurnAddition | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +93,9 @@ class HandlerDeps:
     `limiter`: customers' messages, `command_limiter`: their commands, contacts and
     button presses (bot/limits.py), each USER_MESSAGES_PER_MINUTE/PER_DAY;
     `max_input_chars`: MAX_INPUT_CHARS; `feedback_buttons`: FEEDBACK_ENABLED (👍/👎 under
-    AI answers); `handoff`: the desk when OPERATOR_CHAT_ID is set, for the reply to a turn
-    in which the model asked for a person (`send_answer`).
+    AI answers). From the features (bot/features/): `drafts` (streamed answers; none by
+    default), `after_turn` (their parts in a turn's reply, in order), `person_button` (a
+    feature answers the "talk to a person" button: shown after a failed turn or a 👎).
     """
 
     chat_service: ChatService
@@ -46,10 +106,11 @@ class HandlerDeps:
     stats: StatsService
     feedback: FeedbackService
     phones: PhoneVerification
-    drafts: Drafts
     max_input_chars: int
     feedback_buttons: bool = True
-    handoff: HandoffDesk | None = None
+    drafts: AnswerDrafts = NO_DRAFTS
+    after_turn: tuple[AfterTurn, ...] = ()
+    person_button: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,15 +8,16 @@ it sends the bot a `stopped_message_generation` update naming the chat and `draf
 So a draft is never the answer: the answer is still the normal message the responder
 stores before sending it.
 
-`Drafts` is the process-wide part: whether drafts are on (STREAM_ANSWERS, and off for the
-rest of the process after the first time the Bot API server rejects one — logged once),
-and the stop buttons of running turns. `DraftStream` is one turn's draft; it implements
+`Drafts` is the process-wide part (built by bot/features/streaming.py with
+STREAM_ANSWERS on): whether drafts are still on (off for the rest of the process after
+the first time the Bot API server rejects one — logged once), and the stop buttons of
+running turns. `DraftStream` is one turn's draft; it implements
 `services.answer_stream.DraftSink`. It never blocks the turn: the latest text waits in
 one slot and a background task sends it through `Sender.send_draft` (lowest priority:
 dropped, never queued, under load). Where no draft could be shown (drafts off or
 rejected, a placeholder dropped) it shows the typing indicator instead, refreshed like
-`Responder.typing`, and a draft that stays unchanged is shown again before Telegram
-lets it expire.
+`Responder.typing`, and a draft that stays unchanged is shown again before Telegram lets
+it expire.
 
 Load: a streamed answer costs CPU for every token (the stream) and every draft (about
 25 ms more per 300-token answer than a whole one, measured in bench/streaming.py). So a

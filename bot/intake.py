@@ -25,18 +25,20 @@
    stays unwritable beyond the bound, one ERROR line names the update, it stays
    `pending`, and the chat takes no more updates in this run (they stay in the inbox,
    in order, for the next start); `stalled_chats` reports how many chats that affects.
-3a. Signals that cannot wait for their chat's queue: the `signal` hook sees each new
-   update right after it is stored, before it is queued. A stop press on a streamed
-   answer (bot/drafts.py) must reach the turn that is running in the same chat — which
-   the press would otherwise wait behind. The hook only sets a flag; the update itself
-   is still handled in order like any other.
+3a. Signals that cannot wait for their chat's queue: the `signals` (the features' —
+   bot/features/: `Feature.on_stored`) see each new update right after it is stored,
+   before it is queued. A stop press on a streamed answer (bot/features/streaming.py)
+   must reach the turn that is running in the same chat — which the press would
+   otherwise wait behind. A signal only sets a flag; the update itself is still handled
+   in order like any other.
 4a. `resume()` at start-up schedules every unfinished row left by a previous run.
 5. `drain()` at shutdown refuses new updates and waits (bounded) for running work;
    whatever is cancelled stays unfinished in the inbox for the next start.
 
-Who runs a chat's updates is the scheduler's decision (`ChatScheduler`): with one process
-(SQLite) `LocalScheduler` keeps the per-chat queues in memory, as described above; with
-several instances on one PostgreSQL database `bot/claimed.py:ClaimedScheduler` runs a
+Who runs a chat's updates is the scheduler's decision (`ChatScheduler`, built by the
+`scheduling` given): with one process (SQLite) `LocalScheduler` (the default) keeps the
+per-chat queues in memory, as described above; with several instances on one PostgreSQL
+database (bot/features/instances.py) `bot/claimed.py:ClaimedScheduler` runs a
 chat only on the instance holding its claim and takes the chat's updates from the inbox
 itself, in the same order. Recording, re-reading the row and handling it are the same.
 """
@@ -125,7 +127,13 @@ class ChatScheduler(Protocol):
         ...
 
 
-SchedulerFactory = Callable[[UpdateHandler], ChatScheduler]
+# builds the scheduler of an intake: (its update handler, its inbox) → the scheduler
+SchedulerFactory = Callable[[UpdateHandler, InboxRepository], ChatScheduler]
+
+
+def local_scheduling(handle: UpdateHandler, inbox: InboxRepository) -> ChatScheduler:
+    """One process owns every chat (the default): `LocalScheduler`."""
+    return LocalScheduler(handle, inbox)
 
 
 class Intake:
@@ -138,16 +146,15 @@ class Intake:
         process: RowHandler,
         deliver: RowHandler,
         storage_retry: StorageRetry | None = None,
-        signal: SignalHook | None = None,
-        scheduling: SchedulerFactory | None = None,
+        signals: Sequence[SignalHook] = (),
+        scheduling: SchedulerFactory = local_scheduling,
     ) -> None:
         self._inbox = inbox
-        self._signal = signal
+        self._signals = tuple(signals)
         self._process = process
         self._deliver = deliver
         self._retry = storage_retry or StorageRetry()
-        build = scheduling or (lambda handle: LocalScheduler(handle, inbox))
-        self._scheduler: ChatScheduler = build(self.handle)
+        self._scheduler: ChatScheduler = scheduling(self.handle, inbox)
         self._closed = False
 
     @property
@@ -202,12 +209,11 @@ class Intake:
         return scheduled
 
     def _notify(self, update: NewUpdate) -> None:
-        if self._signal is None:
-            return
-        try:
-            self._signal(update.payload)
-        except Exception:  # a signal is best effort; the update is handled in order anyway
-            log.exception("signal hook failed on update %s", update.update_id)
+        for signal in self._signals:
+            try:
+                signal(update.payload)
+            except Exception:  # best effort; the update is handled in order anyway
+                log.exception("signal hook failed on update %s", update.update_id)
 
     async def _record(
         self, updates: list[NewUpdate], poison: list[tuple[int, str]]

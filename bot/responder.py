@@ -47,8 +47,14 @@ TYPING_REFRESH_S = 4.0  # Telegram shows "typing…" for about 5 s per chat acti
 
 
 # Called when a part's forum topic no longer exists: (chat id, lost topic id) → the id of
-# a topic to post in instead, or None (bot/handoff.py recreates a customer's topic).
+# a topic to post in instead, or None (the handoff feature recreates a customer's topic:
+# bot/features/handoff.py, `Feature.topic_lost`).
 TopicLost = Callable[[int, int], Awaitable[int | None]]
+
+
+async def no_other_topic(_chat_id: int, _topic_id: int) -> int | None:
+    """Without a feature that owns topics, a lost topic's part is not sent elsewhere."""
+    return None
 
 
 class Responder:
@@ -62,7 +68,7 @@ class Responder:
         storage_retry: StorageRetry | None = None,
         transient_failures: frozenset[str] = frozenset(),
         clock: Callable[[], float] = time.time,
-        topic_lost: TopicLost | None = None,
+        topic_lost: TopicLost = no_other_topic,
     ) -> None:
         self._inbox = inbox
         self._sender = sender
@@ -142,11 +148,7 @@ class Responder:
         whose forum topic was deleted goes to the topic `topic_lost` gives instead."""
         chat_id = part.chat_id if part.chat_id is not None else row_chat_id
         result = await self._send_once(chat_id, part, part.thread_id)
-        if (
-            result.reason == THREAD_NOT_FOUND
-            and part.thread_id is not None
-            and self._topic_lost is not None
-        ):
+        if result.reason == THREAD_NOT_FOUND and part.thread_id is not None:
             thread_id = await self._topic_lost(chat_id, part.thread_id)
             if thread_id is not None:
                 result = await self._send_once(chat_id, part, thread_id)

@@ -45,6 +45,19 @@ FENCE = (
     f"AND c.claim_key = {_ROW_KEY.format(t='updates')} AND c.lease_until >= {DB_NOW})"
 )
 
+
+@dataclass(frozen=True, slots=True)
+class InboxFence:
+    """What the inbox's answer steps add to their WHERE (storage/inbox.py): nothing with
+    one process (`UNFENCED`), this instance's live claim on the chat with several
+    (`ClaimRepository.inbox_fence`)."""
+
+    sql: str = ""
+    params: tuple[str, ...] = ()
+
+
+UNFENCED = InboxFence()
+
 _CLAIM = (
     "INSERT INTO chat_claims (claim_key, owner, lease_until) "
     f"SELECT k, ?, {DB_NOW} + CAST(? AS DOUBLE PRECISION) FROM unnest(CAST(? AS TEXT[])) AS k "
@@ -124,6 +137,11 @@ class ClaimRepository:
         self._db = db
         self.owner = owner
         self.lease_s = lease_s
+
+    @property
+    def inbox_fence(self) -> InboxFence:
+        """The inbox's answer steps move a row only while this instance holds its chat."""
+        return InboxFence(f" {FENCE}", (self.owner,))
 
     async def claim(self, keys: Iterable[ClaimKey]) -> set[ClaimKey]:
         """Take the claims that are free, expired or already ours; return those we own now.

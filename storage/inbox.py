@@ -4,7 +4,7 @@ Status changes are guarded by the expected current status in the WHERE clause, s
 step that runs twice (a replay after a crash, a redelivered update) changes nothing the
 second time; callers learn from the returned bool whether the row moved.
 
-With several instances on one PostgreSQL database (`claim_owner` set), the steps of an
+With several instances on one PostgreSQL database (`fence`: the claims'), the steps of an
 answer — storing the reply, recording a delivered part, finishing the row — are also
 fenced by the chat's claim (storage/coordination.py): they change the row only while this
 instance holds a live claim on its chat, so an instance that outlived its lease (paused,
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.backend import Database
-from storage.coordination import FENCE
+from storage.coordination import UNFENCED, InboxFence
 from storage.database import StorageDataError, is_data_error
 
 PENDING = "pending"
@@ -169,13 +169,13 @@ class InboxRepository:
     """The `updates` table; one method per state change."""
 
     def __init__(
-        self, db: Database, *, clock: Any = time.time, claim_owner: str | None = None
+        self, db: Database, *, clock: Any = time.time, fence: InboxFence = UNFENCED
     ) -> None:
         self._db = db
         self._clock = clock
         # several instances: this instance's claim fences the answer's steps (see above)
-        self._fence = f" {FENCE}" if claim_owner is not None else ""
-        self._fence_params: tuple[str, ...] = (claim_owner,) if claim_owner is not None else ()
+        self._fence = fence.sql
+        self._fence_params = fence.params
         # rows this process moved to each final status (/metrics reads it at scrape time)
         self.finished: Counter[str] = Counter()
 

@@ -1,9 +1,13 @@
 """Optional features as units: what each adds to the bot, through one seam (`Feature`).
 
-A feature is built by one function in its module (`bot/features/handoff.py`,
-`bot/features/voice.py`) that returns None when its setting leaves it off; the wiring
-(bot/wiring/) then adds nothing of it: no tool, no router, no command, no check, no
-gauge, no /stats section. What the core bot does not know about a feature stays here.
+A feature is built by functions in its module (`bot/features/handoff.py`, `voice.py`,
+`streaming.py`, `instances.py`); where its setting leaves it off they return None and
+the wiring (bot/wiring/) adds nothing of it: no tool, no router, no command, no check, no
+gauge, no /stats section, no part in the core's work. The core classes take what a
+feature adds there as typed collaborators whose default is "nothing" (the intake's
+signals and scheduler, the inbox's fence, the responder's lost-topic fallback, the chat
+path's drafts and after-turn parts); the wiring fills them from the features, and what
+the core bot does not know about a feature stays in its module.
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from typing import Any
 
 from aiogram import Router
 
-from bot.context import HandlerDeps
+from bot.context import AfterTurn, AnswerDrafts, HandlerDeps
+from bot.intake import SchedulerFactory, SignalHook
 from bot.menu import MenuEntry
 from bot.metrics import Metrics
+from bot.responder import TopicLost
 from bot.routers.admin import StatsSection
+from storage.coordination import InboxFence
 from tools.base import Tool
 
 
@@ -39,6 +46,15 @@ def _no_routers(_deps: HandlerDeps) -> FeatureRouters:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatOwnership:
+    """Who runs a chat's updates when it is not simply this process (several instances):
+    the intake's scheduler and the fence on the inbox's answer steps."""
+
+    scheduling: SchedulerFactory
+    inbox_fence: InboxFence
+
+
+@dataclass(frozen=True, slots=True)
 class Feature:
     """What one feature contributes.
 
@@ -47,6 +63,13 @@ class Feature:
     start-up that raises `bot.startup.CannotStart`; `on_start`: work at start, before the
     checks and before any update is taken; `gauges`: its numbers on /metrics; `stats_sections`: its
     blocks of the /stats table.
+
+    Its part in the core's work (bot/wiring/telegram.py hands these over): `drafts`: the
+    chat path streams answers through it (`HandlerDeps.drafts`, one feature at most);
+    `after_turn`: its part in a turn's reply (`HandlerDeps.after_turn`); `person_button`:
+    it answers the "talk to a person" button; `on_stored`: sees each update as soon as it
+    is stored (`Intake` signals); `topic_lost`: where a part goes whose forum topic was
+    deleted (`Responder`); `chats`: the scheduler and inbox fence of several instances.
     """
 
     name: str
@@ -57,3 +80,9 @@ class Feature:
     on_start: Callable[[], Awaitable[None]] | None = None
     gauges: Callable[[Metrics], None] | None = None
     stats_sections: tuple[StatsSection, ...] = field(default=())
+    drafts: AnswerDrafts | None = None
+    after_turn: AfterTurn | None = None
+    person_button: bool = False
+    on_stored: SignalHook | None = None
+    topic_lost: TopicLost | None = None
+    chats: ChatOwnership | None = None

@@ -4,17 +4,20 @@ It adds the `request_human` tool, the operators' router (first: no other router 
 their group), /operator and the "talk to a person" button among the commands, the
 customers' messages during a handoff (before the AI's routers), /operator in the menu,
 the start-up check of the operators' group, the open-handoffs gauge and the /stats block.
-The desk (bot/handoff.py) is also what the responder asks when a topic was deleted and
-what a turn's reply asks after the model called `request_human`; the wiring passes it
-there.
+Its part in the core's work: after a turn in which the model called `request_human`,
+the notice under the answer and the brief in the operators' topic (`after_turn`); the
+"talk to a person" button after a failed turn or a 👎 (`person_button`); a new topic for
+a part whose topic was deleted (`topic_lost`, asked by the responder).
 """
 
 from __future__ import annotations
 
 import time
 
+from aiogram.types import Message
+
 from bot.config import Settings
-from bot.context import HandlerDeps
+from bot.context import AfterTurn, HandlerDeps, TurnAddition, UpdateContext
 from bot.features import Feature, FeatureRouters
 from bot.handoff import HandoffDesk, HandoffSetupError
 from bot.metrics import Metrics
@@ -31,6 +34,7 @@ from bot.stats_view.handoff import handoff_block
 from bot.stats_view.table import TableSection
 from bot.texts import Language, TextTable
 from services.handoff import HandoffService
+from services.loop_types import TurnReply
 from services.stats import StatsReport, handoff_stats
 from storage.conversations import ConversationRepository
 from storage.database import Database, StorageRetry
@@ -59,6 +63,26 @@ def build_handoff_desk(
     return HandoffDesk(
         operator_chat_id=settings.operator_chat_id, service=service, sender=sender, texts=texts
     )
+
+
+def announce_handoff(desk: HandoffDesk) -> AfterTurn:
+    """The handoff the model opened in a turn (its offer, stored with the turn, so a
+    replay has it too): the notice under the answer, the brief to the operators, then
+    the handoff marked briefed."""
+
+    async def after_turn(
+        message: Message, reply: TurnReply, ctx: UpdateContext
+    ) -> TurnAddition | None:
+        begun = await desk.after_turn(message, reply.offers, ctx.language, ctx.texts)
+        if begun is None:
+            return None
+
+        async def briefed() -> None:
+            await desk.service.mark_briefed(begun.handoff_id)
+
+        return TurnAddition(notice=begun.notice, also=begun.parts, sent=briefed)
+
+    return after_turn
 
 
 def handoff_feature(desk: HandoffDesk) -> Feature:
@@ -103,4 +127,7 @@ def handoff_feature(desk: HandoffDesk) -> Feature:
         start_check=check_operator_chat,
         gauges=gauges,
         stats_sections=(stats_section,),
+        after_turn=announce_handoff(desk),
+        person_button=True,
+        topic_lost=desk.topic_lost,
     )

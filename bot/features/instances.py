@@ -1,9 +1,10 @@
 """Several instances on one PostgreSQL database, as one unit (on with DATABASE_URL).
 
 A chat is answered by one instance at a time: its updates are claimed after they are
-stored (bot/claimed.py over storage/coordination.py), the inbox's transitions are fenced
-by the claim, every request waits for no expired claim (the sender's guard), and each
-instance sends at its share of TELEGRAM_GLOBAL_SENDS_PER_S. In polling mode one instance
+stored (bot/claimed.py over storage/coordination.py: the intake's scheduler, `chats`),
+the inbox's transitions are fenced by the claim (`chats.inbox_fence`), every request
+waits for no expired claim (the sender's guard), and each instance sends at its share
+of TELEGRAM_GLOBAL_SENDS_PER_S. In polling mode one instance
 polls (`Leadership`, bot/leadership.py), and /metrics says which. With SQLite there is
 one process, which keeps its chats in memory: `build_instances` returns None.
 """
@@ -13,9 +14,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from bot.claimed import Coordination
+from bot.claimed import Coordination, send_budget_share
 from bot.config import BotMode, Settings
-from bot.features import Feature
+from bot.features import ChatOwnership, Feature
 from bot.leadership import Leadership, polling_leadership
 from bot.metrics import Metrics
 from bot.sender import Sender, guard_requests
@@ -29,6 +30,7 @@ log = logging.getLogger("bot")
 class Instances:
     coordination: Coordination  # this instance's claims and fence
     leadership: Leadership | None  # polling mode: the election of the one poller
+    chats: ChatOwnership  # the claimed scheduler (at its share of the send budget), fence
 
 
 def build_instances(settings: Settings, db: Database, sender: Sender) -> Instances | None:
@@ -49,7 +51,11 @@ def build_instances(settings: Settings, db: Database, sender: Sender) -> Instanc
     )
     coordination = Coordination(claims)
     guard_requests(sender, coordination.fence.check)
-    return Instances(coordination, leadership)
+    share = send_budget_share(sender.set_global_rate, settings.telegram_global_sends_per_s)
+    chats = ChatOwnership(
+        scheduling=coordination.scheduling(on_live=share), inbox_fence=claims.inbox_fence
+    )
+    return Instances(coordination, leadership, chats)
 
 
 def instances_feature(instances: Instances) -> Feature:
@@ -64,4 +70,4 @@ def instances_feature(instances: Instances) -> Feature:
             lambda: int(leadership.is_leader),
         )
 
-    return Feature(name="instances", gauges=gauges)
+    return Feature(name="instances", gauges=gauges, chats=instances.chats)

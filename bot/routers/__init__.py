@@ -41,7 +41,7 @@ def get_routers(
     features: Sequence[Feature] = (),
 ) -> list[Router]:
     """The core routers with the features' ones in their places. After a 👎 the
-    feedback router offers "talk to a person" when handoff is on (`deps.handoff`)."""
+    feedback router offers "talk to a person" when a feature answers it (`deps.person_button`)."""
     parts = [feature.routers(deps) for feature in features]
     customer_commands = limit_updates(
         [
@@ -60,7 +60,7 @@ def get_routers(
         [
             build_unknown_command_router(),
             build_contact_router(deps),
-            build_feedback_router(deps, offer_operator=deps.handoff is not None),
+            build_feedback_router(deps, offer_operator=deps.person_button),
         ],
         deps.command_limiter,
     )

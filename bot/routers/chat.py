@@ -4,11 +4,12 @@ Cheap checks come first and never reach the model: per-user limits, empty text (
 only of characters that render as nothing: spaces, fillers, zero-width marks — see
 services/text_visibility.py), text over MAX_INPUT_CHARS, non-text content. The typing
 indicator covers the whole turn; in private chats, with STREAM_ANSWERS on, a draft
-does instead (bot/drafts.py): "Thinking…", then the answer as it is written, with a
-stop button. `answer_words` (the length check, `ask_model`, `send_answer`) is the one
-way a customer's words become a turn and its answer; voice notes (bot/routers/voice.py)
-take it too, with what was heard. Collaborators come from `HandlerDeps` (the builder's
-argument), the update's own things from `ctx` (bot/context.py).
+does instead (`deps.drafts`, bot/features/streaming.py): "Thinking…", then the answer
+as it is written, with a stop button. `answer_words` (the length check, `ask_model`,
+`send_answer`) is the one way a customer's words become a turn and its answer; voice
+notes (bot/routers/voice.py) take it too, with what was heard. Collaborators come from
+`HandlerDeps` (the builder's argument), the update's own things from `ctx`
+(bot/context.py).
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ from __future__ import annotations
 import asyncio
 
 from aiogram import Bot, Router
-from aiogram.types import Message, MessageGenerationStopped
+from aiogram.types import Message
 
 from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.formatting import Rendered, messages_under_heading
-from bot.handoff import HandoffDesk
 from bot.limits import within_limits
-from bot.responder import Outbox
 from bot.texts import Texts
 from bot.turn_view import ChatSide, turn_view
 from services.answer_stream import DraftSink
@@ -74,34 +73,36 @@ async def ask_model(
 async def send_answer(
     message: Message,
     reply: TurnReply,
-    outbox: Outbox,
-    texts: Texts,
+    ctx: UpdateContext,
+    deps: HandlerDeps,
     *,
-    language: str,
-    handoff: HandoffDesk | None,
-    feedback_buttons: bool,
     heading: Rendered | None = None,
 ) -> None:
     """The turn's answer in the customer's words; `heading` goes above it (what was heard);
-    `feedback_buttons`: 👍/👎 under an AI answer (FEEDBACK_ENABLED), stored with it."""
-    # the model asked for a person (request_human): the notice and the operators' brief
-    # go with the answer (bot/handoff.py), from the turn's offer (a replay has it too)
-    begun = await handoff.after_turn(message, reply.offers, language, texts) if handoff else None
+    👍/👎 under an AI answer (FEEDBACK_ENABLED), stored with it. The features add their
+    parts (`deps.after_turn`: e.g. the notice and the operators' brief of a handoff the
+    model opened, from the turn's offer, which a replay has too)."""
+    additions = [a for a in [await after(message, reply, ctx) for after in deps.after_turn] if a]
+    notices = [a.notice for a in additions if a.notice is not None]
     side = ChatSide(
         private_chat=caller_of(message).private_chat,
-        feedback_buttons=feedback_buttons,
-        person_button=handoff is not None,
+        feedback_buttons=deps.feedback_buttons,
+        person_button=deps.person_button,
     )
-    view = turn_view(reply, texts, side, handoff_notice=begun.notice if begun else None)
+    view = turn_view(
+        reply, ctx.texts, side, handoff_notice="\n\n".join(notices) if notices else None
+    )
     body, markup = view.text, view.markup
-    also = begun.parts if begun is not None else ()
+    also = tuple(part for a in additions for part in a.also)
     if heading is None:
-        await outbox.send(body, turn_id=reply.turn_id, reply_markup=markup, also=also)
+        await ctx.outbox.send(body, turn_id=reply.turn_id, reply_markup=markup, also=also)
     else:
         parts = messages_under_heading(heading, body)
-        await outbox.send_rendered(parts, turn_id=reply.turn_id, reply_markup=markup, also=also)
-    if begun is not None and handoff is not None:
-        await handoff.service.mark_briefed(begun.handoff_id)
+        await ctx.outbox.send_rendered(
+            parts, turn_id=reply.turn_id, reply_markup=markup, also=also
+        )
+    for addition in additions:
+        await addition.sent()
 
 
 async def answer_words(
@@ -131,20 +132,11 @@ async def answer_words(
             reply = await ask_model(
                 message, text, deps.chat_service, ctx.update_id, transcribed=transcribed
             )
-    await send_answer(
-        message,
-        reply,
-        ctx.outbox,
-        ctx.texts,
-        language=ctx.language,
-        handoff=deps.handoff,
-        feedback_buttons=deps.feedback_buttons,
-        heading=heard,
-    )
+    await send_answer(message, reply, ctx, deps, heading=heard)
 
 
 def build_chat_router(deps: HandlerDeps) -> Router:
-    """Typed questions (and the stop press of a draft); anything else gets a polite note."""
+    """Typed questions; anything else gets a polite note."""
     router = Router(name="chat")
     router.message.filter(AddressedToBot())
 
@@ -158,12 +150,6 @@ def build_chat_router(deps: HandlerDeps) -> Router:
             await ctx.outbox.send(refusal)
             return
         await answer_words(message, text, ctx, deps)
-
-    @router.stopped_message_generation()
-    async def on_stop_pressed(_event: MessageGenerationStopped, ctx: UpdateContext) -> None:
-        # the running turn was stopped when the update arrived (Drafts.signal, called by
-        # the intake); by now its answer is sent, and this update needs nothing more
-        await ctx.outbox.ignore("stop_pressed")
 
     @router.message()
     async def on_other(message: Message, ctx: UpdateContext) -> None:

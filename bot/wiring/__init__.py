@@ -1,12 +1,13 @@
 """The composition root: the only place that builds objects, split by area.
 
 `build_application` reads as the order things must exist in: storage retries, the
-model and the Telegram transport first; then the optional features (bot/features/: each
-None or a `Feature`), whose tools join the registry; then the core (`core.py`: loop and
-chat service, reporting to the metrics), the Telegram side (`telegram.py`: responder,
-drafts, handlers, intake) and operations (`operations.py`: health, metrics). Nothing is
-completed after it is built. Nothing here talks to Telegram or the model; start-up
-checks are bot/startup.py, the run loop bot/app.py.
+model, the Telegram transport and the turn slots first; then the optional features
+(bot/features/: each None or a `Feature`), whose tools join the registry; then the core
+(`core.py`: loop and chat service, reporting to the metrics), the Telegram side
+(`telegram.py`: responder, handlers, intake, each given the features' parts) and
+operations (`operations.py`: health, metrics). Nothing is completed after it is built.
+Nothing here talks to Telegram or the model; start-up checks are bot/startup.py, the run
+loop bot/app.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from bot.config import Settings
 from bot.features import Feature
 from bot.features.handoff import build_handoff_desk, handoff_feature
 from bot.features.instances import instances_feature
+from bot.features.streaming import build_drafts, streaming_feature
 from bot.features.voice import build_voice, voice_feature
 from bot.health import Health
 from bot.intake import Intake
@@ -67,33 +69,35 @@ async def build_application(
     retry = core.build_storage_retry(settings)
     model = core.build_model(settings)
     transport = telegram.build_transport(settings, db)
+    turn_slots = core.build_turn_slots(settings)
 
     desk = build_handoff_desk(
         settings, db, storage_retry=retry, sender=transport.sender, texts=texts
     )
     voice_notes = VoiceNoteRepository(db)
     voice = build_voice(settings, model, voice_notes, storage_retry=retry)
+    drafts = build_drafts(settings, transport.sender, turn_slots)
     instances = transport.instances
     features = (
         *((handoff_feature(desk),) if desk else ()),
         voice_feature(voice),
+        *((streaming_feature(drafts),) if drafts else ()),
         *((instances_feature(instances),) if instances else ()),
     )
 
     registry = core.build_tools(settings, [t for f in features for t in f.tools])
     metrics = operations.build_metrics(settings, registry.names)
     chat = core.build_core(
-        settings, db, model=model, registry=registry, storage_retry=retry, record_observer=metrics
-    )
-    pipeline = telegram.build_pipeline(
         settings,
         db,
-        transport,
-        core=chat,
-        texts=texts,
-        features=features,
-        handoff=desk,
-        voice_notes=voice_notes,
+        model=model,
+        registry=registry,
+        turn_slots=turn_slots,
+        storage_retry=retry,
+        record_observer=metrics,
+    )
+    pipeline = telegram.build_pipeline(
+        settings, db, transport, core=chat, texts=texts, features=features, voice_notes=voice_notes
     )
     health = operations.build_health(settings, db, pipeline)
     if metrics is not None:

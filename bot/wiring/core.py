@@ -45,10 +45,14 @@ def build_tools(settings: Settings, extra: Sequence[Tool[Any, Any]] = ()) -> Too
     return build_registry(order_lookups_per_hour=settings.order_lookups_per_hour, extra=extra)
 
 
+def build_turn_slots(settings: Settings) -> TurnSlots:
+    """MAX_CONCURRENT_TURNS: the turns running or waiting now (streaming reads them too)."""
+    return TurnSlots(settings.max_concurrent_turns)
+
+
 @dataclass(frozen=True, slots=True)
 class Core:
     chat_service: ChatService
-    turn_slots: TurnSlots  # MAX_CONCURRENT_TURNS: the turns running or waiting now
     storage_retry: StorageRetry
 
 
@@ -58,6 +62,7 @@ def build_core(
     *,
     model: OpenAIChatModel,
     registry: ToolRegistry,
+    turn_slots: TurnSlots,
     storage_retry: StorageRetry,
     record_observer: RecordObserver | None,
 ) -> Core:
@@ -70,7 +75,6 @@ def build_core(
         turn_timeout_s=settings.turn_timeout_s,
         parallel_tool_calls=settings.parallel_tool_calls,
     )
-    turn_slots = TurnSlots(settings.max_concurrent_turns)
     chat_service = build_chat_service(
         db=db,
         loop=loop,
@@ -87,4 +91,4 @@ def build_core(
         storage_retry=storage_retry,
         record_observer=record_observer,
     )
-    return Core(chat_service=chat_service, turn_slots=turn_slots, storage_retry=storage_retry)
+    return Core(chat_service=chat_service, storage_retry=storage_retry)

@@ -1,4 +1,4 @@
-"""The Telegram side: the bot, the sender, the responder, drafts, handlers and intake."""
+"""The Telegram side: the bot, the sender, the responder, handlers and intake."""
 
 from __future__ import annotations
 
@@ -12,18 +12,15 @@ from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 
-from bot.claimed import Coordination, send_budget_share
 from bot.config import Settings
-from bot.context import HandlerDeps
-from bot.drafts import Drafts
+from bot.context import NO_DRAFTS, HandlerDeps
 from bot.features import Feature
 from bot.features.instances import Instances, build_instances
 from bot.filters import LanguageMiddleware
-from bot.handoff import HandoffDesk
-from bot.intake import Intake
+from bot.intake import Intake, local_scheduling
 from bot.menu import help_with_commands
 from bot.processing import UpdateProcessor
-from bot.responder import Responder
+from bot.responder import Responder, no_other_topic
 from bot.response_types import keep_response_types
 from bot.routers import get_menu, get_routers
 from bot.sender import RETRYABLE_FAILURES, Sender
@@ -31,9 +28,10 @@ from bot.texts import BUILT_IN, TextTable
 from bot.wiring.core import Core
 from services.chat import ChatService
 from services.feedback import FeedbackService
-from services.limits import TurnSlots, UserMessageLimiter
+from services.limits import UserMessageLimiter
 from services.phones import PhoneVerification
 from services.stats import Prices, StatsService
+from storage.coordination import UNFENCED
 from storage.database import Database, StorageRetry
 from storage.feedback import FeedbackRepository
 from storage.inbox import InboxRepository
@@ -87,40 +85,37 @@ def build_pipeline(
     core: Core,
     texts: TextTable,
     features: Sequence[Feature],
-    handoff: HandoffDesk | None,
     voice_notes: VoiceNoteRepository,
 ) -> Pipeline:
-    instances, sender = transport.instances, transport.sender
-    coordination = instances.coordination if instances is not None else None
-    retry = core.storage_retry
-    inbox = InboxRepository(
-        db, claim_owner=coordination.claims.owner if coordination is not None else None
-    )
-    responder = build_responder(inbox, sender, storage_retry=retry, handoff=handoff)
-    drafts = build_drafts(settings, sender, core.turn_slots)
+    """The pipeline with the features' parts in the core's work (`Feature`: the fence
+    and scheduler of several instances, the lost-topic fallback, the intake's signals,
+    drafts and after-turn parts for the handlers)."""
+    sender, retry = transport.sender, core.storage_retry
+    chats = next((f.chats for f in features if f.chats is not None), None)
+    inbox = InboxRepository(db, fence=chats.inbox_fence if chats else UNFENCED)
+    responder = build_responder(inbox, sender, storage_retry=retry, features=features)
     deps = build_handler_deps(
         settings,
         db,
         chat_service=core.chat_service,
         responder=responder,
         sender=sender,
-        drafts=drafts,
         voice_notes=voice_notes,
         storage_retry=retry,
-        handoff=handoff,
+        features=features,
     )
     dispatcher = build_dispatcher(
         deps, admin_ids=settings.admin_ids, texts=texts, features=features
     )
-    intake = build_intake(
-        settings,
+    intake = Intake(
         inbox,
-        processor=UpdateProcessor(transport.bot, dispatcher, responder),
-        responder=responder,
-        drafts=drafts,
-        sender=sender,
+        process=UpdateProcessor(transport.bot, dispatcher, responder),
+        deliver=responder.deliver,
         storage_retry=retry,
-        coordination=coordination,
+        # a stop press reaches its draft the moment it is stored; with claimed chats,
+        # this instance runs the chats it holds at its share of the budget
+        signals=[f.on_stored for f in features if f.on_stored is not None],
+        scheduling=chats.scheduling if chats else local_scheduling,
     )
     return Pipeline(inbox, responder, dispatcher, intake)
 
@@ -139,25 +134,17 @@ def build_responder(
     sender: Sender,
     *,
     storage_retry: StorageRetry,
-    handoff: HandoffDesk | None,
+    features: Sequence[Feature],
 ) -> Responder:
+    """Stores, then sends; a part whose forum topic was deleted goes where the first
+    feature that gives one says (handoff: the customer's new topic)."""
+    topic_lost = next((f.topic_lost for f in features if f.topic_lost is not None), None)
     return Responder(
         inbox,
         sender,
         storage_retry=storage_retry,
         transient_failures=RETRYABLE_FAILURES,
-        topic_lost=handoff.topic_lost if handoff is not None else None,
-    )
-
-
-def build_drafts(settings: Settings, sender: Sender, turn_slots: TurnSlots) -> Drafts:
-    """STREAM_ANSWERS; a new turn streams while at most STREAM_MAX_CHATS chats' turns run
-    or wait (that one included)."""
-    return Drafts(
-        sender,
-        enabled=settings.stream_answers,
-        max_busy_chats=settings.stream_max_chats,
-        busy_chats=lambda: turn_slots.running + turn_slots.waiting + 1,
+        topic_lost=topic_lost or no_other_topic,
     )
 
 
@@ -193,11 +180,11 @@ def build_handler_deps(
     chat_service: ChatService,
     responder: Responder,
     sender: Sender,
-    drafts: Drafts,
     voice_notes: VoiceNoteRepository,
     storage_retry: StorageRetry,
-    handoff: HandoffDesk | None,
+    features: Sequence[Feature],
 ) -> HandlerDeps:
+    drafts = next((f.drafts for f in features if f.drafts is not None), None)
     return HandlerDeps(
         chat_service=chat_service,
         limiter=UserMessageLimiter(
@@ -214,10 +201,11 @@ def build_handler_deps(
         stats=build_stats_service(settings, db, voice_notes),
         feedback=FeedbackService(FeedbackRepository(db), storage_retry=storage_retry),
         phones=PhoneVerification(ShopRepository(db), storage_retry=storage_retry),
-        drafts=drafts,
         max_input_chars=settings.max_input_chars,
         feedback_buttons=settings.feedback_enabled,
-        handoff=handoff,
+        drafts=drafts or NO_DRAFTS,
+        after_turn=tuple(f.after_turn for f in features if f.after_turn is not None),
+        person_button=any(f.person_button for f in features),
     )
 
 
@@ -236,30 +224,3 @@ def build_dispatcher(
     dispatcher.update.outer_middleware(LanguageMiddleware(texts))
     dispatcher.include_routers(*get_routers(deps, admin_ids=admin_ids, features=features))
     return dispatcher
-
-
-def build_intake(
-    settings: Settings,
-    inbox: InboxRepository,
-    *,
-    processor: UpdateProcessor,
-    responder: Responder,
-    drafts: Drafts,
-    sender: Sender,
-    storage_retry: StorageRetry,
-    coordination: Coordination | None,
-) -> Intake:
-    """Stored before acknowledged; a stop press reaches its draft the moment it is stored;
-    with claimed chats, this instance runs the chats it holds at its share of the budget."""
-    scheduling = None
-    if coordination is not None:
-        share = send_budget_share(sender.set_global_rate, settings.telegram_global_sends_per_s)
-        scheduling = coordination.scheduling(inbox, on_live=share)
-    return Intake(
-        inbox,
-        process=processor,
-        deliver=responder.deliver,
-        storage_retry=storage_retry,
-        signal=drafts.signal,
-        scheduling=scheduling,
-    )

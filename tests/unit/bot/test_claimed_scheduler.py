@@ -66,8 +66,8 @@ class Instance:
     def __init__(self, pg: PgDatabase, name: str, log: Log) -> None:
         self.name = name
         self.now = 0.0
-        self.inbox = InboxRepository(pg, claim_owner=name)
         self.claims = ClaimRepository(pg, owner=name, lease_s=LEASE_S)
+        self.inbox = InboxRepository(pg, fence=self.claims.inbox_fence)
         self.fence = ClaimFence(lease_s=LEASE_S, clock=lambda: self.now)
         self._log = log
         self.scheduler: ClaimedScheduler | None = None
@@ -76,10 +76,10 @@ class Instance:
             self.inbox, process=self.process, deliver=self.process, scheduling=self._build
         )
 
-    def _build(self, handle: UpdateHandler) -> ClaimedScheduler:
+    def _build(self, handle: UpdateHandler, inbox: InboxRepository) -> ClaimedScheduler:
         self.scheduler = ClaimedScheduler(
             handle,
-            inbox=self.inbox,
+            inbox=inbox,
             claims=self.claims,
             fence=self.fence,
             on_live=lambda count: self._log.lives.append((self.name, count)),
