@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from aiogram import Bot, Dispatcher
@@ -40,6 +41,8 @@ from storage.stats import StatsRepository
 from storage.voice import VoiceNoteRepository
 
 log = logging.getLogger("bot")
+
+_Part = TypeVar("_Part")
 
 
 def build_bot(settings: Settings) -> Bot:
@@ -91,7 +94,7 @@ def build_pipeline(
     and scheduler of several instances, the lost-topic fallback, the intake's signals,
     drafts and after-turn parts for the handlers)."""
     sender, retry = transport.sender, core.storage_retry
-    chats = next((f.chats for f in features if f.chats is not None), None)
+    chats = one_at_most("chats", [f.chats for f in features])
     inbox = InboxRepository(db, fence=chats.inbox_fence if chats else UNFENCED)
     responder = build_responder(inbox, sender, storage_retry=retry, features=features)
     deps = build_handler_deps(
@@ -118,6 +121,15 @@ def build_pipeline(
         scheduling=chats.scheduling if chats else local_scheduling,
     )
     return Pipeline(inbox, responder, dispatcher, intake)
+
+
+def one_at_most(part: str, given: Sequence[_Part | None]) -> _Part | None:
+    """The one feature's `part` that only one feature may give (the drafts the chat path
+    streams into, who runs a chat's updates), or None; two are a wiring mistake."""
+    parts = [p for p in given if p is not None]
+    if len(parts) > 1:
+        raise ValueError(f"two features give {part}")
+    return parts[0] if parts else None
 
 
 def build_sender(settings: Settings, bot: Bot) -> Sender:
@@ -184,7 +196,7 @@ def build_handler_deps(
     storage_retry: StorageRetry,
     features: Sequence[Feature],
 ) -> HandlerDeps:
-    drafts = next((f.drafts for f in features if f.drafts is not None), None)
+    drafts = one_at_most("drafts", [f.drafts for f in features])
     return HandlerDeps(
         chat_service=chat_service,
         limiter=UserMessageLimiter(

@@ -14,6 +14,7 @@ import pytest
 from aiogram import Router
 
 from bot.wiring import Application, build_application
+from bot.wiring.telegram import one_at_most
 from storage.database import Database
 from tests.unit.test_config import make
 
@@ -70,3 +71,11 @@ async def test_handoff_and_streaming_contribute_their_parts_through_the_seam(
     assert [f.name for f in wired.features if f.chats is not None] == _several_instances(db)
     assert "stop_pressed" in set(_names(wired.dispatcher.sub_routers))
     assert "request_human" in wired.tool_names
+
+
+def test_what_only_one_feature_may_give_is_refused_from_two() -> None:
+    first, second = object(), object()
+    assert one_at_most("drafts", [None, first, None]) is first
+    assert one_at_most("drafts", [None, None]) is None
+    with pytest.raises(ValueError, match="two features give drafts"):
+        one_at_most("drafts", [first, second])
