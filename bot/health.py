@@ -194,9 +194,7 @@ def shop_state(shop: ShopDirectory) -> dict[str, object]:
         "backend": shop.backend_name,
         "state": shop.state,
         "last_ok_at": (
-            None
-            if last_ok is None
-            else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last_ok))
+            None if last_ok is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last_ok))
         ),
         "last_request_ms": (
             None if stats.last_latency_s is None else round(stats.last_latency_s * 1000, 1)

@@ -194,7 +194,7 @@ class OrderStatusHandler:
         )
         if not allowed:
             raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
-        directory = _directory(context)
+        directory = directory_of(context)
         try:
             if directory.reads_bot_storage:  # a storage fault is waited out, as before
                 order = await store.run(
@@ -219,7 +219,7 @@ class OrderStatusHandler:
             sender_is_chat=caller.is_chat,
         )
         if seen is Visibility.VISIBLE and order is not None:
-            return _found(order)
+            return found_result(order)
         if seen is Visibility.ASK_IN_PRIVATE:
             # the same answer for own, someone else's and missing orders (module docstring)
             return OrderStatusResult(
@@ -237,13 +237,15 @@ class OrderStatusHandler:
         )
 
 
-def _directory(context: ToolContext) -> ShopDirectory:
+def directory_of(context: ToolContext) -> ShopDirectory:
+    """Where this turn reads orders (the local backend over `shop` when none is set)."""
     if context.shop_directory is not None:
         return context.shop_directory
     return local_directory(LocalBackend(context.shop))
 
 
-def _found(order: LiveOrder | OrderRecord) -> OrderStatusResult:
+def found_result(order: LiveOrder | OrderRecord) -> OrderStatusResult:
+    """What the model is given about an order the caller may see."""
     if isinstance(order, OrderRecord):  # a stored order (the demo's tests read them so)
         order = live_order(order)
     delivery = order.delivery
@@ -265,6 +267,9 @@ def _found(order: LiveOrder | OrderRecord) -> OrderStatusResult:
         ),
         message="Order found.",
     )
+
+
+_found = found_result  # the name the demo's tests read results by
 
 
 def order_status_tool(

@@ -79,6 +79,7 @@ def build_tools(
         order_lookups_per_hour=settings.order_lookups_per_hour,
         extra=extra,
         order_number_rule=shop.number_rule,
+        live_orders=not shop.reads_bot_storage,
     )
 
 

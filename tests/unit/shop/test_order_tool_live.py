@@ -85,3 +85,42 @@ async def test_a_shop_that_is_down_is_unavailable_and_still_costs_a_lookup(
     fake_shop_api.fail(None)
     third = await executor.execute(lookup("100003"), context(db, directory, OWNER))
     assert json.loads(third.content)["error"]["code"] == "rate_limited"
+
+
+def list_mine() -> ToolCall:
+    return ToolCall("call_2", "list_my_orders", "{}")
+
+
+async def test_list_my_orders_by_the_verified_phone_only(
+    db: Database, fake_shop_api: FakeShopApi, directory: ShopDirectory
+) -> None:
+    fake_shop_api.put(
+        *(
+            order(f"20000{i}", "in_transit", phone=PHONE, updated_at=f"2026-11-2{i}T10:00:00Z")
+            for i in range(7)
+        ),
+        order("300000", "delivered", phone="+79990000000"),
+    )
+    registry = build_registry(order_number_rule=directory.number_rule, live_orders=True)
+    assert "list_my_orders" in registry.names
+    assert "list_my_orders" not in build_registry().names  # the local demo: by number only
+    executor = ToolExecutor(registry)
+
+    without_phone = context(db, directory, OWNER)
+    none = json.loads((await executor.execute(list_mine(), without_phone)).content)["data"]
+    assert none["found"] is False and none["orders"] == []
+    assert without_phone.notes == [OrderMissedNoPhone(order_id="")]
+    assert not any(path == "/api/orders" for path, _ in fake_shop_api.requests)
+
+    await ShopRepository(db).set_verified_phone(OWNER, PHONE, now=0)
+    mine = json.loads((await executor.execute(list_mine(), context(db, directory, OWNER))).content)
+    numbers = [o["order_id"] for o in mine["data"]["orders"]]
+    assert numbers == ["200006", "200005", "200004", "200003", "200002"]  # 5, newest first
+
+    group = context(db, directory, OWNER, private=False)
+    in_group = json.loads((await executor.execute(list_mine(), group)).content)["data"]
+    assert in_group["orders"] == [] and "private chat" in in_group["message"]
+
+    fake_shop_api.fail("500")
+    down = await executor.execute(list_mine(), context(db, directory, OWNER))
+    assert json.loads(down.content)["error"]["code"] == "unavailable"
