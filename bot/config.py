@@ -353,7 +353,7 @@ class Settings(ShopSettings):
     shop_cache_ttl_s: float = Field(default=30.0, ge=0, le=3600)
     shop_miss_ttl_s: float = Field(default=10.0, ge=0, le=3600)
     # seconds one request to the shop may take (the order tool's own bound is 5 s)
-    shop_timeout_s: float = Field(default=3.0, gt=0, le=30)
+    shop_timeout_s: float = Field(default=3.0, gt=0, le=4)
 
     @field_validator("admin_ids", mode="before")
     @classmethod
