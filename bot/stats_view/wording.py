@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 from bot.texts import Language
 from services.stats import NOT_ANSWERED_REASONS, StatsReport
+from tools.my_orders import LIST_MY_ORDERS
 from tools.order_status import GET_ORDER_STATUS
 from tools.request_human import REQUEST_HUMAN
 from tools.return_policy import GET_RETURN_POLICY
 from tools.shop_info import GET_SHOP_INFO
 
-TOOL_NAMES = (GET_ORDER_STATUS, GET_RETURN_POLICY, GET_SHOP_INFO, REQUEST_HUMAN)
+TOOL_NAMES = (GET_ORDER_STATUS, LIST_MY_ORDERS, GET_RETURN_POLICY, GET_SHOP_INFO, REQUEST_HUMAN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ class StatsWords:
     calls: str
     done: str
     said_no: str
+    shop_unavailable: str  # lookups the shop's own system could not answer (SHOP_BACKEND)
     failed: str
     tool_time: str
     invented_tools: str  # {n}
@@ -121,6 +123,7 @@ EN = _check_reasons(
         tool_calls_total="calls of all tools",
         tool_names={
             GET_ORDER_STATUS: "Order status",
+            LIST_MY_ORDERS: "My orders (by phone)",
             GET_RETURN_POLICY: "Return policy",
             GET_SHOP_INFO: "Shop info (FAQ)",
             REQUEST_HUMAN: "Handoff to a person",
@@ -128,6 +131,7 @@ EN = _check_reasons(
         calls="calls",
         done="done",
         said_no="said no",
+        shop_unavailable="shop unavailable",
         failed="failed",
         tool_time="typical / slow",
         invented_tools="made-up tool names: {n}",
@@ -182,6 +186,7 @@ RU = _check_reasons(
         tool_calls_total="вызовов всех инструментов",
         tool_names={
             GET_ORDER_STATUS: "Статус заказа",
+            LIST_MY_ORDERS: "Мои заказы (по телефону)",
             GET_RETURN_POLICY: "Условия возврата",
             GET_SHOP_INFO: "Справка о магазине",
             REQUEST_HUMAN: "Передача человеку",
@@ -189,6 +194,7 @@ RU = _check_reasons(
         calls="вызовов",
         done="выполнено",
         said_no="отказ",
+        shop_unavailable="магазин недоступен",
         failed="сбой",
         tool_time="обычно / долго",
         invented_tools="выдуманные названия: {n}",

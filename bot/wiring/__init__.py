@@ -37,6 +37,7 @@ from services.llm.client import OpenAIChatModel
 from storage.database import Database
 from storage.inbox import InboxRepository
 from storage.voice import VoiceNoteRepository
+from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger("bot")
 
@@ -60,6 +61,7 @@ class Application:
     menu: Menu
     leadership: Leadership | None = None  # polling with several instances: one poller
     metrics: Metrics | None = None
+    shop: ShopDirectory | None = None  # where orders are read (SHOP_BACKEND); closed at exit
 
 
 async def build_application(
@@ -85,7 +87,8 @@ async def build_application(
         *((instances_feature(instances),) if instances else ()),
     )
 
-    registry = core.build_tools(settings, [t for f in features for t in f.tools])
+    shop = core.build_shop_directory(settings, db)
+    registry = core.build_tools(settings, [t for f in features for t in f.tools], shop=shop)
     metrics = operations.build_metrics(settings, registry.names)
     chat = core.build_core(
         settings,
@@ -95,13 +98,15 @@ async def build_application(
         turn_slots=turn_slots,
         storage_retry=retry,
         record_observer=metrics,
+        shop=shop,
     )
     pipeline = telegram.build_pipeline(
         settings, db, transport, core=chat, texts=texts, features=features, voice_notes=voice_notes
     )
-    health = operations.build_health(settings, db, pipeline)
+    health = operations.build_health(settings, db, pipeline, shop)
     if metrics is not None:
         operations.watch_state(metrics, pipeline, transport.sender, features)
+        operations.watch_shop(metrics, shop)
     return Application(
         settings=settings,
         db=db,
@@ -118,4 +123,5 @@ async def build_application(
         menu=get_menu(features),
         leadership=instances.leadership if instances else None,
         metrics=metrics,
+        shop=shop,
     )

@@ -19,6 +19,10 @@ from tools.base import Tool
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 from tools.registry import ToolRegistry
+from tools.shop.backends.http import HttpBackend
+from tools.shop.backends.local import LocalBackend
+from tools.shop.directory import ShopDirectory, local_directory
+from tools.shop.orders import SHOP_WRITTEN
 
 
 def build_model(settings: Settings) -> OpenAIChatModel:
@@ -40,9 +44,43 @@ def build_storage_retry(settings: Settings) -> StorageRetry:
     )
 
 
-def build_tools(settings: Settings, extra: Sequence[Tool[Any, Any]] = ()) -> ToolRegistry:
-    """The shop's tools and the features' (`extra`), in the allow-list."""
-    return build_registry(order_lookups_per_hour=settings.order_lookups_per_hour, extra=extra)
+def build_shop_directory(settings: Settings, db: Database) -> ShopDirectory:
+    """Where the order tools read orders: the SHOP_BACKEND, with the shop's order-number
+    rule (ORDER_NUMBER_PATTERN over the backend's own)."""
+    rule = settings.order_number_rule()
+    if settings.shop_backend == "http":
+        assert settings.shop_api_url is not None and settings.shop_api_token is not None
+        backend = HttpBackend(
+            settings.shop_api_url,
+            settings.shop_api_token,
+            number_rule=rule or SHOP_WRITTEN,
+            timeout_s=settings.shop_timeout_s,
+        )
+        return ShopDirectory(
+            backend,
+            number_rule=rule,
+            cache_ttl_s=settings.shop_cache_ttl_s,
+            miss_ttl_s=settings.shop_miss_ttl_s,
+        )
+    return local_directory(LocalBackend(ShopRepository(db)), rule)
+
+
+def build_tools(
+    settings: Settings,
+    extra: Sequence[Tool[Any, Any]] = (),
+    *,
+    shop: ShopDirectory | None = None,
+) -> ToolRegistry:
+    """The shop's tools and the features' (`extra`), in the allow-list; the order tool
+    accepts and describes `shop`'s order numbers."""
+    if shop is None:
+        return build_registry(order_lookups_per_hour=settings.order_lookups_per_hour, extra=extra)
+    return build_registry(
+        order_lookups_per_hour=settings.order_lookups_per_hour,
+        extra=extra,
+        order_number_rule=shop.number_rule,
+        live_orders=not shop.reads_bot_storage,
+    )
 
 
 def build_turn_slots(settings: Settings) -> TurnSlots:
@@ -65,6 +103,7 @@ def build_core(
     turn_slots: TurnSlots,
     storage_retry: StorageRetry,
     record_observer: RecordObserver | None,
+    shop: ShopDirectory | None = None,
 ) -> Core:
     """The loop over `registry` and the chat service that runs it, turn by turn."""
     loop = BoundedToolLoop(
@@ -81,6 +120,7 @@ def build_core(
         model=model,
         prompts=build_prompt_registry(),
         shop=ShopRepository(db),
+        shop_directory=shop,
         turn_slots=turn_slots,
         options=ChatOptions(
             shop_name=settings.shop_name or DEFAULT_SHOP_NAME,
