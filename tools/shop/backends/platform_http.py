@@ -118,12 +118,14 @@ class PlatformClient:
         params: Mapping[str, str | int] | None = None,
         json_body: Any = None,
         idempotent: bool | None = None,
+        own_429: bool = False,
     ) -> Reply:
         """One call, with one retry for an idempotent request (GET by default) after a
         5xx, a timeout or a lost connection, and Retry-After honoured when it fits.
         401/403 → ShopUnavailable("auth"); any other status is the caller's to read.
         A non-idempotent request that timed out raises ShopUnavailable("timeout"): the
-        caller does not know whether it took effect (OrderActions answer ActionUnknown)."""
+        caller does not know whether it took effect (OrderActions answer ActionUnknown).
+        `own_429`: a 429 is returned to the caller (Shopify reads its cost data instead)."""
         retry = method == "GET" if idempotent is None else idempotent
         deadline = time.monotonic() + self._timeout_s * (2 if retry else 1) + 0.5
         attempt = 0
@@ -142,7 +144,7 @@ class PlatformClient:
                 raise ShopUnavailable(
                     "auth", f"{self.backend} at {self.host} answered {reply.status}"
                 )
-            if reply.status == 429:
+            if reply.status == 429 and not own_429:
                 wait = _retry_after(reply.headers.get("Retry-After"), time.time())
                 left = deadline - time.monotonic()
                 if attempt == 1 and wait is not None and wait <= min(MAX_RETRY_WAIT_S, left):
