@@ -197,3 +197,19 @@ async def test_an_unfulfilled_order_has_nothing_to_return(
     assert order is not None
     result = await shop.request_return(order, [ReturnLine(order.items[0], 1)], "x", "op-r2")
     assert result == ActionRejected("not_returnable")
+
+
+async def test_no_token_in_logs_or_errors(
+    fake_shopify: FakeShopify, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    client = backend(fake_shopify, token="shpat_secret_value", timeout_s=0.3)
+    fake_shopify.fail_next("500", "500")
+    try:
+        for _ in range(2):
+            with pytest.raises(ShopUnavailable) as failure:
+                await client.get_order("1001")
+            assert "shpat_secret_value" not in str(failure.value)
+    finally:
+        await client.aclose()
+    assert "shpat_secret_value" not in caplog.text

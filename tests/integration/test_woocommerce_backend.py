@@ -208,3 +208,20 @@ async def test_a_return_request_is_one_private_note(
     note = fake_woo.notes[5][0]
     assert note["customer_note"] is False
     assert "Mug × 1" in note["note"] and "op-r1" in note["note"]
+
+
+async def test_no_credential_in_logs_or_errors(
+    fake_woo: FakeWoo, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    client = backend(fake_woo, secret="cs_wrong_secret_value", timeout_s=0.3)
+    fake_woo.fail_next("500", "500")
+    try:
+        for _ in range(2):
+            with pytest.raises(ShopUnavailable) as failure:
+                await client.get_order("1")
+            assert "cs_wrong_secret_value" not in str(failure.value)
+            assert KEY not in str(failure.value)
+    finally:
+        await client.aclose()
+    assert "cs_wrong_secret_value" not in caplog.text and KEY not in caplog.text
