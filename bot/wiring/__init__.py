@@ -35,6 +35,7 @@ from services.llm.client import OpenAIChatModel
 from storage.database import Database
 from storage.inbox import InboxRepository
 from storage.voice import VoiceNoteRepository
+from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger("bot")
 
@@ -58,6 +59,7 @@ class Application:
     menu: Menu
     leadership: Leadership | None = None  # polling with several instances: one poller
     metrics: Metrics | None = None
+    shop: ShopDirectory | None = None  # where orders are read (SHOP_BACKEND); closed at exit
 
 
 async def build_application(
@@ -80,10 +82,17 @@ async def build_application(
         *((instances_feature(instances),) if instances else ()),
     )
 
-    registry = core.build_tools(settings, [t for f in features for t in f.tools])
+    shop = core.build_shop_directory(settings, db)
+    registry = core.build_tools(settings, [t for f in features for t in f.tools], shop=shop)
     metrics = operations.build_metrics(settings, registry.names)
     chat = core.build_core(
-        settings, db, model=model, registry=registry, storage_retry=retry, record_observer=metrics
+        settings,
+        db,
+        model=model,
+        registry=registry,
+        storage_retry=retry,
+        record_observer=metrics,
+        shop=shop,
     )
     pipeline = telegram.build_pipeline(
         settings,
@@ -114,4 +123,5 @@ async def build_application(
         menu=get_menu(features),
         leadership=instances.leadership if instances else None,
         metrics=metrics,
+        shop=shop,
     )
