@@ -361,9 +361,9 @@ class Settings(ShopSettings):
     claim_lease_s: float = Field(default=15.0, ge=1.0, le=600)
 
     # Where order data comes from (README "Connect your shop"): local (import-data, the
-    # demo) or http (the shop's own API, docs/shop-api.openapi.yaml), or a platform's
-    # own API: medusa, shopify, woocommerce
-    shop_backend: Literal["local", "medusa", "shopify", "woocommerce"] = "local"
+    # demo), http (the shop's own API, docs/shop-api.openapi.yaml), or a platform's own
+    # API: medusa, shopify, woocommerce
+    shop_backend: Literal["local", "http", "medusa", "shopify", "woocommerce"] = "local"
     # SHOP_BACKEND=http: the API's base URL (https; http only on localhost) and its
     # bearer token
     shop_api_url: str | None = None
@@ -559,9 +559,19 @@ class Settings(ShopSettings):
             "shopify": ("shopify_shop", "shop_api_token"),
             "woocommerce": ("shop_api_url", "shop_api_token", "shop_api_secret"),
         }.get(self.shop_backend, ())
-        missing = [name.upper() for name in needs if getattr(self, name) is None]
-        if missing:
-            raise ValueError(f"SHOP_BACKEND={self.shop_backend} needs {', '.join(missing)}")
+        for name in needs:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name.upper()}: required when SHOP_BACKEND={self.shop_backend}")
+        return self
+
+    @model_validator(mode="after")
+    def _check_shop_backend(self) -> Settings:
+        if self.shop_backend == "http":
+            if self.shop_api_url is None:
+                raise ValueError("SHOP_API_URL: required when SHOP_BACKEND=http")
+            token = self.shop_api_token
+            if token is None or not token.get_secret_value().strip():
+                raise ValueError("SHOP_API_TOKEN: required when SHOP_BACKEND=http")
         return self
 
     @model_validator(mode="after")

@@ -30,10 +30,10 @@ def error_for(monkeypatch: pytest.MonkeyPatch, **env: str) -> str:
 @pytest.mark.parametrize(
     ("env", "missing"),
     [
-        ({"SHOP_BACKEND": "medusa"}, "SHOP_BACKEND=medusa needs SHOP_API_URL, SHOP_API_TOKEN"),
+        ({"SHOP_BACKEND": "medusa"}, "SHOP_API_URL: required when SHOP_BACKEND=medusa"),
         (
             {"SHOP_BACKEND": "shopify", "SHOP_API_TOKEN": "shpat_x"},
-            "SHOP_BACKEND=shopify needs SHOPIFY_SHOP",
+            "SHOPIFY_SHOP: required when SHOP_BACKEND=shopify",
         ),
         (
             {
@@ -41,7 +41,7 @@ def error_for(monkeypatch: pytest.MonkeyPatch, **env: str) -> str:
                 "SHOP_API_URL": "https://shop.example",
                 "SHOP_API_TOKEN": "ck_x",
             },
-            "SHOP_BACKEND=woocommerce needs SHOP_API_SECRET",
+            "SHOP_API_SECRET: required when SHOP_BACKEND=woocommerce",
         ),
     ],
 )
