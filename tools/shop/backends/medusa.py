@@ -299,6 +299,11 @@ class MedusaBackend:
             "answered GET /admin/orders without an order list)"
         )
 
+    @property
+    def host(self) -> str:
+        """The shop's host, for log lines (never the credentials)."""
+        return self._http.host
+
     async def aclose(self) -> None:
         await self._http.aclose()
 

@@ -297,6 +297,11 @@ class ShopifyBackend:
             f"SHOPIFY_SHOP does not look like a Shopify store's Admin API ({self._http.host})"
         )
 
+    @property
+    def host(self) -> str:
+        """The shop's host, for log lines (never the credentials)."""
+        return self._http.host
+
     async def aclose(self) -> None:
         await self._http.aclose()
 

@@ -231,6 +231,11 @@ class WooCommerceBackend:
             f"{API}/orders)"
         )
 
+    @property
+    def host(self) -> str:
+        """The shop's host, for log lines (never the credentials)."""
+        return self._http.host
+
     async def aclose(self) -> None:
         await self._http.aclose()
 
