@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.chat_helpers import WAIT_S, StartBot, results_for, tool_messages, tool_step
+from tests.e2e.harness import BotProcess
 from tests.fakes.openai_server import FakeOpenAIServer, fake_call
 from tests.fakes.telegram_server import FakeTelegramServer, contact_update, message_update
 from tests.shop_engine.medusa_engine import MedusaEngine
@@ -68,6 +70,8 @@ async def test_a_customer_sees_their_live_medusa_order_and_its_new_status(
         SHOP_MISS_TTL_S="1",
         SHOP_TIMEOUT_S="20",  # the engine shares two loaded cores with other test runs
     )
+    start_line = await bot.wait_for_line("shop data: medusa backend at")
+    assert medusa_engine.url.removeprefix("http://") in start_line  # the start-up check ran
     for chat_id, phone in ((ANNA, ANNA_PHONE), (BORIS, BORIS_PHONE)):
         await say(
             fake_telegram,
@@ -103,3 +107,20 @@ async def test_a_customer_sees_their_live_medusa_order_and_its_new_status(
     }
     assert "TRK-E2E" not in json.dumps(theirs)
     assert medusa_engine.api_key not in bot.output
+
+
+async def test_a_rejected_medusa_key_ends_the_start_with_one_line(
+    bot_base_env: dict[str, str], tmp_path: Path, medusa_engine: MedusaEngine
+) -> None:
+    env = {
+        **bot_base_env,
+        "SHOP_BACKEND": "medusa",
+        "SHOP_API_URL": medusa_engine.url,
+        "SHOP_API_TOKEN": "sk_revoked_key_123",
+        "SHOP_TIMEOUT_S": "20",
+    }
+    rejected = await BotProcess(env, tmp_path).start()
+    assert await rejected.wait_exit() == 2
+    errors = [line for line in rejected.lines if line.startswith("error:")]
+    assert len(errors) == 1 and "SHOP_API_TOKEN was rejected by the Medusa shop" in errors[0]
+    assert "sk_revoked_key_123" not in rejected.output and "Traceback" not in rejected.output
