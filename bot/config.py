@@ -129,6 +129,24 @@ def _split_csv(value: Any) -> Any:
 
 
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+_OUR_STATUSES = ("processing", "in_transit", "ready_for_pickup", "delivered", "cancelled")
+
+
+def woocommerce_statuses(value: str) -> dict[str, str]:
+    """WOOCOMMERCE_STATUS_MAP ("shipped:in_transit,...") as {plugin status: our status};
+    ValueError naming the entry that is not `status:one_of_ours`."""
+    mapped: dict[str, str] = {}
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        theirs, _, ours = (part.strip() for part in entry.partition(":"))
+        if not theirs or ours not in _OUR_STATUSES:
+            raise ValueError(
+                f"WOOCOMMERCE_STATUS_MAP entry {entry!r}: expected their-status:ours, ours one "
+                f"of {', '.join(_OUR_STATUSES)}"
+            )
+        mapped[theirs] = ours
+    return mapped
 
 
 def _check_http_url(value: str | None, *, https_only: bool = False) -> str | None:
@@ -343,8 +361,9 @@ class Settings(ShopSettings):
     claim_lease_s: float = Field(default=15.0, ge=1.0, le=600)
 
     # Where order data comes from (README "Connect your shop"): local (import-data, the
-    # demo) or http (the shop's own API, docs/shop-api.openapi.yaml)
-    shop_backend: Literal["local", "http"] = "local"
+    # demo), http (the shop's own API, docs/shop-api.openapi.yaml), or a platform's own
+    # API: medusa, shopify, woocommerce
+    shop_backend: Literal["local", "http", "medusa", "shopify", "woocommerce"] = "local"
     # SHOP_BACKEND=http: the API's base URL (https; http only on localhost) and its
     # bearer token
     shop_api_url: str | None = None
@@ -354,6 +373,18 @@ class Settings(ShopSettings):
     shop_miss_ttl_s: float = Field(default=10.0, ge=0, le=3600)
     # seconds one request to the shop may take (the order tool's own bound is 5 s)
     shop_timeout_s: float = Field(default=3.0, gt=0, le=4)
+    # The platform backends (README "Connect your shop"; SHOP_API_URL and SHOP_API_TOKEN
+    # above are the Medusa URL and secret key, the WooCommerce site and consumer key):
+    # SHOP_BACKEND=woocommerce: the REST API key's consumer secret (cs_...)
+    shop_api_secret: SecretStr | None = None
+    # SHOP_BACKEND=shopify: the store (xxx.myshopify.com) and the Admin API version
+    shopify_shop: str | None = None
+    shopify_api_version: str = Field(default="2026-07", pattern=r"^(\d{4}-(01|04|07|10)|unstable)$")
+    # SHOP_BACKEND=woocommerce: order numbers are the orders' ids (false with a
+    # sequential-numbers plugin), and plugins' statuses read as ours
+    # ("shipped:in_transit,ready-pickup:ready_for_pickup")
+    woocommerce_number_is_id: bool = True
+    woocommerce_status_map: str = Field(default="", max_length=2000)
 
     @field_validator("admin_ids", mode="before")
     @classmethod
@@ -503,6 +534,35 @@ class Settings(ShopSettings):
                     "would travel unencrypted)"
                 )
         return url
+
+    @field_validator("shopify_shop")
+    @classmethod
+    def _check_shopify_shop(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        shop = value.strip().lower().removeprefix("https://").rstrip("/")
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*\.myshopify\.com", shop):
+            raise ValueError("expected the store's domain, e.g. my-shop.myshopify.com")
+        return shop
+
+    @field_validator("woocommerce_status_map")
+    @classmethod
+    def _check_woocommerce_status_map(cls, value: str) -> str:
+        woocommerce_statuses(value)
+        return value
+
+    @model_validator(mode="after")
+    def _check_shop_platform(self) -> Settings:
+        """The settings each SHOP_BACKEND needs, named in one line when one is missing."""
+        needs = {
+            "medusa": ("shop_api_url", "shop_api_token"),
+            "shopify": ("shopify_shop", "shop_api_token"),
+            "woocommerce": ("shop_api_url", "shop_api_token", "shop_api_secret"),
+        }.get(self.shop_backend, ())
+        for name in needs:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name.upper()}: required when SHOP_BACKEND={self.shop_backend}")
+        return self
 
     @model_validator(mode="after")
     def _check_shop_backend(self) -> Settings:

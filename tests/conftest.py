@@ -25,6 +25,7 @@ from bot.config import Settings
 from storage.database import Database, open_database
 from tests.failure_reports import pytest_runtest_makereport  # noqa: F401 (a hook)
 from tests.pg import pg_cluster, pg_db, pg_empty_url, pg_url  # noqa: F401 (fixtures)
+from tests.shop_engine.medusa_engine import medusa_engine  # noqa: F401 (a fixture)
 
 # every setting the bot reads, so a developer's environment never leaks into a test
 SETTING_NAMES = tuple(name.upper() for name in Settings.model_fields)
@@ -74,6 +75,8 @@ async def db(
 # The fake OpenAI server as a fixture for every test package (tests/fakes/openai_server.py).
 from tests.fakes.openai_server import fake_openai  # noqa: E402, F401
 from tests.fakes.shop_api import fake_shop_api  # noqa: E402, F401
+from tests.fakes.shopify import fake_shopify  # noqa: E402, F401
+from tests.fakes.woocommerce import fake_woo  # noqa: E402, F401
 
 PR_SET_CHILD_SUBREAPER = 36
 

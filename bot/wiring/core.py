@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Settings
+from bot.wiring.shop_platforms import PLATFORMS, build_platform_backend
 from services.chat import DEFAULT_SHOP_NAME, ChatOptions, ChatService, build_chat_service
 from services.limits import TurnSlots
 from services.llm.client import OpenAIChatModel
@@ -48,6 +49,13 @@ def build_shop_directory(settings: Settings, db: Database) -> ShopDirectory:
     """Where the order tools read orders: the SHOP_BACKEND, with the shop's order-number
     rule (ORDER_NUMBER_PATTERN over the backend's own)."""
     rule = settings.order_number_rule()
+    if settings.shop_backend in PLATFORMS:
+        return ShopDirectory(
+            build_platform_backend(settings),
+            number_rule=rule,
+            cache_ttl_s=settings.shop_cache_ttl_s,
+            miss_ttl_s=settings.shop_miss_ttl_s,
+        )
     if settings.shop_backend == "http":
         assert settings.shop_api_url is not None and settings.shop_api_token is not None
         backend = HttpBackend(

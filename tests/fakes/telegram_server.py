@@ -666,7 +666,6 @@ class FakeTelegramServer:
         self._notify()
         return _ok(True)
 
-
     async def _m_answercallbackquery(self, _p: dict[str, Any], _r: web.Request) -> web.Response:
         return _ok(True)  # the call is recorded in `calls` (its text is what the user sees)
 

@@ -1,0 +1,215 @@
+"""The shopify backend against a fake Admin GraphQL API (2026-07 shapes, tests/fakes/shopify.py):
+exact names through a fuzzy search, phones, statuses, a rejected token, THROTTLED (200 and
+429), 5xx, time-outs, non-JSON, and cancel/return once per operation id."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.fakes.shopify import TOKEN, FakeShopify
+from tools.shop.backend import (
+    ActionDone,
+    ActionRejected,
+    ReturnLine,
+    ShopSetupError,
+    ShopUnavailable,
+)
+from tools.shop.backends.shopify import ShopifyBackend
+
+ANNA = "+79123456789"
+
+
+def backend(fake: FakeShopify, token: str = TOKEN, timeout_s: float = 5.0) -> ShopifyBackend:
+    return ShopifyBackend("test.myshopify.com", token, base_url=fake.url, timeout_s=timeout_s)
+
+
+@pytest.fixture
+async def shop(fake_shopify: FakeShopify) -> AsyncIterator[ShopifyBackend]:
+    client = backend(fake_shopify)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def test_an_order_by_its_exact_name(shop: ShopifyBackend, fake_shopify: FakeShopify) -> None:
+    fake_shopify.add_order(1001, fulfillment="IN_TRANSIT", tracking="TRK-9")
+    fake_shopify.add_order(1011, phone="+79990001122")
+    fake_shopify.add_order(10010)
+    order = await shop.get_order(shop.number_rule.normalise("#1001"))
+    assert order is not None
+    assert order.number == "1001"
+    assert order.status == "in_transit"
+    assert order.customer_phone == ANNA
+    assert order.delivery is not None and order.delivery.tracking_number == "TRK-9"
+    assert order.delivery.carrier == "CDEK"
+    assert order.total is not None and str(order.total.amount) == "1990.00"
+    assert [(i.name, i.quantity) for i in order.items] == [("Mug", 2)]
+    assert order.public is False
+    other = await shop.get_order("1011")
+    assert other is not None and other.customer_phone == "+79990001122"  # unfiltered
+    assert await shop.get_order("1002") is None  # the fuzzy hits are never taken
+
+
+@pytest.mark.parametrize(
+    ("fulfillment", "cancelled", "status"),
+    [
+        (None, False, "processing"),
+        ("CONFIRMED", False, "in_transit"),
+        ("OUT_FOR_DELIVERY", False, "in_transit"),
+        ("READY_FOR_PICKUP", False, "ready_for_pickup"),
+        ("DELIVERED", False, "delivered"),
+        ("SOMETHING_NEW", False, "processing"),
+        (None, True, "cancelled"),
+    ],
+)
+async def test_statuses(
+    shop: ShopifyBackend,
+    fake_shopify: FakeShopify,
+    fulfillment: str | None,
+    cancelled: bool,
+    status: str,
+) -> None:
+    fake_shopify.add_order(2001, fulfillment=fulfillment, cancelled=cancelled)
+    order = await shop.get_order("2001")
+    assert order is not None and order.status == status
+
+
+async def test_orders_by_phone(shop: ShopifyBackend, fake_shopify: FakeShopify) -> None:
+    fake_shopify.add_order(1001)
+    fake_shopify.add_order(1002, fulfillment="DELIVERED")
+    fake_shopify.add_order(1003, phone="8 (912) 345-67-89")  # the shop's own spelling
+    fake_shopify.add_order(1004, phone="+79990001122")
+    orders = await shop.orders_for_phone(ANNA)
+    assert [o.number for o in orders] == ["1003", "1002", "1001"]  # newest first
+    assert await shop.orders_for_phone("+79000000000") == []
+
+
+async def test_a_rejected_token(fake_shopify: FakeShopify) -> None:
+    client = backend(fake_shopify, token="shpat_wrong")
+    try:
+        with pytest.raises(ShopSetupError, match="SHOP_API_TOKEN was rejected") as error:
+            await client.check()
+        assert "shpat_wrong" not in str(error.value)
+        with pytest.raises(ShopUnavailable) as failure:
+            await client.get_order("1001")
+        assert failure.value.kind == "auth"
+    finally:
+        await client.aclose()
+
+
+async def test_check_with_the_right_token(shop: ShopifyBackend) -> None:
+    await shop.check()
+
+
+@pytest.mark.parametrize("kind", ["throttled200", "throttled429"])
+async def test_a_short_throttle_is_waited_out(
+    shop: ShopifyBackend,
+    fake_shopify: FakeShopify,
+    kind: str,
+) -> None:
+    fake_shopify.add_order(1001)
+    fake_shopify.fail_next(kind)
+    order = await shop.get_order("1001")
+    assert order is not None
+    assert fake_shopify.requests == ["OrdersByName", "OrdersByName"]
+
+
+async def test_a_long_throttle_is_rate_limited(
+    shop: ShopifyBackend, fake_shopify: FakeShopify
+) -> None:
+    fake_shopify.add_order(1001)
+    fake_shopify.fail_next("throttled_long")
+    with pytest.raises(ShopUnavailable) as failure:
+        await shop.get_order("1001")
+    assert failure.value.kind == "rate_limited"
+    assert len(fake_shopify.requests) == 1
+
+
+async def test_a_5xx_is_tried_once_more(shop: ShopifyBackend, fake_shopify: FakeShopify) -> None:
+    fake_shopify.add_order(1001)
+    fake_shopify.fail_next("500")
+    assert await shop.get_order("1001") is not None
+    fake_shopify.fail_next("500", "500")
+    with pytest.raises(ShopUnavailable) as failure:
+        await shop.get_order("1001")
+    assert failure.value.kind == "unavailable"
+
+
+async def test_a_slow_shop_times_out(fake_shopify: FakeShopify) -> None:
+    client = backend(fake_shopify, timeout_s=0.3)
+    fake_shopify.add_order(1001)
+    fake_shopify.fail_next("slow", "slow")
+    try:
+        with pytest.raises(ShopUnavailable) as failure:
+            await client.get_order("1001")
+        assert failure.value.kind == "timeout"
+    finally:
+        await client.aclose()
+
+
+async def test_not_json_is_malformed(shop: ShopifyBackend, fake_shopify: FakeShopify) -> None:
+    fake_shopify.fail_next("not_json")
+    with pytest.raises(ShopUnavailable) as failure:
+        await shop.get_order("1001")
+    assert failure.value.kind == "malformed"
+
+
+async def test_cancel_once(shop: ShopifyBackend, fake_shopify: FakeShopify) -> None:
+    fake_shopify.add_order(1001)
+    order = await shop.get_order("1001")
+    assert order is not None
+    assert await shop.cancel_order(order, "op-1") == ActionDone()
+    assert fake_shopify.by_id(str(order.ref))["staffNote"] == "support-bot op op-1"  # type: ignore[index]
+    assert await shop.cancel_order(order, "op-1") == ActionDone()
+    assert fake_shopify.requests.count("Cancel") == 1
+
+
+async def test_a_shipped_order_is_not_cancelled(
+    shop: ShopifyBackend, fake_shopify: FakeShopify
+) -> None:
+    fake_shopify.add_order(1001, fulfillment="IN_TRANSIT")
+    order = await shop.get_order("1001")
+    assert order is not None
+    assert await shop.cancel_order(order, "op-1") == ActionRejected("not_cancellable")
+    assert "Cancel" not in fake_shopify.requests
+
+
+async def test_a_return_is_requested_once(shop: ShopifyBackend, fake_shopify: FakeShopify) -> None:
+    fake_shopify.add_order(1001, fulfillment="DELIVERED")
+    order = await shop.get_order("1001")
+    assert order is not None
+    line = ReturnLine(order.items[0], 1)
+    first = await shop.request_return(order, [line], "too small", "op-r1")
+    assert isinstance(first, ActionDone) and first.reference
+    assert await shop.request_return(order, [line], "too small", "op-r1") == first
+    assert fake_shopify.requests.count("ReturnRequest") == 1
+
+
+async def test_an_unfulfilled_order_has_nothing_to_return(
+    shop: ShopifyBackend,
+    fake_shopify: FakeShopify,
+) -> None:
+    fake_shopify.add_order(1001)
+    order = await shop.get_order("1001")
+    assert order is not None
+    result = await shop.request_return(order, [ReturnLine(order.items[0], 1)], "x", "op-r2")
+    assert result == ActionRejected("not_returnable")
+
+
+async def test_no_token_in_logs_or_errors(
+    fake_shopify: FakeShopify, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    client = backend(fake_shopify, token="shpat_secret_value", timeout_s=0.3)
+    fake_shopify.fail_next("500", "500")
+    try:
+        for _ in range(2):
+            with pytest.raises(ShopUnavailable) as failure:
+                await client.get_order("1001")
+            assert "shpat_secret_value" not in str(failure.value)
+    finally:
+        await client.aclose()
+    assert "shpat_secret_value" not in caplog.text
