@@ -91,6 +91,7 @@ async def send_answer(
         private_chat=caller_of(message).private_chat,
         feedback_buttons=feedback_buttons,
         person_button=handoff is not None,
+        language=language,
     )
     view = turn_view(reply, texts, side, handoff_notice=begun.notice if begun else None)
     body, markup = view.text, view.markup

@@ -18,6 +18,7 @@ from aiogram import Bot, Dispatcher
 
 from bot.config import Settings
 from bot.features import Feature
+from bot.features.actions import actions_feature
 from bot.features.handoff import build_handoff_desk, handoff_feature
 from bot.features.instances import instances_feature
 from bot.features.voice import build_voice, voice_feature
@@ -74,10 +75,17 @@ async def build_application(
     voice_notes = VoiceNoteRepository(db)
     voice = build_voice(settings, model, voice_notes, storage_retry=retry)
     instances = transport.instances
+    actions = actions_feature(
+        settings,
+        db,
+        storage_retry=retry,
+        operator_chat_id=desk.operator_chat_id if desk else None,
+    )
     features = (
         *((handoff_feature(desk),) if desk else ()),
         voice_feature(voice),
         *((instances_feature(instances),) if instances else ()),
+        *((actions,) if actions else ()),
     )
 
     registry = core.build_tools(settings, [t for f in features for t in f.tools])
