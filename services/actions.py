@@ -186,7 +186,7 @@ class ActionService:
             return Outcome(ResultKind.FAILED, reason="action_off")
         arguments = definition.arguments_model.model_validate_json(row.arguments)
         try:
-            order = await self._shop.get_order(row.order_number)
+            order = await self._shop.read_fresh(row.order_number)
         except ShopUnavailable:
             if recheck:  # nothing was done yet
                 return Outcome(ResultKind.FAILED, reason="unavailable")

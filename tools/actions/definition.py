@@ -22,11 +22,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from tools.shop.backend import ActionResult, OrderActions
-from tools.shop.orders import LiveOrder, Money
-from tools.shop.rules import check_order_id
+from tools.shop.orders import LiveOrder, Money, OrderNumberRule
 
 if TYPE_CHECKING:
     from storage.shop import ShopRepository
@@ -39,12 +38,11 @@ class ActionArguments(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    order_id: str = Field(description="The order number: exactly 4 digits, e.g. 8041.")
-
-    @field_validator("order_id")
-    @classmethod
-    def _four_digits(cls, value: str) -> str:
-        return check_order_id(value)
+    order_id: str = Field(
+        min_length=1,
+        max_length=64,
+        description="The order number as the customer gave it, e.g. 8041, without guessing.",
+    )
 
 
 ArgsT = TypeVar("ArgsT", bound=ActionArguments)
@@ -115,8 +113,15 @@ def items_words(order: LiveOrder) -> str:
 
 
 class ActionShop(OrderActions, Protocol):
-    """What the mechanism needs from the shop: the order as the shop has it now, and the
-    actions (tools/shop/backend.py). Reads raise `ShopUnavailable` when the shop cannot
-    answer."""
+    """What the mechanism needs from the shop: its order-number rule, the order as the
+    order lookups read it (`get_order`: through the ShopDirectory, its cache included),
+    the order read fresh for the re-check on ✅ (`read_fresh`: never a cached copy), and
+    the actions (tools/shop/backend.py). Reads raise `ShopUnavailable` when the shop
+    cannot answer."""
+
+    @property
+    def number_rule(self) -> OrderNumberRule: ...
 
     async def get_order(self, number: str) -> LiveOrder | None: ...
+
+    async def read_fresh(self, number: str) -> LiveOrder | None: ...

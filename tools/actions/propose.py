@@ -1,12 +1,13 @@
 """The proposing tool of an action (`propose_<name>`): the model proposes, the
 application decides.
 
-In order: the caller's lookup budget (a proposal reads an order, so it counts as a lookup,
-or proposals would make probing free); private chats only (a card in a group would show
-an order to everyone); the order as the shop has it now; who may act on it — the order
-lookups' rule (tools/order_status.py: the owner by Telegram id or verified phone, the
-demo's public orders anyone), and an order the caller may not see gets exactly the
-answer of a missing one; then the definition's state and policy check. An allowed action
+In order: the number read by the shop's rule; the caller's lookup budget (a proposal
+reads an order, so it counts as a lookup, or proposals would make probing free); private
+chats only (a card in a group would show an order to everyone); the order through the
+ShopDirectory, as order lookups read it; who may act on it — `tools.shop.access.may_see`,
+the order lookups' own rule (the owner by Telegram id or verified phone, the demo's
+public orders anyone): an order the caller may not see gets exactly the answer of a
+missing one; then the definition's state and policy check. An allowed action
 is stored pending with a new operation id (storage/actions.py) *before* the turn ends,
 and noted (`ActionProposed`): the loop ends the turn suspended and the card goes out with
 the turn's answer. A refusal is an ordinary result with its code for the model.
@@ -39,6 +40,7 @@ from tools.order_status import (
     NOT_FOUND_MESSAGE,
     RATE_LIMITED_MESSAGE,
 )
+from tools.shop.access import Visibility, may_see
 from tools.shop.backend import ShopUnavailable
 from tools.shop.orders import LiveOrder
 
@@ -65,16 +67,19 @@ class ProposalResult(LookupResult):
     message: str
 
 
-def may_act(order: LiveOrder, caller: Caller, verified_phone: str | None) -> bool:
-    """The order lookups' rule: public (demo) orders anyone, others their owner by
-    Telegram id or verified phone; in a private chat, never on behalf of a chat."""
+def may_act(order: LiveOrder | None, caller: Caller, verified_phone: str | None) -> bool:
+    """Who may act on an order: who may see it (tools/shop/access.py, exactly as order
+    lookups), in a private chat, never on behalf of a chat."""
     if not caller.private_chat or caller.is_chat:
         return False
-    if order.public:
-        return True
-    if order.customer_telegram_id is not None and order.customer_telegram_id == caller.key:
-        return True
-    return verified_phone is not None and order.customer_phone == verified_phone
+    seen = may_see(
+        order,
+        caller_user_id=caller.key,
+        verified_phone=verified_phone,
+        private_chat=caller.private_chat,
+        sender_is_chat=caller.is_chat,
+    )
+    return order is not None and seen is Visibility.VISIBLE
 
 
 class ProposingHandler:
@@ -103,14 +108,19 @@ class ProposingHandler:
             "action %s proposed by user %s for order %s: %s (%.0f ms)",
             self._definition.name,
             context.caller.key,
-            arguments.order_id,
+            result.order_id,
             decision,
             (time.perf_counter() - started) * 1000,
         )
         return result
 
     async def _propose(self, arguments: Any, context: ToolContext) -> ProposalResult:
-        caller, number, store = context.caller, arguments.order_id, context.storage_wait
+        caller, store = context.caller, context.storage_wait
+        try:
+            number = self._shop.number_rule.normalise(arguments.order_id)
+        except ValueError as exc:
+            raise ToolBusinessError(ErrorCode.INVALID_ARGUMENTS, f"order_id: {exc}") from None
+        arguments = arguments.model_copy(update={"order_id": number})
         now = self._clock()
         allowed = await store.run(
             "order lookup",
@@ -138,7 +148,7 @@ class ProposingHandler:
         phone = await store.run(
             "verified phone read", lambda: context.shop.get_verified_phone(caller.key)
         )
-        if order is None or not may_act(order, caller, phone):
+        if order is None or not may_act(order, caller, phone):  # the answer of a missing one
             if phone is None:
                 context.notes.append(OrderMissedNoPhone(order_id=number))
             return ProposalResult(order_id=number, found=False, message=NOT_FOUND_MESSAGE)

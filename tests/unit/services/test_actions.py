@@ -22,8 +22,10 @@ from tools.actions.definition import ActionDefinition
 from tools.actions.propose import ProposalResult, ProposingHandler
 from tools.base import ActionProposed, Caller, OrderMissedNoPhone, ToolContext
 from tools.shop.backend import ActionDone, ActionResult, ActionUnknown, ReturnLine
-from tools.shop.backends.local_actions import LocalShop
-from tools.shop.orders import LiveOrder
+from tools.shop.backends.local import LocalBackend
+from tools.shop.backends.local_actions import DirectoryActions, LocalOrderActions
+from tools.shop.directory import local_directory
+from tools.shop.orders import FOUR_DIGITS, LiveOrder
 
 OWNER, STRANGER = 501, 502
 RETRY = StorageRetry(first_delay_s=0.01, max_delay_s=0.01, give_up_after_s=5)
@@ -79,7 +81,10 @@ class World:
         self.shop = shop
         self.clock = clock
         self.repo = ActionRepository(db, clock=clock)
-        self.local = LocalShop(shop, LocalActionStore(db, clock=clock))
+        self.local = DirectoryActions(
+            local_directory(LocalBackend(shop)),
+            LocalOrderActions(LocalActionStore(db, clock=clock)),
+        )
         self.service = self.service_over(self.local)
         self.updates = iter(range(10_000, 20_000))
 
@@ -317,13 +322,18 @@ async def test_a_press_handled_again_after_a_crash_after_the_shop_acted(world: W
 class UnknownFirst:
     """A shop whose first answer to an action is lost (a timeout after sending)."""
 
-    def __init__(self, inner: LocalShop, lost: int) -> None:
+    number_rule = FOUR_DIGITS
+
+    def __init__(self, inner: DirectoryActions, lost: int) -> None:
         self.inner = inner
         self.lost = lost
         self.operation_ids: list[str] = []
 
     async def get_order(self, number: str) -> LiveOrder | None:
         return await self.inner.get_order(number)
+
+    async def read_fresh(self, number: str) -> LiveOrder | None:
+        return await self.inner.read_fresh(number)
 
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         self.operation_ids.append(operation_id)

@@ -1,5 +1,4 @@
-"""The local backend's side of issue 32: orders read from the bot's own database as
-`LiveOrder`s, and `OrderActions` carried out on them.
+"""The local backend's `OrderActions` (issue 32), on the bot's own `orders` table.
 
 - cancel: a conditional update (processing → cancelled) recorded under the operation id
   in the same transaction, so a repeated call with the same id answers `ActionDone` and
@@ -7,10 +6,10 @@
 - return: a row of `order_returns` keyed by the operation id; its reference is "R-" and
   the id's first 8 characters.
 
-`get_order` maps the stored row: no items or total (the import document has none),
-`delivered_at` is the last change of a delivered order. Until the live-shop backends
-(issue 31) land, this is how the actions read orders; then the directory over
-SHOP_BACKEND replaces it.
+`DirectoryActions` puts a backend's actions next to the `ShopDirectory` the order tools
+read through: the mechanism (tools/actions/) reads proposals through the directory,
+exactly as order lookups do, re-checks on ✅ with a fresh read of the backend, and after
+an action forgets the directory's cached copy so the next question sees the new state.
 """
 
 from __future__ import annotations
@@ -20,54 +19,22 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from storage.actions import LocalActionStore
-from storage.shop import ShopRepository
-from storage.shop_records import OrderRecord
 from tools.shop.backend import (
     ActionDone,
     ActionRejected,
     ActionResult,
+    OrderActions,
     ReturnLine,
 )
-from tools.shop.orders import LiveOrder
-from tools.shop.rules import OrderStatus
+from tools.shop.directory import ShopDirectory
+from tools.shop.orders import LiveOrder, OrderNumberRule
 
 
-def _when(text: str | None) -> datetime:
-    if not text:
-        return datetime.fromtimestamp(0, UTC)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return datetime.fromtimestamp(0, UTC)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+class LocalOrderActions:
+    """`OrderActions` of SHOP_BACKEND=local."""
 
-
-def live_order(record: OrderRecord) -> LiveOrder:
-    status = OrderStatus(record.status)
-    updated = _when(record.updated_at)
-    return LiveOrder(
-        number=record.order_id,
-        status=status,
-        updated_at=updated,
-        customer_phone=record.owner_phone,
-        customer_telegram_id=record.owner_telegram_id,
-        delivered_at=updated if status is OrderStatus.DELIVERED else None,
-        public=record.owner_telegram_id is None and record.owner_phone is None,
-    )
-
-
-class LocalShop:
-    """Reads and actions of the local backend."""
-
-    name = "local"
-
-    def __init__(self, shop: ShopRepository, store: LocalActionStore) -> None:
-        self._shop = shop
+    def __init__(self, store: LocalActionStore) -> None:
         self._store = store
-
-    async def get_order(self, number: str) -> LiveOrder | None:
-        record = await self._shop.get_order(number)
-        return None if record is None else live_order(record)
 
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         now = datetime.now(UTC).isoformat(timespec="minutes")
@@ -89,3 +56,36 @@ class LocalShop:
         if outcome == "done":
             return ActionDone(reference=f"R-{operation_id[:8].upper()}")
         return ActionRejected("not_found")
+
+
+class DirectoryActions:
+    """A shop's reads (its `ShopDirectory`) and actions, as tools/actions/ needs them
+    (`tools.actions.definition.ActionShop`)."""
+
+    def __init__(self, directory: ShopDirectory, actions: OrderActions) -> None:
+        self._directory = directory
+        self._actions = actions
+
+    @property
+    def number_rule(self) -> OrderNumberRule:
+        return self._directory.number_rule
+
+    async def get_order(self, number: str) -> LiveOrder | None:
+        return await self._directory.get_order(number)
+
+    async def read_fresh(self, number: str) -> LiveOrder | None:
+        return await self._directory.get_order(number, fresh=True)
+
+    async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
+        try:
+            return await self._actions.cancel_order(order, operation_id)
+        finally:
+            self._directory.forget_order(order.number)
+
+    async def request_return(
+        self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult:
+        try:
+            return await self._actions.request_return(order, lines, reason, operation_id)
+        finally:
+            self._directory.forget_order(order.number)
