@@ -666,7 +666,6 @@ class FakeTelegramServer:
         self._notify()
         return _ok(True)
 
-
     async def _m_answercallbackquery(self, _p: dict[str, Any], r: web.Request) -> web.Response:
         await self._wait_on_hold(0, r, "answerCallbackQuery")  # hold_calls: a crash test
         return _ok(True)  # the call is recorded in `calls` (its text is what the user sees)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from pydantic import Field
 
 from services.actions import ActionService, ClaimKind, Outcome, ResultKind
 from storage.actions import ActionRepository, ActionStatus, LocalActionStore
@@ -18,7 +19,14 @@ from storage.database import Database, StorageRetry
 from storage.shop import OrderUpsert, ReturnPolicyUpsert, ShopRepository
 from tests.unit.tools.conftest import FakeClock
 from tools.actions.builtin import CANCEL_ORDER, REQUEST_RETURN
-from tools.actions.definition import ActionDefinition
+from tools.actions.definition import (
+    ActionArguments,
+    ActionDefinition,
+    Allowed,
+    Decision,
+    Policy,
+    Refused,
+)
 from tools.actions.propose import ProposalResult, ProposingHandler
 from tools.base import ActionProposed, Caller, OrderMissedNoPhone, ToolContext
 from tools.shop.backend import ActionDone, ActionResult, ActionUnknown, ReturnLine
@@ -379,3 +387,65 @@ async def test_still_unknown_stays_executing(world: World) -> None:
 
 def _never() -> LiveOrder:
     raise AssertionError("the order is there")
+
+
+# -- a third action is one definition (the README's example, in small) ----------------
+
+
+class HoldArguments(ActionArguments):
+    days: int = Field(ge=1, le=14, description="How many days to hold it.")
+
+
+class Holding:
+    """A backend call of the shop's own (idempotent by operation id)."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, tuple[str, int]] = {}
+
+    async def hold(self, order: LiveOrder, days: int, operation_id: str) -> ActionResult:
+        self.held.setdefault(operation_id, (order.number, days))
+        return ActionDone(reference=f"H-{len(self.held)}")
+
+
+HOLDING = Holding()
+
+
+async def _may_hold(order: LiveOrder, _args: HoldArguments, _policy: Policy) -> Decision:
+    return Allowed() if order.status.value == "processing" else Refused("too_late", "Shipped.")
+
+
+HOLD_ORDER: ActionDefinition[HoldArguments] = ActionDefinition(
+    name="hold_order",
+    description="Propose holding an order for some days before shipping.",
+    arguments_model=HoldArguments,
+    check=_may_hold,
+    effect=lambda o, a: {"ru": f"Придержать заказ {o.number} на {a.days} дн.?", "en": "Hold?"},
+    done=lambda o, a, ref: {"ru": f"Заказ {o.number} придержан ({ref}).", "en": "Held."},
+    execute=lambda _actions, o, a, op: HOLDING.hold(o, a.days, op),
+)
+
+
+async def test_a_third_action_is_one_definition(world: World) -> None:
+    HOLDING.held.clear()
+    context = world.context()
+    result = await world.propose(HOLD_ORDER, {"order_id": "1001", "days": 3}, context)
+    assert result.proposed
+    [note] = context.notes
+    assert (
+        isinstance(note, ActionProposed) and note.effect["ru"] == "Придержать заказ 1001 на 3 дн.?"
+    )
+    service = ActionService(
+        world.repo, world.local, world.shop, [HOLD_ORDER], storage_retry=RETRY, clock=world.clock
+    )
+    claim = await service.claim(
+        note.operation_id, chat_id=OWNER, user_id=OWNER, update_id=9, confirm=True
+    )
+    assert claim.row is not None
+    outcome = await service.carry_out(claim.row, recheck=True)
+    assert outcome.kind is ResultKind.DONE and outcome.words == {
+        "ru": "Заказ 1001 придержан (H-1).",
+        "en": "Held.",
+    }
+    assert HOLDING.held[note.operation_id] == ("1001", 3)
+    late = await world.propose(HOLD_ORDER, {"order_id": "1005", "days": 3}, world.context())
+    assert late.refused == "too_late"
