@@ -76,7 +76,11 @@ def _calls(text: str) -> list[Body]:
 
 
 async def setup(
-    start_bot: StartBot, env: dict[str, str], tmp_path: Path, openai: FakeOpenAIServer
+    start_bot: StartBot,
+    env: dict[str, str],
+    tmp_path: Path,
+    openai: FakeOpenAIServer,
+    **extra: str,
 ) -> BotProcess:
     long_ago = (datetime.now(UTC) - timedelta(days=30)).isoformat(timespec="minutes")
     await import_shop(
@@ -98,7 +102,7 @@ async def setup(
         },
     )
     openai.handler = tool_step(_calls, _model)
-    return await start_bot(**ACTIONS)
+    return await start_bot(**ACTIONS, **extra)
 
 
 async def say(telegram: FakeTelegramServer, text: str, chat: int = CUSTOMER) -> SentMessage:
@@ -322,3 +326,30 @@ async def test_killed_between_the_shops_call_and_the_result_stored(
         database_path,
     )
     assert at_kill == "executing"  # the shop acted, the result not stored yet
+
+
+async def test_with_handoff_the_operators_get_one_line_per_executed_action(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    operators = -1001777
+    fake_telegram.add_forum(operators)
+    bot = await setup(
+        start_bot, bot_base_env, tmp_path, fake_openai, OPERATOR_CHAT_ID=str(operators)
+    )
+    declined = await say(fake_telegram, f"Отмените заказ {MINE_TOO}")
+    await press(fake_telegram, declined, 1)  # ✖: nothing executed, no line
+    await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    await press(fake_telegram, card)
+    messages = await settled(fake_telegram, 4)
+    assert messages[1].plain_text == RU.action_declined
+    assert messages[3].plain_text == f"Заказ {MINE} отменён."
+    [line] = fake_telegram.messages_to(operators)
+    assert f"cancel_order: order {MINE}" in line.plain_text and str(CUSTOMER) in line.plain_text
+    assert status_of(database_path, MINE_TOO) == "processing"
+    assert "SECRET-REASON" not in bot.output
