@@ -33,6 +33,7 @@ from tests.e2e.chat_helpers import (
 )
 from tests.e2e.harness import BotProcess
 from tests.fakes.openai_server import Body, FakeOpenAIServer, fake_call
+from tests.fakes.shop_api import TOKEN, FakeShopApi, order
 from tests.fakes.telegram_server import (
     FakeTelegramServer,
     SentMessage,
@@ -353,3 +354,38 @@ async def test_with_handoff_the_operators_get_one_line_per_executed_action(
     assert f"cancel_order: order {MINE}" in line.plain_text and str(CUSTOMER) in line.plain_text
     assert status_of(database_path, MINE_TOO) == "processing"
     assert "SECRET-REASON" not in bot.output
+
+
+async def test_http_backend_cancel_once_despite_a_lost_answer_and_the_cache_knows(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+) -> None:
+    """SHOP_BACKEND=http: the contract's POST /orders/{n}/cancel with the operation id as
+    Idempotency-Key; the shop's first answer is lost (504), the bot asks again with the
+    same key: one cancellation, one result; the next question is answered from the new
+    state although the directory caches orders for 5 minutes."""
+    fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
+    fake_openai.handler = tool_step(_calls, _model)
+    await start_bot(
+        **ACTIONS,
+        SHOP_BACKEND="http",
+        SHOP_API_URL=fake_shop_api.base_url,
+        SHOP_API_TOKEN=TOKEN,
+        SHOP_CACHE_TTL_S="300",
+    )
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    assert f"Отменить заказ {MINE}?" in card.plain_text
+    fake_shop_api.lose_answers = 1
+    await press(fake_telegram, card)
+    [_, result] = await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
+    assert result.plain_text == f"Заказ {MINE} отменён."
+    assert fake_shop_api.cancellations == [MINE]
+    keys = [p for p, _ in fake_shop_api.requests if p.endswith("/cancel")]
+    assert len(keys) == 2  # asked again after the lost answer ...
+    question = f"Заказ {MINE} отменён?"
+    await say(fake_telegram, question)
+    [looked_up] = results_for(fake_openai, question)
+    assert looked_up["data"]["status"] == "cancelled"  # ... and not from a stale cache
+    assert await settled(fake_telegram, 3)
