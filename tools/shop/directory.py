@@ -88,6 +88,12 @@ class ShopDirectory:
         return self.backend.name
 
     @property
+    def reads_bot_storage(self) -> bool:
+        """The backend reads the bot's own database (local): its faults are storage
+        faults, which the tools wait out (`StorageWait`)."""
+        return self.backend.name == "local"
+
+    @property
     def state(self) -> CircuitState:
         """ok; degraded (the last request failed, the circuit is still closed); open."""
         if self._open_until is not None:
@@ -160,6 +166,7 @@ class ShopDirectory:
             log.warning(
                 "shop %s: an answer could not be read (%s)", self.backend.name, type(exc).__name__
             )
+            log.debug("shop %s: the unreadable answer", self.backend.name, exc_info=True)
             raise ShopUnavailable("malformed", type(exc).__name__) from None
         except BaseException:
             self._probing = False
