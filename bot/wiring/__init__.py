@@ -102,6 +102,7 @@ async def build_application(
         storage_retry=retry,
         record_observer=metrics,
         shop=shop,
+        actions_on=actions is not None,
     )
     pipeline = telegram.build_pipeline(
         settings,
