@@ -108,7 +108,7 @@ class Texts:
     action_expired: str  # the card is too old, or a newer card for the order replaced it
     action_state_changed: str  # on ✅ the order no longer allows it (e.g. shipped)
     action_failed: str  # the shop refused or could not be reached; nothing changed
-    action_checking: str  # the shop's answer is unknown; it is asked again
+    action_checking: str  # the shop's answer stayed unknown: press ✅ again to ask again
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -284,7 +284,8 @@ RU_TEMPLATES = Texts(
         "Попробуйте позже или свяжитесь с магазином."
     ),
     action_checking=(
-        "Магазин пока не подтвердил результат. Я проверю и напишу, как только узнаю."
+        "Магазин пока не подтвердил результат; повторно ничего не выполняю. "
+        "Нажмите ✅ ещё раз чуть позже, чтобы проверить."
     ),
 )
 
@@ -418,7 +419,8 @@ EN_TEMPLATES = Texts(
         "again later or contact the shop."
     ),
     action_checking=(
-        "The shop has not confirmed the result yet. I will check and write as soon as I know."
+        "The shop has not confirmed the result yet; nothing is done twice. Press ✅ again "
+        "a little later to check."
     ),
 )
 

@@ -17,8 +17,9 @@ it stopped instead of being taken for a second press:
   operation id as its idempotency key. After a crash in `executing` the state is not
   re-checked (our own cancel would fail it): the backend is simply asked again with the
   same id, which never acts twice. An unknown outcome (`ActionUnknown`) is asked again
-  with the same id; still unknown, the row stays `executing` and the customer is told
-  the result is being checked.
+  with the same id; still unknown, the row stays `executing` (reason `unknown`), the card
+  keeps its buttons and the customer is asked to press ✅ again later: that press asks
+  the shop once more with the same id (`retake`: one press at a time).
 - `record`: the result and its line in the chat's history, in one transaction.
 
 The log says who, which order, the decision, the operation id, the duration and the
@@ -144,6 +145,16 @@ class ActionService:
             return Claim(ClaimKind.PROCEED, row, recheck=row.status is ActionStatus.CONFIRMED)
         if row.status is ActionStatus.EXPIRED:
             return Claim(ClaimKind.EXPIRED, row)
+        if row.status is ActionStatus.EXECUTING and row.reason == "unknown" and confirm:
+            # the shop's answer stayed unknown: a new ✅ asks it again, same operation id
+            retaken = await self._retry.run(
+                "retaking an action",
+                lambda: self._repo.retake(
+                    operation_id, old_press=row.press_update, new_press=update_id
+                ),
+            )
+            if retaken:
+                return Claim(ClaimKind.PROCEED, row, recheck=False)
         if row.status is not ActionStatus.PENDING:
             return Claim(ClaimKind.ALREADY, row)
         if self._clock() >= row.expires_at:
@@ -225,6 +236,15 @@ class ActionService:
         """The outcome and `said` (the customer's result message, after the card's words)
         in the chat's history, in one transaction; CHECKING stays `executing`."""
         if outcome.kind is ResultKind.CHECKING:
+            await self._retry.run(
+                "noting an unknown outcome",
+                lambda: self._repo.move(
+                    row.operation_id,
+                    from_=[ActionStatus.EXECUTING],
+                    to=ActionStatus.EXECUTING,
+                    reason="unknown",
+                ),
+            )
             return
         status = {
             ResultKind.DONE: ActionStatus.DONE,

@@ -175,6 +175,18 @@ class ActionRepository:
         )
         return changed == 1
 
+    async def retake(self, operation_id: str, *, old_press: int | None, new_press: int) -> bool:
+        """A new press takes over an action whose outcome stayed unknown (`executing`,
+        reason `unknown`): one conditional update, so of two such presses one wins; the
+        reason is cleared, so no other press takes it while this one asks the shop."""
+        changed = await self._db.write(
+            "UPDATE pending_actions SET press_update = ?, reason = NULL, updated_at = ?"
+            " WHERE operation_id = ? AND status = 'executing' AND reason = 'unknown'"
+            " AND press_update = ?",  # set by the press that confirmed it
+            (new_press, self._clock(), operation_id, old_press),
+        )
+        return changed == 1
+
     async def finish(
         self,
         operation_id: str,

@@ -118,7 +118,8 @@ def build_action_router(
         if claim.kind is ClaimKind.PROCEED:
             await _ack(sender, query, texts.action_working)
             outcome = await service.carry_out(row, recheck=claim.recheck)
-            await _remove_buttons(sender, message)
+            if outcome.kind is not ResultKind.CHECKING:  # unknown: ✅ stays to ask again
+                await _remove_buttons(sender, message)
         elif claim.kind is ClaimKind.DECLINED:
             await _ack(sender, query, None)
             outcome = Outcome(ResultKind.DECLINED)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from services.actions import ActionService, ClaimKind, Outcome, ResultKind
+from services.actions import UNKNOWN_ATTEMPTS, ActionService, ClaimKind, Outcome, ResultKind
 from storage.actions import ActionRepository, ActionStatus, LocalActionStore
 from storage.database import Database, StorageRetry
 from storage.shop import OrderUpsert, ReturnPolicyUpsert, ShopRepository
@@ -377,7 +377,8 @@ async def test_still_unknown_stays_executing(world: World) -> None:
     assert outcome.kind is ResultKind.CHECKING
     await service.record(claim.row, outcome, said="checking")
     row = await world.repo.get(op)
-    assert row is not None and row.status is ActionStatus.EXECUTING
+    assert row is not None and row.status is ActionStatus.EXECUTING and row.reason == "unknown"
+    assert (await world.press(op, user=STRANGER)).kind is ClaimKind.NOT_YOURS
     assert isinstance(
         await world.local.cancel_order(await world.local.get_order("1001") or _never(), op),
         ActionDone,
@@ -449,3 +450,27 @@ async def test_a_third_action_is_one_definition(world: World) -> None:
     assert HOLDING.held[note.operation_id] == ("1001", 3)
     late = await world.propose(HOLD_ORDER, {"order_id": "1005", "days": 3}, world.context())
     assert late.refused == "too_late"
+
+
+async def test_a_new_press_asks_the_shop_again_about_an_unknown_outcome_once(world: World) -> None:
+    op = await world.card()
+    shop = UnknownFirst(world.local, lost=UNKNOWN_ATTEMPTS)  # every ask of the first press
+    service = world.service_over(shop)
+    first = await service.claim(op, chat_id=OWNER, user_id=OWNER, update_id=7, confirm=True)
+    assert first.row is not None
+    checking = await service.carry_out(first.row, recheck=True)
+    assert checking.kind is ResultKind.CHECKING
+    await service.record(first.row, checking, said="checking")
+    # two new presses at once: one asks again (same operation id), the other is told
+    claims = await asyncio.gather(
+        *(
+            service.claim(op, chat_id=OWNER, user_id=OWNER, update_id=u, confirm=True)
+            for u in (8, 9)
+        )
+    )
+    [again] = [c for c in claims if c.kind is ClaimKind.PROCEED]
+    assert not again.recheck and again.row is not None
+    assert [c.kind for c in claims].count(ClaimKind.ALREADY) == 1
+    outcome = await service.carry_out(again.row, recheck=False)
+    assert outcome.kind is ResultKind.DONE
+    assert set(shop.operation_ids) == {op} and await world.cancellations() == 1
