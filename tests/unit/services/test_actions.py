@@ -474,3 +474,19 @@ async def test_a_new_press_asks_the_shop_again_about_an_unknown_outcome_once(wor
     outcome = await service.carry_out(again.row, recheck=False)
     assert outcome.kind is ResultKind.DONE
     assert set(shop.operation_ids) == {op} and await world.cancellations() == 1
+
+
+async def test_the_demo_supports_both_actions(db: Database, clock: FakeClock) -> None:
+    """SHOP_BACKEND=local with the demo: 5530 (processing) can be cancelled, headphones
+    from 7718 (delivered three days ago, 7-day window) returned — by anyone (public)."""
+    from tools.shop.demo import seed_demo_shop
+
+    demo = ShopRepository(db)
+    assert await seed_demo_shop(demo)
+    world = World(db, demo, clock)
+    cancel = await world.propose(CANCEL_ORDER, {"order_id": "5530"}, world.context(STRANGER))
+    assert cancel.proposed
+    give_back = {"order_id": "7718", "items": [{"name": "наушники", "quantity": 1}], "reason": "x"}
+    assert (await world.propose(REQUEST_RETURN, give_back, world.context(STRANGER))).proposed
+    shipped = await world.propose(CANCEL_ORDER, {"order_id": "8041"}, world.context(STRANGER))
+    assert shipped.refused == "not_cancellable"
