@@ -32,6 +32,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.texts import Language
 from services.handoff import OperatorHours
+from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.shop.orders import OrderNumberRule, rule_from_setting
 
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -353,6 +354,12 @@ class Settings(ShopSettings):
     model_price_cached_input_per_1m: float | None = Field(default=None, ge=0, le=1_000_000)
     model_price_currency: str = Field(default="USD", min_length=1, max_length=8)
 
+    # Actions the customer confirms (bot/features/actions.py): the ones on, by name
+    # (cancel_order, request_return; comma-separated); empty: no actions at all
+    actions_enabled: Annotated[tuple[str, ...], NoDecode] = ()
+    # how long a confirmation card can be pressed (seconds)
+    action_confirm_ttl_s: float = Field(default=900.0, ge=10, le=7 * 24 * 3600)
+
     # Several instances on one PostgreSQL database (DATABASE_URL): this instance's name in
     # the chat claims and heartbeats (unique per running process; default host:pid:random)
     instance_id: str = Field(default_factory=_default_instance_id, min_length=1, max_length=200)
@@ -413,6 +420,18 @@ class Settings(ShopSettings):
     def _parse_fallback_models(cls, value: Any) -> Any:
         items = _split_csv(value)
         return tuple(items) if isinstance(items, list) else items
+
+    @field_validator("actions_enabled", mode="before")
+    @classmethod
+    def _parse_actions(cls, value: Any) -> Any:
+        items = _split_csv(value)
+        if not isinstance(items, list):
+            return items
+        known = [definition.name for definition in BUILT_IN_ACTIONS]
+        unknown = [item for item in items if item not in known]
+        if unknown:
+            raise ValueError(f"unknown action {unknown[0]!r}; known: {', '.join(known)}")
+        return tuple(dict.fromkeys(items))
 
     @field_validator("telegram_api_url", "openai_base_url")
     @classmethod

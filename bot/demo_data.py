@@ -23,7 +23,7 @@ async def settle_demo_data(db: Database, *, seed: bool) -> None:
     change = await settle_demo_shop(ShopRepository(db), seed=seed)
     if change is DemoChange.SEEDED:
         log.info(
-            "demo shop data seeded (orders 8041, 7718, 9912); importing your own data "
+            "demo shop data seeded (orders 8041, 7718, 9912, 5530); importing your own data "
             "with import-data removes it"
         )
     elif change is DemoChange.REMOVED:

@@ -138,3 +138,53 @@ def markup_from_json(data: dict[str, Any] | None) -> ReplyMarkup | None:
     if data.get("remove_keyboard"):
         return ReplyKeyboardRemove.model_validate(data)
     return None
+
+
+# -- actions with confirmation (bot/features/actions.py) ----------------------------
+
+_OPERATION_ID = re.compile(r"[0-9a-f]{32}")  # tools/actions/propose.py: uuid4().hex
+
+
+class ActionChoice(StrEnum):
+    CONFIRM = "y"
+    DECLINE = "n"
+
+
+class ActionButton(CallbackData, prefix="act"):
+    """✅/✖ on an action's confirmation card: `act:<operation id>:y|n` (39 bytes)."""
+
+    operation_id: str
+    choice: ActionChoice
+
+    @classmethod
+    def read(cls, data: str | None) -> Self | None:
+        """Exactly this form, naming an operation id (uuid4 hex); None for anything else."""
+        try:
+            button = cls.unpack(data or "")
+        except (TypeError, ValueError):
+            return None
+        if not _OPERATION_ID.fullmatch(button.operation_id) or button.pack() != data:
+            return None
+        return button
+
+
+def action_keyboard(operation_id: str, texts: Texts) -> InlineKeyboardMarkup:
+    """The card's two buttons: confirm, decline."""
+    return InlineKeyboardMarkup(
+        inline_keyboard=[
+            [
+                InlineKeyboardButton(
+                    text=texts.action_confirm_button,
+                    callback_data=ActionButton(
+                        operation_id=operation_id, choice=ActionChoice.CONFIRM
+                    ).pack(),
+                ),
+                InlineKeyboardButton(
+                    text=texts.action_decline_button,
+                    callback_data=ActionButton(
+                        operation_id=operation_id, choice=ActionChoice.DECLINE
+                    ).pack(),
+                ),
+            ]
+        ]
+    )

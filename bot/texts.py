@@ -98,6 +98,17 @@ class Texts:
     menu_forget_phone: str
     menu_stats: str  # admins only
     menu_operator: str  # only when OPERATOR_CHAT_ID is set
+    # actions with confirmation (bot/features/actions.py), only when ACTIONS_ENABLED
+    action_confirm_button: str
+    action_decline_button: str
+    action_working: str  # the press's short note while the shop is asked
+    action_not_yours: str  # the press's note: the card was sent to someone else
+    action_already: str  # the press's note: this card was already answered
+    action_declined: str
+    action_expired: str  # the card is too old, or a newer card for the order replaced it
+    action_state_changed: str  # on ✅ the order no longer allows it (e.g. shipped)
+    action_failed: str  # the shop refused or could not be reached; nothing changed
+    action_checking: str  # the shop's answer stayed unknown: press ✅ again to ask again
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -255,6 +266,27 @@ RU_TEMPLATES = Texts(
     menu_forget_phone="Удалить мой номер телефона",
     menu_stats="Статистика поддержки",
     menu_operator="Позвать сотрудника магазина",
+    action_confirm_button="✅ Подтвердить",
+    action_decline_button="✖ Не нужно",
+    action_working="Выполняю…",
+    action_not_yours="Эта кнопка — не для вас.",
+    action_already="Это уже сделано.",
+    action_declined="Хорошо, ничего не меняю.",
+    action_expired=(
+        "Это подтверждение устарело — ничего не изменено. Если нужно, попросите ещё раз."
+    ),
+    action_state_changed=(
+        "Не получилось: заказ за это время изменился, и сделать это уже нельзя. "
+        "Ничего не изменено."
+    ),
+    action_failed=(
+        "Не получилось: магазин не смог это выполнить, ничего не изменено. "
+        "Попробуйте позже или свяжитесь с магазином."
+    ),
+    action_checking=(
+        "Магазин пока не подтвердил результат; повторно ничего не выполняю. "
+        "Нажмите ✅ ещё раз чуть позже, чтобы проверить."
+    ),
 )
 
 _EN_START_BODY = (
@@ -369,6 +401,27 @@ EN_TEMPLATES = Texts(
     menu_forget_phone="Remove my phone number",
     menu_stats="Support statistics",
     menu_operator="Talk to a person",
+    action_confirm_button="✅ Confirm",
+    action_decline_button="✖ No, thanks",
+    action_working="Working on it…",
+    action_not_yours="This button is not for you.",
+    action_already="This has already been handled.",
+    action_declined="All right, nothing was changed.",
+    action_expired=(
+        "This confirmation has expired, nothing was changed. Ask again if you still need it."
+    ),
+    action_state_changed=(
+        "That did not work: the order has changed in the meantime and this is no longer "
+        "possible. Nothing was changed."
+    ),
+    action_failed=(
+        "That did not work: the shop could not do it, nothing was changed. Please try "
+        "again later or contact the shop."
+    ),
+    action_checking=(
+        "The shop has not confirmed the result yet; nothing is done twice. Press ✅ again "
+        "a little later to check."
+    ),
 )
 
 _TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}

@@ -6,6 +6,9 @@ person" button under an apology become the message's reply markup here, and nowh
 else. A Telegram message carries one keyboard, so when several apply, the first of these
 wins:
 
+0. an action's confirmation card (`ConfirmAction`, bot/features/actions.py): its exact
+   effect under the answer, with ✅/✖ — the only way to confirm it; private chats only
+   (actions are proposed there only);
 1. share my phone number (`SharePhone`): an order lookup missed and the customer has no
    verified phone; private chats only (Telegram offers contact buttons there only);
 2. talk to a person: the turn failed, in a private chat, with handoff on, and no person
@@ -22,12 +25,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.keyboards import feedback_keyboard, operator_keyboard, share_phone_keyboard
+from bot.keyboards import (
+    action_keyboard,
+    feedback_keyboard,
+    operator_keyboard,
+    share_phone_keyboard,
+)
 from bot.replies import customer_text
 from bot.sender import ReplyMarkup
 from bot.texts import Texts
 from services.loop_types import TurnReply
-from services.offers import PersonWillAnswer, SharePhone
+from services.offers import ConfirmAction, PersonWillAnswer, SharePhone
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +53,7 @@ class ChatSide:
     private_chat: bool  # a one-to-one chat between the customer and the bot
     feedback_buttons: bool  # 👍/👎 under AI answers (FEEDBACK_ENABLED)
     person_button: bool  # a person can be called (handoff to operators is on)
+    language: str = "ru"  # the reply's language (an action card's words are per language)
 
 
 def turn_view(
@@ -56,9 +65,21 @@ def turn_view(
     text = customer_text(reply, texts)
     if handoff_notice is not None:
         text = f"{text}\n\n{handoff_notice}"
+    card = _card(reply, side)
+    if card is not None:
+        effect = card.effect.get(side.language) or next(iter(card.effect.values()), "")
+        text = f"{text}\n\n{effect}"
+        return TurnView(text=text, markup=action_keyboard(card.operation_id, texts))
     if share:
         text = f"{text}\n\n{texts.phone_hint}"
     return TurnView(text=text, markup=_markup(reply, texts, side, share=share))
+
+
+def _card(reply: TurnReply, side: ChatSide) -> ConfirmAction | None:
+    """The turn's last proposed action (one keyboard per message; an earlier one of the
+    same turn stays pending until it expires)."""
+    cards = [o for o in reply.offers if isinstance(o, ConfirmAction)]
+    return cards[-1] if cards and side.private_chat else None
 
 
 def _shares_phone(reply: TurnReply, side: ChatSide) -> bool:

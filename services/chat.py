@@ -153,8 +153,10 @@ class ChatService:
         storage_retry: StorageRetry | None = None,
         draft_interval_s: float = 1.0,
         clock: Callable[[], float] = time.time,
+        prompt_id: str = CHAT_PROMPT_ID,
     ) -> None:
         self._loop = loop
+        self._prompt_id = prompt_id
         self._draft_interval_s = draft_interval_s
         self._prompts = prompts
         self._conversations = conversations
@@ -358,7 +360,7 @@ class ChatService:
             lambda: self._conversations.open_session(turn.caller.chat_id),
         )
         summary, window = await self._summarizer.memory(turn.session_id)
-        rendered = self._prompts.render(CHAT_PROMPT_ID, shop_name=self._shop_name)
+        rendered = self._prompts.render(self._prompt_id, shop_name=self._shop_name)
         turn.prompt_ref = rendered.ref
         turn.instruction = rendered.text
         turn.shop_data.append(self._shop_name)  # the tools add what they return
@@ -468,6 +470,9 @@ class ChatOptions:
     history_token_budget: int = 2000
     summary_max_tokens: int = 300
     draft_interval_s: float = 1.0
+    # the system instruction: "support_chat", or "support_chat_actions" when actions the
+    # customer confirms are on (bot/features/actions.py)
+    prompt_id: str = CHAT_PROMPT_ID
 
 
 def build_chat_service(
@@ -512,4 +517,5 @@ def build_chat_service(
         turn_slots=turn_slots,
         storage_retry=storage_retry,
         draft_interval_s=options.draft_interval_s,
+        prompt_id=options.prompt_id,
     )

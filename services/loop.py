@@ -10,6 +10,9 @@ a response whose ids are not is a protocol error and none of its calls runs (a r
 under a repeated id could be read as another call's data). An id an earlier step of the
 turn already used is renamed (turn-unique ids), and arguments too long to be read are
 sent back as a short stand-in, so later requests stay valid and small.
+A tool that proposed an action the customer must confirm (`ActionProposed`, issue 32)
+suspends the turn: the next step is the last (text only), so the model asks the customer
+to confirm and nothing more runs before the press.
 A call that already failed in this turn is not run again: the model gets the earlier
 error. The whole turn has a deadline; on expiry in-flight work is cancelled and what
 was started keeps its records.
@@ -55,7 +58,7 @@ from services.loop_types import (
 )
 from services.output_guard import quotable_data
 from storage.records import AuditStatus
-from tools.base import ToolCall, ToolContext, ToolOutcome
+from tools.base import ActionProposed, ToolCall, ToolContext, ToolOutcome
 from tools.executor import MAX_ARGUMENTS_CHARS, ToolExecutor, audit_record
 from tools.registry import ToolRegistry
 
@@ -192,8 +195,9 @@ class BoundedToolLoop:
             await asyncio.gather(steps, pressed, return_exceptions=True)
 
     async def _steps(self, turn: _Turn) -> tuple[str, StopReason]:
+        suspended = False  # an action awaits the customer's confirmation (tools/actions/)
         for step in range(1, self._max_steps + 1):
-            final = step == self._max_steps
+            final = step == self._max_steps or suspended
             response = await self._call_model(turn, "none" if final else "auto")
             finish = response.finish_reason
 
@@ -208,6 +212,7 @@ class BoundedToolLoop:
                 if problem is not None:
                     raise self._protocol(turn, problem)
                 await self._run_tools(turn, response, _unique_in_turn(response, turn, step))
+                suspended = _suspends(turn)
                 continue
             if finish in ("stop", "length"):
                 if response.tool_calls:
@@ -369,6 +374,12 @@ class BoundedToolLoop:
             ok=False,
             audit=audit,
         )
+
+
+def _suspends(turn: _Turn) -> bool:
+    """A tool proposed an action (`ActionProposed`): the turn ends suspended — the next
+    step is the last, text only, and the customer's press decides what happens."""
+    return any(isinstance(note, ActionProposed) for note in turn.context.notes)
 
 
 def _call_key(call: ToolCall) -> tuple[str, str]:

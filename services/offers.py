@@ -21,7 +21,7 @@ from typing import Annotated, Literal, assert_never
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from tools.base import HandoffRequested, OrderMissedNoPhone, TurnNote
+from tools.base import ActionProposed, HandoffRequested, OrderMissedNoPhone, TurnNote
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,18 @@ class PersonWillAnswer:
     kind: Literal["person_will_answer"] = "person_will_answer"
 
 
-Offer = SharePhone | PersonWillAnswer
+@dataclass(frozen=True, slots=True)
+class ConfirmAction:
+    """An action awaits the customer's confirmation (tools/actions/): the card states its
+    exact effect (`effect`: the words per language) with ✅/✖ for operation
+    `operation_id`, stored pending before this turn was."""
+
+    operation_id: str
+    effect: dict[str, str]
+    kind: Literal["confirm_action"] = "confirm_action"
+
+
+Offer = SharePhone | PersonWillAnswer | ConfirmAction
 
 _STORED: TypeAdapter[Offer] = TypeAdapter(Annotated[Offer, Field(discriminator="kind")])
 
@@ -70,6 +81,9 @@ def _offer_of(note: TurnNote, *, answered: bool) -> Offer | None:
         return SharePhone() if answered else None
     if isinstance(note, HandoffRequested):
         return PersonWillAnswer(handoff_id=note.handoff_id, reason=note.reason)
+    if isinstance(note, ActionProposed):
+        # the card is the action's only way to be confirmed: shown whatever the answer
+        return ConfirmAction(operation_id=note.operation_id, effect=dict(note.effect))
     assert_never(note)
 
 

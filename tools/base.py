@@ -120,11 +120,21 @@ class HandoffRequested:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class ActionProposed:
+    """A proposing tool (tools/actions/) found the action allowed and stored it pending:
+    the turn ends suspended, and the customer gets the confirmation card of operation
+    `operation_id` with its exact effect (`effect`: the words per language)."""
+
+    operation_id: str
+    effect: dict[str, str]
+
+
 # Facts a tool learned during a turn that the front end may act on (no Telegram here):
 # frozen values with their data, collected in `ToolContext.notes` and turned into the
 # turn's offers by services/offers.py. A new kind of fact is one more type in this union
 # (mypy then names every place that must handle it).
-TurnNote = OrderMissedNoPhone | HandoffRequested
+TurnNote = OrderMissedNoPhone | HandoffRequested | ActionProposed
 
 
 @dataclass(frozen=True, slots=True)

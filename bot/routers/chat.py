@@ -88,6 +88,7 @@ async def send_answer(
         private_chat=caller_of(message).private_chat,
         feedback_buttons=deps.feedback_buttons,
         person_button=deps.person_button,
+        language=ctx.language,
     )
     view = turn_view(
         reply, ctx.texts, side, handoff_notice="\n\n".join(notices) if notices else None

@@ -19,6 +19,7 @@ from aiogram import Bot, Dispatcher
 
 from bot.config import Settings
 from bot.features import Feature
+from bot.features.actions import actions_feature
 from bot.features.handoff import build_handoff_desk, handoff_feature
 from bot.features.instances import instances_feature
 from bot.features.streaming import build_drafts, streaming_feature
@@ -80,14 +81,22 @@ async def build_application(
     voice = build_voice(settings, model, voice_notes, storage_retry=retry)
     drafts = build_drafts(settings, transport.sender, turn_slots)
     instances = transport.instances
+    shop = core.build_shop_directory(settings, db)
+    actions = actions_feature(
+        settings,
+        db,
+        shop,
+        storage_retry=retry,
+        operator_chat_id=desk.operator_chat_id if desk else None,
+    )
     features = (
         *((handoff_feature(desk),) if desk else ()),
         voice_feature(voice),
         *((streaming_feature(drafts),) if drafts else ()),
         *((instances_feature(instances),) if instances else ()),
+        *((actions,) if actions else ()),
     )
 
-    shop = core.build_shop_directory(settings, db)
     registry = core.build_tools(settings, [t for f in features for t in f.tools], shop=shop)
     metrics = operations.build_metrics(settings, registry.names)
     chat = core.build_core(
@@ -99,6 +108,7 @@ async def build_application(
         storage_retry=retry,
         record_observer=metrics,
         shop=shop,
+        actions_on=actions is not None,
     )
     pipeline = telegram.build_pipeline(
         settings, db, transport, core=chat, texts=texts, features=features, voice_notes=voice_notes

@@ -7,7 +7,13 @@ system.text, system.ref  # ref == "support_chat@2", stored with the turn
 
 from services.prompts.conversation_summary import CONVERSATION_SUMMARY_ID, CONVERSATION_SUMMARY_V1
 from services.prompts.registry import PromptRegistry
-from services.prompts.support_chat import SUPPORT_CHAT_ID, SUPPORT_CHAT_V1, SUPPORT_CHAT_V2
+from services.prompts.support_chat import (
+    SUPPORT_CHAT_ACTIONS_ID,
+    SUPPORT_CHAT_ACTIONS_V1,
+    SUPPORT_CHAT_ID,
+    SUPPORT_CHAT_V1,
+    SUPPORT_CHAT_V2,
+)
 from services.prompts.template import PromptError, PromptTemplate, RenderedPrompt
 
 
@@ -16,12 +22,14 @@ def build_prompt_registry() -> PromptRegistry:
     registry = PromptRegistry()
     registry.register(SUPPORT_CHAT_V1)  # kept: turns stored with @1 still name it
     registry.register(SUPPORT_CHAT_V2, active=True)
+    registry.register(SUPPORT_CHAT_ACTIONS_V1, active=True)  # with ACTIONS_ENABLED
     registry.register(CONVERSATION_SUMMARY_V1, active=True)
     return registry
 
 
 __all__ = [
     "CONVERSATION_SUMMARY_ID",
+    "SUPPORT_CHAT_ACTIONS_ID",
     "SUPPORT_CHAT_ID",
     "PromptError",
     "PromptRegistry",

@@ -75,3 +75,25 @@ Rules:
 - Reply briefly and politely, in the language of the customer's last message, whatever
   language that is (the bot's fixed messages may be in another language; yours are not).""",
 )
+
+# The instruction when actions the customer confirms are on (ACTIONS_ENABLED, issue 32):
+# @2 with the read-only rule replaced by how a change is proposed, never done by the model.
+SUPPORT_CHAT_ACTIONS_ID = "support_chat_actions"
+_READ_ONLY_RULE = """\
+- The tools only read data. Never promise or confirm cancelling an order, a refund, a
+  replacement or any change to an order; explain what you can check instead."""
+_ACTIONS_RULE = """\
+- An order can be changed only through the propose_* tools, and only when the customer
+  asked for that change: a proposal changes nothing, the customer confirms or declines it
+  on a card with buttons under your reply. After proposing, ask them in one short
+  sentence to check the card; never say it is done — the customer is told the result.
+  If a proposal is refused, explain the reason the tool gives. Never promise a refund, a
+  replacement or any change no tool offers."""
+assert _READ_ONLY_RULE in SUPPORT_CHAT_V2.body
+
+SUPPORT_CHAT_ACTIONS_V1 = PromptTemplate(
+    prompt_id=SUPPORT_CHAT_ACTIONS_ID,
+    version="1",
+    required_variables=frozenset({"shop_name"}),
+    body=SUPPORT_CHAT_V2.body.replace(_READ_ONLY_RULE, _ACTIONS_RULE),
+)

@@ -25,7 +25,7 @@ OWN_SHOP = {
     "return_policies": [{"product": "Ноутбук", "return_days": 14, "conditions": "Без следов."}],
 }
 SEEDED = "demo shop data seeded"
-DEMO_GONE = "3 orders, 3 return policies, 3 FAQ entries"
+DEMO_GONE = "4 orders, 3 return policies, 3 FAQ entries"
 
 
 async def run_cli(env: dict[str, str], cwd: Path, *args: str) -> tuple[int, str, str]:
@@ -48,7 +48,7 @@ async def seed_by_a_first_start(start_bot: StartBot, database: Path) -> None:
     bot = await start_bot()
     assert SEEDED in bot.output
     assert await bot.terminate() == 0
-    assert shop_rows(database)["orders"] == ["7718", "8041", "9912"]
+    assert shop_rows(database)["orders"] == ["5530", "7718", "8041", "9912"]
 
 
 async def test_a_start_that_stops_on_a_bad_model_name_seeds_nothing(

@@ -10,6 +10,12 @@ bench). `requests` lists (path, query) of every request that reached it.
 As a process (the bench): `python -m tests.fakes.shop_api --port 0 --latency-ms 20
 --token T --orders FILE.json` prints `listening on http://127.0.0.1:PORT` once ready;
 `GET /_fake/stats` answers `{"requests": N}`.
+
+Actions (issue 32): `POST /api/orders/{number}/cancel` (processing → cancelled, else 409
+`not_cancellable`) and `POST /api/orders/{number}/returns` (201 `{"id"}`), both by
+`Idempotency-Key`: a key seen before gets the first answer and acts no more.
+`cancellations` and `returns` list what was done; `lose_answers` acts, then answers 504
+that many times (an answer lost on the way back).
 """
 
 from __future__ import annotations
@@ -64,6 +70,10 @@ class FakeShopApi:
         self._fail_times = 0
         self._closing = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        self.cancellations: list[str] = []  # order numbers, one per cancellation done
+        self.returns: list[dict[str, Any]] = []  # {"number", "items", "reason", "id"}
+        self.lose_answers = 0
+        self._answers: dict[str, tuple[int, Any]] = {}  # Idempotency-Key -> first answer
         self.host = "127.0.0.1"
         self.port = 0
 
@@ -84,6 +94,8 @@ class FakeShopApi:
         app = web.Application()
         app.router.add_get("/api/orders/{number}", self._one)
         app.router.add_get("/api/orders", self._list)
+        app.router.add_post("/api/orders/{number}/cancel", self._cancel)
+        app.router.add_post("/api/orders/{number}/returns", self._return)
         app.router.add_get("/_fake/stats", self._stats)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -141,6 +153,47 @@ class FakeShopApi:
             return web.json_response({"error": "phone is required"}, status=400)
         mine = [o for o in self.orders.values() if (o.get("customer") or {}).get("phone") == phone]
         return web.json_response({"orders": mine})
+
+    async def _cancel(self, request: web.Request) -> web.Response:
+        return await self._act(request, self._do_cancel)
+
+    async def _return(self, request: web.Request) -> web.Response:
+        return await self._act(request, self._do_return)
+
+    async def _act(self, request: web.Request, do: Any) -> web.Response:
+        scripted = await self._scripted(request)
+        if scripted is not None:
+            return scripted
+        key = request.headers.get("Idempotency-Key", "")
+        if not key:
+            return web.json_response({"error": "idempotency_key_required"}, status=400)
+        if key not in self._answers:
+            self._answers[key] = await do(request)
+        status, body = self._answers[key]
+        if self.lose_answers > 0:
+            self.lose_answers -= 1
+            return web.json_response({"error": "gateway"}, status=504)
+        return web.json_response(body, status=status)
+
+    async def _do_cancel(self, request: web.Request) -> tuple[int, Any]:
+        number = request.match_info["number"]
+        found = self.orders.get(number)
+        if found is None:
+            return 404, {"error": "not_found"}
+        if found["status"] != "processing":
+            return 409, {"error": "not_cancellable"}
+        found["status"] = "cancelled"
+        self.cancellations.append(number)
+        return 200, found
+
+    async def _do_return(self, request: web.Request) -> tuple[int, Any]:
+        number = request.match_info["number"]
+        if number not in self.orders:
+            return 404, {"error": "not_found"}
+        body = await request.json()
+        opened = {"number": number, **body, "id": f"RET-{len(self.returns) + 1}"}
+        self.returns.append(opened)
+        return 201, {"id": opened["id"]}
 
     async def _stats(self, request: web.Request) -> web.Response:
         return web.json_response({"requests": len(self.requests)})

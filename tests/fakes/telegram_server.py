@@ -666,13 +666,15 @@ class FakeTelegramServer:
         self._notify()
         return _ok(True)
 
-    async def _m_answercallbackquery(self, _p: dict[str, Any], _r: web.Request) -> web.Response:
+    async def _m_answercallbackquery(self, _p: dict[str, Any], r: web.Request) -> web.Response:
+        await self._wait_on_hold(0, r, "answerCallbackQuery")  # hold_calls: a crash test
         return _ok(True)  # the call is recorded in `calls` (its text is what the user sees)
 
     async def _m_editmessagereplymarkup(
-        self, params: dict[str, Any], _r: web.Request
+        self, params: dict[str, Any], request: web.Request
     ) -> web.Response:
         chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
+        await self._wait_on_hold(chat_id, request, "editMessageReplyMarkup")
         for index, sent in enumerate(self.messages):
             if sent.chat_id == chat_id and sent.message_id == message_id:
                 markup = params.get("reply_markup")

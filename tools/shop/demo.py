@@ -23,7 +23,8 @@ from tools.shop.rules import OrderStatus, check_order_id, normalise_product_name
 
 DEMO_TIMEZONE = timezone(timedelta(hours=3), "MSK")
 DEMO_PICKUP_POINT = "Пункт выдачи на ул. Садовой, 12 (ежедневно 10:00–21:00)"
-DEMO_ORDER_IDS = ("8041", "7718", "9912")  # also in storage/migrations/0013_demo_data.sql
+DEMO_ORDER_IDS = ("8041", "7718", "9912", "5530")
+# the first three also in storage/migrations/0013_demo_data.sql (5530 came later)
 
 
 def _order(
@@ -48,7 +49,8 @@ def _at(day: datetime, hour: int, minute: int) -> datetime:
 
 
 def demo_orders(now: datetime) -> tuple[OrderRecord, ...]:
-    """8041 on its way, 7718 delivered, 9912 waiting at a pickup point, dated around `now`.
+    """8041 on its way, 7718 delivered, 9912 waiting at a pickup point, 5530 still being
+    processed (so it can be cancelled: ACTIONS_ENABLED), dated around `now`.
 
     Every `updated_at` is in the past of `now` and every expected date of an order still
     on its way is after it.
@@ -73,6 +75,12 @@ def demo_orders(now: datetime) -> tuple[OrderRecord, ...]:
             "9912",
             OrderStatus.READY_FOR_PICKUP,
             updated_at=_at(local - day, 11, 5),
+            pickup_point=DEMO_PICKUP_POINT,
+        ),
+        _order(
+            "5530",
+            OrderStatus.PROCESSING,
+            updated_at=local - timedelta(minutes=40),
             pickup_point=DEMO_PICKUP_POINT,
         ),
     )

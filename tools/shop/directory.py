@@ -100,11 +100,19 @@ class ShopDirectory:
             return "open"
         return "degraded" if self._failures else "ok"
 
-    async def get_order(self, number: str) -> LiveOrder | None:
-        """The order with this (already normalised) number; raises `ShopUnavailable`."""
+    async def get_order(self, number: str, *, fresh: bool = False) -> LiveOrder | None:
+        """The order with this (already normalised) number; raises `ShopUnavailable`.
+        `fresh`: not from the cache (an action's re-check on the customer's ✅, issue 32)."""
+        if fresh:
+            self.forget_order(number)
         found = await self._read(("order", number), lambda: self.backend.get_order(number))
         assert found is None or isinstance(found, LiveOrder)
         return found
+
+    def forget_order(self, number: str) -> None:
+        """Drop the cached copy of an order an action just changed (issue 32), so the next
+        question reads the new state."""
+        self._cache.pop(("order", number), None)
 
     async def orders_for_phone(self, phone: str) -> Sequence[LiveOrder]:
         """The orders of this E.164 phone, newest first; raises `ShopUnavailable`."""

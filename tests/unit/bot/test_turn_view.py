@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from bot.keyboards import HandoffButton, markup_to_json
+from bot.keyboards import ActionButton, ActionChoice, HandoffButton, markup_to_json
 from bot.texts import EN
 from bot.turn_view import ChatSide, TurnView, turn_view
 from services.loop_types import StopReason, TurnReply
-from services.offers import Offer, PersonWillAnswer, SharePhone
+from services.offers import ConfirmAction, Offer, PersonWillAnswer, SharePhone
 
 TURN = "0" * 32
 PERSON = PersonWillAnswer(handoff_id=1, reason="asks for a person")
@@ -88,3 +88,42 @@ def test_the_words_are_the_answer_then_the_handoff_notice_then_the_phone_hint() 
 def test_no_phone_hint_without_the_share_button() -> None:
     assert turn_view(offering(ANSWER, SharePhone()), EN, GROUP).text == ANSWER.text
     assert turn_view(FAILED, EN, PRIVATE).text == EN.apology
+
+
+# -- an action's confirmation card (issue 32) -------------------------------------------
+
+CARD = ConfirmAction(
+    operation_id="c" * 32, effect={"ru": "Отменить заказ 5530?", "en": "Cancel order 5530?"}
+)
+
+
+def test_the_card_wins_states_the_effect_in_the_customers_language_and_has_yes_no() -> None:
+    side = ChatSide(private_chat=True, feedback_buttons=True, person_button=True, language="en")
+    view = turn_view(offering(ANSWER, SharePhone(), CARD), EN, side)
+    assert view.text == "Your order is on its way.\n\nCancel order 5530?"
+    data = markup_to_json(view.markup) if view.markup else {}
+    [[yes, no]] = data["inline_keyboard"]
+    assert (yes["text"], no["text"]) == (EN.action_confirm_button, EN.action_decline_button)
+    assert ActionButton.read(yes["callback_data"]) == ActionButton(
+        operation_id="c" * 32, choice=ActionChoice.CONFIRM
+    )
+    assert ActionButton.read(no["callback_data"]).choice is ActionChoice.DECLINE  # type: ignore[union-attr]
+
+
+def test_no_card_in_a_group() -> None:
+    assert "5530" not in turn_view(offering(ANSWER, CARD), EN, GROUP).text
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "act:" + "c" * 32 + ":x",
+        "act:" + "C" * 32 + ":y",
+        "act:xyz:y",
+        "fb:" + "c" * 32 + ":u",
+        "",
+        None,
+    ],
+)
+def test_only_exactly_our_action_data_is_read(data: str | None) -> None:
+    assert ActionButton.read(data) is None

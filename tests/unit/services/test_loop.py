@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from tests.doubles import (
     tool_calls_response,
 )
 from tests.unit.services.loop_helpers import FakeTools, context
-from tools.base import ToolCall
+from tools.base import ToolCall, ToolContext
 
 PROMPT = "support_chat@1"
 USER: list[Message] = [
@@ -459,3 +460,30 @@ async def test_a_huge_tool_name_is_an_unknown_tool_named_in_bounded_form() -> No
     [audit] = result.trace.audit_records
     assert audit.tool_name == name[:64] and audit.status is AuditStatus.REJECTED
     assert result.text == "Такого инструмента нет."
+
+
+async def test_a_proposed_action_suspends_the_turn_the_next_step_is_the_last() -> None:
+    """A tool that noted `ActionProposed` (issue 32): the next step is text only, so nothing
+    else runs before the customer's press, however many steps remain."""
+    from tools.base import ActionProposed
+
+    def script(messages: list[Message], tool_choice: ToolChoice | None):
+        if tool_choice == "none":
+            return text_response("Подтвердите кнопкой ниже.")
+        return tool_calls_response(tool_call("lookup", {"key": f"k{len(messages)}"}))
+
+    tools = FakeTools()
+    ctx = context()
+    original = tools.registry.get("lookup")
+    assert original is not None
+    lookup = original.handler
+
+    async def proposing(args: Any, tool_context: ToolContext) -> Any:
+        tool_context.notes.append(ActionProposed(operation_id="a" * 32, effect={"ru": "?"}))
+        return await lookup(args, tool_context)
+
+    object.__setattr__(original, "handler", proposing)
+    llm = ScriptedLLM(script)
+    result = await make_loop(llm, tools, max_steps=5).run(USER, ctx, prompt_ref=PROMPT)
+    assert [r.tool_choice for r in llm.requests] == ["auto", "none"]
+    assert result.text == "Подтвердите кнопкой ниже." and len(tools.calls) == 1

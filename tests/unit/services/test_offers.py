@@ -54,3 +54,17 @@ def test_a_stored_offer_this_version_does_not_know_is_dropped(
     with caplog.at_level(logging.WARNING):
         assert offers_from_json(stored) == (SharePhone(),)
     assert "from_the_future" in caplog.text and "secret" not in caplog.text
+
+
+def test_a_proposed_action_is_a_card_even_without_an_answer_and_survives_storage() -> None:
+    """The card is the only way to confirm a stored pending action (issue 32): a replay
+    of the turn after a crash shows the same card."""
+    from services.offers import ConfirmAction
+    from tools.base import ActionProposed
+
+    note = ActionProposed(
+        operation_id="e" * 32, effect={"ru": "Отменить заказ 5530?", "en": "Cancel?"}
+    )
+    offers = offers_for([note], answered=False)
+    assert offers == (ConfirmAction(operation_id="e" * 32, effect=dict(note.effect)),)
+    assert offers_from_json(offers_to_json(offers)) == offers

@@ -44,7 +44,12 @@ def validate(body: Any, schema_name: str) -> None:
 def test_the_document_is_openapi_3_1_with_valid_schemas_and_resolvable_refs() -> None:
     document = spec()
     assert document["openapi"].startswith("3.1.")
-    assert set(document["paths"]) == {"/orders/{number}", "/orders"}
+    assert set(document["paths"]) == {
+        "/orders/{number}",
+        "/orders",
+        "/orders/{number}/cancel",  # actions (issue 32)
+        "/orders/{number}/returns",
+    }
     for name, schema in document["components"]["schemas"].items():
         jsonschema.Draft202012Validator.check_schema(schema), name
 

@@ -28,7 +28,7 @@ async def test_an_import_removes_the_demo_and_it_is_never_seeded_again(db: Datab
     counted = await shop.import_shop_data(
         orders=[OrderUpsert("1234", {"status": "processing"})], policies=[], texts={}
     )
-    assert (counted.demo_removed.orders, counted.demo_removed.policies) == (3, 3)
+    assert (counted.demo_removed.orders, counted.demo_removed.policies) == (4, 3)
     assert counted.demo_removed.faq == 3
     assert await counts(db) == (1, 0, 0)
     assert await shop.get_order("8041") is None
@@ -52,7 +52,7 @@ async def test_remove_demo_keeps_the_shops_own_rows(db: Database) -> None:
     async with db.transaction() as tx:  # a shop's row written next to the demo (older code)
         await tx.execute("INSERT INTO orders(order_id, status) VALUES ('1234', 'delivered')")
     removed = await shop.remove_demo()
-    assert (removed.orders, removed.policies, removed.faq) == (3, 3, 3)
+    assert (removed.orders, removed.policies, removed.faq) == (4, 3, 3)
     assert await counts(db) == (1, 0, 0)
     assert (await shop.remove_demo()).total == 0
 
@@ -76,7 +76,9 @@ async def test_seed_demo_data_off_seeds_nothing(db: Database) -> None:
 async def test_the_migration_marks_the_demo_rows_an_older_version_seeded(tmp_path: Path) -> None:
     """A database seeded and then imported into by the code before demo rows were marked:
     the demo rows are recognised by their content, the shop's own 8041 is not."""
-    before = [m for m in load_migrations() if m.name != "demo_data"]
+    known = load_migrations()
+    marked = next(m.version for m in known if m.name == "demo_data")
+    before = [m for m in known if m.version < marked]
     # written the old way: demo rows unmarked, and the shop's own 8041 over the demo one
     legacy = tmp_path / "legacy.sqlite3"
     async with aiosqlite.connect(legacy) as conn:

@@ -87,7 +87,12 @@ async def test_public_demo_orders_are_visible_to_everyone(
     shop: ShopRepository, context_for: Callable[..., ToolContext], clock: FakeClock
 ) -> None:
     executor = ToolExecutor(build_registry(clock=clock))
-    expected = {"8041": "in_transit", "7718": "delivered", "9912": "ready_for_pickup"}
+    expected = {
+        "8041": "in_transit",
+        "7718": "delivered",
+        "9912": "ready_for_pickup",
+        "5530": "processing",
+    }
     for user in (1, 2, 3):
         for order_id, status in expected.items():
             outcome = await executor.execute(lookup(order_id), context_for(user))

@@ -50,6 +50,7 @@ def test_demo_orders_carry_dates_around_the_seeding_and_a_pickup_point() -> None
         "8041": "in_transit",
         "7718": "delivered",
         "9912": "ready_for_pickup",
+        "5530": "processing",
     }
     assert orders["8041"].updated_at == "2026-11-30T21:13+03:00"
     assert orders["8041"].expected_date == "2026-12-03"

@@ -20,6 +20,11 @@ when its Retry-After fits the budget, else it is `rate_limited`; at most
 an answer that does not follow the contract, a body over `MAX_BODY_BYTES`, an order
 whose `number` is not the one asked. The token is read only to build the header; logs
 name the shop's host and the HTTP status, never the token, a phone or a query.
+
+Actions (issue 32, `OrderActions`): `POST /orders/{number}/cancel` and `POST
+/orders/{number}/returns` with `Idempotency-Key: <operation id>`, one attempt each; an
+outcome that may have taken effect (timeout, broken connection, 5xx) is `ActionUnknown`,
+and services/actions.py asks again with the same key, which the contract makes safe.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Sequence
 from datetime import date
 from decimal import Decimal
@@ -44,7 +50,15 @@ from pydantic import (
     ValidationError,
 )
 
-from tools.shop.backend import ShopSetupError, ShopUnavailable
+from tools.shop.backend import (
+    ActionDone,
+    ActionRejected,
+    ActionResult,
+    ActionUnknown,
+    ReturnLine,
+    ShopSetupError,
+    ShopUnavailable,
+)
 from tools.shop.orders import SHOP_WRITTEN, Delivery, LiveOrder, Money, OrderItem, OrderNumberRule
 from tools.shop.rules import OrderStatus, normalise_phone_or_none
 
@@ -203,6 +217,64 @@ class HttpBackend:
         except ShopUnavailable as exc:
             raise ShopSetupError(self._not_the_api(exc.detail)) from None
 
+    # -- actions the customer confirmed (issue 32; `OrderActions`) -----------------------
+
+    async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
+        """`POST /orders/{number}/cancel` with `Idempotency-Key: <operation id>`."""
+        path = f"/orders/{quote(order.number, safe='')}/cancel"
+        outcome = await self._post(path, None, operation_id)
+        return outcome if not isinstance(outcome, tuple) else ActionDone()
+
+    async def request_return(
+        self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult:
+        """`POST /orders/{number}/returns` {items, reason} with `Idempotency-Key`."""
+        body = {
+            "items": [{"name": line.item.name, "quantity": line.quantity} for line in lines],
+            "reason": reason,
+        }
+        path = f"/orders/{quote(order.number, safe='')}/returns"
+        outcome = await self._post(path, body, operation_id)
+        if not isinstance(outcome, tuple):
+            return outcome
+        reference = outcome[1].get("id") if isinstance(outcome[1], dict) else None
+        return ActionDone(reference=str(reference)[:100] if reference else None)
+
+    async def _post(
+        self, path: str, body: dict[str, Any] | None, key: str
+    ) -> ActionResult | tuple[int, Any]:
+        """One attempt (the caller asks again with the same key when the outcome is
+        unknown): (status, JSON) on success, `ActionRejected` on a refusal, 401/403 or
+        404 (nothing was done), `ActionUnknown` when the request may have been acted on
+        (a timeout, a broken connection, a 5xx, an answer that cannot be read)."""
+        headers = {
+            "Authorization": f"Bearer {self._token.get_secret_value()}",
+            "Idempotency-Key": key,
+        }
+        try:
+            async with self._slots, self._client().post(
+                self._url + path, json=body or {}, headers=headers, allow_redirects=False
+            ) as response:
+                status = response.status
+                raw = await response.content.read(MAX_BODY_BYTES + 1)
+        except TimeoutError:
+            return ActionUnknown("timeout")
+        except aiohttp.ClientError as exc:
+            return ActionUnknown(type(exc).__name__)
+        log.info("shop API at %s: action request answered HTTP %s", self.host, status)
+        if status in (401, 403):
+            return ActionRejected("shop_auth")
+        if status == 404:
+            return ActionRejected("not_found")
+        if status in (409, 422):
+            return ActionRejected(_refusal_code(raw))
+        if status not in (200, 201):
+            return ActionUnknown(f"HTTP {status}")
+        try:
+            return status, json.loads(raw) if raw else None
+        except (ValueError, UnicodeDecodeError):
+            return ActionUnknown("the answer is not JSON")
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -297,6 +369,19 @@ class _Retryable(Exception):
         self.kind = kind
         self.detail = detail
         self.after_s = after_s
+
+
+_REFUSAL_CODE = re.compile(r"[a-z_]{1,40}")
+
+
+def _refusal_code(raw: bytes) -> str:
+    """The shop's short refusal code (`{"error": "not_cancellable"}`), never its free
+    text: anything else is "rejected"."""
+    try:
+        code = json.loads(raw).get("error")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return "rejected"
+    return code if isinstance(code, str) and _REFUSAL_CODE.fullmatch(code) else "rejected"
 
 
 def _retry_after(value: str | None) -> float | None:

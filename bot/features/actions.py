@@ -1,0 +1,107 @@
+"""Actions with confirmation (issue 32) as one feature: on only when ACTIONS_ENABLED names
+an action (cancel_order, request_return).
+
+It adds one proposing tool per action on (tools/actions/propose.py), the router of the
+card's ✅/✖ presses among the commands (limited per user like every button press), and
+the /stats block. The card itself is the turn's `ConfirmAction` offer, shown by
+bot/turn_view.py. Orders are read through the ShopDirectory the order tools use
+(SHOP_BACKEND) and changed through the backend's `OrderActions`: the local backend's
+(tools/shop/backends/local_actions.py), or the one a live backend implements itself. A
+backend without actions leaves the feature off, with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, cast
+
+from bot.config import Settings
+from bot.context import HandlerDeps
+from bot.features import Feature, FeatureRouters
+from bot.routers.actions import build_action_router
+from bot.stats_view.actions import actions_block
+from bot.stats_view.table import TableSection
+from bot.texts import Language
+from services.actions import ActionService
+from services.stats import StatsReport
+from storage.actions import ActionRepository, LocalActionStore
+from storage.database import Database, StorageRetry
+from storage.shop import ShopRepository
+from tools.actions.builtin import BUILT_IN_ACTIONS
+from tools.actions.definition import ActionDefinition, ActionShop
+from tools.actions.propose import proposing_tool
+from tools.shop.backend import OrderActions
+from tools.shop.backends.local_actions import DirectoryActions, LocalOrderActions
+from tools.shop.directory import ShopDirectory
+
+log = logging.getLogger("bot")
+
+
+def enabled_actions(settings: Settings) -> tuple[ActionDefinition[Any], ...]:
+    return tuple(d for d in BUILT_IN_ACTIONS if d.name in settings.actions_enabled)
+
+
+def backend_actions(directory: ShopDirectory, db: Database) -> OrderActions | None:
+    """The configured backend's actions: the local one's, or the backend's own."""
+    if directory.backend_name == "local":
+        return LocalOrderActions(LocalActionStore(db))
+    backend: Any = directory.backend
+    if hasattr(backend, "cancel_order") and hasattr(backend, "request_return"):
+        return cast(OrderActions, backend)
+    return None
+
+
+def actions_feature(
+    settings: Settings,
+    db: Database,
+    directory: ShopDirectory,
+    *,
+    storage_retry: StorageRetry,
+    operator_chat_id: int | None,
+    definitions: tuple[ActionDefinition[Any], ...] | None = None,
+) -> Feature | None:
+    """The feature, or None when no action is on. `definitions`: a shop's own actions
+    (default: the built-in ones ACTIONS_ENABLED names)."""
+    chosen = enabled_actions(settings) if definitions is None else definitions
+    if not chosen:
+        return None
+    actions = backend_actions(directory, db)
+    if actions is None:
+        log.warning(
+            "ACTIONS_ENABLED is set, but SHOP_BACKEND=%s cannot carry out actions; "
+            "actions are off",
+            directory.backend_name,
+        )
+        return None
+    policies = ShopRepository(db)
+    actual: ActionShop = DirectoryActions(directory, actions)
+    repo = ActionRepository(db, clock=time.time)
+    service = ActionService(
+        repo, actual, policies, chosen, storage_retry=storage_retry, clock=time.time
+    )
+    tools = tuple(
+        proposing_tool(
+            definition,
+            actual,
+            repo,
+            expiry_s=settings.action_confirm_ttl_s,
+            lookups_per_hour=settings.order_lookups_per_hour,
+        )
+        for definition in chosen
+    )
+
+    def routers(deps: HandlerDeps) -> FeatureRouters:
+        return FeatureRouters(
+            commands=(build_action_router(deps, service, operator_chat_id=operator_chat_id),)
+        )
+
+    async def stats_section(report: StatsReport) -> TableSection:
+        counts = await service.counts(report.since, report.until)
+
+        def lines(language: Language) -> list[str]:
+            return actions_block(counts, language)
+
+        return lines
+
+    return Feature(name="actions", tools=tools, routers=routers, stats_sections=(stats_section,))

@@ -1,0 +1,43 @@
+"""The /stats block about actions the customers confirmed (issue 32), shown when
+ACTIONS_ENABLED names any: the admin router passes it to `render_table` as an extra
+section."""
+
+from __future__ import annotations
+
+from bot.stats_view.table import kv
+from bot.stats_view.wording import format_int
+from bot.texts import Language
+from storage.actions import ActionCounts
+
+_WORDS: dict[Language, dict[str, str]] = {
+    "ru": {
+        "title": "ДЕЙСТВИЯ С ПОДТВЕРЖДЕНИЕМ",
+        "proposed": "предложено",
+        "confirmed": "подтверждено",
+        "done": "выполнено",
+        "declined": "отклонено",
+        "expired": "истекло",
+        "failed": "не удалось",
+    },
+    "en": {
+        "title": "CONFIRMED ACTIONS",
+        "proposed": "proposed",
+        "confirmed": "confirmed",
+        "done": "done",
+        "declined": "declined",
+        "expired": "expired",
+        "failed": "failed",
+    },
+}
+
+
+def actions_block(counts: ActionCounts, language: Language) -> list[str]:
+    """The block's monospace lines, laid out like the rest of the owner's table."""
+    w = _WORDS[language]
+    return [
+        kv(w["title"], format_int(counts.proposed, language), indent=0),
+        *(
+            kv(w[name], format_int(getattr(counts, name), language))
+            for name in ("confirmed", "done", "declined", "expired", "failed")
+        ),
+    ]

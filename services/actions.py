@@ -1,0 +1,284 @@
+"""Carrying out an action the customer confirmed — exactly once (issue 32).
+
+A proposed action is a row (storage/actions.py) written before its card was sent, with an
+operation id. A press is a Telegram update, stored in the inbox before it is handled and
+handled again after a crash until its reply is stored (bot/intake.py); the row remembers
+which update pressed (`press_update`), so that update's handler, run again, resumes where
+it stopped instead of being taken for a second press:
+
+    pending --✅ (this press)--> confirmed --state re-checked--> executing --> done | failed
+    pending --✖--> declined        pending --too old / replaced--> expired
+
+- `claim`: who pressed and what the row says decide: another customer's press, a card
+  already answered, an expired card change nothing; one conditional update lets exactly
+  one ✅ through (two presses, two instances: one wins).
+- `carry_out`: on a fresh confirmation the order is read again and the definition's
+  check re-run (shipped meanwhile → nothing is done); then the backend is called with the
+  operation id as its idempotency key. After a crash in `executing` the state is not
+  re-checked (our own cancel would fail it): the backend is simply asked again with the
+  same id, which never acts twice. An unknown outcome (`ActionUnknown`) is asked again
+  with the same id; still unknown, the row stays `executing` (reason `unknown`), the card
+  keeps its buttons and the customer is asked to press ✅ again later: that press asks
+  the shop once more with the same id (`retake`: one press at a time).
+- `record`: the result and its line in the chat's history, in one transaction.
+
+The log says who, which order, the decision, the operation id, the duration and the
+result; never the customer's words (a return's reason).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from storage.actions import (
+    FINISHED,
+    ActionCounts,
+    ActionRepository,
+    ActionRow,
+    ActionStatus,
+)
+from storage.database import StorageRetry
+from storage.shop import ShopRepository
+from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
+from tools.shop.backend import ActionDone, ActionRejected, ShopUnavailable
+from tools.shop.orders import LiveOrder
+from tools.shop.rules import OrderStatus
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_ATTEMPTS = 3  # ask the backend again this often (same operation id) when unknown
+
+
+class ClaimKind(StrEnum):
+    NO_SUCH_CARD = "no_such_card"  # not an action of this chat
+    NOT_YOURS = "not_yours"  # the card was sent to someone else
+    ALREADY = "already"  # answered before (by another press)
+    EXPIRED = "expired"  # too old, or replaced by a newer card
+    DECLINED = "declined"  # ✖ recorded now
+    PROCEED = "proceed"  # ✅ recorded now (or resumed): carry it out
+    FINISHED = "finished"  # this very press was handled before a crash: its result
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    kind: ClaimKind
+    row: ActionRow | None = None
+    recheck: bool = True  # PROCEED: re-check the order's state first
+
+
+class ResultKind(StrEnum):
+    DONE = "done"
+    STATE_CHANGED = "state_changed"  # on ✅ the order no longer allowed it
+    FAILED = "failed"  # the shop refused, or could not be reached before acting
+    CHECKING = "checking"  # unknown after asking again: still executing
+    DECLINED = "declined"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    kind: ResultKind
+    reason: str | None = None
+    reference: str | None = None
+    words: Mapping[str, str] | None = None  # DONE: the result's words per language
+
+
+def _words(stored: str) -> dict[str, str]:
+    value = json.loads(stored)
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def words_in(words: Mapping[str, str], language: str) -> str:
+    return words.get(language) or next(iter(words.values()), "")
+
+
+def outcome_of(row: ActionRow) -> Outcome:
+    """A finished row's outcome (a press handled again after a crash reports it)."""
+    if row.status is ActionStatus.DONE:
+        return Outcome(ResultKind.DONE, reference=row.reference, words=_words(row.done_words))
+    if row.status is ActionStatus.DECLINED:
+        return Outcome(ResultKind.DECLINED)
+    if row.reason and row.reason.startswith("state:"):
+        return Outcome(ResultKind.STATE_CHANGED, reason=row.reason)
+    return Outcome(ResultKind.FAILED, reason=row.reason)
+
+
+class ActionService:
+    def __init__(
+        self,
+        repo: ActionRepository,
+        shop: ActionShop,
+        policies: ShopRepository,
+        definitions: Sequence[ActionDefinition[Any]],
+        *,
+        storage_retry: StorageRetry,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._repo = repo
+        self._shop = shop
+        self._policies = policies
+        self._definitions = {d.name: d for d in definitions}
+        self._retry = storage_retry
+        self._clock = clock
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._definitions)
+
+    async def claim(
+        self, operation_id: str, *, chat_id: int, user_id: int, update_id: int, confirm: bool
+    ) -> Claim:
+        row = await self._retry.run("reading an action", lambda: self._repo.get(operation_id))
+        if row is None or row.chat_id != chat_id:
+            return Claim(ClaimKind.NO_SUCH_CARD)
+        if row.user_id != user_id:
+            return Claim(ClaimKind.NOT_YOURS, row)
+        if row.press_update == update_id:  # this press, handled again after a crash
+            if row.status in FINISHED:
+                return Claim(ClaimKind.FINISHED, row)
+            return Claim(ClaimKind.PROCEED, row, recheck=row.status is ActionStatus.CONFIRMED)
+        if row.status is ActionStatus.EXPIRED:
+            return Claim(ClaimKind.EXPIRED, row)
+        if row.status is ActionStatus.EXECUTING and row.reason == "unknown" and confirm:
+            # the shop's answer stayed unknown: a new ✅ asks it again, same operation id
+            retaken = await self._retry.run(
+                "retaking an action",
+                lambda: self._repo.retake(
+                    operation_id, old_press=row.press_update, new_press=update_id
+                ),
+            )
+            if retaken:
+                return Claim(ClaimKind.PROCEED, row, recheck=False)
+        if row.status is not ActionStatus.PENDING:
+            return Claim(ClaimKind.ALREADY, row)
+        if self._clock() >= row.expires_at:
+            await self._retry.run(
+                "expiring an action",
+                lambda: self._repo.move(
+                    operation_id,
+                    from_=[ActionStatus.PENDING],
+                    to=ActionStatus.EXPIRED,
+                    reason="timeout",
+                ),
+            )
+            self._log(row, "expired", 0.0)
+            return Claim(ClaimKind.EXPIRED, row)
+        target = ActionStatus.CONFIRMED if confirm else ActionStatus.DECLINED
+        moved = await self._retry.run(
+            "recording a press",
+            lambda: self._repo.move(
+                operation_id, from_=[ActionStatus.PENDING], to=target, press_update=update_id
+            ),
+        )
+        if not moved:
+            return Claim(ClaimKind.ALREADY, row)
+        if not confirm:
+            self._log(row, "declined", 0.0)
+            return Claim(ClaimKind.DECLINED, row)
+        return Claim(ClaimKind.PROCEED, row, recheck=True)
+
+    async def carry_out(self, row: ActionRow, *, recheck: bool) -> Outcome:
+        """Re-check (a fresh confirmation), then execute with the operation id. Nothing
+        is stored here but the move to `executing` (see `record`)."""
+        started = time.perf_counter()
+        outcome = await self._carry_out(row, recheck=recheck)
+        self._log(row, outcome.kind.value, (time.perf_counter() - started) * 1000, outcome.reason)
+        return outcome
+
+    async def _carry_out(self, row: ActionRow, *, recheck: bool) -> Outcome:
+        definition = self._definitions.get(row.action)
+        if definition is None:  # switched off (ACTIONS_ENABLED) since it was proposed
+            return Outcome(ResultKind.FAILED, reason="action_off")
+        arguments = definition.arguments_model.model_validate_json(row.arguments)
+        try:
+            order = await self._shop.read_fresh(row.order_number)
+        except ShopUnavailable:
+            if recheck:  # nothing was done yet
+                return Outcome(ResultKind.FAILED, reason="unavailable")
+            order = None
+        if recheck:
+            if order is None:
+                return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
+            policy = Policy(shop=self._policies, now=datetime.fromtimestamp(self._clock(), UTC))
+            decision = await definition.check(order, arguments, policy)
+            if not isinstance(decision, Allowed):
+                return Outcome(ResultKind.STATE_CHANGED, reason=f"state:{decision.code}")
+            await self._retry.run(
+                "starting an action",
+                lambda: self._repo.move(
+                    row.operation_id, from_=[ActionStatus.CONFIRMED], to=ActionStatus.EXECUTING
+                ),
+            )
+        target = order or LiveOrder(
+            number=row.order_number,
+            status=OrderStatus.PROCESSING,
+            updated_at=datetime.fromtimestamp(row.created_at, UTC),
+        )
+        for _attempt in range(UNKNOWN_ATTEMPTS):
+            try:
+                result = await definition.execute(self._shop, target, arguments, row.operation_id)
+            except ShopUnavailable:
+                continue  # may or may not have reached the shop: ask again, same id
+            if isinstance(result, ActionDone):
+                words = definition.done(target, arguments, result.reference)
+                return Outcome(ResultKind.DONE, reference=result.reference, words=words)
+            if isinstance(result, ActionRejected):
+                return Outcome(ResultKind.FAILED, reason=result.reason)
+        return Outcome(ResultKind.CHECKING, reason="unknown")
+
+    async def record(self, row: ActionRow, outcome: Outcome, *, said: str) -> None:
+        """The outcome and `said` (the customer's result message, after the card's words)
+        in the chat's history, in one transaction; CHECKING stays `executing`."""
+        if outcome.kind is ResultKind.CHECKING:
+            await self._retry.run(
+                "noting an unknown outcome",
+                lambda: self._repo.move(
+                    row.operation_id,
+                    from_=[ActionStatus.EXECUTING],
+                    to=ActionStatus.EXECUTING,
+                    reason="unknown",
+                ),
+            )
+            return
+        status = {
+            ResultKind.DONE: ActionStatus.DONE,
+            ResultKind.DECLINED: ActionStatus.DECLINED,
+        }.get(outcome.kind, ActionStatus.FAILED)
+        done_words = json.dumps(dict(outcome.words), ensure_ascii=False) if outcome.words else None
+        await self._retry.run(
+            "recording an action's result",
+            lambda: self._repo.finish(
+                row.operation_id,
+                status=status,  # type: ignore[arg-type]
+                reason=outcome.reason,
+                reference=outcome.reference,
+                done_words=done_words,
+                history=(row.chat_id, said),
+            ),
+        )
+
+    async def counts(self, since: float | None, until: float) -> ActionCounts:
+        return await self._repo.counts(since, until)
+
+    @staticmethod
+    def card_words(row: ActionRow, language: str) -> str:
+        return words_in(_words(row.effect), language)
+
+    @staticmethod
+    def _log(row: ActionRow, result: str, duration_ms: float, reason: str | None = None) -> None:
+        log.info(
+            "action %s op %s by user %s on order %s: %s%s (%.0f ms)",
+            row.action,
+            row.operation_id,
+            row.user_id,
+            row.order_number,
+            result,
+            f" ({reason})" if reason else "",
+            duration_ms,
+        )

@@ -1,0 +1,331 @@
+"""Rows of the actions a customer confirms (`pending_actions`) and the local backend's
+records of what it carried out (`order_cancellations`, `order_returns`).
+
+No rules here: which transitions are allowed and when is services/actions.py's; this
+module makes each transition one conditional UPDATE (`WHERE status IN (...)`), so two
+presses (or two instances) racing for one row move it once, on both backends. A result
+and the line it adds to the chat's history are written in one transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from storage.backend import Database, Row, Tx
+
+
+class ActionStatus(StrEnum):
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    EXECUTING = "executing"
+    DONE = "done"
+    FAILED = "failed"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+
+
+FINISHED = frozenset(
+    {ActionStatus.DONE, ActionStatus.FAILED, ActionStatus.DECLINED, ActionStatus.EXPIRED}
+)
+_COLUMNS = (
+    "operation_id, action, order_number, chat_id, user_id, arguments, effect, done_words,"
+    " status, reason, reference, press_update, turn_id, created_at, expires_at, updated_at"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRow:
+    operation_id: str
+    action: str
+    order_number: str
+    chat_id: int
+    user_id: int
+    arguments: str  # JSON
+    effect: str  # JSON {language: words}
+    done_words: str  # JSON {language: words}
+    status: ActionStatus
+    reason: str | None
+    reference: str | None
+    press_update: int | None
+    turn_id: str | None
+    created_at: float
+    expires_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewAction:
+    operation_id: str
+    action: str
+    order_number: str
+    chat_id: int
+    user_id: int
+    arguments: str
+    effect: str
+    done_words: str
+    turn_id: str | None
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ActionCounts:
+    """/stats: actions proposed in a period and what became of them."""
+
+    proposed: int = 0
+    confirmed: int = 0  # pressed ✅ (then done, failed or still running)
+    declined: int = 0
+    expired: int = 0  # replaced, or never pressed in time
+    done: int = 0
+    failed: int = 0
+
+
+def _row(row: Row) -> ActionRow:
+    return ActionRow(
+        operation_id=row["operation_id"],
+        action=row["action"],
+        order_number=row["order_number"],
+        chat_id=int(row["chat_id"]),
+        user_id=int(row["user_id"]),
+        arguments=row["arguments"],
+        effect=row["effect"],
+        done_words=row["done_words"],
+        status=ActionStatus(row["status"]),
+        reason=row["reason"],
+        reference=row["reference"],
+        press_update=None if row["press_update"] is None else int(row["press_update"]),
+        turn_id=row["turn_id"],
+        created_at=float(row["created_at"]),
+        expires_at=float(row["expires_at"]),
+        updated_at=float(row["updated_at"]),
+    )
+
+
+class ActionRepository:
+    """The `pending_actions` table."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], float] = time.time) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def create(self, new: NewAction) -> list[str]:
+        """Store a proposed action (pending). Earlier pending cards of the same customer
+        for the same order are replaced: they expire (reason `replaced`), in the same
+        transaction. Returns their operation ids."""
+        now = self._clock()
+        async with self._db.transaction() as tx:
+            await tx.lock(f"action-order:{new.order_number}")
+            rows = await tx.fetch_all(
+                "SELECT operation_id FROM pending_actions WHERE order_number = ? AND "
+                "user_id = ? AND status = 'pending'",
+                (new.order_number, new.user_id),
+            )
+            replaced = [str(r["operation_id"]) for r in rows]
+            for operation_id in replaced:
+                await tx.execute(
+                    "UPDATE pending_actions SET status = 'expired', reason = 'replaced', "
+                    "updated_at = ? WHERE operation_id = ? AND status = 'pending'",
+                    (now, operation_id),
+                )
+            await tx.execute(
+                f"INSERT INTO pending_actions({_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, NULL, NULL, ?, ?, ?, ?)",
+                (
+                    new.operation_id,
+                    new.action,
+                    new.order_number,
+                    new.chat_id,
+                    new.user_id,
+                    new.arguments,
+                    new.effect,
+                    new.done_words,
+                    new.turn_id,
+                    now,
+                    new.expires_at,
+                    now,
+                ),
+            )
+        return replaced
+
+    async def get(self, operation_id: str) -> ActionRow | None:
+        row = await self._db.fetch_one(
+            f"SELECT {_COLUMNS} FROM pending_actions WHERE operation_id = ?", (operation_id,)
+        )
+        return None if row is None else _row(row)
+
+    async def move(
+        self,
+        operation_id: str,
+        *,
+        from_: Sequence[ActionStatus],
+        to: ActionStatus,
+        press_update: int | None = None,
+        reason: str | None = None,
+    ) -> bool:
+        """One conditional transition; True when this call made it."""
+        marks = ", ".join("?" * len(from_))
+        changed = await self._db.write(
+            "UPDATE pending_actions SET status = ?, updated_at = ?,"
+            " press_update = COALESCE(?, press_update), reason = COALESCE(?, reason)"
+            f" WHERE operation_id = ? AND status IN ({marks})",
+            (to.value, self._clock(), press_update, reason, operation_id, *from_),
+        )
+        return changed == 1
+
+    async def retake(self, operation_id: str, *, old_press: int | None, new_press: int) -> bool:
+        """A new press takes over an action whose outcome stayed unknown (`executing`,
+        reason `unknown`): one conditional update, so of two such presses one wins; the
+        reason is cleared, so no other press takes it while this one asks the shop."""
+        changed = await self._db.write(
+            "UPDATE pending_actions SET press_update = ?, reason = NULL, updated_at = ?"
+            " WHERE operation_id = ? AND status = 'executing' AND reason = 'unknown'"
+            " AND press_update = ?",  # set by the press that confirmed it
+            (new_press, self._clock(), operation_id, old_press),
+        )
+        return changed == 1
+
+    async def finish(
+        self,
+        operation_id: str,
+        *,
+        status: Literal[ActionStatus.DONE, ActionStatus.FAILED, ActionStatus.DECLINED],
+        reason: str | None,
+        reference: str | None,
+        done_words: str | None = None,
+        history: tuple[int, str] | None,
+    ) -> bool:
+        """The action's result and (`history`: chat id, words) its line in the chat's
+        history, once, in one transaction. A confirmed action becomes done or failed; a
+        declined one (the press moved it) only gets its history line. False when it was
+        already finished."""
+        now = self._clock()
+        before = "('declined')" if status is ActionStatus.DECLINED else "('confirmed', 'executing')"
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE pending_actions SET status = ?, reason = COALESCE(?, reason),"
+                " reference = ?, done_words = COALESCE(?, done_words), updated_at = ?"
+                f" WHERE operation_id = ? AND status IN {before}",
+                (status.value, reason, reference, done_words, now, operation_id),
+            )
+            if changed != 1:
+                return False
+            if history is not None:
+                chat_id, words = history
+                await _add_history(tx, chat_id, words, key=f"action:{operation_id}", now=now)
+        return True
+
+    async def unfinished(self) -> list[ActionRow]:
+        """Actions a press confirmed whose result was never stored (a crash)."""
+        rows = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM pending_actions WHERE status IN ('confirmed', 'executing')"
+            " ORDER BY created_at",
+        )
+        return [_row(r) for r in rows]
+
+    async def counts(self, since: float | None, until: float) -> ActionCounts:
+        start = since if since is not None else float("-inf")
+        rows = await self._db.fetch_all(
+            "SELECT status, reason, expires_at FROM pending_actions"
+            " WHERE created_at >= ? AND created_at < ?",
+            (start, until),
+        )
+        now = self._clock()
+        counts = {name: 0 for name in ("confirmed", "declined", "expired", "done", "failed")}
+        for row in rows:
+            status = ActionStatus(row["status"])
+            if status is ActionStatus.PENDING:
+                if float(row["expires_at"]) <= now:
+                    counts["expired"] += 1
+                continue
+            if status in (ActionStatus.CONFIRMED, ActionStatus.EXECUTING):
+                counts["confirmed"] += 1
+            elif status in (ActionStatus.DONE, ActionStatus.FAILED):
+                counts["confirmed"] += 1
+                counts[status.value] += 1
+            else:
+                counts[status.value] += 1
+        return ActionCounts(proposed=len(rows), **counts)
+
+
+async def _add_history(tx: Tx, chat_id: int, words: str, *, key: str, now: float) -> None:
+    """One assistant line in the chat's open session (as storage/handoffs.py adds one),
+    once per `key`."""
+    await tx.lock(f"chat:{chat_id}")
+    row = await tx.fetch_one(
+        "SELECT id FROM sessions WHERE chat_id = ? AND closed_at IS NULL", (chat_id,)
+    )
+    if row is None:
+        row = await tx.fetch_one(
+            "INSERT INTO sessions(chat_id, opened_at) VALUES (?, ?) RETURNING id", (chat_id, now)
+        )
+        assert row is not None
+    session_id = int(row["id"])
+    seen = await tx.fetch_one(
+        "SELECT 1 FROM messages WHERE session_id = ? AND turn_id = ?", (session_id, key)
+    )
+    if seen is None:
+        await tx.execute(
+            "INSERT INTO messages(session_id, role, content, turn_id, created_at) "
+            "VALUES (?, 'assistant', ?, ?, ?)",
+            (session_id, words, key, now),
+        )
+
+
+CancelOutcome = Literal["done", "not_processing", "missing"]
+ReturnOutcome = Literal["done", "missing"]
+
+
+class LocalActionStore:
+    """What the local backend carries out on the bot's own `orders` table: a cancel is a
+    conditional update (processing only), a return a row; both keyed by the operation id,
+    so a call repeated with the same id finds the first one's record and does nothing."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], float] = time.time) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def cancel(self, operation_id: str, order_id: str, *, updated_at: str) -> CancelOutcome:
+        async with self._db.transaction() as tx:
+            await tx.lock(f"action-op:{operation_id}")
+            seen = await tx.fetch_one(
+                "SELECT 1 FROM order_cancellations WHERE operation_id = ?", (operation_id,)
+            )
+            if seen is not None:
+                return "done"
+            changed = await tx.execute(
+                "UPDATE orders SET status = 'cancelled', updated_at = ?"
+                " WHERE order_id = ? AND status = 'processing'",
+                (updated_at, order_id),
+            )
+            if changed == 1:
+                await tx.execute(
+                    "INSERT INTO order_cancellations(operation_id, order_id, created_at)"
+                    " VALUES (?, ?, ?)",
+                    (operation_id, order_id, self._clock()),
+                )
+                return "done"
+            exists = await tx.fetch_one("SELECT 1 FROM orders WHERE order_id = ?", (order_id,))
+            return "not_processing" if exists is not None else "missing"
+
+    async def add_return(
+        self, operation_id: str, order_id: str, *, lines: str, reason: str
+    ) -> ReturnOutcome:
+        async with self._db.transaction() as tx:
+            await tx.lock(f"action-op:{operation_id}")
+            seen = await tx.fetch_one(
+                "SELECT 1 FROM order_returns WHERE operation_id = ?", (operation_id,)
+            )
+            if seen is not None:
+                return "done"
+            exists = await tx.fetch_one("SELECT 1 FROM orders WHERE order_id = ?", (order_id,))
+            if exists is None:
+                return "missing"
+            await tx.execute(
+                "INSERT INTO order_returns(operation_id, order_id, lines, reason, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (operation_id, order_id, lines, reason, self._clock()),
+            )
+            return "done"

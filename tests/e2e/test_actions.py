@@ -1,0 +1,393 @@
+"""Actions with confirmation through the real process (issue 32), on the local backend.
+
+The model proposes (`propose_cancel_order`, `propose_request_return`), the application
+checks and stores the action pending, the customer gets a card with the exact effect and
+✅/✖; a ✅ cancels the order in the shop's table once, the customer is told, and the next
+question is answered from the new state with the outcome in the history. Presses twice,
+by someone else, after expiry or after the order shipped never act twice; a SIGKILL
+between the press being stored and the shop's call, and between the call and the result
+being stored, still ends with one cancellation and one result message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.texts import RU
+from tests.e2e.chat_helpers import (
+    WAIT_S,
+    StartBot,
+    import_shop,
+    query,
+    results_for,
+    seen_text,
+    tool_step,
+    wait_for_db,
+)
+from tests.e2e.harness import BotProcess
+from tests.fakes.openai_server import Body, FakeOpenAIServer, fake_call
+from tests.fakes.shop_api import TOKEN, FakeShopApi, order
+from tests.fakes.telegram_server import (
+    FakeTelegramServer,
+    SentMessage,
+    callback_update,
+    message_update,
+)
+
+pytestmark = pytest.mark.both_backends
+
+CUSTOMER, STRANGER = 7601, 7602
+MINE, MINE_TOO, THEIRS, DELIVERED_LONG_AGO = "4101", "4102", "4103", "4104"
+ACTIONS = {"ACTIONS_ENABLED": "cancel_order,request_return"}
+ASK_CONFIRM = "Проверьте, пожалуйста, карточку ниже и нажмите кнопку."
+
+
+def _model(body: Body) -> str:
+    """The final words: what the tools said, so a test can read it."""
+    results = [m["content"] for m in body["messages"] if m.get("role") == "tool"]
+    if results and json.loads(results[-1]).get("data", {}).get("proposed"):
+        return ASK_CONFIRM
+    return "Результат: " + " | ".join(results)
+
+
+def _calls(text: str) -> list[Body]:
+    numbers = re.findall(r"\d{4}", text)
+    if "отмен" in text.lower() and "?" not in text:
+        return [fake_call("propose_cancel_order", {"order_id": n}) for n in numbers]
+    if "верн" in text.lower():
+        return [
+            fake_call(
+                "propose_request_return",
+                {
+                    "order_id": n,
+                    "items": [{"name": "Наушники", "quantity": 1}],
+                    "reason": "SECRET-REASON шумят",
+                },
+            )
+            for n in numbers
+        ]
+    return [fake_call("get_order_status", {"order_id": n}) for n in numbers]
+
+
+async def setup(
+    start_bot: StartBot,
+    env: dict[str, str],
+    tmp_path: Path,
+    openai: FakeOpenAIServer,
+    **extra: str,
+) -> BotProcess:
+    long_ago = (datetime.now(UTC) - timedelta(days=30)).isoformat(timespec="minutes")
+    await import_shop(
+        env,
+        tmp_path,
+        {
+            "orders": [
+                {"order_id": MINE, "status": "processing", "owner_telegram_id": CUSTOMER},
+                {"order_id": MINE_TOO, "status": "processing", "owner_telegram_id": CUSTOMER},
+                {"order_id": THEIRS, "status": "processing", "owner_telegram_id": STRANGER},
+                {
+                    "order_id": DELIVERED_LONG_AGO,
+                    "status": "delivered",
+                    "owner_telegram_id": CUSTOMER,
+                    "updated_at": long_ago,
+                },
+            ],
+            "return_policies": [{"product": "Наушники", "return_days": 7, "conditions": "-"}],
+        },
+    )
+    openai.handler = tool_step(_calls, _model)
+    return await start_bot(**ACTIONS, **extra)
+
+
+async def say(telegram: FakeTelegramServer, text: str, chat: int = CUSTOMER) -> SentMessage:
+    before = len(telegram.messages_to(chat))
+    telegram.enqueue_update(message_update(chat, text=text))
+    return (await telegram.wait_for_messages(chat, before + 1, within=WAIT_S))[before]
+
+
+def card_buttons(message: SentMessage) -> list[dict[str, Any]]:
+    rows = (message.reply_markup or {}).get("inline_keyboard") or []
+    return [b for row in rows for b in row if str(b.get("callback_data", "")).startswith("act:")]
+
+
+def press_update(card: SentMessage, index: int, *, user: int = CUSTOMER) -> dict[str, Any]:
+    data = card_buttons(card)[index]["callback_data"]
+    return callback_update(CUSTOMER, data=data, message_id=card.message_id, user_id=user)
+
+
+async def press(
+    telegram: FakeTelegramServer, card: SentMessage, index: int = 0, *, user: int = CUSTOMER
+) -> str:
+    """Press ✅ (0) or ✖ (1); the note on the button (answerCallbackQuery)."""
+    update = press_update(card, index, user=user)
+    query_id = update["callback_query"]["id"]
+    telegram.enqueue_update(update)
+    call = await telegram.wait_for_call(
+        "answerCallbackQuery",
+        lambda c: c.params.get("callback_query_id") == query_id,
+        within=WAIT_S,
+    )
+    return str(call.params.get("text") or "")
+
+
+async def settled(telegram: FakeTelegramServer, expected: int) -> list[SentMessage]:
+    """The customer's messages once a /help sent now is answered (so nothing more is due)."""
+    telegram.enqueue_update(message_update(CUSTOMER, text="/help"))
+    messages = await telegram.wait_for_messages(CUSTOMER, expected + 1, within=WAIT_S)
+    assert "/new" in messages[-1].plain_text, [m.plain_text for m in messages]
+    assert len(messages) == expected + 1, [m.plain_text for m in messages]
+    return messages[:-1]
+
+
+def status_of(database: Path, order: str) -> str:
+    return str(query(database, "SELECT status FROM orders WHERE order_id = ?", order)[0][0])
+
+
+def cancellations(database: Path) -> int:
+    return int(query(database, "SELECT count(*) FROM order_cancellations")[0][0])
+
+
+async def test_propose_confirm_cancelled_told_and_the_next_answer_knows(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    bot = await setup(start_bot, bot_base_env, tmp_path, fake_openai)
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    assert ASK_CONFIRM in card.plain_text
+    assert f"Отменить заказ {MINE}?" in card.plain_text  # the exact effect
+    assert [b["text"] for b in card_buttons(card)] == [
+        RU.action_confirm_button,
+        RU.action_decline_button,
+    ]
+    assert status_of(database_path, MINE) == "processing"  # nothing happened yet
+    assert query(database_path, "SELECT status FROM pending_actions") == [("pending",)]
+
+    assert await press(fake_telegram, card) == RU.action_working
+    [_, result] = await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
+    assert seen_text(result.text) == f"Заказ {MINE} отменён."
+    assert status_of(database_path, MINE) == "cancelled"
+    await fake_telegram.wait_until(lambda: not card_buttons(fake_telegram.messages_to(CUSTOMER)[0]))
+
+    question = f"Заказ {MINE} отменён?"
+    answer = await say(fake_telegram, question)
+    [looked_up] = results_for(fake_openai, question)
+    assert looked_up["data"]["status"] == "cancelled"
+    assert "cancelled" in answer.plain_text
+    asked = [b for b in fake_openai.chat_requests if question in json.dumps(b, ensure_ascii=False)]
+    history = json.dumps(asked[0]["messages"], ensure_ascii=False)
+    assert f"Заказ {MINE} отменён." in history  # the outcome is in the conversation
+    instruction = asked[0]["messages"][0]["content"]
+    assert "propose_* tools" in instruction and "only read data" not in instruction
+    assert await settled(fake_telegram, 3)
+    assert cancellations(database_path) == 1
+    assert "SECRET-REASON" not in bot.output
+
+
+async def test_presses_twice_by_another_after_expiry_or_after_shipping_act_at_most_once(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    await setup(start_bot, bot_base_env, tmp_path, fake_openai)
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    # someone else presses first: refused, nothing changes
+    assert await press(fake_telegram, card, user=STRANGER) == RU.action_not_yours
+    assert query(database_path, "SELECT status FROM pending_actions") == [("pending",)]
+    # ✅ twice
+    assert await press(fake_telegram, card) == RU.action_working
+    assert await press(fake_telegram, card) == RU.action_already
+    await wait_for_db(database_path, "SELECT status FROM pending_actions", [("done",)])
+    await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)  # the result
+
+    # after expiry (moved into the past here rather than waited for)
+    expired = await say(fake_telegram, f"Отмените заказ {MINE_TOO}")
+    query(database_path, "UPDATE pending_actions SET expires_at = 0 WHERE status = 'pending'")
+    await press(fake_telegram, expired)
+    await fake_telegram.wait_for_messages(CUSTOMER, 4, within=WAIT_S)  # "expired"
+    # the order shipped between the card and the press
+    card_again = await say(fake_telegram, f"Отмените заказ {MINE_TOO}")
+    query(database_path, "UPDATE orders SET status = 'in_transit' WHERE order_id = ?", MINE_TOO)
+    assert await press(fake_telegram, card_again) == RU.action_working
+
+    messages = await settled(fake_telegram, 6)
+    words = [m.plain_text for m in messages]
+    assert words[1] == f"Заказ {MINE} отменён."
+    assert words[3] == RU.action_expired
+    assert words[5] == RU.action_state_changed
+    assert status_of(database_path, MINE) == "cancelled"
+    assert status_of(database_path, MINE_TOO) == "in_transit"
+    assert cancellations(database_path) == 1
+
+
+async def test_no_card_for_someone_elses_order_or_a_return_outside_the_window(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    bot = await setup(start_bot, bot_base_env, tmp_path, fake_openai)
+    theirs_q, missing_q = f"Отмените заказ {THEIRS}", "Отмените заказ 4999"
+    theirs = await say(fake_telegram, theirs_q)
+    missing = await say(fake_telegram, missing_q)
+    late_q = f"Хочу вернуть наушники из заказа {DELIVERED_LONG_AGO}"
+    late = await say(fake_telegram, late_q)
+    for message in (theirs, missing, late):
+        assert card_buttons(message) == []
+    [r_theirs], [r_missing] = (
+        results_for(fake_openai, theirs_q),
+        results_for(fake_openai, missing_q),
+    )
+    r_theirs["data"].pop("order_id"), r_missing["data"].pop("order_id")
+    assert r_theirs == r_missing  # someone else's order: the answer of a missing one
+    [r_late] = results_for(fake_openai, late_q)
+    assert r_late["data"]["refused"] == "outside_return_window"
+    assert query(database_path, "SELECT count(*) FROM pending_actions") == [(0,)]
+    assert status_of(database_path, THEIRS) == "processing"
+    assert "SECRET-REASON" not in bot.output
+
+
+async def _crash_at(
+    method: str,
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    telegram: FakeTelegramServer,
+    openai: FakeOpenAIServer,
+    database: Path,
+) -> str:
+    """Hold the press's `method` call, SIGKILL there, restart; the action's status at
+    the kill."""
+    bot = await setup(start_bot, bot_base_env, tmp_path, openai)
+    card = await say(telegram, f"Отмените заказ {MINE}")
+    hold = telegram.hold_calls(method)
+    telegram.enqueue_update(press_update(card, 0))
+    await asyncio.wait_for(hold.arrived.wait(), WAIT_S)
+    [(status,)] = query(database, "SELECT status FROM pending_actions")
+    await bot.kill()
+    await telegram.wait_until(lambda: hold.idle)
+    hold.release()
+    await start_bot(**ACTIONS)
+    messages = await settled(telegram, 2)
+    assert messages[1].plain_text == f"Заказ {MINE} отменён."
+    assert status_of(database, MINE) == "cancelled"
+    assert cancellations(database) == 1
+    assert query(database, "SELECT status FROM pending_actions") == [("done",)]
+    return str(status)
+
+
+async def test_killed_between_the_press_stored_and_the_shops_call(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    at_kill = await _crash_at(
+        "answerCallbackQuery",
+        start_bot,
+        bot_base_env,
+        tmp_path,
+        fake_telegram,
+        fake_openai,
+        database_path,
+    )
+    assert at_kill == "confirmed"  # the press was stored, the shop not asked yet
+
+
+async def test_killed_between_the_shops_call_and_the_result_stored(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    at_kill = await _crash_at(
+        "editMessageReplyMarkup",
+        start_bot,
+        bot_base_env,
+        tmp_path,
+        fake_telegram,
+        fake_openai,
+        database_path,
+    )
+    assert at_kill == "executing"  # the shop acted, the result not stored yet
+
+
+async def test_with_handoff_the_operators_get_one_line_per_executed_action(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    operators = -1001777
+    fake_telegram.add_forum(operators)
+    bot = await setup(
+        start_bot, bot_base_env, tmp_path, fake_openai, OPERATOR_CHAT_ID=str(operators)
+    )
+    declined = await say(fake_telegram, f"Отмените заказ {MINE_TOO}")
+    await press(fake_telegram, declined, 1)  # ✖: nothing executed, no line
+    await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    await press(fake_telegram, card)
+    messages = await settled(fake_telegram, 4)
+    assert messages[1].plain_text == RU.action_declined
+    assert messages[3].plain_text == f"Заказ {MINE} отменён."
+    [line] = fake_telegram.messages_to(operators)
+    assert f"cancel_order: order {MINE}" in line.plain_text and str(CUSTOMER) in line.plain_text
+    assert status_of(database_path, MINE_TOO) == "processing"
+    assert "SECRET-REASON" not in bot.output
+
+
+async def test_http_backend_cancel_once_despite_a_lost_answer_and_the_cache_knows(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+) -> None:
+    """SHOP_BACKEND=http: the contract's POST /orders/{n}/cancel with the operation id as
+    Idempotency-Key; the shop's first answer is lost (504), the bot asks again with the
+    same key: one cancellation, one result; the next question is answered from the new
+    state although the directory caches orders for 5 minutes."""
+    fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
+    fake_openai.handler = tool_step(_calls, _model)
+    await start_bot(
+        **ACTIONS,
+        SHOP_BACKEND="http",
+        SHOP_API_URL=fake_shop_api.base_url,
+        SHOP_API_TOKEN=TOKEN,
+        SHOP_CACHE_TTL_S="300",
+    )
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    assert f"Отменить заказ {MINE}?" in card.plain_text
+    fake_shop_api.lose_answers = 1
+    await press(fake_telegram, card)
+    [_, result] = await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
+    assert result.plain_text == f"Заказ {MINE} отменён."
+    assert fake_shop_api.cancellations == [MINE]
+    keys = [p for p, _ in fake_shop_api.requests if p.endswith("/cancel")]
+    assert len(keys) == 2  # asked again after the lost answer ...
+    question = f"Заказ {MINE} отменён?"
+    await say(fake_telegram, question)
+    [looked_up] = results_for(fake_openai, question)
+    assert looked_up["data"]["status"] == "cancelled"  # ... and not from a stale cache
+    assert await settled(fake_telegram, 3)

@@ -1,0 +1,492 @@
+"""Actions with confirmation (issue 32): the proposal's checks, the state machine and
+exactly-once execution, on a real database of each backend and the local backend's real
+orders table (no mocks but a shop that answers "unknown")."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import Field
+
+from services.actions import UNKNOWN_ATTEMPTS, ActionService, ClaimKind, Outcome, ResultKind
+from storage.actions import ActionRepository, ActionStatus, LocalActionStore
+from storage.database import Database, StorageRetry
+from storage.shop import OrderUpsert, ReturnPolicyUpsert, ShopRepository
+from tests.unit.tools.conftest import FakeClock
+from tools.actions.builtin import CANCEL_ORDER, REQUEST_RETURN
+from tools.actions.definition import (
+    ActionArguments,
+    ActionDefinition,
+    Allowed,
+    Decision,
+    Policy,
+    Refused,
+)
+from tools.actions.propose import ProposalResult, ProposingHandler
+from tools.base import ActionProposed, Caller, OrderMissedNoPhone, ToolContext
+from tools.shop.backend import ActionDone, ActionResult, ActionUnknown, ReturnLine
+from tools.shop.backends.local import LocalBackend
+from tools.shop.backends.local_actions import DirectoryActions, LocalOrderActions
+from tools.shop.directory import local_directory
+from tools.shop.orders import FOUR_DIGITS, LiveOrder
+
+OWNER, STRANGER = 501, 502
+RETRY = StorageRetry(first_delay_s=0.01, max_delay_s=0.01, give_up_after_s=5)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="minutes")
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime.now(UTC).timestamp())
+
+
+@pytest.fixture
+async def shop(db: Database, clock: FakeClock) -> ShopRepository:
+    repository = ShopRepository(db)
+    now = datetime.fromtimestamp(clock(), UTC)
+    orders = {
+        "1001": {"status": "processing", "owner_telegram_id": OWNER},
+        "1002": {
+            "status": "delivered",
+            "owner_telegram_id": OWNER,
+            "updated_at": _iso(now - timedelta(days=3)),
+        },
+        "1003": {
+            "status": "delivered",
+            "owner_telegram_id": OWNER,
+            "updated_at": _iso(now - timedelta(days=30)),
+        },
+        "1004": {"status": "processing", "owner_telegram_id": STRANGER},
+        "1005": {"status": "in_transit", "owner_telegram_id": OWNER},
+    }
+    await repository.import_shop_data(
+        orders=[OrderUpsert(k, v) for k, v in orders.items()],
+        policies=[
+            ReturnPolicyUpsert(
+                product="наушники",
+                display_name="Наушники",
+                return_days=7,
+                conditions="-",
+                aliases=("headphones",),
+            )
+        ],
+        texts={},
+    )
+    return repository
+
+
+class World:
+    def __init__(self, db: Database, shop: ShopRepository, clock: FakeClock) -> None:
+        self.db = db
+        self.shop = shop
+        self.clock = clock
+        self.repo = ActionRepository(db, clock=clock)
+        self.local = DirectoryActions(
+            local_directory(LocalBackend(shop)),
+            LocalOrderActions(LocalActionStore(db, clock=clock)),
+        )
+        self.service = self.service_over(self.local)
+        self.updates = iter(range(10_000, 20_000))
+
+    def service_over(self, backend: Any) -> ActionService:
+        return ActionService(
+            self.repo,
+            backend,
+            self.shop,
+            [CANCEL_ORDER, REQUEST_RETURN],
+            storage_retry=RETRY,
+            clock=self.clock,
+        )
+
+    def context(self, user: int = OWNER, *, private: bool = True) -> ToolContext:
+        caller = Caller(key=user, chat_id=user if private else -100, private_chat=private)
+        return ToolContext(caller=caller, shop=self.shop, turn_id="t" * 32)
+
+    async def propose(
+        self, definition: ActionDefinition[Any], arguments: dict[str, Any], context: ToolContext
+    ) -> ProposalResult:
+        handler = ProposingHandler(
+            definition, self.local, self.repo, expiry_s=900, lookups_per_hour=50, clock=self.clock
+        )
+        return await handler(definition.arguments_model.model_validate(arguments), context)
+
+    async def card(self, order_id: str = "1001", user: int = OWNER) -> str:
+        context = self.context(user)
+        result = await self.propose(CANCEL_ORDER, {"order_id": order_id}, context)
+        assert result.proposed, result
+        [note] = [n for n in context.notes if isinstance(n, ActionProposed)]
+        return note.operation_id
+
+    async def press(
+        self, op: str, *, user: int = OWNER, confirm: bool = True, update: int | None = None
+    ):  # type: ignore[no-untyped-def]
+        return await self.service.claim(
+            op, chat_id=OWNER, user_id=user, update_id=update or next(self.updates), confirm=confirm
+        )
+
+    async def status(self, order_id: str) -> str:
+        order = await self.shop.get_order(order_id)
+        assert order is not None
+        return order.status
+
+    async def cancellations(self) -> int:
+        row = await self.db.fetch_one("SELECT count(*) FROM order_cancellations")
+        return int(row[0]) if row else 0
+
+
+@pytest.fixture
+def world(db: Database, shop: ShopRepository, clock: FakeClock) -> World:
+    return World(db, shop, clock)
+
+
+# -- proposing -------------------------------------------------------------------------
+
+
+async def test_a_proposal_is_stored_pending_with_the_exact_effect_before_the_card(
+    world: World,
+) -> None:
+    context = world.context()
+    result = await world.propose(CANCEL_ORDER, {"order_id": "1001"}, context)
+    assert result.proposed and result.found
+    [note] = context.notes
+    assert isinstance(note, ActionProposed)
+    assert note.effect == {"ru": "Отменить заказ 1001?", "en": "Cancel order 1001?"}
+    row = await world.repo.get(note.operation_id)
+    assert row is not None and row.status is ActionStatus.PENDING and row.user_id == OWNER
+    assert await world.status("1001") == "processing"  # nothing happened yet
+
+
+async def test_someone_elses_order_gets_the_answer_of_a_missing_one_and_no_card(
+    world: World,
+) -> None:
+    theirs, missing = world.context(), world.context()
+    other = await world.propose(CANCEL_ORDER, {"order_id": "1004"}, theirs)
+    absent = await world.propose(CANCEL_ORDER, {"order_id": "9999"}, missing)
+    assert other.model_dump(exclude={"order_id"}) == absent.model_dump(exclude={"order_id"})
+    assert not other.proposed and not other.found
+    assert (
+        [type(n) for n in theirs.notes] == [type(n) for n in missing.notes] == [OrderMissedNoPhone]
+    )
+    assert await world.db.fetch_all("SELECT 1 FROM pending_actions") == []
+
+
+async def test_a_group_never_gets_a_card(world: World) -> None:
+    context = world.context(private=False)
+    result = await world.propose(CANCEL_ORDER, {"order_id": "1001"}, context)
+    assert not result.proposed and result.ask_in_private_chat and context.notes == []
+
+
+async def test_refusals_carry_a_reason_the_model_can_explain(world: World) -> None:
+    shipped = await world.propose(CANCEL_ORDER, {"order_id": "1005"}, world.context())
+    assert (shipped.found, shipped.proposed, shipped.refused) == (True, False, "not_cancellable")
+    arguments = {"items": [{"name": "Наушники", "quantity": 1}], "reason": "не подошли"}
+    late = await world.propose(REQUEST_RETURN, {"order_id": "1003", **arguments}, world.context())
+    assert late.refused == "outside_return_window" and not late.proposed
+    early = await world.propose(REQUEST_RETURN, {"order_id": "1001", **arguments}, world.context())
+    assert early.refused == "not_delivered"
+    unknown = {"items": [{"name": "Чайник", "quantity": 1}], "reason": "x"}
+    nopolicy = await world.propose(REQUEST_RETURN, {"order_id": "1002", **unknown}, world.context())
+    assert nopolicy.refused == "no_return_policy"
+    assert await world.db.fetch_all("SELECT 1 FROM pending_actions") == []
+
+
+async def test_a_return_inside_the_window_is_opened_once(world: World) -> None:
+    context = world.context()
+    arguments = {
+        "order_id": "1002",
+        "items": [{"name": "headphones", "quantity": 1}],
+        "reason": "шумят",
+    }
+    assert (await world.propose(REQUEST_RETURN, arguments, context)).proposed
+    [note] = context.notes
+    assert isinstance(note, ActionProposed)
+    claim = await world.press(note.operation_id)
+    assert claim.kind is ClaimKind.PROCEED and claim.row is not None
+    outcome = await world.service.carry_out(claim.row, recheck=True)
+    assert outcome.kind is ResultKind.DONE and outcome.reference
+    again = await world.service.carry_out(claim.row, recheck=False)  # a restart asks again
+    assert again.reference == outcome.reference
+    rows = await world.db.fetch_all("SELECT order_id, lines FROM order_returns")
+    assert [(r[0], json.loads(r[1])) for r in rows] == [
+        ("1002", [{"name": "headphones", "quantity": 1}])
+    ]
+
+
+# -- pressing ----------------------------------------------------------------------------
+
+
+async def test_confirm_cancels_once_and_records_the_result_in_the_history(world: World) -> None:
+    op = await world.card()
+    claim = await world.press(op)
+    assert claim.kind is ClaimKind.PROCEED and claim.row is not None
+    outcome = await world.service.carry_out(claim.row, recheck=True)
+    assert outcome.kind is ResultKind.DONE
+    assert outcome.words == {"ru": "Заказ 1001 отменён.", "en": "Order 1001 is cancelled."}
+    await world.service.record(claim.row, outcome, said="Отменить заказ 1001?\nЗаказ 1001 отменён.")
+    assert await world.status("1001") == "cancelled"
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.DONE
+    history = await world.db.fetch_all(
+        "SELECT role, content FROM messages WHERE turn_id = ?", (f"action:{op}",)
+    )
+    assert [tuple(h) for h in history] == [
+        ("assistant", "Отменить заказ 1001?\nЗаказ 1001 отменён.")
+    ]
+    # a second press, another customer's press: nothing more
+    assert (await world.press(op)).kind is ClaimKind.ALREADY
+    assert (await world.press(op, user=STRANGER)).kind is ClaimKind.NOT_YOURS
+    assert await world.cancellations() == 1
+
+
+async def test_two_presses_at_once_let_exactly_one_through(world: World) -> None:
+    op = await world.card()
+    claims = await asyncio.gather(*(world.press(op) for _ in range(5)))
+    assert sorted(c.kind for c in claims) == sorted([ClaimKind.PROCEED] + [ClaimKind.ALREADY] * 4)
+
+
+async def test_another_customers_press_changes_nothing(world: World) -> None:
+    op = await world.card()
+    assert (await world.press(op, user=STRANGER)).kind is ClaimKind.NOT_YOURS
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.PENDING
+
+
+async def test_decline(world: World) -> None:
+    op = await world.card()
+    claim = await world.press(op, confirm=False)
+    assert claim.kind is ClaimKind.DECLINED and claim.row is not None
+    await world.service.record(claim.row, Outcome(ResultKind.DECLINED), said="ok")
+    assert (await world.press(op)).kind is ClaimKind.ALREADY
+    assert await world.status("1001") == "processing"
+
+
+async def test_an_expired_card_does_nothing(world: World) -> None:
+    op = await world.card()
+    world.clock.advance(901)
+    assert (await world.press(op)).kind is ClaimKind.EXPIRED
+    assert (await world.press(op)).kind is ClaimKind.EXPIRED
+    assert await world.status("1001") == "processing"
+    counts = await world.repo.counts(None, world.clock() + 1)
+    assert (counts.proposed, counts.expired, counts.confirmed) == (1, 1, 0)
+
+
+async def test_a_second_card_for_the_same_order_replaces_the_first(world: World) -> None:
+    first = await world.card()
+    second = await world.card()
+    assert (await world.press(first)).kind is ClaimKind.EXPIRED
+    assert (await world.press(second)).kind is ClaimKind.PROCEED
+
+
+async def test_an_order_shipped_meanwhile_is_not_cancelled(world: World) -> None:
+    op = await world.card()
+    await world.db.write("UPDATE orders SET status = 'in_transit' WHERE order_id = '1001'")
+    claim = await world.press(op)
+    assert claim.row is not None
+    outcome = await world.service.carry_out(claim.row, recheck=True)
+    assert outcome.kind is ResultKind.STATE_CHANGED and outcome.reason == "state:not_cancellable"
+    await world.service.record(claim.row, outcome, said="no")
+    assert await world.status("1001") == "in_transit" and await world.cancellations() == 0
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.FAILED
+
+
+# -- crashes: the same press handled again --------------------------------------------
+
+
+async def test_a_press_handled_again_after_a_crash_before_the_shop_was_asked(world: World) -> None:
+    op = await world.card()
+    first = await world.press(op, update=77)
+    assert first.kind is ClaimKind.PROCEED  # ... and the process died here
+    again = await world.press(op, update=77)
+    assert again.kind is ClaimKind.PROCEED and again.recheck and again.row is not None
+    assert (await world.service.carry_out(again.row, recheck=True)).kind is ResultKind.DONE
+    assert await world.cancellations() == 1
+
+
+async def test_a_press_handled_again_after_a_crash_after_the_shop_acted(world: World) -> None:
+    op = await world.card()
+    claim = await world.press(op, update=78)
+    assert claim.row is not None
+    assert (await world.service.carry_out(claim.row, recheck=True)).kind is ResultKind.DONE
+    # died before the result was stored: the row is `executing`, the order cancelled
+    again = await world.press(op, update=78)
+    assert again.kind is ClaimKind.PROCEED and not again.recheck and again.row is not None
+    outcome = await world.service.carry_out(again.row, recheck=False)
+    assert outcome.kind is ResultKind.DONE  # the same operation id: done, not twice
+    await world.service.record(again.row, outcome, said="done")
+    assert await world.cancellations() == 1
+    finished = await world.press(op, update=78)  # died after storing the result
+    assert finished.kind is ClaimKind.FINISHED
+
+
+class UnknownFirst:
+    """A shop whose first answer to an action is lost (a timeout after sending)."""
+
+    number_rule = FOUR_DIGITS
+
+    def __init__(self, inner: DirectoryActions, lost: int) -> None:
+        self.inner = inner
+        self.lost = lost
+        self.operation_ids: list[str] = []
+
+    async def get_order(self, number: str) -> LiveOrder | None:
+        return await self.inner.get_order(number)
+
+    async def read_fresh(self, number: str) -> LiveOrder | None:
+        return await self.inner.read_fresh(number)
+
+    async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
+        self.operation_ids.append(operation_id)
+        result = await self.inner.cancel_order(order, operation_id)
+        if self.lost:
+            self.lost -= 1
+            return ActionUnknown("timeout")
+        return result
+
+    async def request_return(
+        self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult:
+        return await self.inner.request_return(order, lines, reason, operation_id)
+
+
+async def test_an_unknown_outcome_is_asked_again_with_the_same_operation_id(world: World) -> None:
+    op = await world.card()
+    shop = UnknownFirst(world.local, lost=1)
+    service = world.service_over(shop)
+    claim = await service.claim(op, chat_id=OWNER, user_id=OWNER, update_id=5, confirm=True)
+    assert claim.row is not None
+    outcome = await service.carry_out(claim.row, recheck=True)
+    assert outcome.kind is ResultKind.DONE
+    assert shop.operation_ids == [op, op] and await world.cancellations() == 1
+
+
+async def test_still_unknown_stays_executing(world: World) -> None:
+    op = await world.card()
+    service = world.service_over(UnknownFirst(world.local, lost=10))
+    claim = await service.claim(op, chat_id=OWNER, user_id=OWNER, update_id=6, confirm=True)
+    assert claim.row is not None
+    outcome = await service.carry_out(claim.row, recheck=True)
+    assert outcome.kind is ResultKind.CHECKING
+    await service.record(claim.row, outcome, said="checking")
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.EXECUTING and row.reason == "unknown"
+    assert (await world.press(op, user=STRANGER)).kind is ClaimKind.NOT_YOURS
+    assert isinstance(
+        await world.local.cancel_order(await world.local.get_order("1001") or _never(), op),
+        ActionDone,
+    )
+    assert await world.cancellations() == 1
+
+
+def _never() -> LiveOrder:
+    raise AssertionError("the order is there")
+
+
+# -- a third action is one definition (the README's example, in small) ----------------
+
+
+class HoldArguments(ActionArguments):
+    days: int = Field(ge=1, le=14, description="How many days to hold it.")
+
+
+class Holding:
+    """A backend call of the shop's own (idempotent by operation id)."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, tuple[str, int]] = {}
+
+    async def hold(self, order: LiveOrder, days: int, operation_id: str) -> ActionResult:
+        self.held.setdefault(operation_id, (order.number, days))
+        return ActionDone(reference=f"H-{len(self.held)}")
+
+
+HOLDING = Holding()
+
+
+async def _may_hold(order: LiveOrder, _args: HoldArguments, _policy: Policy) -> Decision:
+    return Allowed() if order.status.value == "processing" else Refused("too_late", "Shipped.")
+
+
+HOLD_ORDER: ActionDefinition[HoldArguments] = ActionDefinition(
+    name="hold_order",
+    description="Propose holding an order for some days before shipping.",
+    arguments_model=HoldArguments,
+    check=_may_hold,
+    effect=lambda o, a: {"ru": f"Придержать заказ {o.number} на {a.days} дн.?", "en": "Hold?"},
+    done=lambda o, a, ref: {"ru": f"Заказ {o.number} придержан ({ref}).", "en": "Held."},
+    execute=lambda _actions, o, a, op: HOLDING.hold(o, a.days, op),
+)
+
+
+async def test_a_third_action_is_one_definition(world: World) -> None:
+    HOLDING.held.clear()
+    context = world.context()
+    result = await world.propose(HOLD_ORDER, {"order_id": "1001", "days": 3}, context)
+    assert result.proposed
+    [note] = context.notes
+    assert (
+        isinstance(note, ActionProposed) and note.effect["ru"] == "Придержать заказ 1001 на 3 дн.?"
+    )
+    service = ActionService(
+        world.repo, world.local, world.shop, [HOLD_ORDER], storage_retry=RETRY, clock=world.clock
+    )
+    claim = await service.claim(
+        note.operation_id, chat_id=OWNER, user_id=OWNER, update_id=9, confirm=True
+    )
+    assert claim.row is not None
+    outcome = await service.carry_out(claim.row, recheck=True)
+    assert outcome.kind is ResultKind.DONE and outcome.words == {
+        "ru": "Заказ 1001 придержан (H-1).",
+        "en": "Held.",
+    }
+    assert HOLDING.held[note.operation_id] == ("1001", 3)
+    late = await world.propose(HOLD_ORDER, {"order_id": "1005", "days": 3}, world.context())
+    assert late.refused == "too_late"
+
+
+async def test_a_new_press_asks_the_shop_again_about_an_unknown_outcome_once(world: World) -> None:
+    op = await world.card()
+    shop = UnknownFirst(world.local, lost=UNKNOWN_ATTEMPTS)  # every ask of the first press
+    service = world.service_over(shop)
+    first = await service.claim(op, chat_id=OWNER, user_id=OWNER, update_id=7, confirm=True)
+    assert first.row is not None
+    checking = await service.carry_out(first.row, recheck=True)
+    assert checking.kind is ResultKind.CHECKING
+    await service.record(first.row, checking, said="checking")
+    # two new presses at once: one asks again (same operation id), the other is told
+    claims = await asyncio.gather(
+        *(
+            service.claim(op, chat_id=OWNER, user_id=OWNER, update_id=u, confirm=True)
+            for u in (8, 9)
+        )
+    )
+    [again] = [c for c in claims if c.kind is ClaimKind.PROCEED]
+    assert not again.recheck and again.row is not None
+    assert [c.kind for c in claims].count(ClaimKind.ALREADY) == 1
+    outcome = await service.carry_out(again.row, recheck=False)
+    assert outcome.kind is ResultKind.DONE
+    assert set(shop.operation_ids) == {op} and await world.cancellations() == 1
+
+
+async def test_the_demo_supports_both_actions(db: Database, clock: FakeClock) -> None:
+    """SHOP_BACKEND=local with the demo: 5530 (processing) can be cancelled, headphones
+    from 7718 (delivered three days ago, 7-day window) returned — by anyone (public)."""
+    from tools.shop.demo import seed_demo_shop
+
+    demo = ShopRepository(db)
+    assert await seed_demo_shop(demo)
+    world = World(db, demo, clock)
+    cancel = await world.propose(CANCEL_ORDER, {"order_id": "5530"}, world.context(STRANGER))
+    assert cancel.proposed
+    give_back = {"order_id": "7718", "items": [{"name": "наушники", "quantity": 1}], "reason": "x"}
+    assert (await world.propose(REQUEST_RETURN, give_back, world.context(STRANGER))).proposed
+    shipped = await world.propose(CANCEL_ORDER, {"order_id": "8041"}, world.context(STRANGER))
+    assert shipped.refused == "not_cancellable"

@@ -1,0 +1,206 @@
+"""The proposing tool of an action (`propose_<name>`): the model proposes, the
+application decides.
+
+In order: the number read by the shop's rule; the caller's lookup budget (a proposal
+reads an order, so it counts as a lookup, or proposals would make probing free); private
+chats only (a card in a group would show an order to everyone); the order through the
+ShopDirectory, as order lookups read it; who may act on it — `tools.shop.access.may_see`,
+the order lookups' own rule (the owner by Telegram id or verified phone, the demo's
+public orders anyone): an order the caller may not see gets exactly the answer of a
+missing one; then the definition's state and policy check. An allowed action
+is stored pending with a new operation id (storage/actions.py) *before* the turn ends,
+and noted (`ActionProposed`): the loop ends the turn suspended and the card goes out with
+the turn's answer. A refusal is an ordinary result with its code for the model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from storage.actions import ActionRepository, NewAction
+from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
+from tools.base import (
+    ActionProposed,
+    Caller,
+    ErrorCode,
+    LookupResult,
+    OrderMissedNoPhone,
+    Tool,
+    ToolBusinessError,
+    ToolContext,
+)
+from tools.order_status import (
+    LOOKUP_WINDOW_S,
+    NOT_FOUND_MESSAGE,
+    RATE_LIMITED_MESSAGE,
+)
+from tools.shop.access import Visibility, may_see
+from tools.shop.backend import ShopUnavailable
+from tools.shop.orders import LiveOrder
+
+log = logging.getLogger(__name__)
+
+PRIVATE_ONLY_MESSAGE = (
+    "Orders can be changed only in a private chat with the bot. Ask the customer to write "
+    "to the bot directly. Do not say or guess whether this order exists."
+)
+PROPOSED_MESSAGE = (
+    "Allowed. Nothing has happened yet: the customer now gets a card under your reply "
+    "stating the exact effect, with buttons to confirm or decline. In one short sentence, "
+    "ask them to check it and press a button. Do not say it is done."
+)
+UNAVAILABLE_MESSAGE = "The shop's system is not answering right now; try again later."
+
+
+class ProposalResult(LookupResult):
+    order_id: str
+    found: bool
+    proposed: bool = False
+    refused: str | None = None
+    ask_in_private_chat: bool = False
+    message: str
+
+
+def may_act(order: LiveOrder | None, caller: Caller, verified_phone: str | None) -> bool:
+    """Who may act on an order: who may see it (tools/shop/access.py, exactly as order
+    lookups), in a private chat, never on behalf of a chat."""
+    if not caller.private_chat or caller.is_chat:
+        return False
+    seen = may_see(
+        order,
+        caller_user_id=caller.key,
+        verified_phone=verified_phone,
+        private_chat=caller.private_chat,
+        sender_is_chat=caller.is_chat,
+    )
+    return order is not None and seen is Visibility.VISIBLE
+
+
+class ProposingHandler:
+    def __init__(
+        self,
+        definition: ActionDefinition[Any],
+        shop: ActionShop,
+        actions: ActionRepository,
+        *,
+        expiry_s: float,
+        lookups_per_hour: int,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._definition = definition
+        self._shop = shop
+        self._actions = actions
+        self._expiry_s = expiry_s
+        self._limit = lookups_per_hour
+        self._clock = clock
+
+    async def __call__(self, arguments: Any, context: ToolContext) -> ProposalResult:
+        started = time.perf_counter()
+        result = await self._propose(arguments, context)
+        decision = "proposed" if result.proposed else (result.refused or "not_found")
+        log.info(
+            "action %s proposed by user %s for order %s: %s (%.0f ms)",
+            self._definition.name,
+            context.caller.key,
+            result.order_id,
+            decision,
+            (time.perf_counter() - started) * 1000,
+        )
+        return result
+
+    async def _propose(self, arguments: Any, context: ToolContext) -> ProposalResult:
+        caller, store = context.caller, context.storage_wait
+        try:
+            number = self._shop.number_rule.normalise(arguments.order_id)
+        except ValueError as exc:
+            raise ToolBusinessError(ErrorCode.INVALID_ARGUMENTS, f"order_id: {exc}") from None
+        arguments = arguments.model_copy(update={"order_id": number})
+        now = self._clock()
+        allowed = await store.run(
+            "order lookup",
+            lambda: context.shop.record_order_lookup(
+                user_id=caller.key,
+                order_id=number,
+                now=now,
+                since=now - LOOKUP_WINDOW_S,
+                max_distinct=self._limit,
+            ),
+        )
+        if not allowed:
+            raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
+        if not caller.private_chat or caller.is_chat:
+            return ProposalResult(
+                order_id=number,
+                found=False,
+                ask_in_private_chat=True,
+                message=PRIVATE_ONLY_MESSAGE,
+            )
+        try:
+            order = await self._shop.get_order(number)
+        except ShopUnavailable:
+            raise ToolBusinessError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE) from None
+        phone = await store.run(
+            "verified phone read", lambda: context.shop.get_verified_phone(caller.key)
+        )
+        if order is None or not may_act(order, caller, phone):  # the answer of a missing one
+            if phone is None:
+                context.notes.append(OrderMissedNoPhone(order_id=number))
+            return ProposalResult(order_id=number, found=False, message=NOT_FOUND_MESSAGE)
+        policy = Policy(shop=context.shop, now=datetime.fromtimestamp(now, UTC))
+        decision = await self._definition.check(order, arguments, policy)
+        if not isinstance(decision, Allowed):
+            return ProposalResult(
+                order_id=number, found=True, refused=decision.code, message=decision.message
+            )
+        operation_id = uuid.uuid4().hex
+        effect = self._definition.effect(order, arguments)
+        new = NewAction(
+            operation_id=operation_id,
+            action=self._definition.name,
+            order_number=number,
+            chat_id=caller.chat_id,
+            user_id=caller.key,
+            arguments=arguments.model_dump_json(),
+            effect=json.dumps(effect, ensure_ascii=False),
+            done_words=json.dumps(
+                self._definition.done(order, arguments, None), ensure_ascii=False
+            ),
+            turn_id=context.turn_id,
+            expires_at=now + self._expiry_s,
+        )
+        await store.run("storing a proposed action", lambda: self._actions.create(new))
+        context.notes.append(ActionProposed(operation_id=operation_id, effect=effect))
+        return ProposalResult(order_id=number, found=True, proposed=True, message=PROPOSED_MESSAGE)
+
+
+def proposing_tool(
+    definition: ActionDefinition[Any],
+    shop: ActionShop,
+    actions: ActionRepository,
+    *,
+    expiry_s: float,
+    lookups_per_hour: int,
+    clock: Callable[[], float] = time.time,
+) -> Tool[Any, ProposalResult]:
+    return Tool(
+        name=definition.tool_name,
+        description=definition.description,
+        arguments_model=definition.arguments_model,
+        result_model=ProposalResult,
+        handler=ProposingHandler(
+            definition,
+            shop,
+            actions,
+            expiry_s=expiry_s,
+            lookups_per_hour=lookups_per_hour,
+            clock=clock,
+        ),
+        timeout_s=10.0,
+        read_only=False,
+    )

@@ -1,0 +1,91 @@
+"""The local backend's `OrderActions` (issue 32), on the bot's own `orders` table.
+
+- cancel: a conditional update (processing → cancelled) recorded under the operation id
+  in the same transaction, so a repeated call with the same id answers `ActionDone` and
+  changes nothing (storage/actions.py `LocalActionStore`);
+- return: a row of `order_returns` keyed by the operation id; its reference is "R-" and
+  the id's first 8 characters.
+
+`DirectoryActions` puts a backend's actions next to the `ShopDirectory` the order tools
+read through: the mechanism (tools/actions/) reads proposals through the directory,
+exactly as order lookups do, re-checks on ✅ with a fresh read of the backend, and after
+an action forgets the directory's cached copy so the next question sees the new state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from storage.actions import LocalActionStore
+from tools.shop.backend import (
+    ActionDone,
+    ActionRejected,
+    ActionResult,
+    OrderActions,
+    ReturnLine,
+)
+from tools.shop.directory import ShopDirectory
+from tools.shop.orders import LiveOrder, OrderNumberRule
+
+
+class LocalOrderActions:
+    """`OrderActions` of SHOP_BACKEND=local."""
+
+    def __init__(self, store: LocalActionStore) -> None:
+        self._store = store
+
+    async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
+        now = datetime.now(UTC).isoformat(timespec="minutes")
+        outcome = await self._store.cancel(operation_id, order.number, updated_at=now)
+        if outcome == "done":
+            return ActionDone()
+        return ActionRejected("not_cancellable" if outcome == "not_processing" else "not_found")
+
+    async def request_return(
+        self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult:
+        stored = json.dumps(
+            [{"name": line.item.name, "quantity": line.quantity} for line in lines],
+            ensure_ascii=False,
+        )
+        outcome = await self._store.add_return(
+            operation_id, order.number, lines=stored, reason=reason
+        )
+        if outcome == "done":
+            return ActionDone(reference=f"R-{operation_id[:8].upper()}")
+        return ActionRejected("not_found")
+
+
+class DirectoryActions:
+    """A shop's reads (its `ShopDirectory`) and actions, as tools/actions/ needs them
+    (`tools.actions.definition.ActionShop`)."""
+
+    def __init__(self, directory: ShopDirectory, actions: OrderActions) -> None:
+        self._directory = directory
+        self._actions = actions
+
+    @property
+    def number_rule(self) -> OrderNumberRule:
+        return self._directory.number_rule
+
+    async def get_order(self, number: str) -> LiveOrder | None:
+        return await self._directory.get_order(number)
+
+    async def read_fresh(self, number: str) -> LiveOrder | None:
+        return await self._directory.get_order(number, fresh=True)
+
+    async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
+        try:
+            return await self._actions.cancel_order(order, operation_id)
+        finally:
+            self._directory.forget_order(order.number)
+
+    async def request_return(
+        self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult:
+        try:
+            return await self._actions.request_return(order, lines, reason, operation_id)
+        finally:
+            self._directory.forget_order(order.number)
