@@ -295,6 +295,31 @@ class Settings(ShopSettings):
     model_price_cached_input_per_1m: float | None = Field(default=None, ge=0, le=1_000_000)
     model_price_currency: str = Field(default="USD", min_length=1, max_length=8)
 
+    # Order updates (issue 34, README "Order updates"): "notify me when it moves" under an
+    # answer that showed a customer their own order, /updates, the shop's pushes and the
+    # polling fallback. Off: none of it exists.
+    order_updates_enabled: bool = False
+    # the polling fallback reads each subscribed, unfinished order at most this often
+    # (0: no polling, pushes only) ...
+    order_updates_poll_minutes: float = Field(default=15.0, ge=0, le=10_080)
+    # ... and at most this many orders per round (the shop API's budget)
+    order_updates_poll_budget: int = Field(default=60, ge=1, le=100_000)
+    # the shared secret of the generic push endpoint (POST /shop/events, HMAC-SHA256 of
+    # the body); unset: no push endpoint
+    shop_webhook_secret: SecretStr | None = None
+    # Shopify's orders/updated webhook (the app's client secret) and WooCommerce's
+    # order.updated webhook (the webhook's secret): unset, no such route
+    shopify_webhook_secret: SecretStr | None = None
+    woocommerce_webhook_secret: SecretStr | None = None
+    # a push body larger than this is refused (413) unread
+    shop_webhook_max_bytes: int = Field(default=65_536, ge=1024, le=10_485_760)
+    # no notification between these hours, HH-HH at OPERATOR_UTC_OFFSET's style offset
+    # ORDER_UPDATES_UTC_OFFSET (unset: any time); held ones go out when the quiet ends
+    order_updates_quiet_hours: str | None = Field(
+        default=None, pattern=r"^([01]?\d|2[0-3])-([01]?\d|2[0-3])$"
+    )
+    order_updates_utc_offset: int = Field(default=0, ge=-12, le=14)
+
     # Several instances on one PostgreSQL database (DATABASE_URL): this instance's name in
     # the chat claims and heartbeats (unique per running process; default host:pid:random)
     instance_id: str = Field(default_factory=_default_instance_id, min_length=1, max_length=200)

@@ -34,7 +34,8 @@ class HandlerDeps:
     `limiter`: customers' messages, `command_limiter`: their commands, contacts and
     button presses (bot/limits.py), each USER_MESSAGES_PER_MINUTE/PER_DAY;
     `max_input_chars`: MAX_INPUT_CHARS; `feedback_buttons`: FEEDBACK_ENABLED (👍/👎 under
-    AI answers); `handoff`: the desk when OPERATOR_CHAT_ID is set, for the reply to a turn
+    AI answers); `order_updates`: ORDER_UPDATES_ENABLED ("notify me" under a customer's
+    own order); `handoff`: the desk when OPERATOR_CHAT_ID is set, for the reply to a turn
     in which the model asked for a person (`send_answer`).
     """
 
@@ -50,6 +51,7 @@ class HandlerDeps:
     max_input_chars: int
     feedback_buttons: bool = True
     handoff: HandoffDesk | None = None
+    order_updates: bool = False  # ORDER_UPDATES_ENABLED: "notify me" under own orders
 
 
 @dataclass(frozen=True, slots=True)

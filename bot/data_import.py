@@ -75,10 +75,7 @@ def _summary(counts: ImportCounts, *, faq: bool, target: str) -> str:
 
 
 def _demo_rows(removed: DemoRemoved) -> str:
-    return (
-        f"{removed.orders} orders, {removed.policies} return policies, "
-        f"{removed.faq} FAQ entries"
-    )
+    return f"{removed.orders} orders, {removed.policies} return policies, {removed.faq} FAQ entries"
 
 
 def describe_target(database: DatabaseChoice, *, new: bool = False) -> str:

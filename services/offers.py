@@ -21,7 +21,7 @@ from typing import Annotated, Literal, assert_never
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from tools.base import HandoffRequested, OrderMissedNoPhone, TurnNote
+from tools.base import HandoffRequested, OrderMissedNoPhone, OwnOrderShown, TurnNote
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,16 @@ class PersonWillAnswer:
     kind: Literal["person_will_answer"] = "person_will_answer"
 
 
-Offer = SharePhone | PersonWillAnswer
+@dataclass(frozen=True, slots=True)
+class NotifyWhenItMoves:
+    """The customer was shown their own order `order_number`: offer to tell them when it
+    moves (issue 34; shown only when order updates are on)."""
+
+    order_number: str
+    kind: Literal["notify_when_it_moves"] = "notify_when_it_moves"
+
+
+Offer = SharePhone | PersonWillAnswer | NotifyWhenItMoves
 
 _STORED: TypeAdapter[Offer] = TypeAdapter(Annotated[Offer, Field(discriminator="kind")])
 
@@ -70,6 +79,8 @@ def _offer_of(note: TurnNote, *, answered: bool) -> Offer | None:
         return SharePhone() if answered else None
     if isinstance(note, HandoffRequested):
         return PersonWillAnswer(handoff_id=note.handoff_id, reason=note.reason)
+    if isinstance(note, OwnOrderShown):
+        return NotifyWhenItMoves(order_number=note.order_id) if answered else None
     assert_never(note)
 
 

@@ -274,6 +274,33 @@ class OrderUpdateRepository:
             (state, reason, self._clock(), notification_id, SENDING),
         )
 
+    async def finish_sent(self, notification: Notification, text: str) -> None:
+        """Sent: and the words enter the customer's conversation as the bot's message, so
+        a question about them ("what does that mean?") is answered in context."""
+        now = self._clock()
+        async with self._db.transaction() as tx:
+            await tx.lock(f"chat:{notification.chat_id}")
+            await tx.execute(
+                "UPDATE order_notifications SET state = ?, finished_at = ? WHERE id = ? "
+                "AND state = ?",
+                (SENT, now, notification.id, SENDING),
+            )
+            row = await tx.fetch_one(
+                "SELECT id FROM sessions WHERE chat_id = ? AND closed_at IS NULL",
+                (notification.chat_id,),
+            )
+            if row is None:
+                row = await tx.fetch_one(
+                    "INSERT INTO sessions(chat_id, opened_at) VALUES (?, ?) RETURNING id",
+                    (notification.chat_id, now),
+                )
+            assert row is not None
+            await tx.execute(
+                "INSERT INTO messages(session_id, role, content, turn_id, created_at) "
+                "VALUES (?, 'assistant', ?, ?, ?)",
+                (int(row[0]), text, f"order-update:{notification.id}", now),
+            )
+
     async def fail_interrupted(self) -> int:
         """Notifications whose sending a crash cut off: maybe sent, so never again."""
         return await self._db.write(

@@ -37,6 +37,7 @@ from tools.base import (
     ErrorCode,
     LookupResult,
     OrderMissedNoPhone,
+    OwnOrderShown,
     Tool,
     ToolBusinessError,
     ToolContext,
@@ -141,6 +142,7 @@ class OrderStatusHandler:
             "verified phone read", lambda: context.shop.get_verified_phone(caller.key)
         )
         if order is not None and _owned_by(order, caller.key, phone):
+            context.notes.append(OwnOrderShown(order_id=order.order_id))
             return _found(order)
         if phone is None:
             context.notes.append(OrderMissedNoPhone(order_id=arguments.order_id))

@@ -8,11 +8,12 @@ gauge, no /stats section. What the core bot does not know about a feature stays 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiogram import Router
+from aiohttp import web
 
 from bot.context import HandlerDeps
 from bot.menu import MenuEntry
@@ -46,7 +47,9 @@ class Feature:
     customers' commands in the menu; `start_check(bot_id)`: a check of its settings at
     start-up that raises `bot.startup.CannotStart`; `on_start`: work at start, before the
     checks and before any update is taken; `gauges`: its numbers on /metrics; `stats_sections`: its
-    blocks of the /stats table.
+    blocks of the /stats table; `background`: work that runs while the bot takes updates
+    (cancelled at the stop); `web_routes`: its routes on the web server (the webhook server,
+    or in polling mode the one HEALTH_ENABLED opens).
     """
 
     name: str
@@ -57,3 +60,5 @@ class Feature:
     on_start: Callable[[], Awaitable[None]] | None = None
     gauges: Callable[[Metrics], None] | None = None
     stats_sections: tuple[StatsSection, ...] = field(default=())
+    background: Callable[[], Coroutine[Any, Any, None]] | None = None
+    web_routes: Callable[[web.Application], None] | None = None

@@ -81,6 +81,7 @@ async def send_answer(
     handoff: HandoffDesk | None,
     feedback_buttons: bool,
     heading: Rendered | None = None,
+    order_updates: bool = False,
 ) -> None:
     """The turn's answer in the customer's words; `heading` goes above it (what was heard);
     `feedback_buttons`: 👍/👎 under an AI answer (FEEDBACK_ENABLED), stored with it."""
@@ -91,6 +92,7 @@ async def send_answer(
         private_chat=caller_of(message).private_chat,
         feedback_buttons=feedback_buttons,
         person_button=handoff is not None,
+        order_updates=order_updates,
     )
     view = turn_view(reply, texts, side, handoff_notice=begun.notice if begun else None)
     body, markup = view.text, view.markup
@@ -139,6 +141,7 @@ async def answer_words(
         language=ctx.language,
         handoff=deps.handoff,
         feedback_buttons=deps.feedback_buttons,
+        order_updates=deps.order_updates,
         heading=heard,
     )
 

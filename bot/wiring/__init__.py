@@ -20,6 +20,7 @@ from bot.config import Settings
 from bot.features import Feature
 from bot.features.handoff import build_handoff_desk, handoff_feature
 from bot.features.instances import instances_feature
+from bot.features.order_updates import order_updates_feature
 from bot.features.voice import build_voice, voice_feature
 from bot.health import Health
 from bot.intake import Intake
@@ -74,10 +75,12 @@ async def build_application(
     voice_notes = VoiceNoteRepository(db)
     voice = build_voice(settings, model, voice_notes, storage_retry=retry)
     instances = transport.instances
+    order_updates = order_updates_feature(settings, db, transport.sender, texts)
     features = (
         *((handoff_feature(desk),) if desk else ()),
         voice_feature(voice),
         *((instances_feature(instances),) if instances else ()),
+        *((order_updates,) if order_updates else ()),
     )
 
     registry = core.build_tools(settings, [t for f in features for t in f.tools])

@@ -218,6 +218,7 @@ def build_handler_deps(
         max_input_chars=settings.max_input_chars,
         feedback_buttons=settings.feedback_enabled,
         handoff=handoff,
+        order_updates=settings.order_updates_enabled,
     )
 
 
