@@ -346,10 +346,16 @@ async def _first_of(starting: Coroutine[Any, Any, None], stop: asyncio.Event) ->
     return True
 
 
+async def _nothing() -> None:
+    pass
+
+
 async def _close(app: Application) -> None:
+    shop = app.shop.aclose if app.shop is not None else _nothing
     for name, closing in (
         ("chat service", app.chat_service.aclose),
         ("model client", app.model.aclose),
+        ("shop client", shop),
         ("telegram session", app.bot.session.close),
         ("database", app.db.close),
     ):

@@ -32,6 +32,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.texts import Language
 from services.handoff import OperatorHours
+from tools.shop.orders import OrderNumberRule, rule_from_setting
 
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 _WEBHOOK_PATH_RE = re.compile(r"/[A-Za-z0-9._~/-]{0,255}")
@@ -127,6 +128,9 @@ def _split_csv(value: Any) -> Any:
     return value
 
 
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
 def _check_http_url(value: str | None, *, https_only: bool = False) -> str | None:
     if value is None or value == "":
         return None
@@ -155,6 +159,42 @@ class ShopSettings(BaseSettings):
     texts_file: Path | None = None
     # Fixed texts for customers whose Telegram language is neither Russian nor English
     default_language: Language = "ru"
+    # What the shop's order numbers look like (a regular expression matched against the
+    # whole number), one example and the words the model reads; unset: the backend's own
+    # rule (local: the demo's four digits). Used by import-data and get_order_status.
+    order_number_pattern: str | None = Field(default=None, max_length=200)
+    order_number_example: str | None = Field(default=None, max_length=40)
+    order_number_description: str | None = Field(default=None, max_length=200)
+    order_number_prefix: str = Field(default="", max_length=5)
+
+    @field_validator(
+        "order_number_pattern", "order_number_example", "order_number_description", mode="before"
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _check_order_number_rule(self) -> ShopSettings:
+        self.order_number_rule()
+        return self
+
+    def order_number_rule(self) -> OrderNumberRule | None:
+        """The rule ORDER_NUMBER_PATTERN describes, or None (the backend's own)."""
+        if self.order_number_pattern is None:
+            if self.order_number_example is not None:
+                raise ValueError("ORDER_NUMBER_EXAMPLE needs ORDER_NUMBER_PATTERN")
+            return None
+        if self.order_number_example is None:
+            raise ValueError(
+                "ORDER_NUMBER_PATTERN needs ORDER_NUMBER_EXAMPLE (one real order number)"
+            )
+        return rule_from_setting(
+            self.order_number_pattern,
+            self.order_number_example,
+            self.order_number_description,
+            self.order_number_prefix,
+        )
 
     @field_validator("shop_name", mode="before")
     @classmethod
@@ -327,6 +367,19 @@ class Settings(ShopSettings):
     # another instance finishes its chats this long after a SIGKILL
     claim_lease_s: float = Field(default=15.0, ge=1.0, le=600)
 
+    # Where order data comes from (README "Connect your shop"): local (import-data, the
+    # demo) or http (the shop's own API, docs/shop-api.openapi.yaml)
+    shop_backend: Literal["local"] = "local"
+    # SHOP_BACKEND=http: the API's base URL (https; http only on localhost) and its
+    # bearer token
+    shop_api_url: str | None = None
+    shop_api_token: SecretStr | None = None
+    # seconds a found order / a missing one is reused before the shop is asked again
+    shop_cache_ttl_s: float = Field(default=30.0, ge=0, le=3600)
+    shop_miss_ttl_s: float = Field(default=10.0, ge=0, le=3600)
+    # seconds one request to the shop may take (the order tool's own bound is 5 s)
+    shop_timeout_s: float = Field(default=3.0, gt=0, le=30)
+
     @field_validator("admin_ids", mode="before")
     @classmethod
     def _parse_admin_ids(cls, value: Any) -> Any:
@@ -460,6 +513,21 @@ class Settings(ShopSettings):
         if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
             raise ValueError("expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
         return level
+
+    @field_validator("shop_api_url")
+    @classmethod
+    def _check_shop_api_url(cls, value: str | None) -> str | None:
+        url = _check_http_url(value)
+        if url is not None:
+            parsed = urlparse(url)
+            if parsed.query or parsed.fragment:
+                raise ValueError("expected the API's base URL, without ?query or #fragment")
+            if parsed.scheme == "http" and parsed.hostname not in _LOOPBACK_HOSTS:
+                raise ValueError(
+                    "expected an https:// URL (plain http only to localhost: the token "
+                    "would travel unencrypted)"
+                )
+        return url
 
     @model_validator(mode="after")
     def _check_webhook_mode(self) -> Settings:

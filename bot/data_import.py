@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.config import DatabaseChoice, SettingsError, load_database_choice
+from bot.config import DatabaseChoice, SettingsError, load_database_choice, load_shop_settings
 from bot.exit_codes import ExitCode
 from storage.database import Database, DatabaseOpenError, is_database_error, open_database
 from storage.migrations import MigrationError
@@ -40,6 +40,7 @@ from tools.shop.import_document import (
     ShopDataError,
     plan_import,
 )
+from tools.shop.orders import FOUR_DIGITS, OrderNumberRule
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # every '{' and '[' of a valid document: the document, its three lists, one object per
@@ -202,10 +203,26 @@ async def _open(database: DatabaseChoice) -> tuple[Database | None, bool]:
         return None, new
 
 
+def _number_rule_or_error() -> tuple[bool, OrderNumberRule]:
+    """The shop's order-number rule (ORDER_NUMBER_PATTERN, else the demo's four digits);
+    False after printing one line why not."""
+    try:
+        rule = load_shop_settings().order_number_rule()
+    except SettingsError as exc:
+        _error(str(exc))
+        return False, FOUR_DIGITS
+    except (UnicodeDecodeError, OSError):
+        return True, FOUR_DIGITS  # the database choice reports an unreadable .env
+    return True, rule or FOUR_DIGITS
+
+
 async def run_import(path: str) -> ExitCode:
     """Validate the whole file, then write it in one transaction; return the exit status."""
     database = _database_or_error()
     if database is None:
+        return ExitCode.CANNOT_START
+    ok, number_rule = _number_rule_or_error()
+    if not ok:
         return ExitCode.CANNOT_START
     try:
         text = await asyncio.to_thread(read_input, path)
@@ -216,7 +233,7 @@ async def run_import(path: str) -> ExitCode:
     del text
 
     try:
-        plan = plan_import(raw)
+        plan = plan_import(raw, number_rule)
     except ShopDataError as exc:
         for problem in exc.problems:
             _error(problem)

@@ -158,8 +158,10 @@ class _Receiver:
         repo: OrderUpdateRepository,
         *,
         max_bytes: int,
+        normalise: Callable[[str], str],
         stored: Callable[[], None],
     ) -> None:
+        self._normalise = normalise
         self._source = source
         self._repo = repo
         self._max_bytes = max_bytes
@@ -183,6 +185,10 @@ class _Receiver:
         except (ValueError, RecursionError):
             return _answer(400, error="not_json")
         number, event_id = source.parse(payload, request.headers)
+        try:
+            number = None if number is None else self._normalise(number)
+        except ValueError:
+            number = None
         if number is None:
             return _answer(400, error="no_order_number")
         return await self._store(number, event_id or hashlib.sha256(body).hexdigest())
@@ -208,9 +214,11 @@ def add_shop_push_routes(
     secrets: PushSecrets,
     *,
     max_bytes: int,
+    normalise: Callable[[str], str],
     stored: Callable[[], None],
 ) -> None:
-    """The routes whose secret is set; `stored` is called after each new stored event."""
+    """The routes whose secret is set; `normalise`: the shop's order-number rule;
+    `stored` is called after each new stored event."""
     sources = (
         (GENERIC_PATH, "http", secrets.generic, GENERIC_SIGNATURE, generic_signature, _generic),
         (SHOPIFY_PATH, "shopify", secrets.shopify, SHOPIFY_SIGNATURE, base64_signature, _shopify),
@@ -226,4 +234,7 @@ def add_shop_push_routes(
     for path, name, secret, header, sign, parse in sources:
         if secret:
             source = _Source(name, secret, header, sign, parse)
-            app.router.add_post(path, _Receiver(source, repo, max_bytes=max_bytes, stored=stored))
+            app.router.add_post(
+                path,
+                _Receiver(source, repo, max_bytes=max_bytes, normalise=normalise, stored=stored),
+            )

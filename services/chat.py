@@ -80,6 +80,7 @@ from tools.base import Caller, ToolContext, TurnNote
 
 if TYPE_CHECKING:
     from storage.shop import ShopRepository
+    from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,7 @@ class ChatService:
         recorder: TurnRecorder,
         summarizer: ConversationSummarizer,
         shop: ShopRepository,
+        shop_directory: ShopDirectory | None = None,
         shop_name: str = DEFAULT_SHOP_NAME,
         history_token_budget: int = 2000,
         max_concurrent_turns: int = 200,
@@ -159,6 +161,7 @@ class ChatService:
         self._recorder = recorder
         self._summarizer = summarizer
         self._shop = shop
+        self._shop_directory = shop_directory
         self._shop_name = shop_name
         self._budget = history_token_budget
         # a shared TurnSlots (e.g. the bot's, for its counters) wins over the bare number
@@ -367,6 +370,7 @@ class ChatService:
             session_id=turn.session_id,
             notes=turn.notes,
             shop_data=turn.shop_data,
+            shop_directory=self._shop_directory,
         )
         if turn.drafts is not None:
             guard = self._guard(rendered.text)
@@ -473,6 +477,7 @@ def build_chat_service(
     model: ChatModel,
     prompts: PromptRegistry,
     shop: ShopRepository,
+    shop_directory: ShopDirectory | None = None,
     turn_slots: TurnSlots | None = None,
     options: ChatOptions = ChatOptions(),
     storage_retry: StorageRetry | None = None,
@@ -501,6 +506,7 @@ def build_chat_service(
         recorder=recorder,
         summarizer=summarizer,
         shop=shop,
+        shop_directory=shop_directory,
         shop_name=options.shop_name,
         history_token_budget=options.history_token_budget,
         turn_slots=turn_slots,

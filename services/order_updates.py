@@ -15,9 +15,10 @@ The rules, in one place:
   never tell the customer twice, and never tell them something older.
 - **Ownership is checked again at every sighting**: an order that no longer belongs to the
   subscriber stops the subscription without a word.
-- **Reads** go to the shop through `OrderReader` (fresh, not cached: a change must be
-  seen), within a budget per polling round; a shop that cannot answer leaves everything
-  as it was for the next round.
+- **Reads** go to the shop through `OrderReader` — the configured backend
+  (`ShopDirectory.backend`, SHOP_BACKEND), fresh rather than from the directory's cache,
+  since a change must be seen — within a budget per polling round; a shop that cannot
+  answer leaves everything as it was for the next round.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
@@ -35,9 +35,9 @@ from storage.order_updates import (
     OrderUpdateRepository,
     Subscription,
 )
-from storage.shop import ShopRepository
+from tools.shop.access import Visibility, may_see
 from tools.shop.backend import ShopUnavailable
-from tools.shop.orders import LiveOrder
+from tools.shop.orders import UNKNOWN_TIME, LiveOrder
 from tools.shop.rules import OrderStatus
 
 log = logging.getLogger(__name__)
@@ -56,46 +56,23 @@ class OrderReader(Protocol):
     async def __call__(self, number: str) -> LiveOrder | None: ...
 
 
-class LocalOrders:
-    """The shop's own tables (`SHOP_BACKEND=local`, today's only backend) as `LiveOrder`s."""
-
-    def __init__(self, shop: ShopRepository, *, clock: Callable[[], float] = time.time) -> None:
-        self._shop = shop
-        self._clock = clock
-
-    async def __call__(self, number: str) -> LiveOrder | None:
-        record = await self._shop.get_order(number)
-        if record is None:
-            return None
-        try:
-            status = OrderStatus(record.status)
-        except ValueError:
-            raise ShopUnavailable("malformed", "unknown status") from None
-        return LiveOrder(
-            number=record.order_id,
-            status=status,
-            updated_at=_aware(record.updated_at, self._clock()),
-            customer_phone=record.owner_phone,
-            customer_telegram_id=record.owner_telegram_id,
-            public=record.owner_telegram_id is None and record.owner_phone is None,
-        )
-
-
-def _aware(value: str | None, now: float) -> datetime:
-    if not value:
-        return datetime.fromtimestamp(now, UTC)
-    parsed = datetime.fromisoformat(value)
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
 def owned_by(order: LiveOrder, user_id: int, verified_phone: str | None) -> bool:
-    """The lookups' rule (tools/order_status.py): the owner by Telegram id or by the
-    caller's verified phone; a public order belongs to nobody."""
-    if order.public:
-        return False
-    if order.customer_telegram_id is not None and order.customer_telegram_id == user_id:
-        return True
-    return verified_phone is not None and order.customer_phone == verified_phone
+    """The lookups' rule (tools/shop/access.py `may_see`, in a private chat): the owner by
+    Telegram id or by their verified phone; a public order belongs to nobody."""
+    seen = may_see(
+        order,
+        caller_user_id=user_id,
+        verified_phone=verified_phone,
+        private_chat=True,
+        sender_is_chat=False,
+    )
+    return seen is Visibility.VISIBLE and not order.public
+
+
+def changed_at(order: LiveOrder, now: float) -> float:
+    """When the order last changed, by the shop's clock; a shop that keeps no time
+    (`UNKNOWN_TIME`) gets the time of the read, so a new status is still news once."""
+    return now if order.updated_at == UNKNOWN_TIME else order.updated_at.timestamp()
 
 
 class Subscribed(StrEnum):
@@ -118,6 +95,7 @@ class OrderUpdates:
         read: OrderReader,
         verified_phone: VerifiedPhone,
         *,
+        normalise: Callable[[str], str] = str.strip,
         poll_interval_s: float,
         poll_budget: int,
         clock: Callable[[], float] = time.time,
@@ -125,6 +103,7 @@ class OrderUpdates:
         self.repo = repo
         self._read = read
         self._phone = verified_phone
+        self._normalise = normalise
         self._poll_interval_s = poll_interval_s
         self._poll_budget = poll_budget
         self._clock = clock
@@ -134,6 +113,10 @@ class OrderUpdates:
     ) -> Subscribed:
         if not private_chat:
             return Subscribed.PRIVATE_ONLY
+        try:
+            number = self._normalise(number)
+        except ValueError:  # not one of this shop's numbers (forged data)
+            return Subscribed.NOT_YOURS
         try:
             order = await self._read(number)
         except ShopUnavailable as exc:
@@ -149,7 +132,7 @@ class OrderUpdates:
             order_number=order.number,
             language=language,
             status=order.status.value,
-            updated_at=order.updated_at.timestamp(),
+            updated_at=changed_at(order, self._clock()),
         )
         return Subscribed.SUBSCRIBED if made else Subscribed.ALREADY
 
@@ -179,7 +162,7 @@ class OrderUpdates:
             if await self.repo.record_sighting(
                 subscription.id,
                 status=order.status.value,
-                updated_at=order.updated_at.timestamp(),
+                updated_at=changed_at(order, self._clock()),
                 notify=True,
             ):
                 made += 1

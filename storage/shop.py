@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from storage.backend import Database, Tx
+from storage.backend import Database, Row, Tx
 from storage.shop_records import (
     ORDER_COLUMNS,
     DemoRemoved,
@@ -56,15 +56,17 @@ class ShopRepository:
         )
         if row is None:
             return None
-        return OrderRecord(
-            order_id=row["order_id"],
-            status=row["status"],
-            owner_telegram_id=row["owner_telegram_id"],
-            owner_phone=row["owner_phone"],
-            updated_at=row["updated_at"],
-            pickup_point=row["pickup_point"],
-            expected_date=row["expected_date"],
+        return _order_record(row)
+
+    async def orders_for_phone(self, phone: str, *, limit: int) -> list[OrderRecord]:
+        """Orders whose `owner_phone` is this E.164 phone, the latest update first."""
+        rows = await self._db.fetch_all(
+            "SELECT order_id, status, owner_telegram_id, owner_phone, updated_at, pickup_point,"
+            " expected_date FROM orders WHERE owner_phone = ?"
+            " ORDER BY updated_at DESC, order_id DESC LIMIT ?",
+            (phone, limit),
         )
+        return [_order_record(row) for row in rows]
 
     async def record_order_lookup(
         self, *, user_id: int, order_id: str, now: float, since: float, max_distinct: int
@@ -348,6 +350,18 @@ _DEMO_DATA_SQL = "SELECT " + " OR ".join(
 )
 
 
+def _order_record(row: Row) -> OrderRecord:
+    return OrderRecord(
+        order_id=row["order_id"],
+        status=row["status"],
+        owner_telegram_id=row["owner_telegram_id"],
+        owner_phone=row["owner_phone"],
+        updated_at=row["updated_at"],
+        pickup_point=row["pickup_point"],
+        expected_date=row["expected_date"],
+    )
+
+
 async def _holds_own_data(tx: Tx) -> bool:
     row = await tx.fetch_one(_OWN_DATA_SQL)
     return bool(row and row[0])
@@ -395,9 +409,7 @@ async def _insert_orders(tx: Tx, orders: Sequence[OrderRecord], *, demo: bool) -
     )
 
 
-async def _insert_policies(
-    tx: Tx, policies: Sequence[ReturnPolicyRecord], *, demo: bool
-) -> None:
+async def _insert_policies(tx: Tx, policies: Sequence[ReturnPolicyRecord], *, demo: bool) -> None:
     await tx.executemany(
         "INSERT INTO return_policies(product, display_name, return_days, conditions, demo)"
         " VALUES (?, ?, ?, ?, ?)",

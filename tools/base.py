@@ -24,6 +24,7 @@ from storage.records import AuditRecord
 
 if TYPE_CHECKING:
     from storage.shop import ShopRepository
+    from tools.shop.directory import ShopDirectory
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 ResultT = TypeVar("ResultT", bound=BaseModel)
@@ -144,6 +145,9 @@ class ToolContext:
     - `storage_wait`: how the handler reads and writes the store (`StorageWait`).
     - `shop_data`: the results the tools returned this turn (filled by the tool loop); the
       output guard does not count a passage the answer took from them as the instruction.
+    - `shop_directory`: where orders are read (tools/shop/directory.py, over the
+      `SHOP_BACKEND`); None: the local backend over `shop`, uncached (tests, tools
+      built without the application).
     """
 
     caller: Caller
@@ -153,6 +157,7 @@ class ToolContext:
     notes: list[TurnNote] = field(default_factory=list)
     storage_wait: StorageWait = field(default_factory=StorageWait)
     shop_data: list[str] = field(default_factory=list)
+    shop_directory: ShopDirectory | None = None
 
 
 class LookupResult(BaseModel):

@@ -1,7 +1,12 @@
 """`get_order_status`: where is my order — for the customer who owns it.
 
-Access is decided here from the caller identity in `ToolContext` (Telegram), never from
-the model's arguments. An order with an owner is shown to a caller whose Telegram id is
+Orders are read through the `ShopDirectory` (tools/shop/directory.py: the configured
+`SHOP_BACKEND`, cached); access is decided by `tools.shop.access.may_see` from the caller
+identity in `ToolContext` (Telegram), never from the model's arguments. What an order
+number looks like is the shop's `OrderNumberRule`: the argument's validator and the
+schema the model reads are built from it. When the shop cannot answer, the model gets
+`unavailable` (to tell the customer it is temporarily unavailable), never a detail.
+An order with an owner is shown to a caller whose Telegram id is
 its `owner_telegram_id` or whose verified phone is its `owner_phone`; the verified phone
 is read from storage by the caller's Telegram id (a number the customer proved theirs by
 sharing their own contact, see `services.phones`), never taken from the conversation.
@@ -26,9 +31,11 @@ comes from.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from datetime import date, datetime
+from decimal import Decimal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -42,7 +49,14 @@ from tools.base import (
     ToolBusinessError,
     ToolContext,
 )
-from tools.shop.rules import OrderStatus, check_order_id
+from tools.shop.access import Visibility, may_see
+from tools.shop.backend import ShopUnavailable
+from tools.shop.backends.local import LocalBackend, live_order
+from tools.shop.directory import ShopDirectory, local_directory
+from tools.shop.orders import FOUR_DIGITS, UNKNOWN_TIME, LiveOrder, OrderNumberRule
+from tools.shop.rules import OrderStatus
+
+log = logging.getLogger("tools.order_status")
 
 GET_ORDER_STATUS = "get_order_status"
 LOOKUP_WINDOW_S = 3600.0
@@ -60,6 +74,11 @@ RATE_LIMITED_MESSAGE = (
     "The customer has checked too many different orders in the last hour. "
     "Ask them to try again later; orders already checked can still be asked about."
 )
+UNAVAILABLE_MESSAGE = (
+    "The shop's order system is temporarily unavailable, so the order cannot be checked "
+    "right now. Apologise briefly and ask the customer to try again in a few minutes; do "
+    "not guess the order's status. Other questions can still be answered."
+)
 
 DESCRIPTION = (
     "Get the current status of one of the customer's orders by its 4-digit number: "
@@ -70,17 +89,62 @@ DESCRIPTION = (
 )
 
 
+def description_for(rule: OrderNumberRule) -> str:
+    """The tool's description for a shop's order numbers (the demo's: `DESCRIPTION`)."""
+    if rule == FOUR_DIGITS:
+        return DESCRIPTION
+    return (
+        f"Get the current status of one of the customer's orders by its order number "
+        f"({rule.description}, e.g. {rule.example}): processing, in transit, ready for "
+        "pickup, delivered or cancelled, plus the last update time, pickup point, "
+        "delivery and tracking details when known. Use it when the customer asks where an "
+        "order is, when it will arrive or whether it can be picked up. If the customer "
+        "did not give an order number, ask for it instead of guessing."
+    )
+
+
+def _number_field(rule: OrderNumberRule) -> str:
+    return f"The order number: {rule.description}, e.g. {rule.example}, without any prefix."
+
+
+# The demo's arguments (four digits); `arguments_for` builds them for a shop's rule. (No
+# docstring: it would become the schema's description the model reads.)
 class GetOrderStatusArguments(BaseModel):
+
     model_config = ConfigDict(extra="forbid")
 
-    order_id: str = Field(
-        description="The order number: exactly 4 digits, e.g. 8041, without any prefix.",
-    )
+    order_id: str = Field(description=_number_field(FOUR_DIGITS))
 
     @field_validator("order_id")
     @classmethod
-    def _four_digits(cls, value: str) -> str:
-        return check_order_id(value)
+    def _order_number(cls, value: str) -> str:
+        return FOUR_DIGITS.normalise(value)
+
+
+def arguments_for(rule: OrderNumberRule) -> type[GetOrderStatusArguments]:
+    """The argument model whose validator and schema say what `rule` says."""
+    if rule == FOUR_DIGITS:
+        return GetOrderStatusArguments
+
+    class ShopOrderStatusArguments(GetOrderStatusArguments):
+        order_id: str = Field(description=_number_field(rule))
+
+        @field_validator("order_id")
+        @classmethod
+        def _order_number(cls, value: str) -> str:
+            return rule.normalise(value)
+
+    return ShopOrderStatusArguments
+
+
+class OrderLine(BaseModel):
+    name: str
+    quantity: int
+
+
+class OrderTotal(BaseModel):
+    amount: Decimal
+    currency: str
 
 
 class OrderStatusResult(LookupResult):
@@ -90,6 +154,11 @@ class OrderStatusResult(LookupResult):
     updated_at: datetime | None = None
     pickup_point: str | None = None
     expected_date: date | None = None
+    carrier: str | None = None
+    tracking_number: str | None = None
+    tracking_url: str | None = None
+    items: list[OrderLine] | None = None
+    total: OrderTotal | None = None
     ask_in_private_chat: bool = False
     message: str
 
@@ -110,7 +179,8 @@ class OrderStatusHandler:
         caller = context.caller
         # A repeat lookup of an order already checked within the hour does not use up
         # another slot (the customer asking twice is normal); a new number does, whether
-        # or not it exists or belongs to the caller.
+        # or not it exists or belongs to the caller — and whether or not the shop answers
+        # (counted before the read, so probing a shop that is down is not free either).
         # Through a storage fault the lookup waits (its timeout paused) instead of
         # failing: the customer's check is answered once the store is back.
         store = context.storage_wait
@@ -126,10 +196,30 @@ class OrderStatusHandler:
         )
         if not allowed:
             raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
-        order = await store.run("order read", lambda: context.shop.get_order(arguments.order_id))
-        if order is not None and order.owner_telegram_id is None and order.owner_phone is None:
-            return _found(order)  # public: anyone, in any chat
-        if not caller.private_chat or caller.is_chat:
+        directory = _directory(context)
+        try:
+            order = await store.run("order read", lambda: directory.get_order(arguments.order_id))
+        except ShopUnavailable as exc:
+            log.warning("order read: shop %s unavailable (%s)", directory.backend_name, exc.kind)
+            raise ToolBusinessError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE) from None
+        private = caller.private_chat and not caller.is_chat
+        phone = None
+        if private:  # read for every private lookup, found or not, so a miss costs the same
+            phone = await store.run(
+                "verified phone read", lambda: context.shop.get_verified_phone(caller.key)
+            )
+        seen = may_see(
+            order,
+            caller_user_id=caller.key,
+            verified_phone=phone,
+            private_chat=caller.private_chat,
+            sender_is_chat=caller.is_chat,
+        )
+        if seen is Visibility.VISIBLE and order is not None:
+            if private and not order.public:  # the customer's own: "notify me" (issue 34)
+                context.notes.append(OwnOrderShown(order_id=order.number))
+            return _found(order)
+        if seen is Visibility.ASK_IN_PRIVATE:
             # the same answer for own, someone else's and missing orders (module docstring)
             return OrderStatusResult(
                 order_id=arguments.order_id,
@@ -137,13 +227,6 @@ class OrderStatusHandler:
                 ask_in_private_chat=True,
                 message=PRIVATE_CHAT_MESSAGE,
             )
-        # read for every private lookup, found or not, so a miss costs the same
-        phone = await store.run(
-            "verified phone read", lambda: context.shop.get_verified_phone(caller.key)
-        )
-        if order is not None and _owned_by(order, caller.key, phone):
-            context.notes.append(OwnOrderShown(order_id=order.order_id))
-            return _found(order)
         if phone is None:
             context.notes.append(OrderMissedNoPhone(order_id=arguments.order_id))
         return OrderStatusResult(
@@ -153,34 +236,47 @@ class OrderStatusHandler:
         )
 
 
-def _owned_by(order: OrderRecord, user_id: int, verified_phone: str | None) -> bool:
-    if order.owner_telegram_id is not None and order.owner_telegram_id == user_id:
-        return True
-    return verified_phone is not None and order.owner_phone == verified_phone
+def _directory(context: ToolContext) -> ShopDirectory:
+    if context.shop_directory is not None:
+        return context.shop_directory
+    return local_directory(LocalBackend(context.shop))
 
 
-def _found(order: OrderRecord) -> OrderStatusResult:
-    # Storage keeps dates as ISO text; validation turns them into date/datetime.
-    return OrderStatusResult.model_validate(
-        {
-            "order_id": order.order_id,
-            "found": True,
-            "status": OrderStatus(order.status),
-            "updated_at": order.updated_at,
-            "pickup_point": order.pickup_point,
-            "expected_date": order.expected_date,
-            "message": "Order found.",
-        }
+def _found(order: LiveOrder | OrderRecord) -> OrderStatusResult:
+    if isinstance(order, OrderRecord):  # a stored order (the demo's tests read them so)
+        order = live_order(order)
+    delivery = order.delivery
+    return OrderStatusResult(
+        order_id=order.number,
+        found=True,
+        status=order.status,
+        updated_at=None if order.updated_at == UNKNOWN_TIME else order.updated_at,
+        pickup_point=delivery.pickup_point if delivery else None,
+        expected_date=delivery.eta if delivery else None,
+        carrier=delivery.carrier if delivery else None,
+        tracking_number=delivery.tracking_number if delivery else None,
+        tracking_url=delivery.tracking_url if delivery else None,
+        items=[OrderLine(name=i.name, quantity=i.quantity) for i in order.items] or None,
+        total=(
+            OrderTotal(amount=order.total.amount, currency=order.total.currency)
+            if order.total
+            else None
+        ),
+        message="Order found.",
     )
 
 
 def order_status_tool(
-    *, lookups_per_hour: int, clock: Callable[[], float] = time.time
+    *,
+    lookups_per_hour: int,
+    clock: Callable[[], float] = time.time,
+    number_rule: OrderNumberRule = FOUR_DIGITS,
 ) -> Tool[GetOrderStatusArguments, OrderStatusResult]:
+    """The tool for a shop whose order numbers follow `number_rule`."""
     return Tool(
         name=GET_ORDER_STATUS,
-        description=DESCRIPTION,
-        arguments_model=GetOrderStatusArguments,
+        description=description_for(number_rule),
+        arguments_model=arguments_for(number_rule),
         result_model=OrderStatusResult,
         handler=OrderStatusHandler(lookups_per_hour=lookups_per_hour, clock=clock),
         timeout_s=5.0,

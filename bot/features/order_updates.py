@@ -25,12 +25,13 @@ from bot.shop_push import PushSecrets, add_shop_push_routes
 from bot.stats_view.order_updates import order_updates_block
 from bot.stats_view.table import TableSection
 from bot.texts import Language, TextTable
-from services.order_updates import LocalOrders, OrderUpdates
+from services.order_updates import OrderUpdates
 from services.stats import StatsReport
 from storage.database import Database
 from storage.leader import LeaderLock
 from storage.order_updates import OrderUpdateRepository
 from storage.shop import ShopRepository
+from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger(__name__)
 
@@ -41,18 +42,19 @@ def _secret(value: object) -> str | None:
 
 
 def order_updates_feature(
-    settings: Settings, db: Database, sender: Sender, texts: TextTable
+    settings: Settings, db: Database, sender: Sender, texts: TextTable, shop: ShopDirectory
 ) -> Feature | None:
-    """The feature, or None when ORDER_UPDATES_ENABLED is off."""
+    """The feature, or None when ORDER_UPDATES_ENABLED is off. Orders are read from
+    `shop`'s backend directly (a change must be seen, not a cached copy)."""
     if not settings.order_updates_enabled:
         return None
     repo = OrderUpdateRepository(db)
-    shop = ShopRepository(db)
     poll_every_s = settings.order_updates_poll_minutes * 60.0
     updates = OrderUpdates(
         repo,
-        LocalOrders(shop),
-        shop.get_verified_phone,
+        shop.backend.get_order,
+        ShopRepository(db).get_verified_phone,
+        normalise=shop.number_rule.normalise,
         poll_interval_s=poll_every_s,
         poll_budget=settings.order_updates_poll_budget,
     )
@@ -92,6 +94,7 @@ def order_updates_feature(
             repo,
             secrets,
             max_bytes=settings.shop_webhook_max_bytes,
+            normalise=shop.number_rule.normalise,
             stored=notifier.wake,
         )
 

@@ -36,6 +36,7 @@ from services.llm.client import OpenAIChatModel
 from storage.database import Database
 from storage.inbox import InboxRepository
 from storage.voice import VoiceNoteRepository
+from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger("bot")
 
@@ -59,6 +60,7 @@ class Application:
     menu: Menu
     leadership: Leadership | None = None  # polling with several instances: one poller
     metrics: Metrics | None = None
+    shop: ShopDirectory | None = None  # where orders are read (SHOP_BACKEND); closed at exit
 
 
 async def build_application(
@@ -75,7 +77,8 @@ async def build_application(
     voice_notes = VoiceNoteRepository(db)
     voice = build_voice(settings, model, voice_notes, storage_retry=retry)
     instances = transport.instances
-    order_updates = order_updates_feature(settings, db, transport.sender, texts)
+    shop = core.build_shop_directory(settings, db)
+    order_updates = order_updates_feature(settings, db, transport.sender, texts, shop)
     features = (
         *((handoff_feature(desk),) if desk else ()),
         voice_feature(voice),
@@ -83,10 +86,16 @@ async def build_application(
         *((order_updates,) if order_updates else ()),
     )
 
-    registry = core.build_tools(settings, [t for f in features for t in f.tools])
+    registry = core.build_tools(settings, [t for f in features for t in f.tools], shop=shop)
     metrics = operations.build_metrics(settings, registry.names)
     chat = core.build_core(
-        settings, db, model=model, registry=registry, storage_retry=retry, record_observer=metrics
+        settings,
+        db,
+        model=model,
+        registry=registry,
+        storage_retry=retry,
+        record_observer=metrics,
+        shop=shop,
     )
     pipeline = telegram.build_pipeline(
         settings,
@@ -117,4 +126,5 @@ async def build_application(
         menu=get_menu(features),
         leadership=instances.leadership if instances else None,
         metrics=metrics,
+        shop=shop,
     )

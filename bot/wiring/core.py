@@ -19,6 +19,8 @@ from tools.base import Tool
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 from tools.registry import ToolRegistry
+from tools.shop.backends.local import LocalBackend
+from tools.shop.directory import ShopDirectory, local_directory
 
 
 def build_model(settings: Settings) -> OpenAIChatModel:
@@ -40,9 +42,28 @@ def build_storage_retry(settings: Settings) -> StorageRetry:
     )
 
 
-def build_tools(settings: Settings, extra: Sequence[Tool[Any, Any]] = ()) -> ToolRegistry:
-    """The shop's tools and the features' (`extra`), in the allow-list."""
-    return build_registry(order_lookups_per_hour=settings.order_lookups_per_hour, extra=extra)
+def build_shop_directory(settings: Settings, db: Database) -> ShopDirectory:
+    """Where the order tools read orders: the SHOP_BACKEND, with the shop's order-number
+    rule (ORDER_NUMBER_PATTERN over the backend's own)."""
+    rule = settings.order_number_rule()
+    return local_directory(LocalBackend(ShopRepository(db)), rule)
+
+
+def build_tools(
+    settings: Settings,
+    extra: Sequence[Tool[Any, Any]] = (),
+    *,
+    shop: ShopDirectory | None = None,
+) -> ToolRegistry:
+    """The shop's tools and the features' (`extra`), in the allow-list; the order tool
+    accepts and describes `shop`'s order numbers."""
+    if shop is None:
+        return build_registry(order_lookups_per_hour=settings.order_lookups_per_hour, extra=extra)
+    return build_registry(
+        order_lookups_per_hour=settings.order_lookups_per_hour,
+        extra=extra,
+        order_number_rule=shop.number_rule,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +81,7 @@ def build_core(
     registry: ToolRegistry,
     storage_retry: StorageRetry,
     record_observer: RecordObserver | None,
+    shop: ShopDirectory | None = None,
 ) -> Core:
     """The loop over `registry` and the chat service that runs it, turn by turn."""
     loop = BoundedToolLoop(
@@ -77,6 +99,7 @@ def build_core(
         model=model,
         prompts=build_prompt_registry(),
         shop=ShopRepository(db),
+        shop_directory=shop,
         turn_slots=turn_slots,
         options=ChatOptions(
             shop_name=settings.shop_name or DEFAULT_SHOP_NAME,

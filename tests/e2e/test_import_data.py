@@ -273,3 +273,40 @@ def test_the_summary_names_the_database_it_wrote(clean_env: dict[str, str], tmp_
     assert again.stdout.startswith(f"imported into {database} (DATABASE_PATH): orders: 0 "), (
         again.stdout
     )
+
+
+def test_a_shops_own_order_numbers_import_with_order_number_pattern(
+    clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    database = tmp_path / "shop.sqlite3"
+    env = {
+        **clean_env,
+        "DATABASE_PATH": str(database),
+        "ORDER_NUMBER_PATTERN": "AB-[0-9]{6}",
+        "ORDER_NUMBER_EXAMPLE": "AB-123456",
+    }
+    file = tmp_path / "shop.json"
+    orders = [
+        {"order_id": "AB-123456", "status": "in_transit", "owner_telegram_id": 42},
+        {"order_id": "AB-000001", "status": "delivered", "owner_telegram_id": 42},
+    ]
+    file.write_text(json.dumps({"orders": orders}), encoding="utf-8")
+    done = import_data(env, tmp_path, file)
+    assert done.returncode == 0, done.stderr
+    assert rows(database, "SELECT order_id FROM orders ORDER BY 1") == [
+        ("AB-000001",),
+        ("AB-123456",),
+    ]
+
+    # without the setting the demo's four digits apply, and the file is refused
+    file.write_text(json.dumps({"orders": [{"order_id": "1234567", "status": "delivered"}]}))
+    refused = import_data(
+        {**env, "ORDER_NUMBER_PATTERN": "", "ORDER_NUMBER_EXAMPLE": ""}, tmp_path, file
+    )
+    assert refused.returncode != 0
+    assert "must be exactly 4 digits" in refused.stderr
+
+    # a pattern that is not a regular expression is one line, nothing written
+    bad = import_data({**env, "ORDER_NUMBER_PATTERN": "AB-[0-9"}, tmp_path, file)
+    assert bad.returncode == 2
+    assert "ORDER_NUMBER_PATTERN" in bad.stderr and "Traceback" not in bad.stderr

@@ -53,15 +53,16 @@ from pydantic import (
     StrictInt,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 
 from storage.shop_records import FaqRecord, OrderUpsert, ReturnPolicyUpsert
 from tools.shop.faq import faq_key
+from tools.shop.orders import FOUR_DIGITS, OrderNumberRule
 from tools.shop.rules import (
     GENERAL_RETURN_POLICY_KEY,
     OrderStatus,
-    check_order_id,
     normalise_phone,
     normalise_product_name,
 )
@@ -70,7 +71,7 @@ Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 # Bounds of one file, so that validating it takes bounded memory and time (the CLI adds
 # the file-size bound): records per list, aliases per policy, problem lines kept.
-MAX_ORDERS = 10_000  # every 4-digit order number once
+MAX_ORDERS = 10_000
 MAX_RETURN_POLICIES = 10_000
 MAX_ALIASES = 50
 MAX_FAQ_ENTRIES = 1_000
@@ -93,8 +94,10 @@ class OrderIn(BaseModel):
 
     @field_validator("order_id")
     @classmethod
-    def _order_id(cls, value: str) -> str:
-        return check_order_id(value)
+    def _order_id(cls, value: str, info: ValidationInfo) -> str:
+        # the shop's rule (ORDER_NUMBER_PATTERN) comes in the validation context
+        rule = info.context.get("number_rule") if isinstance(info.context, dict) else None
+        return (rule if isinstance(rule, OrderNumberRule) else FOUR_DIGITS).normalise(value)
 
     @field_validator("owner_phone")
     @classmethod
@@ -312,7 +315,12 @@ def _faq_record(entry: FaqIn) -> FaqRecord:
 
 
 def _records(
-    raw: dict[str, Any], key: str, model: type[_Record], limit: int, problems: _Problems
+    raw: dict[str, Any],
+    key: str,
+    model: type[_Record],
+    limit: int,
+    problems: _Problems,
+    context: dict[str, Any] | None = None,
 ) -> list[_Record]:
     """Validate the records of one list one at a time (bounded memory for the errors)."""
     items = raw.get(key)
@@ -324,14 +332,18 @@ def _records(
     valid: list[_Record] = []
     for index, item in enumerate(items):
         try:
-            valid.append(model.model_validate(item))
+            valid.append(model.model_validate(item, context=context))
         except ValidationError as exc:
             problems.add(_describe(raw, exc, prefix=(key, index)))
     return valid
 
 
-def plan_import(raw: Any) -> ImportPlan:
-    """Validate the whole decoded JSON document; raise `ShopDataError` listing problems."""
+def plan_import(raw: Any, number_rule: OrderNumberRule = FOUR_DIGITS) -> ImportPlan:
+    """Validate the whole decoded JSON document; raise `ShopDataError` listing problems.
+
+    Order numbers must follow `number_rule` (the shop's, ORDER_NUMBER_PATTERN; the
+    demo's four digits by default) and are stored as the rule normalises them, which is
+    how `get_order_status` looks them up."""
     if not isinstance(raw, dict):
         raise ShopDataError(
             [
@@ -345,7 +357,7 @@ def plan_import(raw: Any) -> ImportPlan:
         top = _TopLevel.model_validate(raw)
     except ValidationError as exc:
         problems.add(_describe(raw, exc))
-    orders = _records(raw, "orders", OrderIn, MAX_ORDERS, problems)
+    orders = _records(raw, "orders", OrderIn, MAX_ORDERS, problems, {"number_rule": number_rule})
     policies = _records(raw, "return_policies", ReturnPolicyIn, MAX_RETURN_POLICIES, problems)
     faq = _records(raw, "faq", FaqIn, MAX_FAQ_ENTRIES, problems)
     if not problems.total:

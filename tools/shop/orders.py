@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from tools.shop.rules import OrderStatus
@@ -38,6 +38,47 @@ class OrderNumberRule:
             raise ValueError(f"must be {self.description}, e.g. {self.example}")
         return number
 
+    def accepts(self, value: str) -> bool:
+        """Whether `value` is one of this shop's numbers (as `normalise` reads it)."""
+        try:
+            self.normalise(value)
+        except ValueError:
+            return False
+        return True
+
+
+# The demo's numbers, and the local backend's unless ORDER_NUMBER_PATTERN says otherwise.
+FOUR_DIGITS = OrderNumberRule(pattern=r"[0-9]{4}", example="8041", description="exactly 4 digits")
+# What the generic HTTP backend accepts unless ORDER_NUMBER_PATTERN says otherwise: one
+# path segment of letters, digits, dashes and underscores (a leading "#" is dropped).
+SHOP_WRITTEN = OrderNumberRule(
+    pattern=r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}",
+    example="100234",
+    description="the order number as the shop writes it (letters, digits and dashes)",
+    prefix="#",
+)
+
+
+def rule_from_setting(
+    pattern: str, example: str, description: str | None = None, prefix: str = ""
+) -> OrderNumberRule:
+    """The rule ORDER_NUMBER_PATTERN (+ _EXAMPLE, _DESCRIPTION, _PREFIX) describe;
+    ValueError (one line for the owner) if the pattern does not compile or the example
+    does not match it."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"ORDER_NUMBER_PATTERN is not a regular expression ({exc})") from None
+    rule = OrderNumberRule(
+        pattern=pattern,
+        example=example,
+        description=description or f"an order number like {example}",
+        prefix=prefix,
+    )
+    if not rule.accepts(example):
+        raise ValueError("ORDER_NUMBER_EXAMPLE does not match ORDER_NUMBER_PATTERN")
+    return rule
+
 
 @dataclass(frozen=True, slots=True)
 class OrderItem:
@@ -61,6 +102,11 @@ class Delivery:
 class Money:
     amount: Decimal
     currency: str
+
+
+# `LiveOrder.updated_at` of an order whose shop gave no time (an imported order without
+# `updated_at`): the tools show no time for it.
+UNKNOWN_TIME = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,17 @@ def normalise_phone(value: str) -> str:
     return result
 
 
+def normalise_phone_or_none(value: str | None) -> str | None:
+    """A phone as a shop system wrote it, in E.164, or None when the rule cannot read it
+    (such a phone then matches nobody); what every backend hands its phones to."""
+    if value is None:
+        return None
+    try:
+        return normalise_phone(value)
+    except ValueError:
+        return None
+
+
 def normalise_contact_phone(value: str) -> str | None:
     """The E.164 spelling of a number from a Telegram contact (international, "+"
     optional), or None if it is not a phone number we can store."""

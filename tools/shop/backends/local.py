@@ -1,0 +1,72 @@
+"""`SHOP_BACKEND=local` (the default and the demo): orders from the bot's own database.
+
+The orders are the ones `import-data` wrote (or the demo's), read through
+storage/shop.py. Nothing is live: the data is as fresh as the last import. The only
+backend that sets `LiveOrder.public`: an order without an owner id and without an owner
+phone is the demo's public order, shown to anyone (tools/shop/access.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+
+from pydantic import TypeAdapter
+
+from storage.shop import ShopRepository
+from storage.shop_records import OrderRecord
+from tools.shop.orders import FOUR_DIGITS, UNKNOWN_TIME, Delivery, LiveOrder, OrderNumberRule
+from tools.shop.rules import OrderStatus
+
+_DATETIME = TypeAdapter(datetime)
+_DATE = TypeAdapter(date)
+# at most this many orders for one phone (the newest)
+PHONE_ORDERS_LIMIT = 20
+
+
+class LocalBackend:
+    name = "local"
+    reads_live: tuple[str, ...] = ()
+
+    def __init__(self, shop: ShopRepository, number_rule: OrderNumberRule = FOUR_DIGITS) -> None:
+        self._shop = shop
+        self.number_rule = number_rule
+
+    async def get_order(self, number: str) -> LiveOrder | None:
+        record = await self._shop.get_order(number)
+        return None if record is None else live_order(record)
+
+    async def orders_for_phone(self, phone: str) -> Sequence[LiveOrder]:
+        records = await self._shop.orders_for_phone(phone, limit=PHONE_ORDERS_LIMIT)
+        return [live_order(record) for record in records]
+
+    async def check(self) -> None:
+        """Nothing to probe: the database is opened (and checked) before the backend."""
+
+    async def aclose(self) -> None:
+        """The database is closed by its owner."""
+
+
+def live_order(record: OrderRecord) -> LiveOrder:
+    """A stored order as a `LiveOrder`; storage keeps dates as ISO text."""
+    delivery = None
+    if record.pickup_point is not None or record.expected_date is not None:
+        delivery = Delivery(
+            pickup_point=record.pickup_point,
+            eta=None
+            if record.expected_date is None
+            else _DATE.validate_python(record.expected_date),
+        )
+    return LiveOrder(
+        number=record.order_id,
+        status=OrderStatus(record.status),
+        updated_at=(
+            UNKNOWN_TIME
+            if record.updated_at is None
+            else _DATETIME.validate_python(record.updated_at)
+        ),
+        customer_phone=record.owner_phone,
+        customer_telegram_id=record.owner_telegram_id,
+        delivery=delivery,
+        public=record.owner_telegram_id is None and record.owner_phone is None,
+    )
