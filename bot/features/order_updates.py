@@ -16,7 +16,7 @@ from aiohttp import web
 from bot.config import BotMode, Settings
 from bot.context import HandlerDeps
 from bot.features import Feature, FeatureRouters
-from bot.leadership import Leadership
+from bot.leadership import Leadership, LeaderWords
 from bot.metrics import Metrics
 from bot.order_notifier import OrderNotifier, QuietHours, order_updates_lock_name
 from bot.routers.order_updates import MENU, build_order_updates_router
@@ -34,6 +34,15 @@ from storage.shop import ShopRepository
 from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger(__name__)
+
+ORDER_UPDATES_WORDS = LeaderWords(
+    leading="order updates: this instance holds the lock; it polls the shop and notifies",
+    standing_by="order updates: another instance notifies; this one stands by",
+    unreachable=(
+        "order updates: cannot reach the database for the lock (%s); retrying every %.0f s"
+    ),
+    lost="order updates: lost the lock; this instance stops notifying",
+)
 
 
 def _secret(value: object) -> str | None:
@@ -62,7 +71,9 @@ def order_updates_feature(
     if settings.database_url is not None:
         bot_id = int(settings.bot_token.get_secret_value().split(":", 1)[0])
         url = settings.database_url.get_secret_value()
-        leadership = Leadership(LeaderLock(url, order_updates_lock_name(bot_id)))
+        leadership = Leadership(
+            LeaderLock(url, order_updates_lock_name(bot_id)), words=ORDER_UPDATES_WORDS
+        )
     notifier = OrderNotifier(
         updates,
         repo,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from tests.e2e.chat_helpers import (
     tool_step,
     wait_for_db,
 )
-from tests.e2e.harness import free_port
+from tests.e2e.harness import PgDatabasePath, bot_env, free_port, post_update, webhook_env
 from tests.fakes.openai_server import FakeOpenAIServer, fake_call
 from tests.fakes.telegram_server import (
     FakeTelegramServer,
@@ -79,11 +78,13 @@ def lookups(openai: FakeOpenAIServer) -> None:
 
 def move(database: Path, number: str, status: str, updated_at: str) -> None:
     """The shop changes the order in its own tables (the local backend)."""
-    with sqlite3.connect(database) as conn:
-        conn.execute(
-            "UPDATE orders SET status = ?, updated_at = ? WHERE order_id = ?",
-            (status, updated_at, number),
-        )
+    query(
+        database,
+        "UPDATE orders SET status = ?, updated_at = ? WHERE order_id = ?",
+        status,
+        updated_at,
+        number,
+    )
 
 
 def inline(message: SentMessage) -> list[dict[str, Any]]:
@@ -307,3 +308,69 @@ async def test_polling_finds_a_change_once_and_a_blocked_customer_is_unsubscribe
     assert query(
         database_path, "SELECT status, state, reason FROM order_notifications ORDER BY id"
     ) == [("in_transit", "sent", None), ("ready_for_pickup", "failed", "forbidden")]
+
+
+@pytest.mark.postgres
+async def test_two_instances_on_postgresql_send_one_message_whichever_gets_the_push(
+    start_bot: StartBot,
+    clean_env: dict[str, str],
+    tmp_path: Path,
+    database_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    http: aiohttp.ClientSession,
+    pg_url: str,
+) -> None:
+    """Both instances take pushes and updates; both would poll every 0.3 s, but one
+    lock-holder polls and sends: the change is told once, whoever saw it first."""
+    env = {
+        **bot_env(
+            clean_env,
+            telegram=fake_telegram,
+            openai=fake_openai,
+            database=database_path,
+            database_url=pg_url,
+        ),
+        "ORDER_UPDATES_ENABLED": "true",
+        "ORDER_UPDATES_POLL_MINUTES": "0.005",
+        "SHOP_WEBHOOK_SECRET": SECRET,
+    }
+    db = PgDatabasePath.of(database_path, pg_url)
+    await import_shop(env, tmp_path, shop())
+    lookups(fake_openai)
+    ports = [free_port(), free_port()]
+    bots = [
+        await start_bot(webhook_env(env, port), INSTANCE_ID=name)
+        for name, port in zip(("one", "two"), ports, strict=True)
+    ]
+
+    async def post(port: int, update: dict[str, Any]) -> SentMessage:
+        before = len(fake_telegram.messages_to(CUSTOMER))
+        assert await post_update(http, port, update) == 200
+        return (await fake_telegram.wait_for_messages(CUSTOMER, before + 1, within=WAIT_S))[before]
+
+    answer = await post(
+        ports[0], message_update(CUSTOMER, text=f"Where is {OWNED}?", language_code="en")
+    )
+    [notify] = [b for b in inline(answer) if b["callback_data"].startswith("ou:")]
+    done = await post(ports[1], press(CUSTOMER, notify["callback_data"]))
+    assert seen_text(done.text) == EN.for_order("order_updates_subscribed", OWNED)
+
+    before = len(fake_telegram.messages_to(CUSTOMER))
+    move(db, OWNED, "in_transit", "2026-11-30T12:00:00+00:00")
+    pushes = [push(http, port, event(f"evt-{port}-{n}", OWNED)) for port in ports for n in range(3)]
+    assert [status for status, _ in await asyncio.gather(*pushes)] == [200] * 6
+    await fake_telegram.wait_for_messages(CUSTOMER, before + 1, within=WAIT_S)
+    await all_events_done(db)
+    # and several polling rounds later, still one
+    [(checked,)] = query(db, "SELECT checked_at FROM order_subscriptions")
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            [(now,)] = query(db, "SELECT checked_at FROM order_subscriptions")
+            if now > checked + 1:
+                break
+            await asyncio.sleep(0.05)
+    assert texts_to(fake_telegram, CUSTOMER).count(MOVED) == 1
+    assert query(db, "SELECT count(*) FROM order_notifications") == [(1,)]
+    leaders = [b for b in bots if "order updates: this instance holds the lock" in b.output]
+    assert len(leaders) == 1
