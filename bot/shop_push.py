@@ -167,7 +167,7 @@ class _Receiver:
         self._max_bytes = max_bytes
         self._stored = stored
 
-    async def __call__(self, request: web.Request) -> web.Response:
+    async def receive(self, request: web.Request) -> web.Response:
         source = self._source
         body = await _read_bounded(request, self._max_bytes)
         if body is None:
@@ -236,5 +236,7 @@ def add_shop_push_routes(
             source = _Source(name, secret, header, sign, parse)
             app.router.add_post(
                 path,
-                _Receiver(source, repo, max_bytes=max_bytes, normalise=normalise, stored=stored),
+                _Receiver(
+                    source, repo, max_bytes=max_bytes, normalise=normalise, stored=stored
+                ).receive,
             )
