@@ -110,22 +110,30 @@ def order_updates_feature(
         )
 
     def gauges(metrics: Metrics) -> None:
-        async def read(field: str) -> float:
-            return float(getattr(await repo.counts(), field))
+        async def subscriptions() -> float:
+            return float((await repo.counts()).active)
 
-        for field, documentation in (
-            ("active", "Order-update subscriptions active now."),
-            ("sent", "Order-update notifications delivered (all time)."),
-            ("failed", "Order-update notifications not delivered (all time)."),
-            ("unsubscribed", "Subscriptions stopped because the customer blocked the bot."),
-        ):
-            kind = metrics.register_gauge if field == "active" else metrics.register_counter
-            name = (
-                "support_bot_order_update_subscriptions"
-                if field == "active"
-                else f"support_bot_order_updates_{field}_total"
-            )
-            kind(name, documentation, lambda f=field: read(f))  # type: ignore[misc]
+        async def outcomes() -> dict[str, float]:
+            counts = await repo.counts()
+            return {
+                "sent": float(counts.sent),
+                "failed": float(counts.failed),
+                "unsubscribed": float(counts.unsubscribed),
+            }
+
+        metrics.register_gauge(
+            "support_bot_order_update_subscriptions",
+            "Customers' order-update subscriptions active now.",
+            subscriptions,
+        )
+        metrics.register_counter(
+            "support_bot_order_updates",
+            "Order-update notifications by outcome (stored, all instances): sent, failed "
+            "(not delivered), unsubscribed (subscriptions stopped: the customer blocked "
+            "the bot).",
+            outcomes,
+            label="outcome",
+        )
 
     async def stats_section(report: StatsReport) -> TableSection:
         counts = await repo.counts(report.since, report.until)

@@ -228,6 +228,13 @@ async def test_subscribe_push_exactly_one_message_and_nothing_more(
     assert query(
         database_path, "SELECT state FROM order_notifications WHERE order_number = ?", OWNED
     ) == [("sent",)]
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"http://127.0.0.1:{port}/metrics") as response,
+    ):
+        metrics = await response.text()
+    assert 'support_bot_order_updates_total{outcome="sent"} 1.0' in metrics
+    assert "support_bot_order_update_subscriptions 1.0" in metrics
 
     # a restart sends nothing again, and a new push about the same change neither
     assert await bot.terminate() == 0
