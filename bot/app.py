@@ -37,7 +37,7 @@ from bot.menu import menu_calls, set_commands
 from bot.metrics import add_metrics_route
 from bot.polling import Poller
 from bot.sender import RETRYABLE_FAILURES
-from bot.startup import CannotStart, check_model, check_token, listen
+from bot.startup import CannotStart, check_model, check_shop, check_token, listen
 from bot.texts import BUILT_IN, TextTable
 from bot.webhook import build_runner, build_web_app
 from bot.wiring import Application, build_application
@@ -317,6 +317,7 @@ async def _start(app: Application) -> None:
         if feature.start_check is not None:
             await feature.start_check(bot_id)
     await check_model(app.model, app.settings)
+    await check_shop(app.shop)
     await settle_demo_data(app.db, seed=app.settings.seed_demo_data)
     reopened = await app.inbox.reopen_failed(
         reasons=RETRYABLE_FAILURES, newer_than_s=UNDELIVERED_RETRY_WINDOW_S

@@ -369,7 +369,7 @@ class Settings(ShopSettings):
 
     # Where order data comes from (README "Connect your shop"): local (import-data, the
     # demo) or http (the shop's own API, docs/shop-api.openapi.yaml)
-    shop_backend: Literal["local"] = "local"
+    shop_backend: Literal["local", "http"] = "local"
     # SHOP_BACKEND=http: the API's base URL (https; http only on localhost) and its
     # bearer token
     shop_api_url: str | None = None
@@ -528,6 +528,16 @@ class Settings(ShopSettings):
                     "would travel unencrypted)"
                 )
         return url
+
+    @model_validator(mode="after")
+    def _check_shop_backend(self) -> Settings:
+        if self.shop_backend == "http":
+            if self.shop_api_url is None:
+                raise ValueError("SHOP_API_URL: required when SHOP_BACKEND=http")
+            token = self.shop_api_token
+            if token is None or not token.get_secret_value().strip():
+                raise ValueError("SHOP_API_TOKEN: required when SHOP_BACKEND=http")
+        return self
 
     @model_validator(mode="after")
     def _check_webhook_mode(self) -> Settings:

@@ -3,8 +3,10 @@
 `check_token` (getMe: BOT_TOKEN), `check_model` (GET /models: OPENAI_API_KEY,
 OPENAI_MODEL, OPENAI_FALLBACK_MODELS) and `listen` (WEB_HOST/WEB_PORT) raise
 `CannotStart`, which bot/app.py prints and turns into exit status 2; a feature's own
-check (e.g. OPERATOR_CHAT_ID, bot/features/handoff.py) raises it too. Telegram or the
-model endpoint unreachable is a retrying WARNING, not fatal.
+check (e.g. OPERATOR_CHAT_ID, bot/features/handoff.py) raises it too, and so does
+`check_shop` (SHOP_BACKEND other than local: SHOP_API_TOKEN rejected, SHOP_API_URL not
+the API). Telegram, the model endpoint or the shop API unreachable is a retrying
+WARNING, not fatal.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from bot.config import Settings
 from services.llm.client import OpenAIChatModel
 from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ModelCheck
+from tools.shop.backend import ShopSetupError, ShopUnavailable
+from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger("bot")
 
@@ -85,6 +89,36 @@ async def check_token(bot: Bot, settings: Settings) -> int:
             return me.id
         attempt += 1
         await asyncio.sleep(delay)
+
+
+async def check_shop(shop: ShopDirectory | None) -> None:
+    """The shop API answers, accepts the credentials and is the API it should be: one
+    cheap read (the backend's `check`). Rejected credentials or another kind of server
+    end the start (exit 2, one line); an unreachable or failing API is asked again with a
+    WARNING line, like Telegram. Nothing to check for the local backend."""
+    if shop is None or shop.backend_name == "local":
+        return
+    host = getattr(shop.backend, "host", shop.backend_name)
+    attempt = 0
+    while True:
+        try:
+            await shop.check()
+        except ShopSetupError as exc:
+            raise CannotStart(str(exc)) from None
+        except ShopUnavailable as exc:
+            delay = _retry_delay(attempt)
+            log.warning(
+                "the shop API at %s (SHOP_API_URL) is unreachable or failing (%s); "
+                "retrying in %.0f s",
+                host,
+                exc.detail or exc.kind,
+                delay,
+            )
+            attempt += 1
+            await asyncio.sleep(delay)
+            continue
+        log.info("shop data: %s backend at %s", shop.backend_name, host)
+        return
 
 
 def _telegram_problem(exc: Exception, host: str) -> str:

@@ -73,6 +73,7 @@ async def db(
 
 # The fake OpenAI server as a fixture for every test package (tests/fakes/openai_server.py).
 from tests.fakes.openai_server import fake_openai  # noqa: E402, F401
+from tests.fakes.shop_api import fake_shop_api  # noqa: E402, F401
 
 PR_SET_CHILD_SUBREAPER = 36
 

@@ -19,8 +19,10 @@ from tools.base import Tool
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
 from tools.registry import ToolRegistry
+from tools.shop.backends.http import HttpBackend
 from tools.shop.backends.local import LocalBackend
 from tools.shop.directory import ShopDirectory, local_directory
+from tools.shop.orders import SHOP_WRITTEN
 
 
 def build_model(settings: Settings) -> OpenAIChatModel:
@@ -46,6 +48,20 @@ def build_shop_directory(settings: Settings, db: Database) -> ShopDirectory:
     """Where the order tools read orders: the SHOP_BACKEND, with the shop's order-number
     rule (ORDER_NUMBER_PATTERN over the backend's own)."""
     rule = settings.order_number_rule()
+    if settings.shop_backend == "http":
+        assert settings.shop_api_url is not None and settings.shop_api_token is not None
+        backend = HttpBackend(
+            settings.shop_api_url,
+            settings.shop_api_token,
+            number_rule=rule or SHOP_WRITTEN,
+            timeout_s=settings.shop_timeout_s,
+        )
+        return ShopDirectory(
+            backend,
+            number_rule=rule,
+            cache_ttl_s=settings.shop_cache_ttl_s,
+            miss_ttl_s=settings.shop_miss_ttl_s,
+        )
     return local_directory(LocalBackend(ShopRepository(db)), rule)
 
 

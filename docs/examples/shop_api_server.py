@@ -1,0 +1,51 @@
+"""A minimal shop API for the support bot (SHOP_BACKEND=http), standard library only.
+
+Run: SHOP_API_TOKEN=change-me python3 shop_api_server.py, then set SHOP_API_URL to
+http://127.0.0.1:8081 (https in production). Replace ORDERS with a read of your shop.
+"""
+
+import json
+import os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+TOKEN = os.environ["SHOP_API_TOKEN"]
+ORDERS = {
+    "100234": {
+        "number": "100234",
+        "status": "in_transit",
+        "updated_at": "2026-12-01T09:30:00+03:00",
+        "customer": {"phone": "+79123456789", "email": "anna@example.com"},
+        "items": [{"name": "Coffee machine", "quantity": 1}],
+        "delivery": {"carrier": "CDEK", "tracking_number": "1234567890", "eta": "2026-12-04"},
+        "total": {"amount": "12990.00", "currency": "RUB"},
+    },
+}
+
+
+class ShopApi(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return self.answer(401, {"error": "unauthorized"})
+        url = urlsplit(self.path)
+        if url.path.startswith("/orders/"):
+            found = ORDERS.get(unquote(url.path.removeprefix("/orders/")))
+            return self.answer(200, found) if found else self.answer(404, {"error": "not found"})
+        if url.path == "/orders":
+            phone = parse_qs(url.query).get("phone", [""])[0]
+            mine = [o for o in ORDERS.values() if o["customer"].get("phone") == phone]
+            return self.answer(200, {"orders": mine})
+        self.answer(404, {"error": "not found"})
+
+    def answer(self, status: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+if __name__ == "__main__":
+    port = int(os.environ.get("PORT", "8081"))
+    ThreadingHTTPServer(("127.0.0.1", port), ShopApi).serve_forever()

@@ -1,0 +1,189 @@
+"""SHOP_BACKEND=http through the real process: `python -m bot` reading orders live from a
+shop API that follows the published contract (tests/fakes/shop_api.py).
+
+The acceptance lines of the generic HTTP backend: the owner sees their order; a status
+changed in the shop is seen after the cache's TTL; another customer gets the answer of a
+missing order; 5xx, timeout, malformed JSON and 401 each give one polite "temporarily
+unavailable" turn with nothing internal in it, and the bot keeps answering other
+questions. A live order with no identity the bot can match is shown to nobody. Set-up
+mistakes end the start with one line (exit 2); an unreachable API is a retrying warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.chat_helpers import WAIT_S, StartBot, ask, results_for, tool_messages, tool_step
+from tests.e2e.harness import BotProcess
+from tests.fakes.openai_server import FakeOpenAIServer, fake_call
+from tests.fakes.shop_api import TOKEN, FakeShopApi, order
+from tests.fakes.telegram_server import FakeTelegramServer
+
+OWNER, STRANGER = 7301, 7302
+NUMBER, MISSING, NOBODYS = "100234", "100999", "100555"
+SORRY = "Извините, система заказов сейчас недоступна, попробуйте через несколько минут."
+
+
+def careful_model(openai: FakeOpenAIServer) -> None:
+    """Looks up every 6-digit number, answers from the result; on `unavailable` it says
+    it politely (as the tool's message asks) — the rest of the reply is the tool's data."""
+
+    def answer(body: dict[str, Any]) -> str:
+        results = tool_messages(body)
+        if not results:
+            return "Здравствуйте! Чем могу помочь?"
+        parts = []
+        for result in results:
+            if result.get("ok"):
+                parts.append(json.dumps(result["data"], ensure_ascii=False))
+            elif result["error"]["code"] == "unavailable":
+                parts.append(SORRY)
+            else:
+                parts.append("ошибка " + result["error"]["code"])
+        return " ".join(parts)
+
+    openai.handler = tool_step(
+        lambda text: (
+            [
+                fake_call("get_order_status", {"order_id": n})
+                for n in re.findall(r"(?<!\d)\d{6}(?!\d)", text)
+            ]
+            + ([fake_call("get_shop_info", {"topic": "оплата"})] if "оплат" in text else [])
+        ),
+        answer,
+    )
+
+
+def shop_env(shop: FakeShopApi, **more: str) -> dict[str, str]:
+    return {
+        "SHOP_BACKEND": "http",
+        "SHOP_API_URL": shop.base_url,
+        "SHOP_API_TOKEN": TOKEN,
+        "SHOP_CACHE_TTL_S": "1",
+        "SHOP_MISS_TTL_S": "1",
+        "SHOP_TIMEOUT_S": "1",
+        **more,
+    }
+
+
+async def test_owner_sees_the_live_order_and_its_changes_others_get_the_missing_answer(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+) -> None:
+    careful_model(fake_openai)
+    fake_shop_api.put(
+        order(
+            NUMBER, "processing", telegram_id=OWNER, items=[{"name": "Кофемашина", "quantity": 1}]
+        ),
+        order(NOBODYS, "in_transit", email="someone@example.com"),
+    )
+    bot = await start_bot(**shop_env(fake_shop_api))
+
+    first = await ask(fake_telegram, OWNER, f"Где мой заказ {NUMBER}?")
+    assert '"found": true' in first and '"status": "processing"' in first
+    assert "Кофемашина" in first
+    assert fake_shop_api.requests[0][0] == f"/api/orders/{NUMBER}"  # read live, not imported
+
+    # the shop ships it: the next question, once the cache's second is over, says so
+    fake_shop_api.put(order(NUMBER, "in_transit", telegram_id=OWNER))
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            reply = await ask(fake_telegram, OWNER, f"А сейчас где заказ {NUMBER}?")
+            if '"status": "in_transit"' in reply:
+                break
+            assert '"status": "processing"' in reply
+            await asyncio.sleep(0.3)
+
+    # another customer: exactly the answer of a number the shop does not have
+    stolen_q, missing_q = f"Где заказ {NUMBER}?", f"Где заказ {MISSING}?"
+    stolen = await ask(fake_telegram, STRANGER, stolen_q)
+    missing = await ask(fake_telegram, STRANGER, missing_q)
+    assert stolen.replace(NUMBER, "N") == missing.replace(MISSING, "N")
+    assert results_for(fake_openai, stolen_q)[0]["data"]["found"] is False
+    # an order without any identity the bot can match: nobody, not even "public"
+    for caller in (OWNER, STRANGER):
+        nobodys = await ask(fake_telegram, caller, f"Что с заказом {NOBODYS}?")
+        assert '"found": false' in nobodys and "someone@example.com" not in nobodys
+    assert TOKEN not in bot.output
+
+
+async def test_a_failing_shop_is_one_polite_unavailable_turn_and_the_bot_keeps_answering(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+) -> None:
+    careful_model(fake_openai)
+    fake_shop_api.put(order(NUMBER, "processing", telegram_id=OWNER))
+    bot = await start_bot(**shop_env(fake_shop_api, SHOP_CACHE_TTL_S="0", SHOP_MISS_TTL_S="0"))
+    for mode in ("500", "timeout", "malformed", "401"):
+        fake_shop_api.fail(mode)
+        question = f"Где мой заказ {NUMBER}? ({mode})"
+        reply = await ask(fake_telegram, OWNER, question)
+        assert reply == SORRY, reply
+        result = results_for(fake_openai, question)[0]
+        assert result["ok"] is False and result["error"]["code"] == "unavailable"
+        seen_by_model = json.dumps(result)
+        for internal in ("HTTP", "500", "401", "127.0.0.1", "timeout", TOKEN, "Traceback"):
+            assert internal not in seen_by_model, (internal, seen_by_model)
+        # other questions are still answered from the bot's own data
+        other = await ask(fake_telegram, OWNER, "Какие способы оплаты?")
+        assert "Картой" in other, other
+        fake_shop_api.fail(None)
+    # and once the shop is back, the order is answered again
+    back = await ask(fake_telegram, OWNER, f"Где мой заказ {NUMBER}?")
+    assert '"found": true' in back
+    assert TOKEN not in bot.output and "Traceback" not in bot.output
+
+
+async def test_set_up_mistakes_end_the_start_with_one_line(
+    bot_base_env: dict[str, str], tmp_path: Path, fake_shop_api: FakeShopApi
+) -> None:
+    rejected = await BotProcess(
+        {**bot_base_env, **shop_env(fake_shop_api), "SHOP_API_TOKEN": "wrong-token-123"}, tmp_path
+    ).start()
+    assert await rejected.wait_exit() == 2
+    errors = [line for line in rejected.lines if line.startswith("error:")]
+    assert len(errors) == 1 and "SHOP_API_TOKEN was rejected" in errors[0], rejected.output
+    assert "wrong-token-123" not in rejected.output and "Traceback" not in rejected.output
+
+    elsewhere = {
+        **shop_env(fake_shop_api),
+        "SHOP_API_URL": f"http://127.0.0.1:{fake_shop_api.port}/",
+    }
+    not_the_api = await BotProcess({**bot_base_env, **elsewhere}, tmp_path).start()
+    assert await not_the_api.wait_exit() == 2
+    assert "does not answer like the shop API" in not_the_api.output
+    assert TOKEN not in not_the_api.output
+
+    plain_http = {**shop_env(fake_shop_api), "SHOP_API_URL": "http://shop.example.com/api"}
+    insecure = await BotProcess({**bot_base_env, **plain_http}, tmp_path).start()
+    assert await insecure.wait_exit() == 2
+    assert "SHOP_API_URL" in insecure.output and "https" in insecure.output
+
+
+async def test_an_unreachable_shop_api_is_a_retrying_warning_then_the_bot_starts(
+    start_bot: StartBot, bot_base_env: dict[str, str], tmp_path: Path
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    later = FakeShopApi()
+    env = {**bot_base_env, **shop_env(later), "SHOP_API_URL": f"http://127.0.0.1:{port}/api"}
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        line = await bot.wait_for_line("is unreachable or failing")
+        assert f"127.0.0.1:{port}" in line and "retrying in" in line
+        await later.start(port=port)
+        await bot.wait_ready()
+        assert TOKEN not in bot.output
+    finally:
+        await bot.terminate()
+        await later.close()
