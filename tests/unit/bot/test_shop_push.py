@@ -10,6 +10,7 @@ the order's `number`, and the `webhook_id=<n>` ping sent when a webhook is saved
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -20,6 +21,7 @@ from aiohttp.test_utils import TestServer
 from bot.shop_push import PushSecrets, add_shop_push_routes, base64_signature, generic_signature
 from storage.database import Database
 from storage.order_updates import OrderUpdateRepository
+from tests.unit.shop.test_shop_api_contract import spec, validate
 from tools.shop.orders import FOUR_DIGITS
 
 pytestmark = pytest.mark.sqlite_only
@@ -129,3 +131,24 @@ async def test_generic_refusals_change_nothing(
     assert (await post(url, plain, signed(plain)))[0] == 200
     assert (await post(url, plain, signed(plain)))[0] == 200
     assert len(await stored(db)) == 1
+
+
+async def test_the_documented_event_is_accepted_as_the_document_says(
+    server: tuple[str, list[int], OrderUpdateRepository], db: Database
+) -> None:
+    """docs/shop-api.openapi.yaml `webhooks.orderUpdated`: its example event validates
+    against its schema, and the route keeps it when signed as the document says."""
+    document = spec()
+    webhook = document["webhooks"]["orderUpdated"]["post"]
+    example = dict(document["components"]["schemas"]["OrderEvent"]["example"])
+    validate(example, "OrderEvent")
+    example["order"] = {"number": "1001"}  # the subscribed order
+    validate(example, "OrderEvent")
+    body = json.dumps(example).encode()
+    [header] = webhook["parameters"]
+    signature = generic_signature(GENERIC, body)
+    assert re.fullmatch(header["schema"]["pattern"], signature)
+    status, answer = await post(server[0] + "/shop/events", body, {header["name"]: signature})
+    assert str(status) in webhook["responses"]
+    assert (status, answer) == (200, {"ok": True, "stored": True})
+    assert await stored(db) == [("http", example["id"], "1001")]
