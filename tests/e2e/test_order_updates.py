@@ -34,6 +34,9 @@ from tests.e2e.chat_helpers import (
 )
 from tests.e2e.harness import PgDatabasePath, bot_env, free_port, post_update, webhook_env
 from tests.fakes.openai_server import FakeOpenAIServer, fake_call
+from tests.fakes.shop_api import TOKEN as SHOP_TOKEN
+from tests.fakes.shop_api import FakeShopApi
+from tests.fakes.shop_api import order as shop_order
 from tests.fakes.telegram_server import (
     FakeTelegramServer,
     SentMessage,
@@ -381,3 +384,64 @@ async def test_two_instances_on_postgresql_send_one_message_whichever_gets_the_p
     assert query(db, "SELECT count(*) FROM order_notifications") == [(1,)]
     leaders = [b for b in bots if "order updates: this instance holds the lock" in b.output]
     assert len(leaders) == 1
+
+
+@pytest.mark.sqlite_only
+async def test_live_http_shop_push_and_polling_read_the_shop_not_a_cache(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+    http: aiohttp.ClientSession,
+) -> None:
+    """SHOP_BACKEND=http (tests/fakes/shop_api.py, the published contract): the change is
+    read from the shop (not the 30 s cache of lookups); a shop that is down when the push
+    comes loses nothing, the push is told once the shop answers again."""
+    number = "100234"
+    fake_shop_api.put(shop_order(number, "processing", telegram_id=CUSTOMER))
+    port = free_port()
+    await start_bot(
+        {
+            **bot_base_env,
+            "SHOP_BACKEND": "http",
+            "SHOP_API_URL": fake_shop_api.base_url,
+            "SHOP_API_TOKEN": SHOP_TOKEN,
+            "ORDER_UPDATES_ENABLED": "true",
+            "ORDER_UPDATES_POLL_MINUTES": "0",
+            "SHOP_WEBHOOK_SECRET": SECRET,
+            "HEALTH_ENABLED": "true",
+            "WEB_HOST": "127.0.0.1",
+            "WEB_PORT": str(port),
+        }
+    )
+    fake_openai.handler = tool_step(
+        lambda text: [
+            fake_call("get_order_status", {"order_id": n}) for n in re.findall(r"\d{6}", text)
+        ],
+        lambda body: "Here is what I found.",
+    )
+    answer = await say(
+        fake_telegram,
+        CUSTOMER,
+        message_update(CUSTOMER, text=f"Where is {number}?", language_code="en"),
+    )
+    [notify] = [b for b in inline(answer) if b["callback_data"].startswith("ou:")]
+    await say(fake_telegram, CUSTOMER, press(CUSTOMER, notify["callback_data"]))
+
+    fake_shop_api.put(
+        shop_order(
+            number, "ready_for_pickup", telegram_id=CUSTOMER, updated_at="2026-12-01T12:00:00Z"
+        )
+    )
+    fake_shop_api.fail("500", times=2)  # the read after the push fails (with its retry)
+    reads = len(fake_shop_api.requests)
+    before = len(fake_telegram.messages_to(CUSTOMER))
+    status, body = await push(http, port, event("evt-live", number))
+    assert (status, body["stored"]) == (200, True)
+    ready = EN.for_order("order_update_ready_for_pickup", number)
+    moved = await fake_telegram.wait_for_messages(CUSTOMER, before + 1, within=WAIT_S)
+    assert seen_text(moved[before].text) == ready
+    assert texts_to(fake_telegram, CUSTOMER).count(ready) == 1
+    # two failed reads, then the one that told: the push was kept through the outage
+    assert [path for path, *_ in fake_shop_api.requests[reads:]] == [f"/api/orders/{number}"] * 3
