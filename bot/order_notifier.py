@@ -40,6 +40,7 @@ from storage.order_updates import (
 log = logging.getLogger(__name__)
 
 TICK_S = 1.0
+EVENT_RETENTION_S = 7 * 86_400.0  # handled pushes are forgotten after a week
 SEND_BATCH = 20
 FORBIDDEN = "forbidden"  # bot/send_outcome.py: Telegram's 403 (blocked, deactivated)
 
@@ -119,6 +120,7 @@ class OrderNotifier:
                 await self._leadership.step_down()
 
     async def _work(self) -> None:
+        await self._repo.prune_events(EVENT_RETENTION_S)
         interrupted = await self._repo.fail_interrupted()
         if interrupted:
             log.warning(

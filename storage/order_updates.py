@@ -347,6 +347,13 @@ class OrderUpdateRepository:
             "UPDATE shop_events SET attempts = attempts + 1 WHERE id = ?", (event_id,)
         )
 
+    async def prune_events(self, older_than_s: float) -> int:
+        """Forget pushes handled longer ago than that (nothing reads them again)."""
+        return await self._db.write(
+            "DELETE FROM shop_events WHERE processed_at IS NOT NULL AND processed_at < ?",
+            (self._clock() - older_than_s,),
+        )
+
     # numbers
 
     async def counts(

@@ -198,6 +198,8 @@ async def test_a_shop_that_is_down_loses_nothing(db: Database) -> None:
     shop.down = False
     assert await updates.process_events() == 1
     assert await updates.process_events() == 0  # the event is done
+    assert await repo.prune_events(older_than_s=3600) == 0  # handled just now: kept
+    assert await repo.prune_events(older_than_s=-1) == 1
     assert await updates.poll_round() == 0  # and the poll sees nothing new
 
 
