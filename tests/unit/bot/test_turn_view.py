@@ -10,7 +10,7 @@ from bot.keyboards import HandoffButton, markup_to_json
 from bot.texts import EN
 from bot.turn_view import ChatSide, TurnView, turn_view
 from services.loop_types import StopReason, TurnReply
-from services.offers import Offer, PersonWillAnswer, SharePhone
+from services.offers import NotifyWhenItMoves, Offer, PersonWillAnswer, SharePhone
 
 TURN = "0" * 32
 PERSON = PersonWillAnswer(handoff_id=1, reason="asks for a person")
@@ -88,3 +88,53 @@ def test_the_words_are_the_answer_then_the_handoff_notice_then_the_phone_hint() 
 def test_no_phone_hint_without_the_share_button() -> None:
     assert turn_view(offering(ANSWER, SharePhone()), EN, GROUP).text == ANSWER.text
     assert turn_view(FAILED, EN, PRIVATE).text == EN.apology
+
+
+NOTIFY = NotifyWhenItMoves(order_number="8041")
+UPDATES = ChatSide(private_chat=True, feedback_buttons=True, person_button=True, order_updates=True)
+
+
+def rows(view: TurnView) -> list[list[str]]:
+    data: dict[str, Any] = markup_to_json(view.markup) if view.markup is not None else {}
+    return [[str(b.get("callback_data")) for b in row] for row in data.get("inline_keyboard", [])]
+
+
+@pytest.mark.parametrize(
+    ("reply", "side", "expected"),
+    [
+        # below the 👍/👎, only with order updates on, in a private chat, under an answer
+        (offering(ANSWER, NOTIFY), UPDATES, [[f"fb:{TURN}:u", f"fb:{TURN}:d"], ["ou:on:8041"]]),
+        (offering(ANSWER, NOTIFY), PRIVATE, [[f"fb:{TURN}:u", f"fb:{TURN}:d"]]),  # feature off
+        (
+            offering(ANSWER, NOTIFY),
+            ChatSide(
+                private_chat=False, feedback_buttons=True, person_button=True, order_updates=True
+            ),
+            [[f"fb:{TURN}:u", f"fb:{TURN}:d"]],
+        ),
+        (
+            offering(ANSWER, NOTIFY),
+            ChatSide(
+                private_chat=True, feedback_buttons=False, person_button=True, order_updates=True
+            ),
+            [["ou:on:8041"]],
+        ),
+        (offering(REFUSED, NOTIFY), UPDATES, []),
+        (offering(FAILED, NOTIFY), UPDATES, [[HandoffButton().pack()]]),
+        # a number that cannot travel in callback data gets no button
+        (
+            offering(ANSWER, NotifyWhenItMoves(order_number="A:1")),
+            UPDATES,
+            [[f"fb:{TURN}:u", f"fb:{TURN}:d"]],
+        ),
+        (
+            offering(ANSWER, NotifyWhenItMoves(order_number="9" * 70)),
+            UPDATES,
+            [[f"fb:{TURN}:u", f"fb:{TURN}:d"]],
+        ),
+    ],
+)
+def test_notify_me_when_it_moves(
+    reply: TurnReply, side: ChatSide, expected: list[list[str]]
+) -> None:
+    assert rows(turn_view(reply, EN, side)) == expected
