@@ -353,11 +353,9 @@ class Settings(ShopSettings):
     woocommerce_webhook_secret: SecretStr | None = None
     # a push body larger than this is refused (413) unread
     shop_webhook_max_bytes: int = Field(default=65_536, ge=1024, le=10_485_760)
-    # no notification between these hours, HH-HH at OPERATOR_UTC_OFFSET's style offset
-    # ORDER_UPDATES_UTC_OFFSET (unset: any time); held ones go out when the quiet ends
-    order_updates_quiet_hours: str | None = Field(
-        default=None, pattern=r"^([01]?\d|2[0-3])-([01]?\d|2[0-3])$"
-    )
+    # no notification between these hours, HH-HH (e.g. 22-8) at ORDER_UPDATES_UTC_OFFSET
+    # hours from UTC (unset: any time); the ones due go out when the quiet hours end
+    order_updates_quiet_hours: str | None = None
     order_updates_utc_offset: int = Field(default=0, ge=-12, le=14)
 
     # Several instances on one PostgreSQL database (DATABASE_URL): this instance's name in
@@ -392,6 +390,13 @@ class Settings(ShopSettings):
                     "expected comma-separated Telegram user ids, e.g. 123,456"
                 ) from None
         return items
+
+    @field_validator("order_updates_quiet_hours")
+    @classmethod
+    def _check_quiet_hours(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"([01]?\d|2[0-3])-([01]?\d|2[0-3])", value):
+            raise ValueError("expected HH-HH in whole hours, e.g. 22-8")
+        return value
 
     @field_validator("stats_timezone")
     @classmethod

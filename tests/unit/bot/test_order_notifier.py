@@ -46,3 +46,17 @@ def test_stats_block_in_both_languages() -> None:
     assert "ORDER UPDATES" in en and "7" in en and "unsubscribed" in en
     ru = "\n".join(order_updates_block(counts, "ru"))
     assert "УВЕДОМЛЕНИЯ О ЗАКАЗАХ" in ru
+
+
+def test_settings_off_by_default_and_quiet_hours_checked() -> None:
+    from bot.config import Settings
+
+    base = {"bot_token": "1:" + "a" * 35, "openai_api_key": "x"}
+    settings = Settings(**base)  # type: ignore[arg-type]
+    assert settings.order_updates_enabled is False
+    assert settings.shop_webhook_secret is None
+    for good in ("22-8", "0-6", "9-18"):
+        Settings(**base, order_updates_quiet_hours=good)  # type: ignore[arg-type]
+    for bad in ("24-1", "22:00-08:00", "x", "8"):
+        with pytest.raises(ValueError, match="order_updates_quiet_hours"):
+            Settings(**base, order_updates_quiet_hours=bad)  # type: ignore[arg-type]
