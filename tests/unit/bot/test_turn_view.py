@@ -138,3 +138,16 @@ def test_notify_me_when_it_moves(
     reply: TurnReply, side: ChatSide, expected: list[list[str]]
 ) -> None:
     assert rows(turn_view(reply, EN, side)) == expected
+
+
+def test_a_rating_press_keeps_the_notify_row() -> None:
+    """The 👍/👎 press redraws the keyboard (bot/routers/feedback.py): other rows stay."""
+    from aiogram.types import InlineKeyboardMarkup
+
+    from bot.routers.feedback import _other_rows
+
+    view = turn_view(offering(ANSWER, NOTIFY), EN, UPDATES)
+    assert isinstance(view.markup, InlineKeyboardMarkup)
+    kept = _other_rows(view.markup)
+    assert [[b.callback_data for b in row] for row in kept] == [["ou:on:8041"]]
+    assert _other_rows(None) == []
