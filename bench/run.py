@@ -59,6 +59,7 @@ from bench.analysis import (
 )
 from bench.driver import Driver, Turn, closed_loop_chat, mixed_kinds
 from bench.instances import create_database, instances_rows, phase_instances
+from bench.live_shop import phase_live_shop
 from bench.modes import modes_rows, phase_modes
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
 from bench.streaming import phase_streaming, streaming_rows
@@ -803,6 +804,7 @@ PHASES: tuple[tuple[str, bool, Phase], ...] = (
     ("streaming", False, phase_streaming),  # issue 17: --only streaming
     ("instances", False, phase_instances),  # issue 20: --only instances
     ("modes", False, _phase_modes),  # issue 19: --only modes (--pairs N)
+    ("live-shop", False, phase_live_shop),  # issue 31: --only live-shop
 )
 
 

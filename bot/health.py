@@ -27,6 +27,11 @@ body when it fails (no paths, no internals):
   delivered, or every delivery has been failing for a reason worth retrying (Telegram
   unreachable, 5xx, flood control) for longer than that (`delivery_stalled`).
 
+With a live shop backend (SHOP_BACKEND other than local) the body also has `shop`: the
+backend, its state (`ok`, `degraded`: the last request failed, `open`: the circuit
+breaker stopped asking it), when it last answered and how long its last request took.
+A shop that is down does not make the bot unhealthy: it still answers other questions.
+
 A result is reused for HEALTH_CACHE_S (1 s) and concurrent requests share one running
 check, so a storm of probes costs at most one check per second. A check that has not
 finished within HEALTH_DEADLINE_S (a lock held, a server that does not answer) is
@@ -48,6 +53,7 @@ from bot.intake import Intake
 from bot.responder import Responder
 from storage.database import Database
 from storage.inbox import InboxRepository
+from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +101,10 @@ class Health:
         cache_s: float = HEALTH_CACHE_S,
         deadline_s: float = HEALTH_DEADLINE_S,
         clock: Callable[[], float] = time.time,
+        shop: ShopDirectory | None = None,
     ) -> None:
         self._db = db
+        self.shop = shop if shop is not None and shop.backend_name != "local" else None
         self._inbox = inbox
         self._intake = intake
         self._delivery = delivery
@@ -178,15 +186,37 @@ def _retrieve(task: asyncio.Task[HealthReport]) -> None:
         log.warning("the health check failed", exc_info=task.exception())
 
 
+def shop_state(shop: ShopDirectory) -> dict[str, object]:
+    """The shop backend's part of /healthz (no URL, no credentials)."""
+    stats = shop.stats
+    last_ok = stats.last_ok_at
+    return {
+        "backend": shop.backend_name,
+        "state": shop.state,
+        "last_ok_at": (
+            None
+            if last_ok is None
+            else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last_ok))
+        ),
+        "last_request_ms": (
+            None if stats.last_latency_s is None else round(stats.last_latency_s * 1000, 1)
+        ),
+    }
+
+
 def add_health_route(app: web.Application, health: Health) -> None:
     async def healthz(_request: web.Request) -> web.Response:
         report = await health.report()
+        body: dict[str, object]
         if report.ok:
-            return web.json_response({"status": "ok"})
-        body: dict[str, object] = {"status": "unhealthy", "failed": list(report.failed)}
-        if report.reasons:
-            body["reasons"] = dict(report.reasons)
-        return web.json_response(body, status=503)
+            body = {"status": "ok"}
+        else:
+            body = {"status": "unhealthy", "failed": list(report.failed)}
+            if report.reasons:
+                body["reasons"] = dict(report.reasons)
+        if health.shop is not None:
+            body["shop"] = shop_state(health.shop)
+        return web.json_response(body, status=200 if report.ok else 503)
 
     app.router.add_get("/healthz", healthz)
 

@@ -31,6 +31,7 @@ from bot.stats_view.wording import (
 from bot.texts import Language
 from services.stats import Cost, StatsReport
 from storage.stats import FeedbackFigures, ToolFigures
+from tools.base import ErrorCode
 
 TABLE_WIDTH = 34  # characters that fit a phone screen in a monospace block
 MESSAGE_LIMIT = 4000  # Telegram allows 4096; a margin for the caller's wrapping
@@ -176,14 +177,19 @@ def _range_line(report: StatsReport) -> str:
 
 def _tool_block(tool: ToolFigures, title: str, w: StatsWords, lang: Language) -> list[str]:
     failed = tool.rejected_total + tool.timeouts + tool.technical_errors
-    return [
+    # the shop's own system not answering (a live SHOP_BACKEND) is not the shop saying no
+    unavailable = tool.business_errors.get(ErrorCode.UNAVAILABLE, 0)
+    lines = [
         _clip(title),
         kv(w.calls, format_int(tool.calls, lang)),
         kv(w.done, f"{format_int(tool.success, lang)}  {share(tool.success, tool.calls, lang)}"),
-        kv(w.said_no, format_int(tool.business_error_total, lang)),
-        kv(w.failed, format_int(failed, lang)),
-        kv(w.tool_time, _duration_pair(tool.p50_ms, tool.p95_ms, w, lang)),
+        kv(w.said_no, format_int(tool.business_error_total - unavailable, lang)),
     ]
+    if unavailable:
+        lines.append(kv(w.shop_unavailable, format_int(unavailable, lang)))
+    lines.append(kv(w.failed, format_int(failed, lang)))
+    lines.append(kv(w.tool_time, _duration_pair(tool.p50_ms, tool.p95_ms, w, lang)))
+    return lines
 
 
 def _pack(blocks: list[list[str]], limit: int) -> list[str]:

@@ -59,6 +59,7 @@ class StatsWords:
     calls: str
     done: str
     said_no: str
+    shop_unavailable: str  # lookups the shop's own system could not answer (SHOP_BACKEND)
     failed: str
     tool_time: str
     invented_tools: str  # {n}
@@ -128,6 +129,7 @@ EN = _check_reasons(
         calls="calls",
         done="done",
         said_no="said no",
+        shop_unavailable="shop unavailable",
         failed="failed",
         tool_time="typical / slow",
         invented_tools="made-up tool names: {n}",
@@ -189,6 +191,7 @@ RU = _check_reasons(
         calls="вызовов",
         done="выполнено",
         said_no="отказ",
+        shop_unavailable="магазин недоступен",
         failed="сбой",
         tool_time="обычно / долго",
         invented_tools="выдуманные названия: {n}",

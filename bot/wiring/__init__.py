@@ -107,9 +107,10 @@ async def build_application(
         handoff=desk,
         voice_notes=voice_notes,
     )
-    health = operations.build_health(settings, db, pipeline)
+    health = operations.build_health(settings, db, pipeline, shop)
     if metrics is not None:
         operations.watch_state(metrics, pipeline, transport.sender, features)
+        operations.watch_shop(metrics, shop)
     return Application(
         settings=settings,
         db=db,

@@ -12,6 +12,7 @@ from bot.sender import Sender
 from bot.wiring.telegram import Pipeline
 from storage.database import Database
 from storage.inbox import FINAL_STATUSES
+from tools.shop.directory import ShopDirectory
 
 
 def build_metrics(settings: Settings, tool_names: Iterable[str]) -> Metrics | None:
@@ -24,13 +25,55 @@ def build_metrics(settings: Settings, tool_names: Iterable[str]) -> Metrics | No
     )
 
 
-def build_health(settings: Settings, db: Database, pipeline: Pipeline) -> Health:
+def build_health(
+    settings: Settings, db: Database, pipeline: Pipeline, shop: ShopDirectory | None = None
+) -> Health:
     return Health(
         db=db,
         inbox=pipeline.inbox,
         intake=pipeline.intake,
         delivery=pipeline.responder,
         delivery_threshold_s=settings.health_delivery_threshold_s,
+        shop=shop,
+    )
+
+
+def watch_shop(metrics: Metrics, shop: ShopDirectory) -> None:
+    """The shop backend's numbers (a live backend only; never a URL or a credential)."""
+    if shop.backend_name == "local":
+        return
+    stats = shop.stats
+    metrics.register_counter(
+        "support_bot_shop_requests",
+        "Requests to the shop's API by outcome: ok, not_found, timeout, unavailable, "
+        "rate_limited, auth, malformed.",
+        lambda: dict(stats.requests),
+        label="outcome",
+    )
+    metrics.register_counter(
+        "support_bot_shop_request_seconds",
+        "Seconds spent in requests to the shop's API (divide by the requests for the mean).",
+        lambda: stats.latency_sum_s,
+    )
+    metrics.register_gauge(
+        "support_bot_shop_last_request_seconds",
+        "How long the last request to the shop's API took.",
+        lambda: stats.last_latency_s or 0.0,
+    )
+    metrics.register_gauge(
+        "support_bot_shop_circuit_open",
+        "1 while the circuit breaker stops asking the shop's API (after failures in a row).",
+        lambda: 1 if shop.state == "open" else 0,
+    )
+    metrics.register_counter(
+        "support_bot_shop_cache_hits",
+        "Order questions answered from the short-lived cache, without asking the shop.",
+        lambda: stats.cache_hits,
+    )
+    metrics.register_counter(
+        "support_bot_shop_rejected_while_open",
+        "Order questions answered 'unavailable' at once because the circuit was open.",
+        lambda: stats.rejected_while_open,
     )
 
 

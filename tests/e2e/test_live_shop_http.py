@@ -18,8 +18,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from tests.e2e.chat_helpers import WAIT_S, StartBot, ask, results_for, tool_messages, tool_step
-from tests.e2e.harness import BotProcess
+from tests.e2e.harness import BotProcess, free_port
 from tests.fakes.openai_server import FakeOpenAIServer, fake_call
 from tests.fakes.shop_api import TOKEN, FakeShopApi, order
 from tests.fakes.telegram_server import FakeTelegramServer
@@ -89,7 +91,8 @@ async def test_owner_sees_the_live_order_and_its_changes_others_get_the_missing_
     first = await ask(fake_telegram, OWNER, f"Где мой заказ {NUMBER}?")
     assert '"found": true' in first and '"status": "processing"' in first
     assert "Кофемашина" in first
-    assert fake_shop_api.requests[0][0] == f"/api/orders/{NUMBER}"  # read live, not imported
+    assert fake_shop_api.requests[0] == ("/api/orders", "phone=%2B10000000000")  # the check
+    assert fake_shop_api.requests[1][0] == f"/api/orders/{NUMBER}"  # read live, not imported
 
     # the shop ships it: the next question, once the cache's second is over, says so
     fake_shop_api.put(order(NUMBER, "in_transit", telegram_id=OWNER))
@@ -187,3 +190,58 @@ async def test_an_unreachable_shop_api_is_a_retrying_warning_then_the_bot_starts
     finally:
         await bot.terminate()
         await later.close()
+
+
+async def test_healthz_metrics_and_stats_show_the_shop_and_never_its_token(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+    http: aiohttp.ClientSession,
+) -> None:
+    careful_model(fake_openai)
+    fake_shop_api.put(order(NUMBER, "processing", telegram_id=OWNER))
+    port = free_port()
+    admin = OWNER
+    bot = await start_bot(
+        **shop_env(fake_shop_api, SHOP_CACHE_TTL_S="0", SHOP_MISS_TTL_S="0"),
+        HEALTH_ENABLED="true",
+        WEB_HOST="127.0.0.1",
+        WEB_PORT=str(port),
+        ADMIN_IDS=str(admin),
+    )
+    assert '"found": true' in await ask(fake_telegram, OWNER, f"Где мой заказ {NUMBER}?")
+    async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+        assert response.status == 200
+        health = await response.json()
+    assert health["status"] == "ok"
+    assert health["shop"]["backend"] == "http" and health["shop"]["state"] == "ok"
+    assert health["shop"]["last_ok_at"] is not None and health["shop"]["last_request_ms"] >= 0
+
+    fake_shop_api.fail("500")
+    for _ in range(5):  # five failures in a row open the circuit
+        assert await ask(fake_telegram, OWNER, f"Где мой заказ {NUMBER}?") == SORRY
+    asked = len(fake_shop_api.requests)
+    assert await ask(fake_telegram, OWNER, f"Где мой заказ {NUMBER}?") == SORRY
+    assert len(fake_shop_api.requests) == asked  # open: answered without asking the shop
+    async with asyncio.timeout(WAIT_S):
+        while True:  # /healthz caches its answer for a second
+            async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+                health = await response.json()
+            if health["shop"]["state"] == "open":
+                break
+            await asyncio.sleep(0.2)
+    assert response.status == 200  # a dead shop does not make the bot unhealthy
+
+    async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
+        metrics = await response.text()
+    assert 'support_bot_shop_requests_total{outcome="ok"} 1.0' in metrics
+    assert 'support_bot_shop_requests_total{outcome="unavailable"} 5.0' in metrics
+    assert "support_bot_shop_circuit_open 1.0" in metrics
+    assert "support_bot_shop_request_seconds_total" in metrics
+    assert TOKEN not in metrics and fake_shop_api.base_url not in metrics
+
+    stats = await ask(fake_telegram, admin, "/stats")
+    assert "магазин недоступен" in stats or "shop unavailable" in stats, stats
+    assert TOKEN not in bot.output and TOKEN not in stats

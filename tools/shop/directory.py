@@ -88,6 +88,12 @@ class ShopDirectory:
         return self.backend.name
 
     @property
+    def reads_bot_storage(self) -> bool:
+        """The backend reads the bot's own database (local): its faults are storage
+        faults, which the tools wait out (`StorageWait`)."""
+        return self.backend.name == "local"
+
+    @property
     def state(self) -> CircuitState:
         """ok; degraded (the last request failed, the circuit is still closed); open."""
         if self._open_until is not None:

@@ -4,6 +4,7 @@ SQLite: golden text in English and Russian."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -298,3 +299,25 @@ def test_counts_take_their_plural_forms_in_both_languages() -> None:
         "111 вопросов",
         "1 001 вопрос",
     ]
+
+
+def test_lookups_the_shop_could_not_answer_are_their_own_line_not_said_no() -> None:
+    tools = (
+        ToolFigures(
+            tool_name="get_order_status",
+            calls=10,
+            success=5,
+            business_errors={"not_found": 2, "unavailable": 3},
+            rejected={},
+            timeouts=0,
+            technical_errors=0,
+            p50_ms=20.0,
+            p95_ms=40.0,
+        ),
+    )
+    report = StatsReport(period=Period("all", None, NOW), since=0.0, until=NOW, tools=tools)
+    english = "\n".join(render_table(report, "en"))
+    russian = "\n".join(render_table(report, "ru"))
+    assert re.search(r"said no\s+2\b", english), english
+    assert re.search(r"shop unavailable\s+3\b", english), english
+    assert re.search(r"магазин недоступен\s+3\b", russian), russian
