@@ -26,6 +26,7 @@ from bot.texts import EN
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,
+    ask,
     import_shop,
     query,
     seen_text,
@@ -44,7 +45,7 @@ from tests.fakes.telegram_server import (
     message_update,
 )
 
-CUSTOMER, STRANGER = 7301, 7302
+CUSTOMER, STRANGER, ADMIN = 7301, 7302, 7399
 OWNED, OTHERS = "8141", "8142"
 SECRET = "push-secret-for-tests"
 MOVED = EN.for_order("order_update_in_transit", OWNED)
@@ -153,6 +154,7 @@ async def test_subscribe_push_exactly_one_message_and_nothing_more(
         "ORDER_UPDATES_POLL_MINUTES": "0",  # pushes only: the push is what tells
         "SHOP_WEBHOOK_SECRET": SECRET,
         "SHOP_WEBHOOK_MAX_BYTES": "2048",
+        "ADMIN_IDS": str(ADMIN),
         "HEALTH_ENABLED": "true",
         "WEB_HOST": "127.0.0.1",
         "WEB_PORT": str(port),
@@ -238,6 +240,12 @@ async def test_subscribe_push_exactly_one_message_and_nothing_more(
         metrics = await response.text()
     assert 'support_bot_order_updates_total{outcome="sent"} 1.0' in metrics
     assert "support_bot_order_update_subscriptions 1.0" in metrics
+    owners_view = await ask(fake_telegram, ADMIN, "/stats", language_code="en")
+    assert re.search(
+        r"ORDER UPDATES\s+subscriptions now\s+1\s+new subscriptions\s+1\s+sent\s+1\s+"
+        r"not delivered\s+0\s+unsubscribed \(bot blocked\)\s+0",
+        owners_view,
+    ), owners_view
 
     # a restart sends nothing again, and a new push about the same change neither
     assert await bot.terminate() == 0
