@@ -158,6 +158,7 @@ class ShopDirectory:
             log.warning(
                 "shop %s: an answer could not be read (%s)", self.backend.name, type(exc).__name__
             )
+            log.debug("shop %s: the unreadable answer", self.backend.name, exc_info=True)
             raise ShopUnavailable("malformed", type(exc).__name__) from None
         except BaseException:
             self._probing = False
