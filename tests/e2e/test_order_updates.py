@@ -453,3 +453,58 @@ async def test_live_http_shop_push_and_polling_read_the_shop_not_a_cache(
     assert texts_to(fake_telegram, CUSTOMER).count(ready) == 1
     # two failed reads, then the one that told: the push was kept through the outage
     assert [path for path, *_ in fake_shop_api.requests[reads:]] == [f"/api/orders/{number}"] * 3
+
+
+@pytest.mark.sqlite_only
+async def test_a_notification_cut_off_by_sigkill_is_never_sent_twice(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+    http: aiohttp.ClientSession,
+) -> None:
+    """Killed while Telegram holds the notification: it may or may not have arrived, so
+    the next start marks it failed ("interrupted") and never sends it again — not even
+    when the shop pushes the same change once more."""
+    port = free_port()
+    env = {
+        **bot_base_env,
+        "ORDER_UPDATES_ENABLED": "true",
+        "ORDER_UPDATES_POLL_MINUTES": "0",
+        "SHOP_WEBHOOK_SECRET": SECRET,
+        "HEALTH_ENABLED": "true",
+        "WEB_HOST": "127.0.0.1",
+        "WEB_PORT": str(port),
+    }
+    await import_shop(env, tmp_path, shop())
+    lookups(fake_openai)
+    bot = await start_bot(env)
+    answer = await say(
+        fake_telegram,
+        CUSTOMER,
+        message_update(CUSTOMER, text=f"Where is {OWNED}?", language_code="en"),
+    )
+    [notify] = [b for b in inline(answer) if b["callback_data"].startswith("ou:")]
+    await say(fake_telegram, CUSTOMER, press(CUSTOMER, notify["callback_data"]))
+
+    hold = fake_telegram.hold_send_message(CUSTOMER)
+    move(database_path, OWNED, "in_transit", "2026-11-30T12:00:00+00:00")
+    assert (await push(http, port, event("evt-k1", OWNED)))[0] == 200
+    await asyncio.wait_for(hold.arrived.wait(), WAIT_S)
+    assert query(database_path, "SELECT state FROM order_notifications") == [("sending",)]
+    await bot.kill()
+    await fake_telegram.wait_until(lambda: hold.idle, within=WAIT_S)
+    hold.release()
+
+    await start_bot(env)
+    await wait_for_db(
+        database_path,
+        "SELECT state, reason FROM order_notifications",
+        [("failed", "interrupted")],
+    )
+    assert (await push(http, port, event("evt-k2", OWNED)))[0] == 200
+    await all_events_done(database_path)
+    assert MOVED not in texts_to(fake_telegram, CUSTOMER)
+    assert query(database_path, "SELECT count(*) FROM order_notifications") == [(1,)]
