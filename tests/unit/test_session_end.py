@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.e2e.launch import REPO_ROOT
 
-LEAVES_PROCESSES = """
+LEAVES_PROCESSES = '''
 import subprocess
 
 def test_leaves_a_child_and_an_orphan(tmp_path):
@@ -18,7 +18,7 @@ def test_leaves_a_child_and_an_orphan(tmp_path):
     subprocess.run(["sh", "-c", "sleep 601 & echo $! > orphan.pid"], cwd=tmp_path, check=True)
     (tmp_path.parent / "child.pid").write_text(str(child.pid))
     (tmp_path.parent / "orphan.pid").write_text((tmp_path / "orphan.pid").read_text())
-"""
+'''
 
 
 def _alive(pid: int) -> bool:
