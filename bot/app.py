@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from aiogram.methods import SetWebhook
+from aiohttp import web
 
 from bot.config import BotMode, DatabaseChoice, Settings
 from bot.demo_data import settle_demo_data
@@ -79,7 +80,7 @@ async def receiving(app: Application) -> AsyncIterator[None]:
     allowed = app.dispatcher.resolve_used_update_types()
     if settings.bot_mode is BotMode.POLLING:
         poller = Poller(app.bot, app.intake, allowed_updates=allowed, leadership=app.leadership)
-        async with _health_server(app):
+        async with _health_server(app), _features_background(app):
             task = asyncio.create_task(poller.run(), name="polling")
             try:
                 yield
@@ -99,6 +100,7 @@ async def receiving(app: Application) -> AsyncIterator[None]:
     )
     if app.metrics is not None:
         add_metrics_route(web_app, app.metrics)
+    _add_feature_routes(app, web_app)
     runner = build_runner(web_app, read_timeout_s=settings.webhook_read_timeout_s)
     await runner.setup()
     try:
@@ -112,9 +114,34 @@ async def receiving(app: Application) -> AsyncIterator[None]:
                 drop_pending_updates=False,
             )
         )
-        yield
+        async with _features_background(app):
+            yield
     finally:
         await runner.cleanup()
+
+
+def _add_feature_routes(app: Application, web_app: web.Application) -> None:
+    for feature in app.features:
+        if feature.web_routes is not None:
+            feature.web_routes(web_app)
+
+
+@contextlib.asynccontextmanager
+async def _features_background(app: Application) -> AsyncIterator[None]:
+    """The features' background work, while updates are taken; cancelled at the stop."""
+    tasks = [
+        asyncio.create_task(feature.background(), name=f"feature-{feature.name}")
+        for feature in app.features
+        if feature.background is not None
+    ]
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 @contextlib.asynccontextmanager
@@ -128,6 +155,7 @@ async def _health_server(app: Application) -> AsyncIterator[None]:
     web_app = build_health_app(app.health)
     if app.metrics is not None:
         add_metrics_route(web_app, app.metrics)
+    _add_feature_routes(app, web_app)
     runner = build_runner(web_app, read_timeout_s=settings.webhook_read_timeout_s)
     await runner.setup()
     try:

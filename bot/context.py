@@ -95,7 +95,8 @@ class HandlerDeps:
     `max_input_chars`: MAX_INPUT_CHARS; `feedback_buttons`: FEEDBACK_ENABLED (👍/👎 under
     AI answers). From the features (bot/features/): `drafts` (streamed answers; none by
     default), `after_turn` (their parts in a turn's reply, in order), `person_button` (a
-    feature answers the "talk to a person" button: shown after a failed turn or a 👎).
+    feature answers the "talk to a person" button: shown after a failed turn or a 👎);
+    `order_updates`: ORDER_UPDATES_ENABLED ("notify me" under a customer's own order).
     """
 
     chat_service: ChatService
@@ -111,6 +112,7 @@ class HandlerDeps:
     drafts: AnswerDrafts = NO_DRAFTS
     after_turn: tuple[AfterTurn, ...] = ()
     person_button: bool = False
+    order_updates: bool = False  # ORDER_UPDATES_ENABLED: "notify me" under own orders
 
 
 @dataclass(frozen=True, slots=True)

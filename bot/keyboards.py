@@ -83,6 +83,32 @@ class HandoffButton(CallbackData, prefix="handoff"):
     action: Literal["start"] = "start"
 
 
+class OrderUpdatesButton(CallbackData, prefix="ou"):
+    """Order updates (bot/routers/order_updates.py): `ou:on:<order>` under an answer that
+    showed the customer their own order, `ou:off:<order>` in the /updates list. The order
+    is only a hint: a press is checked against the shop and the presser every time."""
+
+    action: Literal["on", "off"]
+    order: str
+
+    @classmethod
+    def button(
+        cls, action: Literal["on", "off"], order: str, text: str
+    ) -> InlineKeyboardButton | None:
+        """The button, or None when the number cannot travel in callback data (it
+        contains the separator, or the data would pass Telegram's 64 bytes)."""
+        try:
+            data = cls(action=action, order=order).pack()
+        except ValueError:
+            return None
+        if len(data.encode()) > CALLBACK_DATA_LIMIT:
+            return None
+        return InlineKeyboardButton(text=text, callback_data=data)
+
+
+CALLBACK_DATA_LIMIT = 64  # bytes (Bot API: InlineKeyboardButton.callback_data)
+
+
 def share_phone_keyboard(texts: Texts) -> ReplyKeyboardMarkup:
     return ReplyKeyboardMarkup(
         keyboard=[[KeyboardButton(text=texts.share_phone_button, request_contact=True)]],
@@ -102,6 +128,16 @@ def operator_keyboard(texts: Texts) -> InlineKeyboardMarkup:
 
 def remove_keyboard() -> ReplyKeyboardRemove:
     return ReplyKeyboardRemove(remove_keyboard=True)
+
+
+def with_rows(
+    markup: InlineKeyboardMarkup | None, rows: list[list[InlineKeyboardButton]]
+) -> InlineKeyboardMarkup | None:
+    """`markup` with `rows` added below (or a keyboard of just them)."""
+    if not rows:
+        return markup
+    above = list(markup.inline_keyboard) if markup is not None else []
+    return InlineKeyboardMarkup(inline_keyboard=[*above, *rows])
 
 
 def feedback_keyboard(

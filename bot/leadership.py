@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import SecretStr
@@ -31,6 +32,18 @@ class Role(StrEnum):
     STANDBY = "standby"
 
 
+@dataclass(frozen=True, slots=True)
+class LeaderWords:
+    """The log lines of one election (the polling's by default; order updates have theirs)."""
+
+    leading: str = "polling: this instance is the leader; it polls Telegram"
+    standing_by: str = "polling: another instance is polling; this one stands by"
+    unreachable: str = (
+        "polling: cannot reach the database for the leader lock (%s); retrying every %.0f s"
+    )
+    lost: str = "polling: lost the leader lock; this instance stops polling"
+
+
 class Leadership:
     """One instance's part in the election: wait to lead, notice losing it, step down."""
 
@@ -41,11 +54,13 @@ class Leadership:
         retry_s: float = RETRY_S,
         ping_s: float = PING_S,
         ping_timeout_s: float = PING_TIMEOUT_S,
+        words: LeaderWords = LeaderWords(),
     ) -> None:
         self._lock = lock
         self._retry_s = retry_s
         self._ping_s = ping_s
         self._ping_timeout_s = ping_timeout_s
+        self._words = words
         self.role = Role.STANDBY
         self._yield_first = False  # after losing the lock: let a standby take it first
 
@@ -67,18 +82,17 @@ class Leadership:
             try:
                 if await self._lock.try_acquire():
                     self.role = Role.LEADER
-                    log.info("polling: this instance is the leader; it polls Telegram")
+                    log.info(self._words.leading)
                     return
                 failing = None
                 if not said_standby:
-                    log.info("polling: another instance is polling; this one stands by")
+                    log.info(self._words.standing_by)
                     said_standby = True
             except Exception as exc:  # the database is unreachable: keep trying, say it once
                 if failing != type(exc).__name__:
                     failing = type(exc).__name__
                     log.warning(
-                        "polling: cannot reach the database for the leader lock (%s); "
-                        "retrying every %.0f s",
+                        self._words.unreachable,
                         failing,
                         self._retry_s,
                     )
@@ -91,7 +105,7 @@ class Leadership:
             if not await self._lock.ping(self._ping_timeout_s):
                 self.role = Role.STANDBY
                 self._yield_first = True
-                log.warning("polling: lost the leader lock; this instance stops polling")
+                log.warning(self._words.lost)
                 return
 
     async def step_down(self) -> None:

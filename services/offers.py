@@ -21,7 +21,13 @@ from typing import Annotated, Literal, assert_never
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from tools.base import ActionProposed, HandoffRequested, OrderMissedNoPhone, TurnNote
+from tools.base import (
+    ActionProposed,
+    HandoffRequested,
+    OrderMissedNoPhone,
+    OwnOrderShown,
+    TurnNote,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +62,16 @@ class ConfirmAction:
     kind: Literal["confirm_action"] = "confirm_action"
 
 
-Offer = SharePhone | PersonWillAnswer | ConfirmAction
+@dataclass(frozen=True, slots=True)
+class NotifyWhenItMoves:
+    """The customer was shown their own order `order_number`: offer to tell them when it
+    moves (issue 34; shown only when order updates are on)."""
+
+    order_number: str
+    kind: Literal["notify_when_it_moves"] = "notify_when_it_moves"
+
+
+Offer = SharePhone | PersonWillAnswer | ConfirmAction | NotifyWhenItMoves
 
 _STORED: TypeAdapter[Offer] = TypeAdapter(Annotated[Offer, Field(discriminator="kind")])
 
@@ -84,6 +99,8 @@ def _offer_of(note: TurnNote, *, answered: bool) -> Offer | None:
     if isinstance(note, ActionProposed):
         # the card is the action's only way to be confirmed: shown whatever the answer
         return ConfirmAction(operation_id=note.operation_id, effect=dict(note.effect))
+    if isinstance(note, OwnOrderShown):
+        return NotifyWhenItMoves(order_number=note.order_id) if answered else None
     assert_never(note)
 
 

@@ -130,11 +130,19 @@ class ActionProposed:
     effect: dict[str, str]
 
 
+@dataclass(frozen=True, slots=True)
+class OwnOrderShown:
+    """An order lookup in a private chat showed the caller an order that is theirs (not a
+    public one): the customer may be offered to hear when it moves (issue 34)."""
+
+    order_id: str
+
+
 # Facts a tool learned during a turn that the front end may act on (no Telegram here):
 # frozen values with their data, collected in `ToolContext.notes` and turned into the
 # turn's offers by services/offers.py. A new kind of fact is one more type in this union
 # (mypy then names every place that must handle it).
-TurnNote = OrderMissedNoPhone | HandoffRequested | ActionProposed
+TurnNote = OrderMissedNoPhone | HandoffRequested | ActionProposed | OwnOrderShown
 
 
 @dataclass(frozen=True, slots=True)

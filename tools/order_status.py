@@ -44,6 +44,7 @@ from tools.base import (
     ErrorCode,
     LookupResult,
     OrderMissedNoPhone,
+    OwnOrderShown,
     Tool,
     ToolBusinessError,
     ToolContext,
@@ -219,6 +220,8 @@ class OrderStatusHandler:
             sender_is_chat=caller.is_chat,
         )
         if seen is Visibility.VISIBLE and order is not None:
+            if private and not order.public:  # the customer's own: "notify me" (issue 34)
+                context.notes.append(OwnOrderShown(order_id=order.number))
             return found_result(order)
         if seen is Visibility.ASK_IN_PRIVATE:
             # the same answer for own, someone else's and missing orders (module docstring)

@@ -12,11 +12,12 @@ the core bot does not know about a feature stays in its module.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiogram import Router
+from aiohttp import web
 
 from bot.context import AfterTurn, AnswerDrafts, HandlerDeps
 from bot.intake import SchedulerFactory, SignalHook
@@ -62,7 +63,9 @@ class Feature:
     customers' commands in the menu; `start_check(bot_id)`: a check of its settings at
     start-up that raises `bot.startup.CannotStart`; `on_start`: work at start, before the
     checks and before any update is taken; `gauges`: its numbers on /metrics; `stats_sections`: its
-    blocks of the /stats table.
+    blocks of the /stats table; `background`: work that runs while the bot takes updates
+    (cancelled at the stop); `web_routes`: its routes on the web server (the webhook server,
+    or in polling mode the one HEALTH_ENABLED opens).
 
     Its part in the core's work (bot/wiring/telegram.py hands these over): `drafts`: the
     chat path streams answers through it (`HandlerDeps.drafts`, one feature at most);
@@ -86,3 +89,5 @@ class Feature:
     on_stored: SignalHook | None = None
     topic_lost: TopicLost | None = None
     chats: ChatOwnership | None = None
+    background: Callable[[], Coroutine[Any, Any, None]] | None = None
+    web_routes: Callable[[web.Application], None] | None = None

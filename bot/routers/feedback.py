@@ -28,10 +28,10 @@ from aiogram import Router
 from aiogram.exceptions import TelegramAPIError
 from aiogram.filters import Filter
 from aiogram.methods import AnswerCallbackQuery, EditMessageReplyMarkup, TelegramMethod
-from aiogram.types import CallbackQuery, InlineKeyboardMarkup, Message
+from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 
 from bot.context import HandlerDeps, UpdateContext
-from bot.keyboards import FeedbackButton, feedback_keyboard
+from bot.keyboards import FeedbackButton, HandoffButton, feedback_keyboard, with_rows
 from bot.sender import Sender
 from services.feedback import FeedbackOutcome, Rating
 
@@ -79,6 +79,8 @@ def build_feedback_router(deps: HandlerDeps, *, offer_operator: bool = False) ->
             turn_id, rating = parsed.turn_id, parsed.vote.rating
             operator = texts.operator_button if offer_operator and rating is Rating.DOWN else None
             marked = feedback_keyboard(turn_id, chosen=rating, operator_label=operator)
+            # rows of other features under the answer (order updates' "notify me") stay
+            marked = with_rows(marked, _other_rows(message.reply_markup)) or marked
             if _differs(message.reply_markup, marked):
                 await _cosmetic(
                     sender,
@@ -89,6 +91,16 @@ def build_feedback_router(deps: HandlerDeps, *, offer_operator: bool = False) ->
         await ctx.outbox.ignore(f"feedback_{outcome}")
 
     return router
+
+
+def _other_rows(current: InlineKeyboardMarkup | None) -> list[list[InlineKeyboardButton]]:
+    """The rows of `current` that are neither 👍/👎 nor "talk to a person"."""
+    ours = (f"{FeedbackButton.__prefix__}:", f"{HandoffButton.__prefix__}:")
+    return [
+        list(row)
+        for row in (current.inline_keyboard if current is not None else [])
+        if not any((button.callback_data or "").startswith(ours) for button in row)
+    ]
 
 
 def _differs(current: InlineKeyboardMarkup | None, wanted: InlineKeyboardMarkup) -> bool:

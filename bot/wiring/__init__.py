@@ -22,6 +22,7 @@ from bot.features import Feature
 from bot.features.actions import actions_feature
 from bot.features.handoff import build_handoff_desk, handoff_feature
 from bot.features.instances import instances_feature
+from bot.features.order_updates import order_updates_feature
 from bot.features.streaming import build_drafts, streaming_feature
 from bot.features.voice import build_voice, voice_feature
 from bot.health import Health
@@ -89,12 +90,14 @@ async def build_application(
         storage_retry=retry,
         operator_chat_id=desk.operator_chat_id if desk else None,
     )
+    order_updates = order_updates_feature(settings, db, transport.sender, texts, shop)
     features = (
         *((handoff_feature(desk),) if desk else ()),
         voice_feature(voice),
         *((streaming_feature(drafts),) if drafts else ()),
         *((instances_feature(instances),) if instances else ()),
         *((actions,) if actions else ()),
+        *((order_updates,) if order_updates else ()),
     )
 
     registry = core.build_tools(settings, [t for f in features for t in f.tools], shop=shop)

@@ -206,6 +206,7 @@ class FakeTelegramServer:
         # what Telegram answers for the token of a deleted bot or a mangled one
         self.unknown_token_status = 401
         self._retry_after: list[int] = []
+        self.blocked_by: set[int] = set()  # chats whose user blocked the bot: 403
         self._holds: list[Hold] = []
         self._updates: list[dict[str, Any]] = []
         self._next_update_id = itertools.count(1000)
@@ -517,6 +518,8 @@ class FakeTelegramServer:
                 },
                 status=429,
             )
+        if chat_id in self.blocked_by:
+            return _error(403, "Forbidden: bot was blocked by the user")
         if self._in_deleted_topic(params):
             return _error(400, "Bad Request: message thread not found")
         parse_mode = params.get("parse_mode")

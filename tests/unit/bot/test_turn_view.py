@@ -10,7 +10,7 @@ from bot.keyboards import ActionButton, ActionChoice, HandoffButton, markup_to_j
 from bot.texts import EN
 from bot.turn_view import ChatSide, TurnView, turn_view
 from services.loop_types import StopReason, TurnReply
-from services.offers import ConfirmAction, Offer, PersonWillAnswer, SharePhone
+from services.offers import ConfirmAction, NotifyWhenItMoves, Offer, PersonWillAnswer, SharePhone
 
 TURN = "0" * 32
 PERSON = PersonWillAnswer(handoff_id=1, reason="asks for a person")
@@ -127,3 +127,66 @@ def test_no_card_in_a_group() -> None:
 )
 def test_only_exactly_our_action_data_is_read(data: str | None) -> None:
     assert ActionButton.read(data) is None
+
+
+NOTIFY = NotifyWhenItMoves(order_number="8041")
+UPDATES = ChatSide(private_chat=True, feedback_buttons=True, person_button=True, order_updates=True)
+
+
+def rows(view: TurnView) -> list[list[str]]:
+    data: dict[str, Any] = markup_to_json(view.markup) if view.markup is not None else {}
+    return [[str(b.get("callback_data")) for b in row] for row in data.get("inline_keyboard", [])]
+
+
+@pytest.mark.parametrize(
+    ("reply", "side", "expected"),
+    [
+        # below the 👍/👎, only with order updates on, in a private chat, under an answer
+        (offering(ANSWER, NOTIFY), UPDATES, [[f"fb:{TURN}:u", f"fb:{TURN}:d"], ["ou:on:8041"]]),
+        (offering(ANSWER, NOTIFY), PRIVATE, [[f"fb:{TURN}:u", f"fb:{TURN}:d"]]),  # feature off
+        (
+            offering(ANSWER, NOTIFY),
+            ChatSide(
+                private_chat=False, feedback_buttons=True, person_button=True, order_updates=True
+            ),
+            [[f"fb:{TURN}:u", f"fb:{TURN}:d"]],
+        ),
+        (
+            offering(ANSWER, NOTIFY),
+            ChatSide(
+                private_chat=True, feedback_buttons=False, person_button=True, order_updates=True
+            ),
+            [["ou:on:8041"]],
+        ),
+        (offering(REFUSED, NOTIFY), UPDATES, []),
+        (offering(FAILED, NOTIFY), UPDATES, [[HandoffButton().pack()]]),
+        # a number that cannot travel in callback data gets no button
+        (
+            offering(ANSWER, NotifyWhenItMoves(order_number="A:1")),
+            UPDATES,
+            [[f"fb:{TURN}:u", f"fb:{TURN}:d"]],
+        ),
+        (
+            offering(ANSWER, NotifyWhenItMoves(order_number="9" * 70)),
+            UPDATES,
+            [[f"fb:{TURN}:u", f"fb:{TURN}:d"]],
+        ),
+    ],
+)
+def test_notify_me_when_it_moves(
+    reply: TurnReply, side: ChatSide, expected: list[list[str]]
+) -> None:
+    assert rows(turn_view(reply, EN, side)) == expected
+
+
+def test_a_rating_press_keeps_the_notify_row() -> None:
+    """The 👍/👎 press redraws the keyboard (bot/routers/feedback.py): other rows stay."""
+    from aiogram.types import InlineKeyboardMarkup
+
+    from bot.routers.feedback import _other_rows
+
+    view = turn_view(offering(ANSWER, NOTIFY), EN, UPDATES)
+    assert isinstance(view.markup, InlineKeyboardMarkup)
+    kept = _other_rows(view.markup)
+    assert [[b.callback_data for b in row] for row in kept] == [["ou:on:8041"]]
+    assert _other_rows(None) == []

@@ -100,9 +100,7 @@ async def test_the_migration_marks_the_demo_rows_an_older_version_seeded(tmp_pat
     try:
         rows = await db.fetch_all("SELECT order_id, demo FROM orders ORDER BY order_id")
         assert [tuple(r) for r in rows] == [("7718", 1), ("8041", 0)]
-        assert [tuple(r) for r in await db.fetch_all("SELECT demo FROM return_policies")] == [
-            (1,)
-        ]
+        assert [tuple(r) for r in await db.fetch_all("SELECT demo FROM return_policies")] == [(1,)]
         shop = ShopRepository(db)
         assert await settle_demo_shop(shop, seed=True) is DemoChange.REMOVED
         assert await shop.get_order("7718") is None

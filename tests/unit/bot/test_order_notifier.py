@@ -1,0 +1,62 @@
+"""Quiet hours of order updates and their /stats block."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.order_notifier import QuietHours
+from bot.stats_view.order_updates import order_updates_block
+from storage.order_updates import OrderUpdateCounts
+
+
+def at(hour: int, minute: int = 0) -> float:
+    return datetime(2026, 12, 1, hour, minute, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("hours", "offset", "utc_hour", "quiet"),
+    [
+        ("22-8", 0, 23, True),
+        ("22-8", 0, 3, True),
+        ("22-8", 0, 8, False),
+        ("22-8", 0, 21, False),
+        ("22-8", 3, 19, True),  # 22:00 at UTC+3
+        ("22-8", 3, 5, False),  # 08:00 at UTC+3
+        ("1-6", 0, 0, False),
+        ("1-6", 0, 1, True),
+        ("1-6", -5, 6, True),  # 01:00 at UTC-5
+    ],
+)
+def test_quiet_hours(hours: str, offset: int, utc_hour: int, quiet: bool) -> None:
+    window = QuietHours.parse(hours, offset)
+    assert window is not None
+    assert window.now_quiet(at(utc_hour)) is quiet
+
+
+def test_no_quiet_hours_when_unset_or_empty() -> None:
+    assert QuietHours.parse(None, 0) is None
+    assert QuietHours.parse("7-7", 0) is None
+
+
+def test_stats_block_in_both_languages() -> None:
+    counts = OrderUpdateCounts(active=3, subscribed=5, sent=7, failed=1, unsubscribed=2)
+    en = "\n".join(order_updates_block(counts, "en"))
+    assert "ORDER UPDATES" in en and "7" in en and "unsubscribed" in en
+    ru = "\n".join(order_updates_block(counts, "ru"))
+    assert "УВЕДОМЛЕНИЯ О ЗАКАЗАХ" in ru
+
+
+def test_settings_off_by_default_and_quiet_hours_checked() -> None:
+    from bot.config import Settings
+
+    base = {"bot_token": "1:" + "a" * 35, "openai_api_key": "x"}
+    settings = Settings(**base)  # type: ignore[arg-type]
+    assert settings.order_updates_enabled is False
+    assert settings.shop_webhook_secret is None
+    for good in ("22-8", "0-6", "9-18"):
+        Settings(**base, order_updates_quiet_hours=good)  # type: ignore[arg-type]
+    for bad in ("24-1", "22:00-08:00", "x", "8"):
+        with pytest.raises(ValueError, match="order_updates_quiet_hours"):
+            Settings(**base, order_updates_quiet_hours=bad)  # type: ignore[arg-type]
