@@ -56,6 +56,14 @@ WEBHOOK_PATH = "/telegram/webhook"
 READY_WITHIN_S = 180.0
 EXIT_WITHIN_S = 120.0
 LINE_WITHIN_S = 120.0
+# Product delays that would set the pace of e2e tests, small in `bot_env`. Messages to one
+# chat are not spaced (ordering never depended on the gap: the intake runs a chat's updates
+# one at a time). A killed bot's chats are taken over after this lease instead of 15 s;
+# the lease must still be well above a busy machine's event-loop stalls, because a claim
+# not renewed within two thirds of it stops its work (bot/claimed.py): 5 s, the order of
+# the 3-4 s the multi-instance tests already use.
+TEST_CHAT_INTERVAL_S = "0"
+TEST_CLAIM_LEASE_S = "5"
 
 
 async def post_update(
@@ -87,7 +95,14 @@ def bot_env(
     **overrides: str,
 ) -> dict[str, str]:
     """The bot's environment; with `database_url` it runs on that PostgreSQL database
-    (DATABASE_URL) and `database` is not used."""
+    (DATABASE_URL) and `database` is not used.
+
+    Two product delays that only set a test's pace are small here (a test about them sets
+    its own value through `overrides`): the gap between two messages to one chat (Telegram's
+    limit, 1 s by default; bot/pacer.py is tested against it on a virtual clock) and, on
+    PostgreSQL, the claim lease a killed bot's chats wait out before a restarted bot takes
+    them (15 s by default; see `TEST_CLAIM_LEASE_S`).
+    """
     env = {
         **base,
         "BOT_TOKEN": telegram.token,
@@ -98,11 +113,13 @@ def bot_env(
         "OPENAI_MAX_RETRIES": "0",
         "SHUTDOWN_GRACE_S": "20",
         "LOG_LEVEL": "INFO",
+        "TELEGRAM_CHAT_INTERVAL_S": TEST_CHAT_INTERVAL_S,
     }
     if database_url is None:
         env["DATABASE_PATH"] = str(database)
     else:
         env["DATABASE_URL"] = database_url
+        env["CLAIM_LEASE_S"] = TEST_CLAIM_LEASE_S
     env.update(overrides)
     return env
 
