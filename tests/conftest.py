@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,6 +116,27 @@ def _end(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
+# pytest-xdist (`pytest -n 2` where it is installed; not a dependency, see docs/testing.md,
+# "Parallel runs"): each worker checks its own processes and
+# threads at its session's end and sends what it found to the controller, which fails the
+# run; the controller itself runs no test and checks only for orphans of a dead worker.
+_WORKERS = pytest.StashKey[set[int]]()  # the controller's worker processes
+_FOUND_BY_WORKERS = pytest.StashKey[list[str]]()
+_SESSION_END_PROBLEMS = "session_end_problems"  # the key in a worker's workeroutput
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """(xdist controller) A worker ended: note its pid and what its session end found."""
+    output = getattr(node, "workeroutput", None) or {}
+    if "pid" in output:
+        node.config.stash.setdefault(_WORKERS, set()).add(int(output["pid"]))
+    found = node.config.stash.setdefault(_FOUND_BY_WORKERS, [])
+    worker = getattr(getattr(node, "gateway", None), "id", "?")
+    found.extend(f"[{worker}] {line}" for line in output.get(_SESSION_END_PROBLEMS, []))
+
+
+@pytest.hookimpl(trylast=True)  # after xdist has stopped its workers (controller)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Nothing a test started outlives the session: the fork server's children and this
     process's own (orphans included, see pytest_configure) are listed, killed and reaped,
@@ -122,26 +144,36 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     would keep the interpreter from exiting fail the run too (`_stuck_threads`)."""
     from tests.e2e.launch import stop_fork_server
 
+    config = session.config
+    workers = config.stash.get(_WORKERS, set())
     left = [(pid, "a child of the fork server", True) for pid in stop_fork_server()]
     left += _children_of(os.getpid()) if os.path.isdir("/proc") else []
+    left = [entry for entry in left if entry[0] not in workers]
     for pid, _, _ in left:
         _end(pid)
+    problems = list(config.stash.get(_FOUND_BY_WORKERS, []))
     running = [(pid, command) for pid, command, alive in left if alive]
-    writer = session.config.get_terminal_writer()
     if running:
         lines = "\n".join(f"  pid {pid}: {command}" for pid, command in running)
-        writer.line(f"\nprocesses left running by the tests (now killed):\n{lines}", red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        problems.append(f"processes left running by the tests (now killed):\n{lines}")
     stuck = _stuck_threads()
     if stuck:
-        writer.line(
-            "\nthreads left running by the tests (the run would never exit): "
+        problems.append(
+            "threads left running by the tests (the run would never exit): "
             + ", ".join(stuck)
-            + " — a database connection a test did not close?",
-            red=True,
+            + " — a database connection a test did not close?"
         )
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller reports and fails
+        workeroutput["pid"] = os.getpid()
+        workeroutput[_SESSION_END_PROBLEMS] = problems
+    writer = config.get_terminal_writer()
+    for problem in problems:
+        writer.line(f"\n{problem}", red=True)
+    if problems:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        session.config.stash[_EXIT_NOW] = int(session.exitstatus)
+    if stuck:
+        config.stash[_EXIT_NOW] = int(session.exitstatus)
 
 
 # Set when threads a test left would keep the interpreter alive after pytest ends.

@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import os
+import random
 import signal
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -56,6 +60,14 @@ WEBHOOK_PATH = "/telegram/webhook"
 READY_WITHIN_S = 180.0
 EXIT_WITHIN_S = 120.0
 LINE_WITHIN_S = 120.0
+# Product delays that would set the pace of e2e tests, small in `bot_env`. Messages to one
+# chat are not spaced (ordering never depended on the gap: the intake runs a chat's updates
+# one at a time). A killed bot's chats are taken over after this lease instead of 15 s;
+# the lease must still be well above a busy machine's event-loop stalls, because a claim
+# not renewed within two thirds of it stops its work (bot/claimed.py): 5 s, the order of
+# the 3-4 s the multi-instance tests already use.
+TEST_CHAT_INTERVAL_S = "0"
+TEST_CLAIM_LEASE_S = "5"
 
 
 async def post_update(
@@ -71,10 +83,42 @@ async def post_update(
         return response.status
 
 
+# `free_port` hands out ports from below the kernel's ephemeral range (32768 and up by
+# default), a block of its own for each pytest-xdist worker (PYTEST_XDIST_WORKER=gwN)
+PORT_BLOCK_START = 20_000
+PORT_BLOCK_SIZE = 2_000
+_port_picks: Iterator[int] | None = None
+
+
+def _port_candidates() -> Iterator[int]:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    index = int(worker) if worker.isdigit() else 0
+    first = PORT_BLOCK_START + (index % 6) * PORT_BLOCK_SIZE
+    offset = random.randrange(PORT_BLOCK_SIZE)  # another suite on this machine starts elsewhere
+    return itertools.cycle([first + (offset + i) % PORT_BLOCK_SIZE for i in range(PORT_BLOCK_SIZE)])
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port on 127.0.0.1 for a bot's web server that nothing listens on right now.
+
+    Not the kernel's pick for port 0: a port handed out that way and closed again can be
+    handed to the very next socket bound to port 0 (a fake server, another worker's test)
+    before the bot binds it. These come from a block below the ephemeral range, one block
+    per xdist worker, in turn, so within a run a port is not handed out twice until the
+    block is used up.
+    """
+    global _port_picks
+    if _port_picks is None:
+        _port_picks = _port_candidates()
+    for _ in range(PORT_BLOCK_SIZE):
+        port = next(_port_picks)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in the block after {PORT_BLOCK_SIZE} tries")
 
 
 def bot_env(
@@ -87,7 +131,14 @@ def bot_env(
     **overrides: str,
 ) -> dict[str, str]:
     """The bot's environment; with `database_url` it runs on that PostgreSQL database
-    (DATABASE_URL) and `database` is not used."""
+    (DATABASE_URL) and `database` is not used.
+
+    Two product delays that only set a test's pace are small here (a test about them sets
+    its own value through `overrides`): the gap between two messages to one chat (Telegram's
+    limit, 1 s by default; bot/pacer.py is tested against it on a virtual clock) and, on
+    PostgreSQL, the claim lease a killed bot's chats wait out before a restarted bot takes
+    them (15 s by default; see `TEST_CLAIM_LEASE_S`).
+    """
     env = {
         **base,
         "BOT_TOKEN": telegram.token,
@@ -98,11 +149,13 @@ def bot_env(
         "OPENAI_MAX_RETRIES": "0",
         "SHUTDOWN_GRACE_S": "20",
         "LOG_LEVEL": "INFO",
+        "TELEGRAM_CHAT_INTERVAL_S": TEST_CHAT_INTERVAL_S,
     }
     if database_url is None:
         env["DATABASE_PATH"] = str(database)
     else:
         env["DATABASE_URL"] = database_url
+        env["CLAIM_LEASE_S"] = TEST_CLAIM_LEASE_S
     env.update(overrides)
     return env
 

@@ -231,6 +231,7 @@ class FakeTelegramServer:
         self.conflict_on_overlap = False
         self.poll_overlaps = 0
         self._open_polls: dict[int, tuple[str, asyncio.Event]] = {}  # id -> (client, ended)
+        self._stopping = False  # `stop` is under way: long polls answer at once
         self._poll_ids = itertools.count(1)
 
     # ------------------------------------------------------------------ lifecycle
@@ -250,11 +251,19 @@ class FakeTelegramServer:
         return self.base_url
 
     async def stop(self) -> None:
+        """Stop serving (an outage, or the test's end). Held requests are released and open
+        long polls answered at once (no updates), as a poll that ended just before the
+        outage: otherwise the server's shutdown waits out each poll's timeout (25 s)."""
+        self._stopping = True
         for hold in self._holds:
             hold.release()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        self._notify()
+        try:
+            if self._runner is not None:
+                await self._runner.cleanup()
+                self._runner = None
+        finally:
+            self._stopping = False
 
     # ------------------------------------------------------------------ test controls
     def client_url(self, name: str) -> str:
@@ -488,9 +497,11 @@ class FakeTelegramServer:
         self._open_polls[poll_id] = (client, ended)
         self._notify()
         try:
-            if not self._updates and timeout > 0:
+            if not self._updates and timeout > 0 and not self._stopping:
                 try:
-                    await self._wait(lambda: bool(self._updates) or ended.is_set(), timeout)
+                    await self._wait(
+                        lambda: bool(self._updates) or ended.is_set() or self._stopping, timeout
+                    )
                 except TimeoutError:
                     pass
         finally:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.launch import REPO_ROOT
 
@@ -29,12 +32,19 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_a_session_whose_test_left_processes_fails_and_ends_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist workers"])
+def test_a_session_whose_test_left_processes_fails_and_ends_them(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    """Also under pytest-xdist (`pytest -n 2`, where it is installed): the worker that
+    ran the test finds the processes, and the controller fails the run with its list."""
+    if workers and importlib.util.find_spec("xdist") is None:
+        pytest.skip("pytest-xdist is not installed (not a dependency: docs/testing.md)")
     (tmp_path / "test_inner.py").write_text(LEAVES_PROCESSES)
     base = tmp_path / "base"
     options = ["-q", "-p", "tests.conftest", "-p", "no:cacheprovider", "--basetemp", str(base)]
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", *options, "test_inner.py"],
+        [sys.executable, "-m", "pytest", *options, *workers, "test_inner.py"],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
