@@ -10,6 +10,7 @@ from bot.config import Settings
 from services.chat import DEFAULT_SHOP_NAME, ChatOptions, ChatService, build_chat_service
 from services.limits import TurnSlots
 from services.llm.client import OpenAIChatModel
+from services.llm.types import ChatModel
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
 from storage.database import Database, StorageRetry
@@ -56,7 +57,7 @@ def build_core(
     settings: Settings,
     db: Database,
     *,
-    model: OpenAIChatModel,
+    model: ChatModel,
     registry: ToolRegistry,
     storage_retry: StorageRetry,
     record_observer: RecordObserver | None,
