@@ -106,7 +106,8 @@ def below(model_scores: Sequence[ModelScore], min_pass: float) -> list[ScenarioS
 def _cost(score: ModelScore, prices: Prices | None) -> str:
     if score.cost is None or prices is None:
         return "n/a (no MODEL_PRICE_*)"
-    return f"{score.cost:.4f} {prices.currency}"
+    digits = 4 if score.cost >= 0.01 else 6  # a short local run costs fractions of a cent
+    return f"{score.cost:.{digits}f} {prices.currency}"
 
 
 def terminal_table(model_scores: Sequence[ModelScore], prices: Prices | None = None) -> str:
