@@ -301,3 +301,23 @@ def test_the_default_suite_is_valid_and_covers_the_policies() -> None:
         assert topic in ids, topic
     for path in default_suite_files():
         tomllib.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def test_the_readme_scenario_example_is_a_valid_scenario(tmp_path: Path) -> None:
+    import re
+
+    from services.simulation.scenario import read_scenarios
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Test the bot before going live", 1)[1]
+    blocks = re.findall(r"```toml\n(.*?)```", section, flags=re.S)
+    example = tmp_path / "example.toml"
+    example.write_text(blocks[0], encoding="utf-8")
+    [scripted] = read_scenarios(example)
+    assert set(scripted.expect.model_dump(exclude_unset=True)) == set(KINDS)
+    simulated = blocks[0].split("[scenario.customer]")[0].replace(
+        'turns = ["Где мой заказ 5003?"]', ""
+    )
+    example.write_text(simulated + blocks[1], encoding="utf-8")
+    [played] = read_scenarios(example)
+    assert played.simulated is not None and played.simulated.max_turns == 4
