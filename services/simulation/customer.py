@@ -44,11 +44,12 @@ class CustomerSimulator:
             language=LANGUAGE_NAMES.get(self.language, self.language),
             stop=STOP_WORD,
         )
-        messages: list[Message] = [{"role": "system", "content": system}]
-        if not conversation:
-            messages.append(
-                {"role": "user", "content": "(The chat is open. Write your first message.)"}
-            )
+        # user and assistant alternate from a user message on: chat templates that insist
+        # on it (Gemma's) accept the request
+        messages: list[Message] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": "(The chat is open. Write your first message.)"},
+        ]
         for customer, bot in conversation:
             messages.append({"role": "assistant", "content": customer})
             messages.append({"role": "user", "content": bot})
