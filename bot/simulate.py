@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from bot.config import Settings, SettingsError, load_database_choice, load_settings
 from bot.exit_codes import ExitCode
@@ -33,6 +34,7 @@ from bot.wiring.core import build_core, build_model, build_storage_retry, build_
 from services.chat import ChatService
 from services.handoff import HandoffService
 from services.llm.client import OpenAIChatModel
+from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ChatModel
 from services.loop_types import TurnReply
 from services.simulation.drafts import drafts_document
@@ -182,6 +184,27 @@ def _model(settings: Settings, name: str) -> OpenAIChatModel:
     )
 
 
+async def endpoint_problem(models: dict[str, OpenAIChatModel], settings: Settings) -> str | None:
+    """One `GET /models` (free) before anything runs: a rejected key, an endpoint that
+    cannot be reached or a model it does not offer is one line, not 38 failed runs."""
+    if not settings.openai_startup_check:
+        return None
+    host = (
+        urlparse(settings.openai_base_url).netloc if settings.openai_base_url else "api.openai.com"
+    )
+    for name, model in models.items():
+        try:
+            result = await model.check()
+        except LLMAuthenticationError:
+            return f"OPENAI_API_KEY was rejected by the model endpoint {host}"
+        except LLMError as exc:
+            kind = type(exc).__name__
+            return f"the model endpoint {host} (OPENAI_BASE_URL) cannot be used now: {kind}"
+        if result.listed and result.missing:
+            return f"the model endpoint {host} does not offer the model {name!r}"
+    return None
+
+
 async def run_simulation(args: argparse.Namespace, settings: Settings, texts: TextTable) -> int:
     try:
         scenarios = _scenarios(args)
@@ -191,6 +214,11 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
     models = {name: _model(settings, name) for name in names}
     customer_name = args.customer_model or names[0]
     customer = models.get(customer_name) or _model(settings, customer_name)
+    problem = await endpoint_problem({**models, customer_name: customer}, settings)
+    if problem is not None:
+        for model in {*models.values(), customer}:
+            await model.aclose()
+        return _error(problem)
     simulator = Simulator(
         build_bot=BotWiring(settings),
         shown=_shown(texts),

@@ -211,3 +211,27 @@ async def test_a_server_that_fails_every_call_still_ends_with_a_report(
     text = report.read_text(encoding="utf-8")
     assert "chat:APIError" in text or "chat:" in text
     assert "the bot's own text" in text
+
+
+async def test_a_model_the_endpoint_does_not_offer_is_one_line(
+    model_env: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await cli("--model", "no-such-model") == 2
+    err = capsys.readouterr().err
+    assert "does not offer the model 'no-such-model'" in err
+    assert not model_env.chat_requests  # nothing ran
+
+
+async def test_an_unreachable_endpoint_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a free port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("OPENAI_MAX_RETRIES", "0")
+    assert await cli() == 2
+    assert "cannot be used now" in capsys.readouterr().err
