@@ -229,19 +229,24 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         f"simulating {len(scenarios)} scenarios × {len(names)} model(s) × {args.trials} trial(s)",
         file=sys.stderr,
     )
+    interrupted = False
     try:
-        results = await simulator.run(
-            scenarios, [ModelTarget(n, m) for n, m in models.items()], args.trials
-        )
+        await simulator.run(scenarios, [ModelTarget(n, m) for n, m in models.items()], args.trials)
+    except asyncio.CancelledError:  # Ctrl-C: the runs done so far are still reported
+        interrupted = True
+        print("\ninterrupted: reporting the runs finished so far", file=sys.stderr)
     finally:
         for model in {*models.values(), customer}:
             await model.aclose()
+    results = simulator.results
     prices = _prices(settings)
     model_scores = scores(results, prices)
     print(terminal_table(model_scores, prices))
     command = "support-bot simulate " + shlex.join(
         sys.argv[2:] if sys.argv[1:2] == ["simulate"] else sys.argv[1:]
     )
+    if interrupted:
+        command += f"  (interrupted after {len(results)} runs)"
     report = markdown_report(
         results,
         model_scores,
@@ -263,6 +268,8 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         f"report: {args.report} ({len(failing)} scenario result(s) below "
         f"--min-pass {args.min_pass:.2f})"
     )
+    if interrupted:
+        return ExitCode.FAILED
     return ExitCode.OK if not failing else ExitCode.FAILED
 
 
@@ -315,4 +322,7 @@ def simulate(args: argparse.Namespace) -> int:
         )
     except (SettingsError, TextsError) as exc:
         return _error(str(exc))
-    return asyncio.run(run_simulation(args, settings, texts))
+    try:
+        return asyncio.run(run_simulation(args, settings, texts))
+    except KeyboardInterrupt:  # Ctrl-C: the report of the finished runs is written
+        return ExitCode.FAILED
