@@ -456,9 +456,8 @@ def _assistant_message(response: LLMResponse, calls: Sequence[ToolCall]) -> Mess
             if isinstance(function, dict):
                 function["arguments"] = _stand_in(function.get("arguments", ""))
         return message
-    return {
+    rebuilt: Message = {
         "role": "assistant",
-        "content": response.text,
         "tool_calls": [
             {
                 "id": call.id,
@@ -468,3 +467,6 @@ def _assistant_message(response: LLMResponse, calls: Sequence[ToolCall]) -> Mess
             for call in calls
         ],
     }
+    if response.text is not None:  # no null content: llama-cpp-python's server refuses it
+        rebuilt["content"] = response.text
+    return rebuilt

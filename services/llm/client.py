@@ -532,5 +532,9 @@ def _assistant_message(message: Any) -> Message:
     if not raw.get("tool_calls"):
         raw.pop("tool_calls", None)
     raw["role"] = "assistant"
-    raw.setdefault("content", None)
+    if raw.get("tool_calls") and raw.get("content") is None:
+        # optional beside tool calls; llama-cpp-python's server refuses an explicit null
+        raw.pop("content", None)
+    else:
+        raw.setdefault("content", None)
     return raw
