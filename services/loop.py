@@ -458,6 +458,7 @@ def _assistant_message(response: LLMResponse, calls: Sequence[ToolCall]) -> Mess
         return message
     rebuilt: Message = {
         "role": "assistant",
+        "content": response.text or "",  # never null: llama-cpp-python's server refuses it
         "tool_calls": [
             {
                 "id": call.id,
@@ -467,6 +468,4 @@ def _assistant_message(response: LLMResponse, calls: Sequence[ToolCall]) -> Mess
             for call in calls
         ],
     }
-    if response.text is not None:  # no null content: llama-cpp-python's server refuses it
-        rebuilt["content"] = response.text
     return rebuilt

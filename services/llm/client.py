@@ -533,8 +533,9 @@ def _assistant_message(message: Any) -> Message:
         raw.pop("tool_calls", None)
     raw["role"] = "assistant"
     if raw.get("tool_calls") and raw.get("content") is None:
-        # optional beside tool calls; llama-cpp-python's server refuses an explicit null
-        raw.pop("content", None)
+        # empty beside tool calls, not null: llama-cpp-python's server refuses null, and its
+        # tool-calling template needs the field
+        raw["content"] = ""
     else:
         raw.setdefault("content", None)
     return raw

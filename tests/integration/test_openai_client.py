@@ -113,8 +113,9 @@ async def test_tool_call_response_is_typed_and_the_request_carries_the_tool_opti
         "primary",
         "primary",
     )
-    assert response.raw_assistant_message == {  # no null content: llama-cpp-python refuses it
+    assert response.raw_assistant_message == {  # never null: llama-cpp-python refuses it
         "role": "assistant",
+        "content": "",
         "tool_calls": [
             {
                 "id": "call_1",
