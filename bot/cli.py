@@ -1,6 +1,7 @@
 """Command line: `support-bot` runs the bot; `support-bot import-data FILE.json` loads shop data;
 `support-bot remove-demo` removes the demo shop's data; `support-bot texts` prints the fixed
-texts customers will read (after SHOP_NAME and TEXTS_FILE).
+texts customers will read (after SHOP_NAME and TEXTS_FILE); `support-bot simulate` runs
+test conversations against the model (bot/simulate.py).
 
 Configuration problems end the process with status 2 and one line on stderr that names
 the setting — never a traceback and never a secret. A name in `.env` that is no setting
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from bot.config import Settings, SettingsError, ShopSettings, load_settings, load_shop_settings
 from bot.exit_codes import ExitCode
 from bot.setting_names import unknown_setting_warnings
+from bot.simulate import add_parser as add_simulate_parser
 from bot.texts import TextsError, TextTable, describe_table, load_text_table
 
 
@@ -33,6 +35,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     importer.add_argument("file", help="path to the JSON file")
     sub.add_parser("remove-demo", help="remove the demo orders, return policies and FAQ")
     sub.add_parser("texts", help="print the fixed texts customers will read, per language")
+    add_simulate_parser(sub)
     return parser.parse_args(argv)
 
 
@@ -117,6 +120,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(asyncio.run(run_remove_demo()))
     if args.command == "texts":
         raise SystemExit(print_texts())
+    if args.command == "simulate":
+        from bot.simulate import simulate
+
+        raise SystemExit(simulate(args))
     settings = _settings_or_exit()
     texts = _texts_or_exit(settings)
     from bot.app import run

@@ -467,9 +467,9 @@ def _assistant_message(response: LLMResponse, calls: Sequence[ToolCall]) -> Mess
             if isinstance(function, dict):
                 function["arguments"] = _stand_in(function.get("arguments", ""))
         return message
-    return {
+    rebuilt: Message = {
         "role": "assistant",
-        "content": response.text,
+        "content": response.text or "",  # never null: llama-cpp-python's server refuses it
         "tool_calls": [
             {
                 "id": call.id,
@@ -479,3 +479,4 @@ def _assistant_message(response: LLMResponse, calls: Sequence[ToolCall]) -> Mess
             for call in calls
         ],
     }
+    return rebuilt

@@ -56,3 +56,37 @@ class FeedbackRepository:
             "SELECT rating FROM answer_feedback WHERE turn_id = ?", (turn_id,)
         )
         return None if row is None else int(row[0])
+
+
+@dataclass(frozen=True, slots=True)
+class DislikedConversation:
+    """An answer rated 👎 with the conversation up to it (oldest first), for a scenario
+    draft (`support-bot simulate --from-feedback`)."""
+
+    turn_id: str
+    rated_at: float
+    messages: tuple[tuple[str, str], ...]  # (role, content): "user" | "assistant"
+
+
+async def disliked_conversations(
+    db: Database, *, limit: int = 20, messages_per_conversation: int = 20
+) -> list[DislikedConversation]:
+    """The newest 👎-rated answers whose conversation is still stored, each with at most
+    `messages_per_conversation` messages up to and including the rated answer."""
+    rows = await db.fetch_all(
+        "SELECT f.turn_id, f.rated_at, t.session_id FROM answer_feedback f"
+        " JOIN turns t ON t.id = f.turn_id WHERE f.rating = -1"
+        " ORDER BY f.rated_at DESC LIMIT ?",
+        (limit,),
+    )
+    found = []
+    for turn_id, rated_at, session_id in rows:
+        messages = await db.fetch_all(
+            "SELECT role, content FROM messages WHERE session_id = ? AND id <="
+            " (SELECT MAX(id) FROM messages WHERE turn_id = ?) ORDER BY id DESC LIMIT ?",
+            (session_id, turn_id, messages_per_conversation),
+        )
+        if messages:
+            pairs = tuple((str(role), str(content)) for role, content in reversed(messages))
+            found.append(DislikedConversation(str(turn_id), float(rated_at), pairs))
+    return found

@@ -17,6 +17,7 @@ from services.chat import (
 )
 from services.limits import TurnSlots
 from services.llm.client import OpenAIChatModel
+from services.llm.types import ChatModel
 from services.loop import BoundedToolLoop
 from services.prompts import SUPPORT_CHAT_ACTIONS_ID, build_prompt_registry
 from storage.database import Database, StorageRetry
@@ -112,7 +113,7 @@ def build_core(
     settings: Settings,
     db: Database,
     *,
-    model: OpenAIChatModel,
+    model: ChatModel,
     registry: ToolRegistry,
     turn_slots: TurnSlots,
     storage_retry: StorageRetry,

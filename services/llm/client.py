@@ -44,6 +44,7 @@ import logging
 import time
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlparse
 
 import openai
 from openai import AsyncOpenAI, AsyncStream, RequestOptions
@@ -88,13 +89,17 @@ class OpenAIChatModel:
         answer_max_tokens: int | None = None,
     ) -> None:
         """`answer_max_tokens` caps each chat step (`max_completion_tokens`): a model that
-        runs on cannot write an answer of hundreds of messages; None sends no cap."""
+        runs on cannot write an answer of hundreds of messages; None sends no cap. Another
+        endpoint than OpenAI's gets the cap as `max_tokens` too: llama.cpp's server (and
+        other local servers) read only that one and would otherwise generate until the
+        context is full."""
         if not model:
             raise ValueError("model must not be empty")
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         self._model = model
         self._answer_max_tokens = answer_max_tokens
+        self._cap_names = _cap_names(base_url)
         self._streaming = True  # until a provider refuses a streamed request
         self._chain: tuple[str, ...] = (model, *(m for m in fallback_models if m and m != model))
         self._client = AsyncOpenAI(
@@ -145,7 +150,7 @@ class OpenAIChatModel:
 
     def _capped(self, params: dict[str, Any]) -> dict[str, Any]:
         if self._answer_max_tokens is not None:
-            params["max_completion_tokens"] = self._answer_max_tokens
+            params.update(dict.fromkeys(self._cap_names, self._answer_max_tokens))
         return params
 
     async def complete_text(
@@ -153,7 +158,7 @@ class OpenAIChatModel:
     ) -> LLMResponse:
         params: dict[str, Any] = {"messages": list(messages)}
         if max_tokens is not None:
-            params["max_completion_tokens"] = max_tokens
+            params.update(dict.fromkeys(self._cap_names, max_tokens))
         return await self._create_with_fallback(params)
 
     async def check(self) -> ModelCheck:
@@ -388,6 +393,16 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _cap_names(base_url: str | None) -> tuple[str, ...]:
+    """The request fields that cap an answer's tokens at this endpoint: OpenAI's own API
+    takes `max_completion_tokens` (its reasoning models refuse `max_tokens`); other
+    OpenAI-compatible servers get both, as some read only the older `max_tokens`."""
+    host = urlparse(base_url).hostname if base_url else "api.openai.com"
+    if host == "api.openai.com":
+        return ("max_completion_tokens",)
+    return ("max_completion_tokens", "max_tokens")
+
+
 def _chat_params(
     messages: Sequence[Message],
     tools: Sequence[dict[str, Any]] | None,
@@ -517,5 +532,10 @@ def _assistant_message(message: Any) -> Message:
     if not raw.get("tool_calls"):
         raw.pop("tool_calls", None)
     raw["role"] = "assistant"
-    raw.setdefault("content", None)
+    if raw.get("tool_calls") and raw.get("content") is None:
+        # empty beside tool calls, not null: llama-cpp-python's server refuses null, and its
+        # tool-calling template needs the field
+        raw["content"] = ""
+    else:
+        raw.setdefault("content", None)
     return raw

@@ -113,9 +113,9 @@ async def test_tool_call_response_is_typed_and_the_request_carries_the_tool_opti
         "primary",
         "primary",
     )
-    assert response.raw_assistant_message == {
+    assert response.raw_assistant_message == {  # never null: llama-cpp-python refuses it
         "role": "assistant",
-        "content": None,
+        "content": "",
         "tool_calls": [
             {
                 "id": "call_1",
@@ -314,7 +314,12 @@ async def test_the_request_on_the_wire_is_the_whole_conversation_with_the_tools(
     _assert_is_the_whole_request(retried, expected)  # an SDK retry resends all of it
     _assert_is_the_whole_request(
         summary,
-        {"model": "primary", "messages": CONVERSATION[:4], "max_completion_tokens": 300},
+        {
+            "model": "primary",
+            "messages": CONVERSATION[:4],
+            "max_completion_tokens": 300,
+            "max_tokens": 300,  # not OpenAI's endpoint: the older name too (llama.cpp)
+        },
     )
 
 
@@ -379,3 +384,13 @@ async def test_cached_input_tokens_are_read_when_the_provider_reports_them(
 
     assert (reported.prompt_tokens, reported.cached_tokens) == (1000, 768)
     assert silent.cached_tokens is None
+
+
+def test_the_answer_cap_is_named_for_the_endpoint() -> None:
+    """OpenAI's reasoning models refuse `max_tokens`; llama.cpp's server reads only it
+    (without it a small model generates until its context is full)."""
+    from services.llm.client import _cap_names
+
+    assert _cap_names(None) == ("max_completion_tokens",)
+    assert _cap_names("https://api.openai.com/v1") == ("max_completion_tokens",)
+    assert _cap_names("http://127.0.0.1:8765/v1") == ("max_completion_tokens", "max_tokens")

@@ -1,0 +1,237 @@
+"""Scores of a simulation, the terminal table and the Markdown report.
+
+pass^1 of a scenario is the share of its trials that passed (the chance one
+conversation goes right); pass^k is 1 when all k trials passed, else 0 (τ-bench's
+pass^k with k = the number of trials). Overall figures are the means over the
+scenarios. Cost is the bot's tokens (the tool loop and summaries, not the simulated
+customer's) at MODEL_PRICE_*.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.simulation.runner import RunResult
+from services.simulation.transcript import Transcript
+from services.stats import Prices
+from storage.stats import TokenFigures
+
+RESULT_CHARS = 400  # a tool result in the report is cut to this many characters
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioScore:
+    scenario_id: str
+    model: str
+    trials: int
+    passed: int
+
+    @property
+    def pass_1(self) -> float:
+        return self.passed / self.trials if self.trials else 0.0
+
+    @property
+    def pass_k(self) -> float:
+        return 1.0 if self.trials and self.passed == self.trials else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelScore:
+    model: str
+    scenarios: tuple[ScenarioScore, ...]
+    tokens: TokenFigures
+    model_calls: int
+    seconds: float
+    cost: float | None
+
+    @property
+    def pass_1(self) -> float:
+        return (
+            sum(s.pass_1 for s in self.scenarios) / len(self.scenarios) if self.scenarios else 0.0
+        )
+
+    @property
+    def pass_k(self) -> float:
+        return (
+            sum(s.pass_k for s in self.scenarios) / len(self.scenarios) if self.scenarios else 0.0
+        )
+
+
+def _tokens(transcripts: Sequence[Transcript]) -> TokenFigures:
+    calls = [call for t in transcripts for call in t.model_calls]
+    return TokenFigures(
+        prompt=sum(c.prompt_tokens for c in calls),
+        completion=sum(c.completion_tokens for c in calls),
+        cached=sum(c.cached_tokens for c in calls),
+    )
+
+
+def scores(results: Sequence[RunResult], prices: Prices | None = None) -> list[ModelScore]:
+    """One score per model, in the order the models ran, scenarios in their order."""
+    models = list(dict.fromkeys(result.model for result in results))
+    out = []
+    for model in models:
+        runs = [r for r in results if r.model == model]
+        ids = list(dict.fromkeys(r.scenario.id for r in runs))
+        per_scenario = tuple(
+            ScenarioScore(
+                sid,
+                model,
+                trials=sum(1 for r in runs if r.scenario.id == sid),
+                passed=sum(1 for r in runs if r.scenario.id == sid and r.passed),
+            )
+            for sid in ids
+        )
+        tokens = _tokens([r.transcript for r in runs])
+        out.append(
+            ModelScore(
+                model=model,
+                scenarios=per_scenario,
+                tokens=tokens,
+                model_calls=sum(len(r.transcript.model_calls) for r in runs),
+                seconds=sum(r.transcript.duration_s for r in runs),
+                cost=None if prices is None else prices.cost(tokens),
+            )
+        )
+    return out
+
+
+def below(model_scores: Sequence[ModelScore], min_pass: float) -> list[ScenarioScore]:
+    """The scenarios whose pass^1 is below `min_pass` (the exit status depends on them)."""
+    return [s for m in model_scores for s in m.scenarios if s.pass_1 < min_pass - 1e-9]
+
+
+def _cost(score: ModelScore, prices: Prices | None) -> str:
+    if score.cost is None or prices is None:
+        return "n/a (no MODEL_PRICE_*)"
+    digits = 4 if score.cost >= 0.01 else 6  # a short local run costs fractions of a cent
+    return f"{score.cost:.{digits}f} {prices.currency}"
+
+
+def terminal_table(model_scores: Sequence[ModelScore], prices: Prices | None = None) -> str:
+    """Scenarios down, models across: pass^1 and pass^k of each; then the totals."""
+    if not model_scores:
+        return "no scenarios were run"
+    ids = list(dict.fromkeys(s.scenario_id for m in model_scores for s in m.scenarios))
+    width = max(len("scenario"), *(len(i) for i in ids))
+    heads = [f"{m.model[:24]:>24}" for m in model_scores]
+    lines = [f"{'scenario':<{width}}  " + "  ".join(heads)]
+    sub = " " * width + "  " + "  ".join(f"{'pass^1  pass^k':>24}" for _ in model_scores)
+    lines.append(sub)
+    for sid in ids:
+        cells = []
+        for m in model_scores:
+            s = next((s for s in m.scenarios if s.scenario_id == sid), None)
+            cells.append(f"{'-':>24}" if s is None else f"{s.pass_1:>14.2f}  {s.pass_k:>6.2f}")
+        lines.append(f"{sid:<{width}}  " + "  ".join(cells))
+    lines.append(
+        f"{'overall':<{width}}  "
+        + "  ".join(f"{m.pass_1:>14.2f}  {m.pass_k:>6.2f}" for m in model_scores)
+    )
+    for m in model_scores:
+        lines.append(
+            f"{m.model}: {m.model_calls} model calls, {m.tokens.prompt} prompt + "
+            f"{m.tokens.completion} completion tokens, cost {_cost(m, prices)}, {m.seconds:.1f} s"
+        )
+    return "\n".join(lines)
+
+
+def _cut(text: str | None, limit: int = RESULT_CHARS) -> str:
+    if text is None:
+        return "(no result sent back)"
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line if line else ">" for line in text.splitlines() or [""])
+
+
+def transcript_markdown(transcript: Transcript) -> list[str]:
+    lines: list[str] = []
+    for index, exchange in enumerate(transcript.exchanges, 1):
+        lines.append(f"**Customer ({index}):**")
+        lines.append(_quote(exchange.customer))
+        for tool in exchange.tools:
+            lines.append(
+                f"- tool `{tool.name}` `{_cut(tool.raw_arguments, 200)}` → `{_cut(tool.result)}`"
+            )
+        calls = ", ".join(
+            f"{c.purpose}:{c.error or c.finish_reason or 'no finish reason'}"
+            for c in exchange.model_calls
+        )
+        lines.append(f"- model calls: {len(exchange.model_calls)} ({calls or 'none'})")
+        how = exchange.error_code or exchange.stop_reason or "?"
+        shown_by = "the model's answer" if exchange.answer else "the bot's own text"
+        lines.append(
+            f"- stop: {how}; shown: {shown_by}{'; handoff opened' if exchange.handoff else ''}"
+        )
+        lines.append(f"**Bot ({index}):**")
+        lines.append(_quote(exchange.shown))
+        lines.append("")
+    if transcript.note:
+        lines.append(f"_Ended: {transcript.note}._")
+    if transcript.order_status:
+        lines.append(
+            "Orders afterwards: " + json.dumps(transcript.order_status, ensure_ascii=False)
+        )
+    return lines
+
+
+def markdown_report(
+    results: Sequence[RunResult],
+    model_scores: Sequence[ModelScore],
+    *,
+    trials: int,
+    min_pass: float,
+    prices: Prices | None = None,
+    command: str = "",
+) -> str:
+    """The whole report: the scores, then every failing run with what failed and its
+    transcript."""
+    lines = ["# Simulation report", ""]
+    if command:
+        lines += [f"Command: `{command}`", ""]
+    lines += [f"Trials per scenario: {trials}; required pass^1 per scenario: {min_pass:.2f}", ""]
+    lines += [
+        "| model | scenarios | pass^1 | pass^k | model calls | tokens (prompt + completion) "
+        "| cost | time |"
+    ]
+    lines += ["|---|---|---|---|---|---|---|---|"]
+    for m in model_scores:
+        lines.append(
+            f"| {m.model} | {len(m.scenarios)} | {m.pass_1:.2f} | {m.pass_k:.2f} "
+            f"| {m.model_calls} | "
+            f"{m.tokens.prompt} + {m.tokens.completion} | {_cost(m, prices)} | {m.seconds:.1f} s |"
+        )
+    lines += ["", "## Scenarios", ""]
+    lines += [
+        "| scenario | " + " | ".join(f"{m.model} pass^1 / pass^k" for m in model_scores) + " |"
+    ]
+    lines += ["|---|" + "---|" * len(model_scores)]
+    ids = list(dict.fromkeys(s.scenario_id for m in model_scores for s in m.scenarios))
+    for sid in ids:
+        cells = []
+        for m in model_scores:
+            s = next((s for s in m.scenarios if s.scenario_id == sid), None)
+            cells.append("-" if s is None else f"{s.pass_1:.2f} / {s.pass_k:.0f}")
+        lines.append(f"| {sid} | " + " | ".join(cells) + " |")
+    failing = [r for r in results if not r.passed]
+    lines += ["", f"## Failing runs ({len(failing)})", ""]
+    if not failing:
+        lines.append("None: every run met every expectation.")
+    for result in failing:
+        title = result.scenario.title or result.scenario.id
+        lines += [
+            f"### {result.scenario.id} — {result.model}, trial {result.trial}",
+            "",
+            f"{title}",
+            "",
+        ]
+        lines.append("Failed expectations:")
+        lines += [f"- **{f.kind}**: {f.detail}" for f in result.failures]
+        lines.append("")
+        lines += transcript_markdown(result.transcript)
+        lines.append("")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,241 @@
+"""The engine: each scenario, on each model, `trials` times, on its own throwaway database.
+
+A run opens a fresh SQLite file in a temporary folder (never the shop's database), loads
+the demo shop and the scenario's own data through the import path, stores the
+customer's verified phone when the scenario has one, and has the bot (built by the
+caller, `BotFactory`: the same wiring as the running bot) answer the customer's turns
+as a private chat. Nothing reaches Telegram. A handoff ends the conversation: from then
+on a person answers in the real bot. Whatever the model or the bot does — empty answers,
+junk arguments, an exception — the run ends with a transcript and a verdict, and the
+next run starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from services.chat import ChatService
+from services.llm.types import ChatModel
+from services.loop_types import TurnReply
+from services.offers import PersonWillAnswer
+from services.simulation.customer import CustomerSimulator
+from services.simulation.expectations import Failure, judge
+from services.simulation.scenario import Scenario, ScenarioSettings
+from services.simulation.transcript import Exchange, RecordingModel, Transcript, tool_uses
+from storage.database import Database, open_database
+from storage.shop import ShopRepository
+from tools.base import Caller
+from tools.shop.demo import DEMO_FAQ, DEMO_RETURN_POLICIES, demo_orders
+from tools.shop.import_document import plan_import
+
+log = logging.getLogger(__name__)
+
+
+class BotFactory(Protocol):
+    """Builds the bot's chat service over `db` and `model`, as the running bot wires it."""
+
+    def __call__(
+        self, db: Database, model: ChatModel, settings: ScenarioSettings
+    ) -> ChatService: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTarget:
+    label: str  # as the table names it (the model's name)
+    model: ChatModel
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    scenario: Scenario
+    model: str
+    trial: int  # 1-based
+    transcript: Transcript
+    failures: tuple[Failure, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    done: int
+    total: int
+    last: RunResult
+
+
+def demo_document(now: datetime | None = None) -> dict[str, Any]:
+    """The demo shop as an import document (tools/shop/demo.py), so a scenario's own data
+    is added to it through the same path as `import-data`."""
+    orders = [
+        {
+            "order_id": order.order_id,
+            "status": order.status,
+            "updated_at": order.updated_at,
+            "pickup_point": order.pickup_point,
+            "expected_date": order.expected_date,
+        }
+        for order in demo_orders(now or datetime.now(UTC))
+    ]
+    policies = [
+        {
+            "product": policy.display_name,
+            "return_days": policy.return_days,
+            "conditions": policy.conditions,
+            "aliases": list(policy.aliases),
+        }
+        for policy in DEMO_RETURN_POLICIES
+    ]
+    faq = [{"topic": e.topic, "answer": e.answer, "aliases": list(e.aliases)} for e in DEMO_FAQ]
+    return {"orders": orders, "return_policies": policies, "faq": faq}
+
+
+def _merged(base: list[Any], extra: list[Any], key: str) -> list[Any]:
+    """`extra` first; a `base` record whose `key` is in `extra` is replaced by it."""
+    taken = {str(item.get(key)).casefold() for item in extra if isinstance(item, dict)}
+    kept = [item for item in base if str(item.get(key)).casefold() not in taken]
+    return [*extra, *kept]
+
+
+def shop_document(scenario: Scenario, now: datetime | None = None) -> dict[str, Any]:
+    """The shop a scenario runs on: the demo (unless `shop = "empty"`) with its own data."""
+    document: dict[str, Any] = demo_document(now) if scenario.shop == "demo" else {}
+    extra = scenario.shop_data or {}
+    for name, key in (("orders", "order_id"), ("return_policies", "product"), ("faq", "topic")):
+        if name in extra:
+            document[name] = _merged(document.get(name, []), list(extra[name]), key)
+    if "general_return_policy" in extra:
+        document["general_return_policy"] = extra["general_return_policy"]
+    return document
+
+
+@dataclass(slots=True)
+class Simulator:
+    """Runs scenarios; `shown` gives the words the customer sees for a reply (the bot's
+    own polite texts when the model's answer is not shown)."""
+
+    build_bot: BotFactory
+    shown: Callable[[TurnReply, str], str]
+    customer_model: ChatModel | None = None
+    progress: Callable[[Progress], None] | None = None
+    workdir: Path | None = None  # where the throwaway databases go (default: the system's temp)
+    results: list[RunResult] = field(default_factory=list)
+
+    async def run(
+        self, scenarios: Sequence[Scenario], targets: Sequence[ModelTarget], trials: int
+    ) -> list[RunResult]:
+        total = len(scenarios) * len(targets) * trials
+        for target in targets:
+            for scenario in scenarios:
+                for trial in range(1, trials + 1):
+                    result = await self.run_once(scenario, target, trial)
+                    self.results.append(result)
+                    if self.progress is not None:
+                        self.progress(Progress(len(self.results), total, result))
+        return self.results
+
+    async def run_once(self, scenario: Scenario, target: ModelTarget, trial: int) -> RunResult:
+        folder = Path(tempfile.mkdtemp(prefix="simulation-", dir=self.workdir))
+        transcript = Transcript()
+        started = time.perf_counter()
+        try:
+            db = await open_database(folder / "shop.sqlite3")
+            try:
+                await self._play(db, scenario, target.model, transcript)
+            finally:
+                await db.close()
+        except Exception as exc:  # the run's verdict, never the end of the whole simulation
+            log.warning("scenario %s on %s failed to run", scenario.id, target.label, exc_info=True)
+            transcript.crash = f"the run stopped: {type(exc).__name__}: {exc}"[:500]
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        transcript.duration_s = time.perf_counter() - started
+        return RunResult(
+            scenario, target.label, trial, transcript, tuple(judge(scenario, transcript))
+        )
+
+    async def _play(
+        self, db: Database, scenario: Scenario, model: ChatModel, transcript: Transcript
+    ) -> None:
+        shop = ShopRepository(db)
+        plan = plan_import(shop_document(scenario))
+        await shop.import_shop_data(
+            orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
+        )
+        customer = scenario.customer
+        if customer.verified_phone is not None:
+            await shop.set_verified_phone(
+                customer.telegram_id, customer.verified_phone, now=time.time()
+            )
+        recording = RecordingModel(model)
+        chat = self.build_bot(db, recording, scenario.settings)
+        try:
+            await self._converse(chat, recording, scenario, transcript)
+        finally:
+            await chat.aclose()
+        for order_id in scenario.expect.order_status:
+            order = await shop.get_order(order_id)
+            transcript.order_status[order_id] = None if order is None else order.status
+
+    async def _converse(
+        self,
+        chat: ChatService,
+        recording: RecordingModel,
+        scenario: Scenario,
+        transcript: Transcript,
+    ) -> None:
+        customer = scenario.customer
+        caller = Caller(key=customer.telegram_id, chat_id=customer.telegram_id, private_chat=True)
+        simulated = self._simulated_customer(scenario)
+        scripted = iter(scenario.turns)
+        conversation: list[tuple[str, str]] = []
+        while True:
+            if simulated is not None:
+                text = await simulated.next_message(conversation)
+                transcript.customer_calls = list(simulated.calls)
+                transcript.note = simulated.ended_because
+            else:
+                text = next(scripted, None)
+            if text is None:
+                return
+            first_call = len(recording.calls)
+            reply = await chat.answer(caller, text)
+            await chat.wait_for_summaries()  # a summary belongs to the turn that caused it
+            calls = tuple(recording.calls[first_call:])
+            shown = self.shown(reply, customer.language)
+            handoff = any(isinstance(offer, PersonWillAnswer) for offer in reply.offers)
+            transcript.exchanges.append(
+                Exchange(
+                    customer=text,
+                    shown=shown,
+                    answer=reply.text,
+                    stop_reason=None if reply.stop_reason is None else str(reply.stop_reason),
+                    error_code=reply.error_code,
+                    handoff=handoff,
+                    tools=tool_uses(calls, recording.tool_results),
+                    model_calls=calls,
+                )
+            )
+            conversation.append((text, shown))
+            if handoff:
+                if len(transcript.exchanges) < len(scenario.turns) or simulated is not None:
+                    transcript.note = "handed over to a person: a person answers from here on"
+                return
+
+    def _simulated_customer(self, scenario: Scenario) -> CustomerSimulator | None:
+        if scenario.simulated is None:
+            return None
+        if self.customer_model is None:
+            raise RuntimeError("this scenario needs a customer model (--customer-model)")
+        return CustomerSimulator(
+            self.customer_model, scenario.simulated, scenario.customer.language
+        )

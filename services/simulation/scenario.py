@@ -1,0 +1,231 @@
+"""Scenario files (TOML, or YAML where PyYAML is installed): what to run and what to expect.
+
+A file holds one or more `[[scenario]]` tables::
+
+    [[scenario]]
+    id = "own-order-ru"                 # unique across the files of a run
+    title = "Own order by number"
+    shop = "demo"                       # "demo" (default) or "empty"
+    turns = ["Где мой заказ 8041?"]     # scripted customer turns, or [scenario.simulated]
+    [scenario.customer]
+    telegram_id = 1001
+    language = "ru"
+    verified_phone = "+79123456789"     # optional: a phone the customer shared as theirs
+    [scenario.shop_data]                # optional, the import-data document (added to the demo)
+    orders = [{order_id = "5001", status = "processing", owner_telegram_id = 2002}]
+    [scenario.expect]
+    tools = [{name = "get_order_status", args = {order_id = "8041"}}]
+    must_contain = ["8041"]
+
+Everything is validated when the file is read; a problem names the file, the scenario
+and the field, so an owner can fix the file without reading code.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from tools.shop.import_document import ShopDataError, plan_import
+from tools.shop.rules import OrderStatus, check_order_id, normalise_phone
+
+Language = Literal["ru", "en"]
+MAX_FILE_BYTES = 2 * 1024 * 1024
+ScenarioId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")]
+CustomerText = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)
+]
+
+
+class ScenarioError(ValueError):
+    """A scenario file cannot be used; the message is the line(s) to print."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolExpectation(_Strict):
+    """A tool the model must call; `args` must be among its arguments (values compared
+    as text, case-insensitively, so 8041 and "8041" are the same order)."""
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Expect(_Strict):
+    """What a run must show. Phrases and patterns are checked in every reply the customer
+    saw (`final_reply_contains`: in the last one); `language` in each of them.
+    `private_data` (on unless set false): no reply and no tool result shows an order of
+    another customer (see expectations.py)."""
+
+    tools: list[ToolExpectation] = Field(default_factory=list)
+    no_tools: list[str] = Field(default_factory=list)
+    handoff: bool | None = None
+    must_contain: list[str] = Field(default_factory=list)
+    final_reply_contains: list[str] = Field(default_factory=list)
+    must_not_contain: list[str] = Field(default_factory=list)
+    must_match: list[str] = Field(default_factory=list)
+    must_not_match: list[str] = Field(default_factory=list)
+    language: Language | None = None
+    private_data: bool = True
+    max_model_calls: Annotated[int, Field(ge=1, le=1000)] | None = None
+    order_status: dict[str, OrderStatus] = Field(default_factory=dict)
+
+    @field_validator("must_match", "must_not_match")
+    @classmethod
+    def _patterns(cls, values: list[str]) -> list[str]:
+        for value in values:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
+        return values
+
+    @field_validator("order_status")
+    @classmethod
+    def _order_ids(cls, values: dict[str, OrderStatus]) -> dict[str, OrderStatus]:
+        return {check_order_id(key): value for key, value in values.items()}
+
+
+class Customer(_Strict):
+    telegram_id: Annotated[int, Field(gt=0, lt=2**52)] = 1001
+    language: Language = "ru"
+    verified_phone: str | None = None
+
+    @field_validator("verified_phone")
+    @classmethod
+    def _phone(cls, value: str | None) -> str | None:
+        return None if value is None else normalise_phone(value)
+
+
+class SimulatedCustomer(_Strict):
+    """A customer played by a model (τ-bench style): its goal, in the customer's words,
+    and the most messages it may write."""
+
+    instruction: Annotated[str, StringConstraints(strip_whitespace=True, min_length=5)]
+    max_turns: Annotated[int, Field(ge=1, le=30)] = 6
+
+
+class ScenarioSettings(_Strict):
+    """The bot's settings a scenario may change (e.g. a small history budget so that a
+    long conversation crosses the summary)."""
+
+    history_token_budget: Annotated[int, Field(ge=200, le=100_000)] | None = None
+    summary_max_tokens: Annotated[int, Field(ge=50, le=4000)] | None = None
+
+
+class Scenario(_Strict):
+    id: ScenarioId
+    title: str = ""
+    shop: Literal["demo", "empty"] = "demo"
+    shop_data: dict[str, Any] | None = None
+    customer: Customer = Customer()
+    turns: list[CustomerText] = Field(default_factory=list, max_length=50)
+    simulated: SimulatedCustomer | None = None
+    expect: Expect = Expect()
+    settings: ScenarioSettings = ScenarioSettings()
+    source: str = ""  # the file it came from (set by the loader)
+
+    @model_validator(mode="after")
+    def _one_kind_of_customer(self) -> Scenario:
+        if bool(self.turns) == (self.simulated is not None):
+            raise ValueError("give either `turns` (scripted) or `simulated` (a customer model)")
+        if self.shop_data is not None:
+            try:
+                plan_import(self.shop_data)
+            except ShopDataError as exc:
+                raise ValueError("shop_data: " + "; ".join(exc.problems)) from None
+        return self
+
+
+def _parse(path: Path, text: str) -> Any:
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml  # type: ignore[import-untyped, unused-ignore]
+        except ImportError:
+            raise ScenarioError(
+                f"{path}: YAML needs PyYAML installed; or write it as TOML"
+            ) from None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in item.get("loc", ())) or "scenario"
+        message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+def read_scenarios(path: Path) -> list[Scenario]:
+    """The scenarios of one file, or `ScenarioError` naming the file and what is wrong."""
+    try:
+        if path.is_dir():
+            raise ScenarioError(f"{path} is a folder; name the scenario files (e.g. {path}/*.toml)")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ScenarioError(f"{path} is larger than {MAX_FILE_BYTES // 2**20} MB")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(
+            f"{path} cannot be read: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+    raw = _parse(path, text)
+    items = raw.get("scenario") if isinstance(raw, dict) else None
+    if not isinstance(items, list) or not items:
+        raise ScenarioError(f"{path}: no scenarios (write them as [[scenario]] tables)")
+    scenarios = []
+    for index, item in enumerate(items):
+        label = item.get("id") if isinstance(item, dict) else None
+        try:
+            if not isinstance(item, dict):
+                raise ScenarioError(f"{path}: scenario[{index}] is not a table")
+            scenarios.append(Scenario.model_validate({**item, "source": str(path)}))
+        except ValidationError as exc:
+            name = f"scenario {label!r}" if isinstance(label, str) else f"scenario[{index}]"
+            raise ScenarioError(f"{path}: {name}: {_describe(exc)}") from None
+    return scenarios
+
+
+def load_scenarios(paths: list[Path]) -> list[Scenario]:
+    """Every scenario of the files, in order; ids must be unique across them."""
+    scenarios: list[Scenario] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        for scenario in read_scenarios(path):
+            if scenario.id in seen:
+                raise ScenarioError(
+                    f"{path}: scenario id {scenario.id!r} is used twice "
+                    f"(also in {seen[scenario.id]})"
+                )
+            seen[scenario.id] = str(path)
+            scenarios.append(scenario)
+    return scenarios
+
+
+DEFAULT_SUITE = Path(__file__).with_name("default_suite")
+
+
+def default_suite_files() -> list[Path]:
+    """The suite that ships with the bot (services/simulation/default_suite/*.toml)."""
+    return sorted(DEFAULT_SUITE.glob("*.toml"))

@@ -1,0 +1,189 @@
+"""A small rule-based model that behaves like a careful support model, for the default
+simulation suite in CI (a handler for tests/fakes/openai_server.py).
+
+What it proves, and what it does not: a scenario of the default suite that passes against
+it is satisfiable by a model that follows the bot's rules, through the real HTTP client,
+loop, tools, executor, output guard, summaries and the simulation's judging. It says
+nothing about how well a real model does: it is written to be careful (it asks for a
+number instead of guessing, never claims a cancellation, treats instruction-like text
+in tool data as data and leaves it out, recalls order numbers from the summary). A real
+model's scores come from running the suite against it (docs/simulations.md).
+
+Rules, from the last customer message and the tool results of this turn:
+- a request for a person → `request_human`;
+- order numbers, "return"+product, shop topics → the same calls as `default_script`;
+- once the results are in → an answer in the customer's language, built from them;
+- "remind me which order" → the numbers found in the summary and the history;
+- requests without tools → a summary (which keeps the order numbers), or, when the
+  system message is the simulated customer's, the customer's first message from its
+  goal (`Your first message: "…"`) and then the stop word.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tests.fakes.openai_server import (
+    Body,
+    FakeReply,
+    _is_russian,
+    _text_of,
+    _wanted_calls,
+    completion,
+    fake_call,
+)
+
+_HANDOFF_WORDS = ("человек", "оператор", "сотрудник", "human", "person", "operator")
+_RECALL_WORDS = ("напомните", "remind")
+_INSTRUCTION_LIKE = re.compile(r"(SYSTEM:|игнорируй|ignore (all|previous)|инструкци)", re.I)
+_ORDER_RE = re.compile(r"(?<!\d)\d{4}(?!\d)")
+
+STATUS_WORDS = {
+    "processing": ("в обработке", "being processed"),
+    "in_transit": ("в пути", "on its way"),
+    "ready_for_pickup": ("ждёт вас в пункте выдачи", "ready for pickup"),
+    "delivered": ("доставлен", "delivered"),
+    "cancelled": ("отменён магазином", "cancelled by the shop"),
+}
+
+
+def _safe(text: object) -> str:
+    """Data as data: a sentence that reads like an instruction is left out."""
+    sentences = re.split(r"(?<=[.!?])\s+", str(text))
+    return " ".join(s for s in sentences if not _INSTRUCTION_LIKE.search(s)).strip()
+
+
+def _order_text(data: Body, ru: bool) -> str:
+    number = data.get("order_id")
+    if not data.get("found"):
+        if ru:
+            return f"Заказ {number} не найден среди ваших заказов. Проверьте, пожалуйста, номер."
+        return f"I could not find order {number} among your orders. Please check the number."
+    status = STATUS_WORDS.get(str(data.get("status")), (str(data.get("status")),) * 2)
+    parts = [f"Заказ {number}: {status[0]}." if ru else f"Order {number} is {status[1]}."]
+    if data.get("pickup_point") and data.get("status") in ("ready_for_pickup", "in_transit"):
+        where = _safe(data["pickup_point"])
+        parts.append(f"Пункт выдачи: {where}." if ru else f"Pickup point: {where}.")
+    if data.get("expected_date") and data.get("status") == "in_transit":
+        when = data["expected_date"]
+        parts.append(f"Ожидаемая дата: {when}." if ru else f"Expected on {when}.")
+    return " ".join(parts)
+
+
+def _policy_text(data: Body, ru: bool) -> str:
+    product = data.get("matched_product") or data.get("product")
+    if data.get("found"):
+        days = data.get("return_days")
+        if ru:
+            conditions = _safe(data.get("conditions") or "")
+            return f"{product}: вернуть можно в течение {days} дней после получения. {conditions}"
+        return f"{product}: can be returned within {days} days of receipt."
+    if ru:
+        return f"Для товара «{product}» нет отдельных условий возврата; уточните у магазина."
+    return f"There are no specific return terms for {product}; please ask the shop."
+
+
+def _info_text(data: Body, ru: bool) -> str:
+    if data.get("found"):
+        return " ".join(
+            f"{e.get('topic')}: {_safe(e.get('answer'))}" for e in data.get("entries") or []
+        )
+    contacts = data.get("contacts") or ""
+    if ru:
+        return f"К сожалению, у меня нет сведений об этом. Связаться с магазином: {contacts}"
+    return f"Sorry, I have no information about that. Contact the shop: {contacts}"
+
+
+def _handoff_text(data: Body, ru: bool) -> str:
+    if ru:
+        return "Передаю разговор сотруднику магазина — вам ответят здесь, в этом чате."
+    return "I am handing the conversation to a person from the shop; they will answer here."
+
+
+def _answer(name: str, result: Any, ru: bool) -> str:
+    if not isinstance(result, dict) or result.get("ok") is not True:
+        return "Не получилось проверить это сейчас." if ru else "I could not check that right now."
+    data = result.get("data") or {}
+    render = {
+        "get_order_status": _order_text,
+        "get_return_policy": _policy_text,
+        "get_shop_info": _info_text,
+        "request_human": _handoff_text,
+    }.get(name)
+    return render(data, ru) if render else ""
+
+
+def _turn(
+    messages: list[Body], last_user: int
+) -> tuple[list[tuple[str, dict[str, Any], str]], dict[str, Any]]:
+    made: list[tuple[str, dict[str, Any], str]] = []
+    results: dict[str, Any] = {}
+    for message in messages[last_user + 1 :]:
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                arguments = {}
+            made.append((str(function.get("name")), arguments, str(call.get("id"))))
+        if message.get("role") == "tool":
+            try:
+                results[str(message.get("tool_call_id"))] = json.loads(_text_of(message))
+            except ValueError:
+                results[str(message.get("tool_call_id"))] = None
+    return made, results
+
+
+def _without_tools(messages: list[Body]) -> FakeReply:
+    system = _text_of(messages[0]) if messages else ""
+    if "role-playing a customer" in system:
+        if any(m.get("role") == "assistant" for m in messages):
+            return completion(text="###STOP###")
+        first = re.search(r"(?:first message|первое сообщение): \"([^\"]+)\"", system, re.I)
+        return completion(text=first.group(1) if first else "###STOP###")
+    text = " ".join(_text_of(m) for m in messages[1:])
+    numbers = ", ".join(dict.fromkeys(_ORDER_RE.findall(text))) or "нет"
+    return completion(text=f"Клиент писал о заказах: {numbers}. Темы: {text[-300:]}")
+
+
+def _recall(messages: list[Body], ru: bool) -> str:
+    earlier = " ".join(_text_of(m) for m in messages[:-1] if m.get("role") != "tool")
+    numbers = list(dict.fromkeys(_ORDER_RE.findall(earlier)))
+    if not numbers:
+        return "Номер заказа в разговоре не называли." if ru else "No order number was mentioned."
+    joined = ", ".join(numbers)
+    return f"Вы называли заказ {joined}." if ru else f"You mentioned order {joined}."
+
+
+def careful_script(body: Body) -> FakeReply:
+    messages: list[Body] = list(body.get("messages") or [])
+    if not body.get("tools"):
+        return _without_tools(messages)
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    user_text = _text_of(messages[last_user]) if last_user >= 0 else ""
+    ru = _is_russian(user_text)
+    lowered = user_text.lower()
+    made, results = _turn(messages, last_user)
+    offered = {str((t.get("function") or {}).get("name")) for t in body.get("tools") or []}
+    wanted: list[tuple[str, dict[str, Any]]] = []
+    if any(word in lowered for word in _HANDOFF_WORDS) and "request_human" in offered:
+        wanted.append(("request_human", {"reason": "the customer asked for a person"}))
+    elif any(word in lowered for word in _RECALL_WORDS):
+        return completion(text=_recall(messages, ru))
+    else:
+        wanted = _wanted_calls(user_text)
+    pending = [(n, a) for n, a in wanted if (n, a) not in [(m, b) for m, b, _ in made]]
+    if pending and body.get("tool_choice") != "none":
+        return completion(tool_calls=[fake_call(name, args) for name, args in pending])
+    if made:
+        texts = [_answer(name, results.get(call_id), ru) for name, _, call_id in made]
+        return completion(text=" ".join(t for t in texts if t))
+    if any(word in lowered for word in ("заказ", "order")):
+        return completion(
+            text="Подскажите, пожалуйста, 4-значный номер заказа?"
+            if ru
+            else "Could you tell me your 4-digit order number?"
+        )
+    return completion(text="Здравствуйте! Чем могу помочь?" if ru else "Hello! How can I help you?")

@@ -1,0 +1,237 @@
+"""`support-bot simulate`: the command end to end against the fake OpenAI server.
+
+The acceptance check of the default suite lives here: every scenario passes against
+the careful rule-based model (tests/fakes/careful_model.py). That proves the suite is
+satisfiable by a model that follows the bot's rules and that the command, the bot's
+wiring and the judging work together; it does not measure any real model (see
+docs/simulations.md for a real run)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from bot.cli import _parse_args
+from bot.simulate import simulate
+from services.simulation.scenario import read_scenarios
+from storage.database import open_database
+from storage.feedback import FeedbackRepository, RatableAnswer
+from storage.records import HistoryPair, TurnRecord, TurnRecorder
+from tests.fakes.careful_model import careful_script
+from tests.fakes.openai_server import FakeOpenAIServer
+
+
+@pytest.fixture
+def model_env(monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_MODEL", "fake-model")
+    monkeypatch.setenv("MODEL_PRICE_INPUT_PER_1M", "0.15")
+    monkeypatch.setenv("MODEL_PRICE_OUTPUT_PER_1M", "0.60")
+    fake_openai.handler = careful_script
+    return fake_openai
+
+
+async def cli(*argv: str) -> int:
+    """The command as `support-bot simulate ...` runs it (its own event loop, so in a thread)."""
+    args = _parse_args(["simulate", *argv])
+    return await asyncio.get_running_loop().run_in_executor(None, simulate, args)
+
+
+async def test_the_default_suite_passes_against_a_careful_model(
+    model_env: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.md"
+    assert await cli("--report", str(report)) == 0
+    out = capsys.readouterr()
+    assert "overall" in out.out and "USD" in out.out  # the table with the cost
+    assert "[38/38]" in out.err  # the progress lines
+    text = report.read_text(encoding="utf-8")
+    assert "## Failing runs (0)" in text
+    assert "| fake-model | 38 | 1.00 | 1.00 |" in text
+
+
+async def test_failing_scenarios_exit_1_and_min_pass_decides(
+    model_env: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    suite = tmp_path / "mine.toml"
+    suite.write_text(
+        '[[scenario]]\nid = "wrong"\nturns = ["Где заказ 8041?"]\n'
+        '[scenario.expect]\nmust_contain = ["доставлен"]\n'
+        '[[scenario]]\nid = "right"\nturns = ["Где заказ 8041?"]\n'
+        '[scenario.expect]\nmust_contain = ["8041"]\n',
+        encoding="utf-8",
+    )
+    report = tmp_path / "r.md"
+    assert await cli(str(suite), "--report", str(report)) == 1
+    assert "### wrong — fake-model, trial 1" in report.read_text(encoding="utf-8")
+    assert await cli(str(suite), "--only", "right", "--report", str(report)) == 0
+    assert await cli(str(suite), "--min-pass", "0", "--report", str(report)) == 0
+
+
+async def test_several_models_are_compared(
+    model_env: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "one.toml"
+    suite.write_text('[[scenario]]\nid = "hi"\nturns = ["Привет!"]\n', encoding="utf-8")
+    assert await cli(str(suite), "--model", "fake-model", "--model", "gpt-4o-mini") == 0
+    asked = {body["model"] for body in model_env.chat_requests}
+    assert asked == {"fake-model", "gpt-4o-mini"}
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "fake-model" in header and "gpt-4o-mini" in header
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ('[[scenario]]\nid = "x"\n', "give either `turns`"),
+        (
+            '[[scenario]]\nid = "x"\nturns = ["a"]\n[scenario.expect]\nmust_match = ["("]\n',
+            "must_match",
+        ),
+        ('[[scenario]]\nid = "x"\nturns = ["a"]\n[scenario.expect]\nsmells = 1\n', "smells"),
+        ("not toml = = 1", "not valid TOML"),
+        (
+            '[[scenario]]\nid = "x"\nturns = ["a"]\n'
+            '[scenario.shop_data]\norders = [{order_id = "1"}]\n',
+            "order_id",
+        ),
+    ],
+)
+async def test_a_bad_scenario_file_is_one_line_and_status_2(
+    model_env: FakeOpenAIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: str,
+    named: str,
+) -> None:
+    suite = tmp_path / "bad.toml"
+    suite.write_text(content, encoding="utf-8")
+    assert await cli(str(suite)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and str(suite) in err[0]
+    assert named in err[0]
+    assert not model_env.chat_requests  # nothing ran
+
+
+async def test_without_a_model_key_it_says_which_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await cli() == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+
+
+async def test_from_feedback_drafts_are_scenarios_to_edit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "bot.sqlite3"
+    monkeypatch.setenv("DATABASE_PATH", str(path))
+    db = await open_database(path)
+    try:
+        from storage.conversations import ConversationRepository
+
+        session = await ConversationRepository(db).open_session(777)
+        recorder = TurnRecorder(db)
+        for turn_id, question, answer in (
+            ("t1", "Где мой заказ 8041?", "Заказ 8041 в пути."),
+            ("t2", "А когда приедет?", "Не знаю, спросите у кого-нибудь."),
+        ):
+            await recorder.save_turn(
+                TurnRecord(
+                    id=turn_id,
+                    session_id=session,
+                    chat_id=777,
+                    user_id=777,
+                    started_at=time.time(),
+                    duration_ms=1.0,
+                    status="answered",
+                    stop_reason="completed",
+                    error_code=None,
+                    model_steps=1,
+                    tool_calls=0,
+                    prompt_tokens=None,
+                    completion_tokens=None,
+                    total_tokens=None,
+                    cached_tokens=None,
+                    prompt="support_chat@2",
+                ),
+                audit_records=[],
+                model_calls=[],
+                history=HistoryPair(user_text=question, assistant_text=answer),
+            )
+        feedback = FeedbackRepository(db)
+        await feedback.record(
+            RatableAnswer("t2", 777, 777, time.time()), user_id=777, rating=-1, rated_at=time.time()
+        )
+        await feedback.record(
+            RatableAnswer("t1", 777, 777, time.time()), user_id=777, rating=1, rated_at=time.time()
+        )
+    finally:
+        await db.close()
+
+    drafts = tmp_path / "drafts.toml"
+    assert await cli("--from-feedback", "--out", str(drafts)) == 0
+    text = drafts.read_text(encoding="utf-8")
+    assert "777" not in text  # the customer's Telegram id is never copied
+    assert "# Не знаю, спросите у кого-нибудь." in text.replace("#   ", "# ")
+    [draft] = read_scenarios(drafts)
+    assert draft.turns == ["Где мой заказ 8041?", "А когда приедет?"]
+    assert draft.customer.language == "ru"
+    assert tomllib.loads(text)["scenario"][0]["id"] == "feedback-001"
+
+
+async def test_from_feedback_without_ratings_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_PATH", str(tmp_path / "bot.sqlite3"))
+    db = await open_database(tmp_path / "bot.sqlite3")
+    await db.close()
+    assert await cli("--from-feedback") == 0
+    assert "No answer rated 👎 is stored yet." in capsys.readouterr().out
+
+
+async def test_a_server_that_fails_every_call_still_ends_with_a_report(
+    model_env: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    from tests.fakes.openai_server import error
+
+    model_env.handler = lambda body: error(500)
+    suite = tmp_path / "one.toml"
+    suite.write_text(
+        '[[scenario]]\nid = "down"\nturns = ["Где заказ 8041?"]\n'
+        '[scenario.expect]\nmust_contain = ["8041"]\n',
+        encoding="utf-8",
+    )
+    report = tmp_path / "r.md"
+    assert await cli(str(suite), "--report", str(report)) == 1
+    text = report.read_text(encoding="utf-8")
+    assert "chat:APIError" in text or "chat:" in text
+    assert "the bot's own text" in text
+
+
+async def test_a_model_the_endpoint_does_not_offer_is_one_line(
+    model_env: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await cli("--model", "no-such-model") == 2
+    err = capsys.readouterr().err
+    assert "does not offer the model 'no-such-model'" in err
+    assert not model_env.chat_requests  # nothing ran
+
+
+async def test_an_unreachable_endpoint_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a free port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("OPENAI_MAX_RETRIES", "0")
+    assert await cli() == 2
+    assert "cannot be used now" in capsys.readouterr().err
