@@ -28,9 +28,17 @@ from urllib.parse import urlparse
 
 from bot.config import Settings, SettingsError, load_database_choice, load_settings
 from bot.exit_codes import ExitCode
+from bot.features.actions import actions_feature
 from bot.replies import customer_text
 from bot.texts import TextsError, TextTable, load_text_table
-from bot.wiring.core import build_core, build_model, build_storage_retry, build_tools
+from bot.wiring.core import (
+    build_core,
+    build_model,
+    build_shop_directory,
+    build_storage_retry,
+    build_tools,
+    build_turn_slots,
+)
 from services.chat import ChatService
 from services.handoff import HandoffService
 from services.llm.client import OpenAIChatModel
@@ -127,21 +135,30 @@ class BotWiring:
 
     def __call__(self, db: Database, model: ChatModel, settings: ScenarioSettings) -> ChatService:
         changes = {k: v for k, v in settings.model_dump().items() if v is not None}
-        bot = self._settings.model_copy(update=changes) if changes else self._settings
+        # the throwaway database's orders, never a live shop (SHOP_BACKEND is ignored here)
+        bot = self._settings.model_copy(update={**changes, "shop_backend": "local"})
         handoffs = HandoffService(
             HandoffRepository(db),
             ConversationRepository(db),
             storage_retry=self._retry,
             clock=time.time,
         )
-        registry = build_tools(bot, extra=(request_human_tool(handoffs),))
+        shop = build_shop_directory(bot, db)
+        # with ACTIONS_ENABLED the model may propose actions as in the bot (a proposal is
+        # stored pending in the throwaway database; nobody presses the card)
+        actions = actions_feature(bot, db, shop, storage_retry=self._retry, operator_chat_id=None)
+        extra = (request_human_tool(handoffs), *(actions.tools if actions else ()))
+        registry = build_tools(bot, extra=extra, shop=shop)
         core = build_core(
             bot,
             db,
             model=model,
             registry=registry,
+            turn_slots=build_turn_slots(bot),
             storage_retry=self._retry,
             record_observer=None,
+            shop=shop,
+            actions_on=actions is not None,
         )
         return core.chat_service
 
