@@ -36,8 +36,16 @@ import time
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from storage.shop_records import OrderRecord
 from tools.base import (
@@ -160,6 +168,20 @@ class OrderStatusResult(LookupResult):
     total: OrderTotal | None = None
     ask_in_private_chat: bool = False
     message: str
+
+    @model_serializer(mode="wrap")
+    def _without_unknown_live_details(self, serialize: SerializerFunctionWrapHandler) -> Any:
+        """Delivery details, items and the total are left out where the shop gave none (the
+        local data never has them): the model reads no nulls it cannot use, and an answer
+        keeps the size it had before live shops."""
+        data = serialize(self)
+        for key in _LIVE_ONLY:
+            if isinstance(data, dict) and data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+
+_LIVE_ONLY = ("carrier", "tracking_number", "tracking_url", "items", "total")
 
 
 class OrderStatusHandler:
