@@ -5,6 +5,12 @@ card is sent by one instance; the customer presses ✅ twice, racing, and the lo
 balancer (played by the test) hands one press to each instance at once, and the first
 press to the other instance again (Telegram retrying). Exactly one cancellation, one
 result message, one "working" note; the other press is told it is already being done.
+
+Both instances store the presses they are given; the chat's claim (bot/claimed.py) has one
+instance handle them in order, and the action's conditional transitions
+(storage/actions.py `move`) are the guard behind it — their race at the same instant is
+tested directly on both backends in tests/unit/services/test_actions.py
+(`test_two_presses_at_once_let_exactly_one_through`).
 """
 
 from __future__ import annotations
