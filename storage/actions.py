@@ -81,6 +81,7 @@ class ActionCounts:
     expired: int = 0  # replaced, or never pressed in time
     done: int = 0
     failed: int = 0
+    resolved_questions: int = 0  # turns whose proposal ended done (two orders cancelled: one)
 
 
 def _row(row: Row) -> ActionRow:
@@ -228,14 +229,17 @@ class ActionRepository:
     async def counts(self, since: float | None, until: float) -> ActionCounts:
         start = since if since is not None else float("-inf")
         rows = await self._db.fetch_all(
-            "SELECT status, reason, expires_at FROM pending_actions"
+            "SELECT operation_id, status, reason, expires_at, turn_id FROM pending_actions"
             " WHERE created_at >= ? AND created_at < ?",
             (start, until),
         )
         now = self._clock()
         counts = {name: 0 for name in ("confirmed", "declined", "expired", "done", "failed")}
+        resolved: set[str] = set()
         for row in rows:
             status = ActionStatus(row["status"])
+            if status is ActionStatus.DONE:
+                resolved.add(str(row["turn_id"] or row["operation_id"]))
             if status is ActionStatus.PENDING:
                 if float(row["expires_at"]) <= now:
                     counts["expired"] += 1
@@ -247,7 +251,7 @@ class ActionRepository:
                 counts[status.value] += 1
             else:
                 counts[status.value] += 1
-        return ActionCounts(proposed=len(rows), **counts)
+        return ActionCounts(proposed=len(rows), resolved_questions=len(resolved), **counts)
 
 
 async def _add_history(tx: Tx, chat_id: int, words: str, *, key: str, now: float) -> None:

@@ -18,6 +18,7 @@ _WORDS: dict[Language, dict[str, str]] = {
         "declined": "отклонено",
         "expired": "истекло",
         "failed": "не удалось",
+        "resolved_questions": "вопросов решено действием",
     },
     "en": {
         "title": "CONFIRMED ACTIONS",
@@ -27,12 +28,14 @@ _WORDS: dict[Language, dict[str, str]] = {
         "declined": "declined",
         "expired": "expired",
         "failed": "failed",
+        "resolved_questions": "questions resolved by an action",
     },
 }
 
 
 def actions_block(counts: ActionCounts, language: Language) -> list[str]:
-    """The block's monospace lines, laid out like the rest of the owner's table."""
+    """The block's monospace lines, laid out like the rest of the owner's table; the last
+    one: customers' questions (turns) an action answered — what the feature is for."""
     w = _WORDS[language]
     return [
         kv(w["title"], format_int(counts.proposed, language), indent=0),
@@ -40,4 +43,5 @@ def actions_block(counts: ActionCounts, language: Language) -> list[str]:
             kv(w[name], format_int(getattr(counts, name), language))
             for name in ("confirmed", "done", "declined", "expired", "failed")
         ),
+        kv(w["resolved_questions"], format_int(counts.resolved_questions, language)),
     ]

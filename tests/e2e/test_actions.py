@@ -391,3 +391,40 @@ async def test_http_backend_cancel_once_despite_a_lost_answer_and_the_cache_know
     [looked_up] = results_for(fake_openai, question)
     assert looked_up["data"]["status"] == "cancelled"  # ... and not from a stale cache
     assert await settled(fake_telegram, 3)
+
+
+async def test_stats_count_the_questions_an_action_resolved_in_both_languages(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    admins = {"ru": 7690, "en": 7691}
+    await setup(
+        start_bot,
+        bot_base_env,
+        tmp_path,
+        fake_openai,
+        ADMIN_IDS=",".join(map(str, admins.values())),
+    )
+    declined = await say(fake_telegram, f"Отмените заказ {MINE_TOO}")
+    await press(fake_telegram, declined, 1)
+    await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)  # "nothing changed"
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    await press(fake_telegram, card)
+    await settled(fake_telegram, 4)
+    await wait_for_db(
+        database_path,
+        "SELECT status, count(*) FROM pending_actions GROUP BY status ORDER BY status",
+        [("declined", 1), ("done", 1)],
+    )
+    for language, words in (
+        ("ru", "вопросов решено действием"),
+        ("en", "questions resolved by an action"),
+    ):
+        admin = admins[language]
+        fake_telegram.enqueue_update(message_update(admin, text="/stats", language_code=language))
+        table = (await fake_telegram.wait_for_messages(admin, 1, within=WAIT_S))[0]
+        assert re.search(rf"{words}\s+1\b", table.plain_text), table.plain_text

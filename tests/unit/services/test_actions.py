@@ -66,6 +66,8 @@ async def shop(db: Database, clock: FakeClock) -> ShopRepository:
         },
         "1004": {"status": "processing", "owner_telegram_id": STRANGER},
         "1005": {"status": "in_transit", "owner_telegram_id": OWNER},
+        **{n: {"status": "processing", "owner_telegram_id": OWNER} for n in ("1006", "1007")},
+        "1008": {"status": "processing", "owner_telegram_id": OWNER},
     }
     await repository.import_shop_data(
         orders=[OrderUpsert(k, v) for k, v in orders.items()],
@@ -106,9 +108,11 @@ class World:
             clock=self.clock,
         )
 
-    def context(self, user: int = OWNER, *, private: bool = True) -> ToolContext:
+    def context(
+        self, user: int = OWNER, *, private: bool = True, turn: str = "t" * 32
+    ) -> ToolContext:
         caller = Caller(key=user, chat_id=user if private else -100, private_chat=private)
-        return ToolContext(caller=caller, shop=self.shop, turn_id="t" * 32)
+        return ToolContext(caller=caller, shop=self.shop, turn_id=turn)
 
     async def propose(
         self, definition: ActionDefinition[Any], arguments: dict[str, Any], context: ToolContext
@@ -118,8 +122,8 @@ class World:
         )
         return await handler(definition.arguments_model.model_validate(arguments), context)
 
-    async def card(self, order_id: str = "1001", user: int = OWNER) -> str:
-        context = self.context(user)
+    async def card(self, order_id: str = "1001", user: int = OWNER, turn: str = "t" * 32) -> str:
+        context = self.context(user, turn=turn)
         result = await self.propose(CANCEL_ORDER, {"order_id": order_id}, context)
         assert result.proposed, result
         [note] = [n for n in context.notes if isinstance(n, ActionProposed)]
@@ -244,6 +248,31 @@ async def test_confirm_cancels_once_and_records_the_result_in_the_history(world:
     assert (await world.press(op)).kind is ClaimKind.ALREADY
     assert (await world.press(op, user=STRANGER)).kind is ClaimKind.NOT_YOURS
     assert await world.cancellations() == 1
+
+
+async def test_stats_count_the_questions_an_action_resolved(world: World) -> None:
+    """/stats' "questions resolved by an action": turns whose proposal ended done; a turn
+    that cancelled two orders is one question, a declined or failed one is none."""
+
+    async def carried(op: str) -> None:
+        claim = await world.press(op)
+        assert claim.row is not None
+        await world.service.record(
+            claim.row, await world.service.carry_out(claim.row, recheck=True), said=""
+        )
+
+    both = [await world.card(n, turn="a" * 32) for n in ("1006", "1007")]
+    for op in both:
+        await carried(op)
+    await world.press(await world.card("1001", turn="b" * 32), confirm=False)  # declined
+    shipped = await world.card("1008", turn="c" * 32)
+    await world.db.write("UPDATE orders SET status = 'in_transit' WHERE order_id = '1008'")
+    await carried(shipped)  # failed: the order shipped meanwhile
+    counts = await world.repo.counts(None, world.clock() + 1)
+    assert (counts.proposed, counts.done, counts.declined, counts.failed) == (4, 2, 1, 1)
+    assert counts.resolved_questions == 1
+    await carried(await world.card("1001", turn="d" * 32))
+    assert (await world.repo.counts(None, world.clock() + 1)).resolved_questions == 2
 
 
 async def test_two_presses_at_once_let_exactly_one_through(world: World) -> None:

@@ -1,0 +1,112 @@
+"""Actions with two bot instances on one PostgreSQL database (issue 32).
+
+Two real processes in webhook mode, the local backend, ACTIONS_ENABLED=cancel_order. The
+card is sent by one instance; the customer presses ✅ twice, racing, and the load
+balancer (played by the test) hands one press to each instance at once, and the first
+press to the other instance again (Telegram retrying). Exactly one cancellation, one
+result message, one "working" note; the other press is told it is already being done.
+
+Both instances store the presses they are given; the chat's claim (bot/claimed.py) has one
+instance handle them in order, and the action's conditional transitions
+(storage/actions.py `move`) are the guard behind it — their race at the same instant is
+tested directly on both backends in tests/unit/services/test_actions.py
+(`test_two_presses_at_once_let_exactly_one_through`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.texts import RU
+from tests.e2e.chat_helpers import WAIT_S, StartBot, import_shop, query, tool_step, wait_for_db
+from tests.e2e.harness import free_port, post_update, webhook_env
+from tests.e2e.test_actions import (
+    ASK_CONFIRM,
+    CUSTOMER,
+    MINE,
+    _calls,
+    _model,
+    cancellations,
+    card_buttons,
+    press_update,
+    status_of,
+)
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.telegram_server import FakeTelegramServer, message_update
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def e2e_backend() -> str:
+    """Both instances share one PostgreSQL database."""
+    return "postgres"
+
+
+async def test_two_racing_presses_on_two_instances_cancel_once_with_one_result(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+    http: aiohttp.ClientSession,
+) -> None:
+    await import_shop(
+        bot_base_env,
+        tmp_path,
+        {"orders": [{"order_id": MINE, "status": "processing", "owner_telegram_id": CUSTOMER}]},
+    )
+    fake_openai.handler = tool_step(_calls, _model)
+    ports = [free_port(), free_port()]
+    for name, port in zip(("first", "second"), ports, strict=True):
+        await start_bot(
+            webhook_env(bot_base_env, port), INSTANCE_ID=name, ACTIONS_ENABLED="cancel_order"
+        )
+
+    # the card, from the first instance
+    asked = message_update(CUSTOMER, text=f"Отмените заказ {MINE}")
+    assert await post_update(http, ports[0], asked) == 200
+    [card] = await fake_telegram.wait_for_messages(CUSTOMER, 1, within=WAIT_S)
+    assert ASK_CONFIRM in card.plain_text and len(card_buttons(card)) == 2
+
+    # ✅ twice, racing: one press to each instance, the first also retried on the second
+    presses = [press_update(card, 0), press_update(card, 0)]
+    statuses = await asyncio.gather(
+        post_update(http, ports[0], presses[0]),
+        post_update(http, ports[1], presses[1]),
+        post_update(http, ports[1], presses[0]),
+    )
+    assert list(statuses) == [200, 200, 200]
+    await wait_for_db(database_path, "SELECT status FROM pending_actions", [("done",)])
+    # a /help now, to either instance, is answered after anything still due
+    assert await post_update(http, ports[1], message_update(CUSTOMER, text="/help")) == 200
+    messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    assert "/new" in messages[-1].plain_text
+    assert len(messages) == 3, [m.plain_text for m in messages]  # card, one result, /help
+    assert messages[1].plain_text == f"Заказ {MINE} отменён."
+    assert status_of(database_path, MINE) == "cancelled"
+    assert cancellations(database_path) == 1
+
+    ids = {p["callback_query"]["id"] for p in presses}
+    await fake_telegram.wait_until(
+        lambda: (
+            {
+                c.params.get("callback_query_id")
+                for c in fake_telegram.calls_of("answerCallbackQuery")
+            }
+            >= ids
+        ),
+        within=WAIT_S,
+    )
+    notes = sorted(
+        str(c.params.get("text") or "")
+        for c in fake_telegram.calls_of("answerCallbackQuery")
+        if c.params.get("callback_query_id") in ids
+    )
+    assert notes == sorted([RU.action_working, RU.action_already]), notes
+    assert query(database_path, "SELECT count(*) FROM pending_actions") == [(1,)]

@@ -1,0 +1,104 @@
+"""A customer cancels a live Medusa order through the real bot process (issue 32).
+
+SHOP_BACKEND=medusa, ACTIONS_ENABLED=cancel_order: Anna (her verified phone on her Medusa
+customer) asks to cancel her order; the model proposes, she gets the card, presses ✅;
+the order is cancelled in the engine (read back through its Admin API), she is told, and
+her next question "is it cancelled?" is answered from the new state: the model sees the
+order tool's result with the cancelled status. A second ✅ does nothing more.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bot.texts import RU
+from tests.e2e.chat_helpers import WAIT_S, StartBot, results_for, tool_step
+from tests.e2e.test_actions import ASK_CONFIRM, _model, card_buttons
+from tests.e2e.test_live_shop_medusa import ANNA_PHONE, say
+from tests.fakes.openai_server import Body, FakeOpenAIServer, fake_call
+from tests.fakes.telegram_server import (
+    FakeTelegramServer,
+    SentMessage,
+    callback_update,
+    contact_update,
+    message_update,
+)
+from tests.shop_engine.medusa_engine import MedusaEngine
+
+pytestmark = [pytest.mark.medusa, pytest.mark.timeout(900)]
+
+ANNA = 7411
+
+
+def _calls(text: str) -> list[Body]:
+    """Digits after '#': cancel when asked to cancel, else look the order up."""
+    numbers = re.findall(r"#(\d+)", text)
+    if "отмените" in text.lower():
+        return [fake_call("propose_cancel_order", {"order_id": n}) for n in numbers]
+    return [fake_call("get_order_status", {"order_id": n}) for n in numbers]
+
+
+async def press(telegram: FakeTelegramServer, card: SentMessage) -> str:
+    """Anna presses ✅ on the card; the note on the button (answerCallbackQuery)."""
+    data = card_buttons(card)[0]["callback_data"]
+    update = callback_update(ANNA, data=data, message_id=card.message_id, user_id=ANNA)
+    query_id = update["callback_query"]["id"]
+    telegram.enqueue_update(update)
+    call = await telegram.wait_for_call(
+        "answerCallbackQuery",
+        lambda c: c.params.get("callback_query_id") == query_id,
+        within=WAIT_S,
+    )
+    return str(call.params.get("text") or "")
+
+
+async def test_cancel_a_live_medusa_order_confirmed_told_and_the_next_answer_knows(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    medusa_engine: MedusaEngine,
+) -> None:
+    number = medusa_engine.place_order("anna")
+    fake_openai.handler = tool_step(_calls, _model)
+    bot = await start_bot(
+        SHOP_BACKEND="medusa",
+        SHOP_API_URL=medusa_engine.url,
+        SHOP_API_TOKEN=medusa_engine.api_key,
+        SHOP_CACHE_TTL_S="300",  # the action's outcome must not be answered from a stale cache
+        SHOP_TIMEOUT_S="4",  # the most the settings allow (inside the tool's 5 s)
+        ACTIONS_ENABLED="cancel_order",
+    )
+    await bot.wait_for_line("shop data: medusa backend at")
+    await say(
+        fake_telegram, ANNA, contact_update(ANNA, phone_number=ANNA_PHONE, contact_user_id=ANNA)
+    )
+    before = await say(fake_telegram, ANNA, message_update(ANNA, text=f"Где заказ #{number}?"))
+    assert "processing" in before  # cached now, for 5 minutes
+
+    cards_before = len(fake_telegram.messages_to(ANNA))
+    fake_telegram.enqueue_update(message_update(ANNA, text=f"Отмените заказ #{number}"))
+    card = (await fake_telegram.wait_for_messages(ANNA, cards_before + 1, within=WAIT_S))[-1]
+    assert ASK_CONFIRM in card.plain_text
+    # the exact effect, from the engine's order: its items and total
+    assert f"Отменить заказ {number}: USB-C cable ×1" in card.plain_text
+    assert len(card_buttons(card)) == 2
+    order_id = medusa_engine.order_id(number)
+    status = medusa_engine.admin("GET", f"/admin/orders/{order_id}?fields=id,status")
+    assert status["order"]["status"] != "canceled"  # nothing happened before the press
+
+    assert await press(fake_telegram, card) == RU.action_working
+    result = (await fake_telegram.wait_for_messages(ANNA, cards_before + 2, within=WAIT_S))[-1]
+    assert result.plain_text == f"Заказ {number} отменён."
+    assert await press(fake_telegram, card) == RU.action_already  # a second ✅: nothing more
+    after = medusa_engine.admin("GET", f"/admin/orders/{order_id}?fields=id,status")
+    assert after["order"]["status"] == "canceled"  # in the engine itself
+
+    question = f"Заказ #{number} отменён?"
+    answer = await say(fake_telegram, ANNA, message_update(ANNA, text=question))
+    [looked_up] = results_for(fake_openai, question)
+    assert looked_up["data"]["status"] == "cancelled"
+    assert "cancelled" in answer
+    assert len(fake_telegram.messages_to(ANNA)) == cards_before + 3  # one result, no repeat
+    assert medusa_engine.api_key not in bot.output and "Traceback" not in bot.output
