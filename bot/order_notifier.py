@@ -11,8 +11,10 @@ one is due (services/order_updates.py: budget, unfinished orders only), then the
 notifications — outside quiet hours — each claimed (`sending`) before it is sent through
 the `Sender` (paced like every answer), then `sent` with its words in the customer's
 conversation, or `failed`. A 403 (the customer blocked the bot) stops all the chat's
-subscriptions. After a crash, a notification left `sending` may have been delivered: it
-is failed at the next start, never sent twice.
+subscriptions. After a crash, a notification left `sending` is tried once more at the
+next start (storage/order_updates.py: never lost to a crash, at most twice), as the
+inbox delivers an answer's stored parts again; a send whose outcome Telegram left
+unknown while the process ran is failed, as an answer's is.
 """
 
 from __future__ import annotations
@@ -121,11 +123,14 @@ class OrderNotifier:
 
     async def _work(self) -> None:
         await self._repo.prune_events(EVENT_RETENTION_S)
-        interrupted = await self._repo.fail_interrupted()
-        if interrupted:
+        again, failed = await self._repo.recover_interrupted()
+        if again:
             log.warning(
-                "order updates: %d notification(s) cut off by a stop are not sent again",
-                interrupted,
+                "order updates: %d notification(s) cut off by a stop are sent once more", again
+            )
+        if failed:
+            log.warning(
+                "order updates: %d notification(s) cut off twice are not sent again", failed
             )
         while True:
             try:

@@ -5,9 +5,12 @@ the SQL that makes them hold under concurrency: `record_sighting` moves a subscr
 told status forward in one transaction, only when the sighting is newer than what the
 customer was told, and makes at most one notification per change (a unique key), so two
 instances, a redelivered push and a poll that sees the same change all end in one row.
-Sending claims a notification (`pending → sending`) before the message leaves, and a
-crash between the two leaves it `sending`, which is finished as failed at the next start
-rather than sent again: never twice.
+Sending claims a notification (`pending → sending`, counting the attempt) before the
+message leaves. A crash in between leaves it `sending`: the next start makes it `pending`
+again once (most such sends never reached Telegram: the claim comes before the pacer's
+wait and the request), and fails a second cut-off as `interrupted`. So a crash never
+loses a notification, and a customer gets one at most twice, only if both a send that
+Telegram accepted and the next start's try were cut off before `sent` was written.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ STOP_CUSTOMER = "customer"
 STOP_BLOCKED = "blocked"
 STOP_FINISHED = "finished"
 STOP_NOT_OWNER = "not_owner"
+
+# a notification whose send was cut off by a stop is tried again this many times in all
+INTERRUPTED_ATTEMPTS = 2
 
 # notification states
 PENDING = "pending"
@@ -260,9 +266,11 @@ class OrderUpdateRepository:
         return [_notification(row) for row in rows]
 
     async def claim(self, notification_id: int) -> bool:
-        """pending → sending; False when another worker took it (or it is done)."""
+        """pending → sending, one more attempt; False when another worker took it (or it
+        is done)."""
         changed = await self._db.write(
-            "UPDATE order_notifications SET state = ? WHERE id = ? AND state = ?",
+            "UPDATE order_notifications SET state = ?, attempts = attempts + 1 "
+            "WHERE id = ? AND state = ?",
             (SENDING, notification_id, PENDING),
         )
         return changed > 0
@@ -301,13 +309,21 @@ class OrderUpdateRepository:
                 (int(row[0]), text, f"order-update:{notification.id}", now),
             )
 
-    async def fail_interrupted(self) -> int:
-        """Notifications whose sending a crash cut off: maybe sent, so never again."""
-        return await self._db.write(
-            "UPDATE order_notifications SET state = ?, reason = 'interrupted', finished_at = ? "
-            "WHERE state = ?",
-            (FAILED, self._clock(), SENDING),
-        )
+    async def recover_interrupted(self) -> tuple[int, int]:
+        """Notifications whose sending a stop cut off (run at start, before any send):
+        the first cut-off is tried again (`pending`), a later one is failed
+        (`interrupted`). (How many are tried again, how many failed.)"""
+        async with self._db.transaction() as tx:
+            failed = await tx.execute(
+                "UPDATE order_notifications SET state = ?, reason = 'interrupted', "
+                "finished_at = ? WHERE state = ? AND attempts >= ?",
+                (FAILED, self._clock(), SENDING, INTERRUPTED_ATTEMPTS),
+            )
+            again = await tx.execute(
+                "UPDATE order_notifications SET state = ? WHERE state = ?",
+                (PENDING, SENDING),
+            )
+        return again, failed
 
     async def drop_pending_for_chat(self, chat_id: int, reason: str) -> int:
         return await self._db.write(

@@ -456,7 +456,7 @@ async def test_live_http_shop_push_and_polling_read_the_shop_not_a_cache(
 
 
 @pytest.mark.sqlite_only
-async def test_a_notification_cut_off_by_sigkill_is_never_sent_twice(
+async def test_a_notification_cut_off_by_sigkill_is_sent_once_more_never_a_third_time(
     start_bot: StartBot,
     bot_base_env: dict[str, str],
     tmp_path: Path,
@@ -465,9 +465,10 @@ async def test_a_notification_cut_off_by_sigkill_is_never_sent_twice(
     database_path: Path,
     http: aiohttp.ClientSession,
 ) -> None:
-    """Killed while Telegram holds the notification: it may or may not have arrived, so
-    the next start marks it failed ("interrupted") and never sends it again — not even
-    when the shop pushes the same change once more."""
+    """Killed while Telegram holds the notification (the held request is dropped, as one
+    Telegram never got): the next start sends it once more, so the customer is told once
+    and a new push of the same change adds nothing. A notification cut off at its first
+    send and again at the next start's is failed ("interrupted"): never a third send."""
     port = free_port()
     env = {
         **bot_base_env,
@@ -489,6 +490,7 @@ async def test_a_notification_cut_off_by_sigkill_is_never_sent_twice(
     [notify] = [b for b in inline(answer) if b["callback_data"].startswith("ou:")]
     await say(fake_telegram, CUSTOMER, press(CUSTOMER, notify["callback_data"]))
 
+    # cut off once: sent at the next start, exactly once
     hold = fake_telegram.hold_send_message(CUSTOMER)
     move(database_path, OWNED, "in_transit", "2026-11-30T12:00:00+00:00")
     assert (await push(http, port, event("evt-k1", OWNED)))[0] == 200
@@ -497,14 +499,40 @@ async def test_a_notification_cut_off_by_sigkill_is_never_sent_twice(
     await bot.kill()
     await fake_telegram.wait_until(lambda: hold.idle, within=WAIT_S)
     hold.release()
+    assert MOVED not in texts_to(fake_telegram, CUSTOMER)
+
+    bot = await start_bot(env)
+    await wait_for_db(
+        database_path,
+        "SELECT state, reason, attempts FROM order_notifications",
+        [("sent", None, 2)],
+    )
+    assert texts_to(fake_telegram, CUSTOMER).count(MOVED) == 1
+    assert (await push(http, port, event("evt-k2", OWNED)))[0] == 200
+    await all_events_done(database_path)
+    assert texts_to(fake_telegram, CUSTOMER).count(MOVED) == 1
+
+    # cut off at the first send and again at the next start's: failed, never a third
+    ready = EN.for_order("order_update_ready_for_pickup", OWNED)
+    hold = fake_telegram.hold_send_message(CUSTOMER)
+    move(database_path, OWNED, "ready_for_pickup", "2026-11-30T13:00:00+00:00")
+    assert (await push(http, port, event("evt-k3", OWNED)))[0] == 200
+    await asyncio.wait_for(hold.arrived.wait(), WAIT_S)
+    await bot.kill()
+    await fake_telegram.wait_until(lambda: hold.idle, within=WAIT_S)
+    bot = await start_bot(env)
+    await fake_telegram.wait_until(lambda: hold.waiting == 1, within=WAIT_S)
+    await bot.kill()
+    await fake_telegram.wait_until(lambda: hold.idle, within=WAIT_S)
+    hold.release()
 
     await start_bot(env)
     await wait_for_db(
         database_path,
-        "SELECT state, reason FROM order_notifications",
-        [("failed", "interrupted")],
+        "SELECT status, state, reason, attempts FROM order_notifications ORDER BY id",
+        [("in_transit", "sent", None, 2), ("ready_for_pickup", "failed", "interrupted", 2)],
     )
-    assert (await push(http, port, event("evt-k2", OWNED)))[0] == 200
+    assert (await push(http, port, event("evt-k4", OWNED)))[0] == 200
     await all_events_done(database_path)
-    assert MOVED not in texts_to(fake_telegram, CUSTOMER)
-    assert query(database_path, "SELECT count(*) FROM order_notifications") == [(1,)]
+    assert ready not in texts_to(fake_telegram, CUSTOMER)
+    assert texts_to(fake_telegram, CUSTOMER).count(MOVED) == 1

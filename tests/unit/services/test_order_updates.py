@@ -143,10 +143,30 @@ async def test_a_restart_tells_nothing_again(db: Database) -> None:
     repo = OrderUpdateRepository(db)
     (note,) = await repo.due_notifications(10)
     assert await repo.claim(note.id)
-    # the process dies while sending: the next start never sends it again
-    assert await OrderUpdateRepository(db).fail_interrupted() == 1
+    # the process dies while sending: the next start tries it once more ...
+    assert await OrderUpdateRepository(db).recover_interrupted() == (1, 0)
+    assert await repo.due_notifications(10) == [note]
+    assert await service(db, shop).observe("4001") == 0  # and makes no second one
+    # ... and a second cut-off fails it: never a third send
+    assert await repo.claim(note.id)
+    assert await OrderUpdateRepository(db).recover_interrupted() == (0, 1)
     assert await repo.due_notifications(10) == []
+    assert await OrderUpdateRepository(db).recover_interrupted() == (0, 0)
     assert await service(db, shop).observe("4001") == 0
+
+
+async def test_a_notification_sent_after_a_restart_is_not_tried_again(db: Database) -> None:
+    shop = FakeShop()
+    shop.orders["4101"] = order("4101")
+    await subscribe(service(db, shop), "4101")
+    shop.move("4101", OrderStatus.IN_TRANSIT, 1)
+    assert await service(db, shop).observe("4101") == 1
+    repo = OrderUpdateRepository(db)
+    (note,) = await repo.due_notifications(10)
+    assert await repo.claim(note.id)
+    await repo.finish_sent(note, "moved")
+    assert await OrderUpdateRepository(db).recover_interrupted() == (0, 0)
+    assert await repo.due_notifications(10) == []
 
 
 async def test_ownership_is_checked_at_every_sighting(db: Database) -> None:
