@@ -237,6 +237,7 @@ class Simulator:
         scripted = iter(scenario.turns)
         chat = bot.chat
         conversation: list[tuple[str, str]] = []
+        typed = 0  # the customer's own messages (a press on a card is not one)
         while True:
             if simulated is not None:
                 text = await simulated.next_message(conversation)
@@ -246,6 +247,7 @@ class Simulator:
                 text = next(scripted, None)
             if text is None:
                 return
+            typed += 1
             first_call = len(recording.calls)
             reply = await chat.answer(caller, text)
             await chat.wait_for_summaries()  # a summary belongs to the turn that caused it
@@ -271,7 +273,7 @@ class Simulator:
                     if pressed is not None:
                         conversation.append((pressed.customer, pressed.shown))
             if handoff:
-                if len(transcript.exchanges) < len(scenario.turns) or simulated is not None:
+                if typed < len(scenario.turns) or simulated is not None:
                     transcript.note = "handed over to a person: a person answers from here on"
                 return
 
