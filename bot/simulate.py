@@ -6,7 +6,9 @@ exactly as the running bot wires them (bot/wiring/core.py), against the configur
 model endpoint (OPENAI_BASE_URL, OPENAI_API_KEY; `--model` to override, several to
 compare), each run on a throwaway SQLite copy of the demo shop plus the scenario's own
 data: never the shop's database, never Telegram. `request_human` is always offered, as
-with OPERATOR_CHAT_ID set, so handoff scenarios can be judged.
+with OPERATOR_CHAT_ID set, so handoff scenarios can be judged. Actions (ACTIONS_ENABLED,
+or a scenario's own `actions_enabled`) are offered as in the bot; a scenario's customer
+may press the card, carried out by the bot's own ActionService on the throwaway orders.
 
 `--from-feedback` writes scenario drafts from the answers rated 👎 in the bot's database
 (DATABASE_PATH / DATABASE_URL; read only) instead.
@@ -28,8 +30,9 @@ from urllib.parse import urlparse
 
 from bot.config import Settings, SettingsError, load_database_choice, load_settings
 from bot.exit_codes import ExitCode
-from bot.features.actions import actions_feature
+from bot.features.actions import action_parts
 from bot.replies import customer_text
+from bot.routers.actions import result_words
 from bot.texts import TextsError, TextTable, load_text_table
 from bot.wiring.core import (
     build_core,
@@ -39,7 +42,7 @@ from bot.wiring.core import (
     build_tools,
     build_turn_slots,
 )
-from services.chat import ChatService
+from services.actions import Outcome
 from services.handoff import HandoffService
 from services.llm.client import OpenAIChatModel
 from services.llm.errors import LLMAuthenticationError, LLMError
@@ -47,7 +50,7 @@ from services.llm.types import ChatModel
 from services.loop_types import TurnReply
 from services.simulation.drafts import drafts_document
 from services.simulation.report import below, markdown_report, scores, terminal_table
-from services.simulation.runner import ModelTarget, Progress, Simulator
+from services.simulation.runner import ModelTarget, Progress, SimulatedBot, Simulator
 from services.simulation.scenario import (
     Scenario,
     ScenarioError,
@@ -133,8 +136,10 @@ class BotWiring:
         self._settings = settings
         self._retry = build_storage_retry(settings)
 
-    def __call__(self, db: Database, model: ChatModel, settings: ScenarioSettings) -> ChatService:
+    def __call__(self, db: Database, model: ChatModel, settings: ScenarioSettings) -> SimulatedBot:
         changes = {k: v for k, v in settings.model_dump().items() if v is not None}
+        if "actions_enabled" in changes:
+            changes["actions_enabled"] = tuple(changes["actions_enabled"])
         # the throwaway database's orders, never a live shop (SHOP_BACKEND is ignored here)
         bot = self._settings.model_copy(update={**changes, "shop_backend": "local"})
         handoffs = HandoffService(
@@ -144,9 +149,9 @@ class BotWiring:
             clock=time.time,
         )
         shop = build_shop_directory(bot, db)
-        # with ACTIONS_ENABLED the model may propose actions as in the bot (a proposal is
-        # stored pending in the throwaway database; nobody presses the card)
-        actions = actions_feature(bot, db, shop, storage_retry=self._retry, operator_chat_id=None)
+        # with actions on the model may propose them as in the bot (a proposal is stored
+        # pending in the throwaway database; the scenario's customer may press the card)
+        actions = action_parts(bot, db, shop, storage_retry=self._retry)
         extra = (request_human_tool(handoffs), *(actions.tools if actions else ()))
         registry = build_tools(bot, extra=extra, shop=shop)
         core = build_core(
@@ -160,7 +165,7 @@ class BotWiring:
             shop=shop,
             actions_on=actions is not None,
         )
-        return core.chat_service
+        return SimulatedBot(core.chat_service, actions.service if actions else None)
 
 
 def _shown(texts: TextTable) -> Any:
@@ -168,6 +173,13 @@ def _shown(texts: TextTable) -> Any:
         return customer_text(reply, texts.choose(language)[1])
 
     return shown
+
+
+def _action_words(texts: TextTable) -> Any:
+    def words(outcome: Outcome, language: str) -> str:
+        return result_words(outcome, texts.choose(language)[1], language)
+
+    return words
 
 
 def _progress(progress: Progress) -> None:
@@ -239,6 +251,7 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
     simulator = Simulator(
         build_bot=BotWiring(settings),
         shown=_shown(texts),
+        action_words=_action_words(texts),
         customer_model=customer,
         progress=_progress,
     )

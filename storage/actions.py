@@ -218,6 +218,14 @@ class ActionRepository:
                 await _add_history(tx, chat_id, words, key=f"action:{operation_id}", now=now)
         return True
 
+    async def of_chat(self, chat_id: int) -> list[ActionRow]:
+        """Every action proposed in a chat, oldest first (the simulation's verdicts)."""
+        rows = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM pending_actions WHERE chat_id = ? ORDER BY created_at",
+            (chat_id,),
+        )
+        return [_row(r) for r in rows]
+
     async def unfinished(self) -> list[ActionRow]:
         """Actions a press confirmed whose result was never stored (a crash)."""
         rows = await self._db.fetch_all(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, cast
 
 from bot.config import Settings
@@ -31,6 +32,7 @@ from storage.shop import ShopRepository
 from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.actions.definition import ActionDefinition, ActionShop
 from tools.actions.propose import proposing_tool
+from tools.base import Tool
 from tools.shop.backend import OrderActions
 from tools.shop.backends.local_actions import DirectoryActions, LocalOrderActions
 from tools.shop.directory import ShopDirectory
@@ -52,25 +54,31 @@ def backend_actions(directory: ShopDirectory, db: Database) -> OrderActions | No
     return None
 
 
-def actions_feature(
+@dataclass(frozen=True, slots=True)
+class ActionParts:
+    """The service a ✅/✖ press goes through and the proposing tools, over one backend."""
+
+    service: ActionService
+    tools: tuple[Tool[Any, Any], ...]
+
+
+def action_parts(
     settings: Settings,
     db: Database,
     directory: ShopDirectory,
     *,
     storage_retry: StorageRetry,
-    operator_chat_id: int | None,
     definitions: tuple[ActionDefinition[Any], ...] | None = None,
-) -> Feature | None:
-    """The feature, or None when no action is on. `definitions`: a shop's own actions
-    (default: the built-in ones ACTIONS_ENABLED names)."""
+) -> ActionParts | None:
+    """The service and tools of the actions on, or None when none is on (or the backend
+    cannot carry them out). The bot's feature and `support-bot simulate` share it."""
     chosen = enabled_actions(settings) if definitions is None else definitions
     if not chosen:
         return None
     actions = backend_actions(directory, db)
     if actions is None:
         log.warning(
-            "ACTIONS_ENABLED is set, but SHOP_BACKEND=%s cannot carry out actions; "
-            "actions are off",
+            "ACTIONS_ENABLED is set, but SHOP_BACKEND=%s cannot carry out actions; actions are off",
             directory.backend_name,
         )
         return None
@@ -90,6 +98,26 @@ def actions_feature(
         )
         for definition in chosen
     )
+    return ActionParts(service, tools)
+
+
+def actions_feature(
+    settings: Settings,
+    db: Database,
+    directory: ShopDirectory,
+    *,
+    storage_retry: StorageRetry,
+    operator_chat_id: int | None,
+    definitions: tuple[ActionDefinition[Any], ...] | None = None,
+) -> Feature | None:
+    """The feature, or None when no action is on. `definitions`: a shop's own actions
+    (default: the built-in ones ACTIONS_ENABLED names)."""
+    parts = action_parts(
+        settings, db, directory, storage_retry=storage_retry, definitions=definitions
+    )
+    if parts is None:
+        return None
+    service = parts.service
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         return FeatureRouters(
@@ -104,4 +132,6 @@ def actions_feature(
 
         return lines
 
-    return Feature(name="actions", tools=tools, routers=routers, stats_sections=(stats_section,))
+    return Feature(
+        name="actions", tools=parts.tools, routers=routers, stats_sections=(stats_section,)
+    )

@@ -1,9 +1,8 @@
 """Expectation kinds: each reads a run's transcript and says what is wrong, if anything.
 
 One kind is one function in `KINDS`, in the order the report lists them. A kind that
-is not asked for in a scenario returns nothing. Adding a kind (e.g. the actions a
-customer confirmed, when actions exist) is a field in `scenario.Expect` and one function
-here that reads what the transcript recorded.
+is not asked for in a scenario returns nothing. Adding a kind is a field in
+`scenario.Expect` and one function here that reads what the transcript recorded.
 """
 
 from __future__ import annotations
@@ -13,8 +12,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from services.simulation.scenario import Expect, Scenario, ToolExpectation
-from services.simulation.transcript import ToolUse, Transcript
+from services.simulation.scenario import ActionExpectation, Expect, Scenario, ToolExpectation
+from services.simulation.transcript import ActionRecord, ToolUse, Transcript
 from tools.shop.import_document import plan_import
 from tools.shop.rules import normalise_phone
 
@@ -219,6 +218,42 @@ def check_order_status(scenario: Scenario, transcript: Transcript) -> Iterator[F
             )
 
 
+def _action_pairs(items: list[ActionExpectation]) -> set[tuple[str, str]]:
+    return {(item.action, item.order_id.casefold()) for item in items}
+
+
+def _show_actions(records: list[ActionRecord]) -> str:
+    if not records:
+        return "none"
+    return ", ".join(f"{r.action} {r.order_id} ({r.status})" for r in records)
+
+
+def _check_actions(
+    kind: str, wanted: list[ActionExpectation] | None, found: list[ActionRecord], what: str
+) -> Iterator[Failure]:
+    if wanted is None:
+        return
+    expected = _action_pairs(wanted)
+    actual = {(r.action, r.order_id.casefold()) for r in found}
+    if expected == actual:
+        return
+    shown = ", ".join(f"{a} {o}" for a, o in sorted(expected)) or "none"
+    yield Failure(kind, f"expected {what}: {shown}; {what}: {_show_actions(found)}")
+
+
+def check_actions_proposed(scenario: Scenario, transcript: Transcript) -> Iterator[Failure]:
+    yield from _check_actions(
+        "actions_proposed", scenario.expect.actions_proposed, transcript.actions, "proposed"
+    )
+
+
+def check_actions_executed(scenario: Scenario, transcript: Transcript) -> Iterator[Failure]:
+    done = [record for record in transcript.actions if record.status == "done"]
+    yield from _check_actions(
+        "actions_executed", scenario.expect.actions_executed, done, "executed"
+    )
+
+
 KINDS: dict[str, Check] = {
     "tools": check_tools,
     "no_tools": check_no_tools,
@@ -232,6 +267,8 @@ KINDS: dict[str, Check] = {
     "private_data": check_private_data,
     "max_model_calls": check_max_model_calls,
     "order_status": check_order_status,
+    "actions_proposed": check_actions_proposed,
+    "actions_executed": check_actions_executed,
 }
 # every field of `Expect` is a kind above (tests/unit/services/test_simulation_expectations.py)
 assert set(KINDS) == set(Expect.model_fields)

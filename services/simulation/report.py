@@ -176,6 +176,11 @@ def transcript_markdown(transcript: Transcript) -> list[str]:
         lines.append(
             "Orders afterwards: " + json.dumps(transcript.order_status, ensure_ascii=False)
         )
+    if transcript.actions:
+        lines.append(
+            "Actions afterwards: "
+            + ", ".join(f"{a.action} {a.order_id}: {a.status}" for a in transcript.actions)
+        )
     return lines
 
 

@@ -8,6 +8,11 @@ as a private chat. Nothing reaches Telegram. A handoff ends the conversation: fr
 on a person answers in the real bot. Whatever the model or the bot does — empty answers,
 junk arguments, an exception — the run ends with a transcript and a verdict, and the
 next run starts.
+
+Actions (issue 32): when a turn ends with an action's card and the scenario's customer
+presses it (`on_action_card`), the press goes through the bot's own `ActionService` —
+claim, carry out, record — as the ✅/✖ router does, never through Telegram; the result
+message is the next exchange. The actions' rows are read back at the end.
 """
 
 from __future__ import annotations
@@ -22,14 +27,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from services.actions import ActionService, ClaimKind, Outcome, ResultKind, words_in
 from services.chat import ChatService
 from services.llm.types import ChatModel
 from services.loop_types import TurnReply
-from services.offers import PersonWillAnswer
+from services.offers import ConfirmAction, PersonWillAnswer
 from services.simulation.customer import CustomerSimulator
 from services.simulation.expectations import Failure, judge
 from services.simulation.scenario import Scenario, ScenarioSettings
-from services.simulation.transcript import Exchange, RecordingModel, Transcript, tool_uses
+from services.simulation.transcript import (
+    ActionRecord,
+    Exchange,
+    RecordingModel,
+    Transcript,
+    tool_uses,
+)
+from storage.actions import ActionRepository
 from storage.database import Database, open_database
 from storage.shop import ShopRepository
 from tools.base import Caller
@@ -39,12 +52,31 @@ from tools.shop.import_document import plan_import
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class SimulatedBot:
+    """The bot's chat service and, with actions on, the service the card's ✅/✖ uses."""
+
+    chat: ChatService
+    actions: ActionService | None = None
+
+
 class BotFactory(Protocol):
-    """Builds the bot's chat service over `db` and `model`, as the running bot wires it."""
+    """Builds the bot over `db` and `model`, as the running bot wires it."""
 
     def __call__(
         self, db: Database, model: ChatModel, settings: ScenarioSettings
-    ) -> ChatService: ...
+    ) -> SimulatedBot: ...
+
+
+def plain_result_words(outcome: Outcome, language: str) -> str:
+    """A press's result words without the bot's text table (the bot passes its own)."""
+    if outcome.words:
+        return words_in(outcome.words, language)
+    return f"({outcome.kind.value})"
+
+
+# the press's update ids: far from any real one, one per press of a run
+_PRESS_UPDATE_BASE = 10**15
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +153,12 @@ def shop_document(scenario: Scenario, now: datetime | None = None) -> dict[str, 
 @dataclass(slots=True)
 class Simulator:
     """Runs scenarios; `shown` gives the words the customer sees for a reply (the bot's
-    own polite texts when the model's answer is not shown)."""
+    own polite texts when the model's answer is not shown); `action_words` the result
+    message of a press on an action's card, in the customer's language."""
 
     build_bot: BotFactory
     shown: Callable[[TurnReply, str], str]
+    action_words: Callable[[Outcome, str], str] = plain_result_words
     customer_model: ChatModel | None = None
     progress: Callable[[Progress], None] | None = None
     workdir: Path | None = None  # where the throwaway databases go (default: the system's temp)
@@ -177,18 +211,22 @@ class Simulator:
                 customer.telegram_id, customer.verified_phone, now=time.time()
             )
         recording = RecordingModel(model)
-        chat = self.build_bot(db, recording, scenario.settings)
+        bot = self.build_bot(db, recording, scenario.settings)
         try:
-            await self._converse(chat, recording, scenario, transcript)
+            await self._converse(bot, recording, scenario, transcript)
         finally:
-            await chat.aclose()
+            await bot.chat.aclose()
         for order_id in scenario.expect.order_status:
             order = await shop.get_order(order_id)
             transcript.order_status[order_id] = None if order is None else order.status
+        transcript.actions = [
+            ActionRecord(row.action, row.order_number, row.status.value, row.reason)
+            for row in await ActionRepository(db).of_chat(customer.telegram_id)
+        ]
 
     async def _converse(
         self,
-        chat: ChatService,
+        bot: SimulatedBot,
         recording: RecordingModel,
         scenario: Scenario,
         transcript: Transcript,
@@ -197,7 +235,9 @@ class Simulator:
         caller = Caller(key=customer.telegram_id, chat_id=customer.telegram_id, private_chat=True)
         simulated = self._simulated_customer(scenario)
         scripted = iter(scenario.turns)
+        chat = bot.chat
         conversation: list[tuple[str, str]] = []
+        typed = 0  # the customer's own messages (a press on a card is not one)
         while True:
             if simulated is not None:
                 text = await simulated.next_message(conversation)
@@ -207,6 +247,7 @@ class Simulator:
                 text = next(scripted, None)
             if text is None:
                 return
+            typed += 1
             first_call = len(recording.calls)
             reply = await chat.answer(caller, text)
             await chat.wait_for_summaries()  # a summary belongs to the turn that caused it
@@ -226,10 +267,69 @@ class Simulator:
                 )
             )
             conversation.append((text, shown))
+            for offer in reply.offers:
+                if isinstance(offer, ConfirmAction):
+                    pressed = await self._press(bot, offer, caller, scenario, transcript)
+                    if pressed is not None:
+                        conversation.append((pressed.customer, pressed.shown))
             if handoff:
-                if len(transcript.exchanges) < len(scenario.turns) or simulated is not None:
+                if typed < len(scenario.turns) or simulated is not None:
                     transcript.note = "handed over to a person: a person answers from here on"
                 return
+
+    async def _press(
+        self,
+        bot: SimulatedBot,
+        card: ConfirmAction,
+        caller: Caller,
+        scenario: Scenario,
+        transcript: Transcript,
+    ) -> Exchange | None:
+        """The customer's press on an action's card, as the bot's ✅/✖ router handles it:
+        claim, carry out (state re-checked, the backend called with the operation id),
+        record the result and its history line. None: the scenario presses nothing."""
+        choice = scenario.customer.on_action_card
+        if choice is None or bot.actions is None:
+            return None
+        service, language = bot.actions, scenario.customer.language
+        button = "✅" if choice == "confirm" else "✖"
+        claim = await service.claim(
+            card.operation_id,
+            chat_id=caller.chat_id,
+            user_id=scenario.customer.telegram_id,
+            update_id=_PRESS_UPDATE_BASE + len(transcript.exchanges),
+            confirm=choice == "confirm",
+        )
+        row = claim.row
+        effect = card.effect.get(language) or next(iter(card.effect.values()), "")
+        pressed = f"{button} (pressed on the card: {effect})"
+        if claim.kind is ClaimKind.PROCEED and row is not None:
+            outcome = await service.carry_out(row, recheck=claim.recheck)
+        elif claim.kind is ClaimKind.DECLINED and row is not None:
+            outcome = Outcome(ResultKind.DECLINED)
+        else:
+            shown = f"(the card could not be pressed: {claim.kind.value})"
+            exchange = self._press_exchange(pressed, shown, None)
+            transcript.exchanges.append(exchange)
+            return exchange
+        said = self.action_words(outcome, language)
+        await service.record(row, outcome, said=f"{service.card_words(row, language)}\n{said}")
+        exchange = self._press_exchange(pressed, said, outcome.kind.value)
+        transcript.exchanges.append(exchange)
+        return exchange
+
+    @staticmethod
+    def _press_exchange(pressed: str, shown: str, result: str | None) -> Exchange:
+        return Exchange(
+            customer=pressed,
+            shown=shown,
+            answer=None,
+            stop_reason=None if result is None else f"action {result}",
+            error_code=None,
+            handoff=False,
+            tools=(),
+            model_calls=(),
+        )
 
     def _simulated_customer(self, scenario: Scenario) -> CustomerSimulator | None:
         if scenario.simulated is None:

@@ -17,6 +17,10 @@ A file holds one or more `[[scenario]]` tables::
     tools = [{name = "get_order_status", args = {order_id = "8041"}}]
     must_contain = ["8041"]
 
+Actions (issue 32): `[scenario.settings] actions_enabled = ["cancel_order"]` offers them;
+`[scenario.customer] on_action_card = "confirm"` (or "decline") presses the card's button
+through the service the bot's ✅ uses; `actions_proposed` / `actions_executed` judge them.
+
 Everything is validated when the file is read; a problem names the file, the scenario
 and the field, so an owner can fix the file without reading code.
 """
@@ -38,6 +42,7 @@ from pydantic import (
     model_validator,
 )
 
+from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.shop.import_document import ShopDataError, plan_import
 from tools.shop.rules import OrderStatus, check_order_id, normalise_phone
 
@@ -65,6 +70,30 @@ class ToolExpectation(_Strict):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+def _action_name(value: str) -> str:
+    known = [definition.name for definition in BUILT_IN_ACTIONS]
+    if value not in known:
+        raise ValueError(f"unknown action {value!r}; known: {', '.join(known)}")
+    return value
+
+
+class ActionExpectation(_Strict):
+    """An action (by its ACTIONS_ENABLED name) on an order."""
+
+    action: str
+    order_id: str
+
+    @field_validator("action")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        return _action_name(value)
+
+    @field_validator("order_id", mode="before")
+    @classmethod
+    def _order_id(cls, value: Any) -> str:
+        return check_order_id(str(value))
+
+
 class Expect(_Strict):
     """What a run must show. Phrases and patterns are checked in every reply the customer
     saw (`final_reply_contains`: in the last one); `language` in each of them.
@@ -83,6 +112,9 @@ class Expect(_Strict):
     private_data: bool = True
     max_model_calls: Annotated[int, Field(ge=1, le=1000)] | None = None
     order_status: dict[str, OrderStatus] = Field(default_factory=dict)
+    # exactly these actions were proposed (a card was shown) / carried out; [] = none
+    actions_proposed: list[ActionExpectation] | None = None
+    actions_executed: list[ActionExpectation] | None = None
 
     @field_validator("must_match", "must_not_match")
     @classmethod
@@ -104,6 +136,8 @@ class Customer(_Strict):
     telegram_id: Annotated[int, Field(gt=0, lt=2**52)] = 1001
     language: Language = "ru"
     verified_phone: str | None = None
+    # what the customer presses on an action's card: ✅ or ✖ (unset: no press)
+    on_action_card: Literal["confirm", "decline"] | None = None
 
     @field_validator("verified_phone")
     @classmethod
@@ -125,6 +159,13 @@ class ScenarioSettings(_Strict):
 
     history_token_budget: Annotated[int, Field(ge=200, le=100_000)] | None = None
     summary_max_tokens: Annotated[int, Field(ge=50, le=4000)] | None = None
+    # the actions on in this scenario (ACTIONS_ENABLED's names); [] = none; unset: as set
+    actions_enabled: tuple[str, ...] | None = None
+
+    @field_validator("actions_enabled")
+    @classmethod
+    def _actions(cls, values: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if values is None else tuple(dict.fromkeys(map(_action_name, values)))
 
 
 class Scenario(_Strict):

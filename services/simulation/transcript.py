@@ -149,11 +149,22 @@ class Exchange:
     model_calls: tuple[ModelCall, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ActionRecord:
+    """An action proposed in the run, as its row ended (pending, done, declined, ...)."""
+
+    action: str
+    order_id: str
+    status: str
+    reason: str | None = None
+
+
 @dataclass(slots=True)
 class Transcript:
     exchanges: list[Exchange] = field(default_factory=list)
     customer_calls: list[ModelCall] = field(default_factory=list)  # the simulated customer's
     order_status: dict[str, str | None] = field(default_factory=dict)  # after the run
+    actions: list[ActionRecord] = field(default_factory=list)  # after the run
     crash: str | None = None  # the runner or the bot failed: what happened
     note: str | None = None  # e.g. why the conversation ended early
     duration_s: float = 0.0

@@ -12,6 +12,8 @@ model's scores come from running the suite against it (docs/simulations.md).
 Rules, from the last customer message and the tool results of this turn:
 - a request for a person → `request_human`;
 - order numbers, "return"+product, shop topics → the same calls as `default_script`;
+- "cancel" with an order number, when `propose_cancel_order` is offered (actions on) →
+  that proposal too; its answer asks to press the card, or says it cannot be cancelled;
 - once the results are in → an answer in the customer's language, built from them;
 - "remind me which order" → the numbers found in the summary and the history;
 - requests without tools → a summary (which keeps the order numbers), or, when the
@@ -102,6 +104,17 @@ def _handoff_text(data: Body, ru: bool) -> str:
     return "I am handing the conversation to a person from the shop; they will answer here."
 
 
+def _proposal_text(data: Body, ru: bool) -> str:
+    number = data.get("order_id")
+    if data.get("proposed"):
+        if ru:
+            return "Проверьте, пожалуйста, карточку ниже и нажмите кнопку, чтобы подтвердить."
+        return "Please check the card below and press a button to confirm."
+    if not data.get("found"):
+        return ""  # the order lookup's answer says it
+    return f"Заказ {number} отменить нельзя." if ru else f"Order {number} cannot be cancelled."
+
+
 def _answer(name: str, result: Any, ru: bool) -> str:
     if not isinstance(result, dict) or result.get("ok") is not True:
         return "Не получилось проверить это сейчас." if ru else "I could not check that right now."
@@ -111,6 +124,7 @@ def _answer(name: str, result: Any, ru: bool) -> str:
         "get_return_policy": _policy_text,
         "get_shop_info": _info_text,
         "request_human": _handoff_text,
+        "propose_cancel_order": _proposal_text,
     }.get(name)
     return render(data, ru) if render else ""
 
@@ -174,6 +188,10 @@ def careful_script(body: Body) -> FakeReply:
         return completion(text=_recall(messages, ru))
     else:
         wanted = _wanted_calls(user_text)
+        if "propose_cancel_order" in offered and ("отмен" in lowered or "cancel" in lowered):
+            wanted += [
+                ("propose_cancel_order", {"order_id": n}) for n in _ORDER_RE.findall(user_text)
+            ]
     pending = [(n, a) for n, a in wanted if (n, a) not in [(m, b) for m, b, _ in made]]
     if pending and body.get("tool_choice") != "none":
         return completion(tool_calls=[fake_call(name, args) for name, args in pending])

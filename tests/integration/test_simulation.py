@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.config import load_settings
-from bot.simulate import UNUSED_BOT_TOKEN, BotWiring, _shown
+from bot.simulate import UNUSED_BOT_TOKEN, BotWiring, _action_words, _shown
 from bot.texts import load_text_table
 from services.llm.client import OpenAIChatModel
 from services.simulation.expectations import KINDS
@@ -36,6 +36,12 @@ OTHER_ORDER = {
 }
 
 
+MY_PROCESSING_ORDER = {
+    "orders": [{"order_id": "5003", "status": "processing", "owner_telegram_id": 1001}]
+}
+CANCEL_ON = {"settings": {"actions_enabled": ["cancel_order"]}, "shop_data": MY_PROCESSING_ORDER}
+
+
 def scenario(text: str | list[str], expect: dict[str, Any], **extra: Any) -> Scenario:
     turns = [text] if isinstance(text, str) else text
     return Scenario.model_validate({"id": "case", "turns": turns, "expect": expect, **extra})
@@ -47,7 +53,12 @@ def simulator(server: FakeOpenAIServer, customer: Any = None) -> tuple[Simulator
     )
     texts = load_text_table(texts_file=None, shop_name=None, default_language="ru")
     model = OpenAIChatModel(api_key="sk-test", model="fake-model", base_url=server.base_url)
-    sim = Simulator(build_bot=BotWiring(settings), shown=_shown(texts), customer_model=customer)
+    sim = Simulator(
+        build_bot=BotWiring(settings),
+        shown=_shown(texts),
+        action_words=_action_words(texts),
+        customer_model=customer,
+    )
     return sim, ModelTarget("fake-model", model)
 
 
@@ -120,6 +131,18 @@ CASES: dict[str, tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]] = {
         {"order_status": {"8041": "delivered"}},
         {},
     ),
+    "actions_proposed": (
+        "Отмените, пожалуйста, заказ 5003",
+        {"actions_proposed": [{"action": "cancel_order", "order_id": "5003"}]},
+        {"actions_proposed": []},
+        CANCEL_ON,
+    ),
+    "actions_executed": (
+        "Отмените, пожалуйста, заказ 5003",
+        {"actions_executed": [{"action": "cancel_order", "order_id": 5003}]},
+        {"actions_executed": []},
+        {**CANCEL_ON, "customer": {"on_action_card": "confirm"}},
+    ),
 }
 
 
@@ -143,6 +166,81 @@ async def test_a_kind_passes_when_met_and_fails_when_not(
     [failing] = await run(fake_openai, scenario(text, unmet, **extra))
     assert not failing.passed
     assert {failure.kind for failure in failing.failures} == {kind}, failing.failures
+
+
+@pytest.mark.parametrize(
+    ("press", "status", "executed", "row"),
+    [
+        ("confirm", "cancelled", [{"action": "cancel_order", "order_id": "5003"}], "done"),
+        ("decline", "processing", [], "declined"),
+        (None, "processing", [], "pending"),
+    ],
+)
+async def test_a_press_on_the_card_goes_through_the_action_service(
+    fake_openai: FakeOpenAIServer, press: str | None, status: str, executed: Any, row: str
+) -> None:
+    """✅ cancels the order (once), ✖ or no press leaves it; the result message is what
+    the customer saw next, and the model's next turn reads it in the history."""
+    fake_openai.handler = careful_script
+    customer = {"on_action_card": press} if press else {}
+    case = scenario(
+        ["Отмените, пожалуйста, заказ 5003", "Спасибо!"],
+        {
+            "actions_proposed": [{"action": "cancel_order", "order_id": "5003"}],
+            "actions_executed": executed,
+            "order_status": {"5003": status},
+            "language": "ru",
+        },
+        customer=customer,
+        **CANCEL_ON,
+    )
+    [result] = await run(fake_openai, case)
+    assert result.passed, result.failures
+    transcript = result.transcript
+    assert [(a.action, a.order_id, a.status) for a in transcript.actions] == [
+        ("cancel_order", "5003", row)
+    ]
+    proposal = [t for t in transcript.tools if t.name == "propose_cancel_order"]
+    assert len(proposal) == 1 and proposal[0].result_data["proposed"] is True
+    assert "карточку" in transcript.exchanges[0].shown
+    if press is None:
+        assert len(transcript.exchanges) == 2
+        return
+    pressed = transcript.exchanges[1]
+    assert pressed.customer.startswith("✅" if press == "confirm" else "✖")
+    assert "Отменить заказ 5003" in pressed.customer  # the card's words
+    if press == "confirm":
+        assert pressed.shown == "Заказ 5003 отменён."
+    else:
+        assert "5003" not in pressed.shown and pressed.shown.strip()
+    # the next turn's request holds the card and its result, as the bot's history does
+    last_request = fake_openai.requests[-1]
+    history = " ".join(str(m.get("content")) for m in last_request["messages"])
+    assert "Отменить заказ 5003" in history
+
+
+async def test_an_order_that_may_not_be_cancelled_gets_no_card(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.handler = careful_script
+    case = scenario(
+        "Отмените мой заказ 8041",
+        {"actions_proposed": [], "actions_executed": [], "order_status": {"8041": "in_transit"}},
+        settings={"actions_enabled": ["cancel_order"]},
+        customer={"on_action_card": "confirm"},
+    )
+    [result] = await run(fake_openai, case)
+    assert result.passed, result.failures
+    [proposal] = [t for t in result.transcript.tools if t.name == "propose_cancel_order"]
+    assert proposal.result_data["refused"] == "not_cancellable"
+    assert len(result.transcript.exchanges) == 1  # no card, nothing to press
+
+
+def test_unknown_action_names_are_refused_when_read() -> None:
+    with pytest.raises(ValueError, match="unknown action 'refund'"):
+        scenario("x", {"actions_proposed": [{"action": "refund", "order_id": "5003"}]})
+    with pytest.raises(ValueError, match="unknown action 'refund'"):
+        scenario("x", {}, settings={"actions_enabled": ["refund"]})
 
 
 async def test_scores_and_the_report_name_what_failed(fake_openai: FakeOpenAIServer) -> None:
