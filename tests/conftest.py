@@ -26,7 +26,11 @@ from bot.config import Settings
 from storage.database import Database, open_database
 from tests.failure_reports import pytest_runtest_makereport  # noqa: F401 (a hook)
 from tests.pg import pg_cluster, pg_db, pg_empty_url, pg_url  # noqa: F401 (fixtures)
-from tests.shop_engine.medusa_engine import medusa_engine  # noqa: F401 (a fixture)
+from tests.shop_engine.medusa_engine import (  # noqa: F401 (a fixture)
+    BootPlugin,
+    medusa_engine,
+    stop_engine_boot,
+)
 
 # every setting the bot reads, so a developer's environment never leaks into a test
 SETTING_NAMES = tuple(name.upper() for name in Settings.model_fields)
@@ -88,6 +92,8 @@ def pytest_configure(config: pytest.Config) -> None:
     end, instead of running on under init."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # the Medusa engine boots in the background once collection shows a test needs it
+    config.pluginmanager.register(BootPlugin(), "medusa-engine-boot")
 
 
 def _children_of(pid: int) -> list[tuple[int, str, bool]]:
@@ -146,12 +152,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     config = session.config
     workers = config.stash.get(_WORKERS, set())
+    # a boot no test used (deselected, an interrupted run) is ended like any other
+    not_stopped = stop_engine_boot(config)
     left = [(pid, "a child of the fork server", True) for pid in stop_fork_server()]
     left += _children_of(os.getpid()) if os.path.isdir("/proc") else []
     left = [entry for entry in left if entry[0] not in workers]
     for pid, _, _ in left:
         _end(pid)
     problems = list(config.stash.get(_FOUND_BY_WORKERS, []))
+    if not_stopped:
+        problems.append(not_stopped)
     running = [(pid, command) for pid, command, alive in left if alive]
     if running:
         lines = "\n".join(f"  pid {pid}: {command}" for pid, command in running)

@@ -1,6 +1,7 @@
 """The real Medusa v2 engine for the live-shop tests: one per pytest session, from npm.
 
-`medusa_engine` (session-scoped, started only when a test asks for it):
+`medusa_engine` (session-scoped; booted in the background from the end of collection when
+the session's tests need it, see `EngineBoot` and `BootPlugin`, else when a test asks):
 1. Node.js 20+ or skip.
 2. The pinned packages (tests/shop_engine/medusa/package.json + lock) installed once per
    machine into `${XDG_CACHE_HOME:-~/.cache}/shop-support-bot/medusa-<lock hash>/`
@@ -12,7 +13,7 @@
 4. `medusa db:migrate`, `medusa user`, `medusa start` on 127.0.0.1 and a free port (its
    own process group), then the seed (seed.mjs) through the Admin API.
 Everything but the install cache is stopped, reaped and deleted at the session's end,
-whatever happened (a failed start included).
+whatever happened (a failed start, a boot no test waited for, an interrupted run included).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -180,7 +182,63 @@ def _node_ok() -> None:
         pytest.skip(f"{SKIP_PREFIX}: Node.js 20+ not found ({version.stdout.strip()})")
 
 
-def install_dir() -> Path:
+class BootStopped(RuntimeError):
+    """The boot was stopped (the session ended) before the engine was ready."""
+
+
+class _Steps:
+    """The boot's commands, each in its own process group, so that stopping the boot
+    midway (the session ended first) ends the step that runs, its children included."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._current: subprocess.Popen[str] | None = None
+
+    def run(
+        self, command: list[str], cwd: Path, env: dict[str, str] | None, timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        """Like `subprocess.run(capture_output=True, text=True)`; a timeout ends the
+        whole group and raises `subprocess.TimeoutExpired`."""
+        with self._lock:
+            if self.stopped.is_set():
+                raise BootStopped(f"stopped before {command[:2]}")
+            process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            self._current = process
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            process.communicate()
+            raise
+        finally:
+            with self._lock:
+                self._current = None
+        if self.stopped.is_set():
+            raise BootStopped(f"stopped during {command[:2]}")
+        return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopped.set()
+            if self._current is not None:
+                _kill_group(self._current)
+
+
+def _kill_group(process: subprocess.Popen[Any]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def install_dir(steps: _Steps | None = None) -> Path:
     """The pinned packages, installed once per machine and lock (npm ci under a file lock)."""
     lock = (SOURCE / "package-lock.json").read_bytes()
     target = _cache_root() / f"medusa-{hashlib.sha256(lock).hexdigest()[:16]}"
@@ -195,13 +253,11 @@ def install_dir() -> Path:
         for name in ("package.json", "package-lock.json"):
             shutil.copyfile(SOURCE / name, target / name)
         try:
-            done = subprocess.run(
+            done = (steps or _Steps()).run(
                 ["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund"],
                 cwd=target,
-                capture_output=True,
-                text=True,
+                env=None,
                 timeout=900,
-                check=False,
             )
         except subprocess.TimeoutExpired:
             pytest.skip(f"{SKIP_PREFIX}: npm ci did not finish in 15 min (registry unreachable?)")
@@ -293,10 +349,10 @@ class _Postgres:
                 )
 
 
-def _run(command: list[str], cwd: Path, env: dict[str, str], what: str, timeout: float) -> str:
-    done = subprocess.run(
-        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
+def _run(
+    steps: _Steps, command: list[str], cwd: Path, env: dict[str, str], what: str, timeout: float
+) -> str:
+    done = steps.run(command, cwd, env, timeout)
     if done.returncode != 0:
         raise RuntimeError(
             f"{what} failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}"
@@ -304,7 +360,9 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], what: str, timeout:
     return done.stdout
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, within: float) -> None:
+def _wait_healthy(
+    steps: _Steps, url: str, process: subprocess.Popen[bytes], log: Path, within: float
+) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -315,7 +373,8 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, within:
             with urllib.request.urlopen(url + "/health", timeout=5) as response:
                 if response.status == 200:
                     return
-        time.sleep(0.25)
+        if steps.stopped.wait(0.25):
+            raise BootStopped("stopped while medusa start came up")
     raise RuntimeError(f"medusa start never became healthy:\n{log.read_text()[-3000:]}")
 
 
@@ -335,10 +394,12 @@ def _end_group(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def running_engine() -> Iterator[MedusaEngine]:
-    """Install (once), start, seed; stop and delete everything on the way out."""
+def running_engine(steps: _Steps | None = None) -> Iterator[MedusaEngine]:
+    """Install (once), start, seed; stop and delete everything on the way out. `steps`
+    lets another thread stop the start midway (`EngineBoot.stop`)."""
+    steps = steps or _Steps()
     _node_ok()
-    packages = install_dir()
+    packages = install_dir(steps)
     folder = Path(tempfile.mkdtemp(prefix="medusa-engine-"))
     postgres: _Postgres | None = None
     process: subprocess.Popen[bytes] | None = None
@@ -363,8 +424,9 @@ def running_engine() -> Iterator[MedusaEngine]:
             "PORT": str(port),
         }
         cli = ["node", str(project / "node_modules" / "@medusajs" / "cli" / "cli.js")]
-        _run([*cli, "db:migrate"], project, env, "medusa db:migrate", 600)
+        _run(steps, [*cli, "db:migrate"], project, env, "medusa db:migrate", 600)
         _run(
+            steps,
             [*cli, "user", "-e", ADMIN_EMAIL, "-p", ADMIN_PASSWORD],
             project,
             env,
@@ -382,10 +444,12 @@ def running_engine() -> Iterator[MedusaEngine]:
                 start_new_session=True,
             )
         url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, process, log, 300)
+        _wait_healthy(steps, url, process, log, 300)
         seed_env = {**env, "MEDUSA_URL": url, "MEDUSA_ADMIN_EMAIL": ADMIN_EMAIL}
         seed_env["MEDUSA_ADMIN_PASSWORD"] = ADMIN_PASSWORD
-        out_text = _run(["node", str(SOURCE / "seed.mjs")], project, seed_env, "seed.mjs", 300)
+        out_text = _run(
+            steps, ["node", str(SOURCE / "seed.mjs")], project, seed_env, "seed.mjs", 300
+        )
         seeded = json.loads(out_text.strip().splitlines()[-1])
         yield MedusaEngine(
             url=url,
@@ -401,8 +465,134 @@ def running_engine() -> Iterator[MedusaEngine]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# The outer limit on waiting for a boot: a first-ever install (npm ci, up to 15 min) plus
+# the start (migrate up to 10 min, then start and seed) on a loaded machine.
+BOOT_LIMIT_S = 1800.0
+# How long the session's end waits for the boot's thread to stop and reap everything.
+STOP_LIMIT_S = 180.0
+
+
+class EngineBoot:
+    """One engine booting in a daemon thread (`running_engine`), held until `stop`.
+
+    The thread only drives subprocesses, so it hardly competes with the tests for the
+    interpreter; the fixture waits on `ready` (an event, with an outer limit)."""
+
+    def __init__(self) -> None:
+        self._steps = _Steps()
+        self.ready = threading.Event()
+        self._release = threading.Event()
+        self._engine: MedusaEngine | None = None
+        self._error: BaseException | None = None
+        self.began = time.monotonic()
+        self.ready_after_s: float | None = None  # from the boot's start
+        self.waited_s = 0.0  # by tests, in total
+        self._thread = threading.Thread(target=self._main, name="medusa-engine-boot", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        try:
+            with running_engine(self._steps) as engine:
+                self._engine = engine
+                self.ready_after_s = time.monotonic() - self.began
+                self.ready.set()
+                self._release.wait()
+        except BaseException as exc:  # pytest.skip's exception included: the fixture raises it
+            self._error = exc
+        finally:
+            self.ready.set()
+
+    def wait(self, within: float = BOOT_LIMIT_S) -> bool:
+        """Wait until the engine is ready or its boot ended; whether it did in time."""
+        if self.ready.is_set():
+            return True
+        waiting = time.monotonic()
+        try:
+            return self.ready.wait(within)
+        finally:
+            self.waited_s += time.monotonic() - waiting
+
+    def engine(self) -> MedusaEngine:
+        """The running engine, or the boot's skip or error raised here."""
+        if not self.wait():
+            raise RuntimeError(f"the Medusa engine was not ready within {BOOT_LIMIT_S:.0f} s")
+        if self._error is not None:
+            raise self._error
+        assert self._engine is not None
+        return self._engine
+
+    def stop(self, within: float = STOP_LIMIT_S) -> bool:
+        """End the boot wherever it is and everything it started; whether it finished.
+        Idempotent."""
+        self._release.set()
+        self._steps.stop()
+        self._thread.join(within)
+        return not self._thread.is_alive()
+
+
+_BOOT = pytest.StashKey[EngineBoot]()
+
+
+def _needs_engine(item: pytest.Item) -> bool:
+    return "medusa_engine" in getattr(item, "fixturenames", ())
+
+
+def _kept_engine() -> bool:
+    return bool(os.environ.get("MEDUSA_TEST_ENGINE"))
+
+
+def _boot(config: pytest.Config) -> EngineBoot:
+    """The session's boot, begun now if it has not been."""
+    boot = config.stash.get(_BOOT, None)
+    if boot is None:
+        boot = config.stash[_BOOT] = EngineBoot()
+    return boot
+
+
+def stop_engine_boot(config: pytest.Config) -> str | None:
+    """(session end, tests/conftest.py) Stop the boot if one began, whether or not a test
+    used it; a problem line if it did not stop in time."""
+    boot = config.stash.get(_BOOT, None)
+    if boot is None or boot.stop():
+        return None
+    return f"the Medusa engine's boot did not stop within {STOP_LIMIT_S:.0f} s"
+
+
+class BootPlugin:
+    """Begins the engine's boot right after collection when a selected test needs it, so
+    it runs while the tests before the first `medusa` one do, and keeps the wait for it
+    out of that test's pytest-timeout budget (registered by tests/conftest.py)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        config = session.config
+        if config.option.collectonly or _kept_engine():
+            return
+        # an xdist worker collects every test but runs only some: boot when one asks
+        if hasattr(config, "workerinput"):
+            return
+        if any(_needs_engine(item) for item in session.items):
+            _boot(config)
+
+    # tryfirst: outside pytest-timeout's own wrapper, so the wait is not the test's time
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+        if _needs_engine(item) and not _kept_engine():
+            _boot(item.config).wait()  # the fixture reports a skip, an error or a time-out
+        return (yield)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        boot = config.stash.get(_BOOT, None)
+        if boot is None or boot.ready_after_s is None:
+            return
+        terminalreporter.write_line(
+            f"Medusa engine: ready {boot.ready_after_s:.0f} s after its boot began; "
+            f"tests waited {boot.waited_s:.0f} s for it"
+        )
+
+
 @pytest.fixture(scope="session")
-def medusa_engine() -> Iterator[MedusaEngine]:
+def medusa_engine(request: pytest.FixtureRequest) -> Iterator[MedusaEngine]:
     """The session's running, seeded Medusa engine (see the module docstring).
 
     MEDUSA_TEST_ENGINE=<file> reuses an engine a developer keeps running between runs
@@ -417,8 +607,11 @@ def medusa_engine() -> Iterator[MedusaEngine]:
             customers=seeded["customers"],
         )
         return
-    with running_engine() as engine:
-        yield engine
+    boot = _boot(request.config)
+    try:
+        yield boot.engine()
+    finally:
+        boot.stop()
 
 
 def _hold(target: Path) -> None:
