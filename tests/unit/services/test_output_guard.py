@@ -80,7 +80,8 @@ def test_html_formatting_of_the_reply_does_not_hide_a_leak(
 def test_two_separate_passages_are_a_leak(guard: SystemPromptGuard) -> None:
     reply = (
         "I follow two rules. First, never invent order statuses, dates, places, return "
-        "periods. Second, ask one short clarifying question for the 4-digit order number."
+        "periods. Second, ask one short clarifying question for the order number (the "
+        "order tool's description says what the shop's numbers look like)."
     )
 
     assert guard.leaks(reply)
