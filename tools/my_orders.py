@@ -28,10 +28,9 @@ from tools.base import (
     ToolContext,
 )
 from tools.order_status import (
-    LOOKUP_WINDOW_S,
-    RATE_LIMITED_MESSAGE,
     UNAVAILABLE_MESSAGE,
     OrderStatusResult,
+    charge_lookup,
     directory_of,
     found_result,
 )
@@ -83,18 +82,7 @@ class MyOrdersHandler:
             return MyOrdersResult(found=False, orders=[], message=PRIVATE_MESSAGE)
         store = context.storage_wait
         now = self._clock()
-        allowed = await store.run(
-            "order lookup",
-            lambda: context.shop.record_order_lookup(
-                user_id=caller.key,
-                order_id=LIST_LOOKUP_KEY,
-                now=now,
-                since=now - LOOKUP_WINDOW_S,
-                max_distinct=self._limit,
-            ),
-        )
-        if not allowed:
-            raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
+        await charge_lookup(context, LIST_LOOKUP_KEY, limit=self._limit, now=now)
         phone = await store.run(
             "verified phone read", lambda: context.shop.get_verified_phone(caller.key)
         )

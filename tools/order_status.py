@@ -184,6 +184,26 @@ class OrderStatusResult(LookupResult):
 _LIVE_ONLY = ("carrier", "tracking_number", "tracking_url", "items", "total")
 
 
+async def charge_lookup(context: ToolContext, key: str, *, limit: int, now: float) -> None:
+    """One lookup of `key` (an order number, or a list's key) against the caller's budget
+    of `limit` distinct keys per rolling hour; a repeat within the hour is free. Raises
+    `rate_limited` over the budget. Through a storage fault it waits (the tool's timeout
+    paused) instead of failing. Every tool that reads an order charges it here, before
+    the read, so probing costs the same whatever the answer or the shop's state."""
+    allowed = await context.storage_wait.run(
+        "order lookup",
+        lambda: context.shop.record_order_lookup(
+            user_id=context.caller.key,
+            order_id=key,
+            now=now,
+            since=now - LOOKUP_WINDOW_S,
+            max_distinct=limit,
+        ),
+    )
+    if not allowed:
+        raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
+
+
 class OrderStatusHandler:
     """The handler, configured with the lookup bound and a clock (injectable for tests)."""
 
@@ -205,18 +225,7 @@ class OrderStatusHandler:
         # Through a storage fault the lookup waits (its timeout paused) instead of
         # failing: the customer's check is answered once the store is back.
         store = context.storage_wait
-        allowed = await store.run(
-            "order lookup",
-            lambda: context.shop.record_order_lookup(
-                user_id=caller.key,
-                order_id=arguments.order_id,
-                now=now,
-                since=now - LOOKUP_WINDOW_S,
-                max_distinct=self._limit,
-            ),
-        )
-        if not allowed:
-            raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
+        await charge_lookup(context, arguments.order_id, limit=self._limit, now=now)
         directory = directory_of(context)
         try:
             if directory.reads_bot_storage:  # a storage fault is waited out, as before

@@ -36,9 +36,8 @@ from tools.base import (
     ToolContext,
 )
 from tools.order_status import (
-    LOOKUP_WINDOW_S,
     NOT_FOUND_MESSAGE,
-    RATE_LIMITED_MESSAGE,
+    charge_lookup,
 )
 from tools.shop.access import Visibility, may_see
 from tools.shop.backend import ShopUnavailable
@@ -122,18 +121,7 @@ class ProposingHandler:
             raise ToolBusinessError(ErrorCode.INVALID_ARGUMENTS, f"order_id: {exc}") from None
         arguments = arguments.model_copy(update={"order_id": number})
         now = self._clock()
-        allowed = await store.run(
-            "order lookup",
-            lambda: context.shop.record_order_lookup(
-                user_id=caller.key,
-                order_id=number,
-                now=now,
-                since=now - LOOKUP_WINDOW_S,
-                max_distinct=self._limit,
-            ),
-        )
-        if not allowed:
-            raise ToolBusinessError(ErrorCode.RATE_LIMITED, RATE_LIMITED_MESSAGE)
+        await charge_lookup(context, number, limit=self._limit, now=now)
         if not caller.private_chat or caller.is_chat:
             return ProposalResult(
                 order_id=number,
