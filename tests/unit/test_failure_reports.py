@@ -38,7 +38,13 @@ def _pytest(folder: Path, *plugins: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, "."],
         cwd=folder,
-        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+        # pytest alone: an installed plugin (pytest-xdist, say) allocates at start-up, and
+        # the collector would then run at another moment than inside the failure's parse
+        env={
+            "PYTHONPATH": str(REPO_ROOT),
+            "PATH": "/usr/bin:/bin",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        },
         capture_output=True,
         text=True,
         check=False,
