@@ -122,8 +122,20 @@ def _end(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
-# pytest-xdist (`pytest -n 2` where it is installed; not a dependency, see docs/testing.md,
-# "Parallel runs"): each worker checks its own processes and
+# Two workers per core, at most eight: most of an e2e test's time is waiting on a real bot
+# process, so two workers a core overlap the waits; more only contend for the cores
+# (measured on two cores: docs/testing.md, "Parallel runs").
+MAX_AUTO_WORKERS = 8
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """(xdist) The workers `-n auto` (pyproject's addopts) starts: two per usable core."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_AUTO_WORKERS, 2 * (cores or 1)))
+
+
+# pytest-xdist: each worker checks its own processes and
 # threads at its session's end and sends what it found to the controller, which fails the
 # run; the controller itself runs no test and checks only for orphans of a dead worker.
 _WORKERS = pytest.StashKey[set[int]]()  # the controller's worker processes
@@ -166,7 +178,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if running:
         lines = "\n".join(f"  pid {pid}: {command}" for pid, command in running)
         problems.append(f"processes left running by the tests (now killed):\n{lines}")
-    stuck = _stuck_threads()
+    stuck = _stuck_threads(float(os.environ.get(STUCK_THREAD_GRACE_ENV, "30")))
     if stuck:
         problems.append(
             "threads left running by the tests (the run would never exit): "
@@ -188,9 +200,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 # Set when threads a test left would keep the interpreter alive after pytest ends.
 _EXIT_NOW = pytest.StashKey[int]()
+# How long the session's end waits for threads to end (30 s); tests/unit/test_session_end.py
+# shortens it for an inner run whose thread never ends.
+STUCK_THREAD_GRACE_ENV = "TESTS_STUCK_THREAD_GRACE_S"
 
 
-def _stuck_threads(grace_s: float = 30.0) -> list[str]:
+def _stuck_threads(grace_s: float) -> list[str]:
     """Non-daemon threads still alive after a grace (a closing connection's worker ends
     on its own within it): names, for the report. Thread-pool workers are left out: the
     interpreter ends them itself at exit."""

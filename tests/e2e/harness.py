@@ -84,16 +84,18 @@ async def post_update(
 
 
 # `free_port` hands out ports from below the kernel's ephemeral range (32768 and up by
-# default), a block of its own for each pytest-xdist worker (PYTEST_XDIST_WORKER=gwN)
+# default), a block of its own for each pytest-xdist worker (PYTEST_XDIST_WORKER=gwN), as
+# many blocks as `-n auto` starts workers at most (tests/conftest.py, MAX_AUTO_WORKERS)
 PORT_BLOCK_START = 20_000
-PORT_BLOCK_SIZE = 2_000
+PORT_BLOCK_SIZE = 1_500
+PORT_BLOCKS = 8
 _port_picks: Iterator[int] | None = None
 
 
 def _port_candidates() -> Iterator[int]:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     index = int(worker) if worker.isdigit() else 0
-    first = PORT_BLOCK_START + (index % 6) * PORT_BLOCK_SIZE
+    first = PORT_BLOCK_START + (index % PORT_BLOCKS) * PORT_BLOCK_SIZE
     offset = random.randrange(PORT_BLOCK_SIZE)  # another suite on this machine starts elsewhere
     return itertools.cycle([first + (offset + i) % PORT_BLOCK_SIZE for i in range(PORT_BLOCK_SIZE)])
 

@@ -558,10 +558,25 @@ def stop_engine_boot(config: pytest.Config) -> str | None:
     return f"the Medusa engine's boot did not stop within {STOP_LIMIT_S:.0f} s"
 
 
+# An xdist worker's figures for the summary line (its workeroutput's key)
+_FIGURES = "medusa_engine_boot"
+_WORKER_FIGURES = pytest.StashKey[list[tuple[float, float]]]()
+
+
 class BootPlugin:
     """Begins the engine's boot right after collection when a selected test needs it, so
     it runs while the tests before the first `medusa` one do, and keeps the wait for it
-    out of that test's pytest-timeout budget (registered by tests/conftest.py)."""
+    out of that test's pytest-timeout budget (registered by tests/conftest.py).
+
+    Under pytest-xdist the tests that use the engine are one `xdist_group` (with
+    `--dist loadgroup`, pyproject's addopts, one worker runs them all, so one engine
+    boots); that worker boots it when the first of them starts."""
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's own reads the groups
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            if _needs_engine(item):
+                item.add_marker(pytest.mark.xdist_group("medusa-engine"))
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -581,14 +596,30 @@ class BootPlugin:
             _boot(item.config).wait()  # the fixture reports a skip, an error or a time-out
         return (yield)
 
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """(xdist worker) Hand this worker's boot figures to the controller's summary."""
+        boot = session.config.stash.get(_BOOT, None)
+        output = getattr(session.config, "workeroutput", None)
+        if output is not None and boot is not None and boot.ready_after_s is not None:
+            output[_FIGURES] = (boot.ready_after_s, boot.waited_s)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """(xdist controller) A worker ended: keep its boot figures, if it booted."""
+        figures = (getattr(node, "workeroutput", None) or {}).get(_FIGURES)
+        if figures is not None:
+            node.config.stash.setdefault(_WORKER_FIGURES, []).append(tuple(figures))
+
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        figures = list(config.stash.get(_WORKER_FIGURES, []))
         boot = config.stash.get(_BOOT, None)
-        if boot is None or boot.ready_after_s is None:
-            return
-        terminalreporter.write_line(
-            f"Medusa engine: ready {boot.ready_after_s:.0f} s after its boot began; "
-            f"tests waited {boot.waited_s:.0f} s for it"
-        )
+        if boot is not None and boot.ready_after_s is not None:
+            figures.append((boot.ready_after_s, boot.waited_s))
+        for ready_after_s, waited_s in figures:
+            terminalreporter.write_line(
+                f"Medusa engine: ready {ready_after_s:.0f} s after its boot began; "
+                f"tests waited {waited_s:.0f} s for it"
+            )
 
 
 @pytest.fixture(scope="session")

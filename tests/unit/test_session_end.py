@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import STUCK_THREAD_GRACE_ENV
 from tests.e2e.launch import REPO_ROOT
 
 LEAVES_PROCESSES = '''
@@ -36,10 +36,8 @@ def _alive(pid: int) -> bool:
 def test_a_session_whose_test_left_processes_fails_and_ends_them(
     tmp_path: Path, workers: list[str]
 ) -> None:
-    """Also under pytest-xdist (`pytest -n 2`, where it is installed): the worker that
-    ran the test finds the processes, and the controller fails the run with its list."""
-    if workers and importlib.util.find_spec("xdist") is None:
-        pytest.skip("pytest-xdist is not installed (not a dependency: docs/testing.md)")
+    """Also under pytest-xdist (`pytest -n 2`): the worker that ran the test finds the
+    processes, and the controller fails the run with its list."""
     (tmp_path / "test_inner.py").write_text(LEAVES_PROCESSES)
     base = tmp_path / "base"
     options = ["-q", "-p", "tests.conftest", "-p", "no:cacheprovider", "--basetemp", str(base)]
@@ -77,10 +75,12 @@ def test_a_session_whose_test_left_a_connection_open_fails_instead_of_hanging(
     (tmp_path / "test_inner.py").write_text(LEAVES_A_CONNECTION_OPEN)
     options = ["-q", "-p", "tests.conftest", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto"]
     options += ["-o", "asyncio_default_fixture_loop_scope=function"]
+    # the thread never ends, so the session's end would wait out its whole grace
+    grace = {STUCK_THREAD_GRACE_ENV: "1"}
     run = subprocess.run(
         [sys.executable, "-m", "pytest", *options, "test_inner.py"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **grace},
         capture_output=True,
         text=True,
         timeout=240,  # an outer bound: before the check, this run never ended
