@@ -14,7 +14,10 @@ What makes a forked child equal to a spawned one:
   environment, working directory and argv from the request, and then returns to the top
   of this module, so the interpreter ends it exactly as it ends `python -m bot`
   (`SystemExit` status, a traceback and 1, atexit handlers, thread joins, death by signal);
-- it dies with the server (PR_SET_PDEATHSIG), and the server dies with its parent;
+- it dies with the server (PR_SET_PDEATHSIG: the server has one thread), and the server
+  ends with its parent process: it reads EOF on the pipe whose other end only the parent
+  holds, kills its children and exits (not a parent-death signal: that is tied to the
+  parent's thread that started the server, which may end long before the process);
 - what the imports built is frozen (gc.freeze) before any fork, so a child's collector
   does not walk (and copy) the warm heap; the child's own objects are collected as usual.
 
@@ -83,7 +86,7 @@ def _check_clean() -> str | None:
 
 
 class ForkServer:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, parent_alive: int) -> None:
         self._initial_handlers = {
             sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
         }
@@ -96,6 +99,8 @@ class ForkServer:
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, selectors.EVENT_READ)
         self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._parent_alive = parent_alive  # readable (EOF) once the parent process is gone
+        self._selector.register(parent_alive, selectors.EVENT_READ)
         self._children: dict[int, socket.socket] = {}  # pid -> its client connection
         self._orphans: set[int] = set()  # killed because their client went away
         self._clients: set[socket.socket] = set()
@@ -113,6 +118,8 @@ class ForkServer:
                 elif key.fileobj == self._wake_r:
                     self._drain_wakeups()
                     self._reap()
+                elif key.fileobj == self._parent_alive:
+                    self._end_with_parent()
                 else:
                     request = self._handle(key.fileobj)  # type: ignore[arg-type]
                     if request is not None:
@@ -178,6 +185,7 @@ class ForkServer:
             client.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
+        os.close(self._parent_alive)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         for fd in fds:
@@ -200,6 +208,19 @@ class ForkServer:
                 self._forget(conn)
 
     def _stop(self, conn: socket.socket) -> None:
+        left = self._end_children()
+        self._reply(conn, {"left": left})
+        os._exit(0)
+
+    def _end_with_parent(self) -> None:
+        """The parent process is gone (its end of the pipe closed): so are we."""
+        if os.read(self._parent_alive, 1):  # nothing is ever written; only EOF counts
+            return
+        self._end_children()
+        os._exit(0)
+
+    def _end_children(self) -> list[int]:
+        """Kill and reap every child still running or not yet reaped; their pids."""
         left = sorted([*self._children, *self._orphans])
         for pid in left:
             _kill(pid)
@@ -208,8 +229,7 @@ class ForkServer:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
-        self._reply(conn, {"left": left})
-        os._exit(0)
+        return left
 
     def _drain_wakeups(self) -> None:
         try:
@@ -289,9 +309,7 @@ def run_child(request: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    parent = os.getppid()
-    _die_with_parent(parent)
-    path = sys.argv[1]
+    path, parent_alive = sys.argv[1], int(sys.argv[2])
     for name in WARM_MODULES:
         try:
             importlib.import_module(name)
@@ -300,7 +318,7 @@ def main() -> None:
     problem = _check_clean()
     if problem is not None:
         raise SystemExit(f"fork server: {problem} after importing the bot")
-    server = ForkServer(path)
+    server = ForkServer(path, parent_alive)
     # what the imports left is the program, not garbage: frozen, the children's collector
     # never walks it (and never copies its pages); a config error's run then takes
     # 0.3 s instead of 1.7 s (Python's documented use of gc.freeze before fork())

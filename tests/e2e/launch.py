@@ -50,15 +50,24 @@ class _Server:
         self.log = os.path.join(self.folder, "server.log")
         env = {k: v for k, v in os.environ.items() if k != START_SWITCH}
         env["PYTHONUNBUFFERED"] = "1"
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.e2e.forkserver", self.path],
-                cwd=REPO_ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=log,
-            )
+        # The server ends when this process does: it reads EOF on this pipe once our end
+        # is closed, by whichever thread, or by the process's death. (A parent-death
+        # signal would be tied to the thread that started the server, and a thread of an
+        # `asyncio.to_thread` ends with its test's loop: the server and its bots died.)
+        alive_r, self._alive_w = os.pipe()  # both ends not inherited by other processes
+        try:
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "tests.e2e.forkserver", self.path, str(alive_r)],
+                    cwd=REPO_ROOT,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    pass_fds=(alive_r,),
+                )
+        finally:
+            os.close(alive_r)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # after the imports; as long as they take
         self.proc.stdout.close()
@@ -86,6 +95,7 @@ class _Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        os.close(self._alive_w)
         shutil.rmtree(self.folder, ignore_errors=True)
         return left
 

@@ -6,18 +6,28 @@ and deaths by signal as a spawned process. A run whose test went away is killed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.harness import BotProcess, free_port
-from tests.e2e.launch import PIPE, REPO_ROOT, fork_bot, fork_server, forking, run_bot_command
+from tests.e2e.launch import (
+    PIPE,
+    REPO_ROOT,
+    fork_bot,
+    fork_server,
+    forking,
+    run_bot_command,
+    stop_fork_server,
+)
 
 pytestmark = pytest.mark.skipif(not forking(), reason="bot starts are spawned (E2E_START=spawn)")
 
@@ -149,3 +159,70 @@ def test_a_command_that_runs_past_its_limit_is_killed(
             break
         time.sleep(0.05)  # the server's children are read, never pushed
     assert not set(_children_of_the_server()) - before
+
+
+async def test_the_server_and_its_bots_outlive_the_thread_that_started_it(
+    bot_base_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A command run from a worker thread (`asyncio.to_thread(run_bot_command, …)`) may be
+    the first start of a session, and so start the server; that thread ends with its
+    test's event loop, at a moment the garbage collector picks. The server, and the bots a
+    later test runs on it, must not end with the thread (they once did: a parent-death
+    signal is tied to the thread that started a process, not to the process)."""
+    stop_fork_server()
+    threads_before = len(os.listdir("/proc/self/task"))
+    starter = threading.Thread(target=fork_server)
+    starter.start()
+    starter.join()
+    for _ in range(1200):  # until the OS thread has gone (60 s of 50 ms polls: a limit only)
+        if len(os.listdir("/proc/self/task")) <= threads_before:
+            break
+        await asyncio.sleep(0.05)  # /proc is read, never pushed
+    child = await fork_bot([], env=bot_base_env, cwd=tmp_path)
+    try:
+        assert child.stderr is not None
+        assert await child.stderr.readline()  # it runs, on the server the thread started
+        assert fork_server().proc.poll() is None
+    finally:
+        child.kill()
+        await child.wait()
+        child.close()
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has ended); reaps it if it became ours (pytest is the
+    subreaper of its orphans, tests/conftest.py)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            running = stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+    if not running:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    return running
+
+
+def test_the_server_ends_with_the_process_that_started_it(clean_env: dict[str, str]) -> None:
+    """Killed outright, a test process leaves no fork server behind (nor its bots)."""
+    starts_a_server = (
+        "import os, sys\n"
+        "from tests.e2e.launch import fork_server\n"
+        "print(fork_server().proc.pid, flush=True)\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", starts_a_server],
+        cwd=REPO_ROOT,
+        env=clean_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    server = int(run.stdout.split()[0])
+    for _ in range(1200):  # 60 s of 50 ms polls: an outer limit only
+        if not _running(server):
+            break
+        time.sleep(0.05)  # /proc is read, never pushed
+    assert not _running(server)
