@@ -21,11 +21,12 @@ from tests.e2e.launch import PIPE, start_bot_process
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.pg import pg_query
+from tests.waits import OUTER_LIMIT_S
 
 StartBot = Callable[..., Awaitable[BotProcess]]
 Script = Callable[[Body], FakeReply]
 
-WAIT_S = 20.0
+WAIT_S = OUTER_LIMIT_S
 
 
 def last_user_text(body: Body) -> str:

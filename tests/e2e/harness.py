@@ -31,6 +31,7 @@ import aiohttp
 from tests.e2e.launch import start_bot_process
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer
+from tests.waits import OUTER_LIMIT_S
 
 
 class PgDatabasePath(type(Path())):  # type: ignore[misc]
@@ -58,8 +59,8 @@ WEBHOOK_PATH = "/telegram/webhook"
 # machine; they exist so that a hang fails with the bot's output instead of waiting for
 # the per-test timeout
 READY_WITHIN_S = 180.0
-EXIT_WITHIN_S = 120.0
-LINE_WITHIN_S = 120.0
+EXIT_WITHIN_S = OUTER_LIMIT_S
+LINE_WITHIN_S = OUTER_LIMIT_S
 # Product delays that would set the pace of e2e tests, small in `bot_env`. Messages to one
 # chat are not spaced (ordering never depended on the gap: the intake runs a chat's updates
 # one at a time). A killed bot's chats are taken over after this lease instead of 15 s;

@@ -12,6 +12,7 @@ from tests.e2e.chat_helpers import WAIT_S, Script, last_user_text, query, seen_t
 from tests.e2e.conftest import StartBot
 from tests.fakes.openai_server import FakeOpenAIServer, default_script, fake_call
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
+from tests.waits import OUTER_LIMIT_S
 
 CHAT = 3003
 QUESTION = "Где сейчас находится заказ 8041?"
@@ -32,7 +33,7 @@ async def exactly_one_answer(fake_telegram: FakeTelegramServer) -> str:
     """The answer, checked to be the only one: a later /help in the same chat is handled
     after it, so when the /help reply is there, any duplicate would be there too."""
     fake_telegram.enqueue_update(message_update(CHAT, text="/help"))
-    messages = await fake_telegram.wait_for_messages(CHAT, 2, within=30)
+    messages = await fake_telegram.wait_for_messages(CHAT, 2)
     assert len(messages) == 2, [m.text for m in messages]
     assert "/new" in messages[1].plain_text
     return messages[0].plain_text
@@ -69,7 +70,7 @@ async def test_killed_after_the_reply_was_stored_sends_it_without_the_model(
     hold = fake_telegram.hold_send_message(CHAT)
     bot = await start_bot()
     update_id = fake_telegram.enqueue_update(message_update(CHAT, text=QUESTION))
-    await asyncio.wait_for(hold.arrived.wait(), 20)
+    await asyncio.wait_for(hold.arrived.wait(), OUTER_LIMIT_S)
     assert inbox_status(database_path, update_id) == "answered"
     model_calls = len(fake_openai.requests)
     await bot.kill()

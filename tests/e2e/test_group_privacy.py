@@ -68,7 +68,7 @@ async def ask_in_group(
 ) -> str:
     before = len(telegram.messages_to(group))
     telegram.enqueue_update(to_bot_in_group(group, text, user_id=user_id))
-    messages = await telegram.wait_for_messages(group, before + 1, within=20)
+    messages = await telegram.wait_for_messages(group, before + 1)
     return seen_text(messages[before].text)
 
 
@@ -245,5 +245,5 @@ async def ask_in_group_command(
     update["message"]["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
     before = len(telegram.messages_to(group))
     telegram.enqueue_update(update)
-    messages = await telegram.wait_for_messages(group, before + 1, within=20)
+    messages = await telegram.wait_for_messages(group, before + 1)
     return seen_text(messages[before].text)

@@ -18,8 +18,9 @@ from tests.damage import corrupt_table
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import free_port, webhook_env
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
+from tests.waits import OUTER_LIMIT_S
 
-WAIT_S = 20.0
+WAIT_S = OUTER_LIMIT_S
 
 
 async def healthz(http: aiohttp.ClientSession, port: int) -> tuple[int, Any]:

@@ -84,14 +84,14 @@ async def test_a_write_lock_during_a_turn_delays_the_answer_and_loses_nothing(
     first = fake_telegram.enqueue_update(message_update(CHAT, text=FIRST))
 
     # storing the turn failed twice, each time after the 5 s busy timeout; still retrying
-    await bot.wait_for_line("(attempt 2,", within=40)
+    await bot.wait_for_line("(attempt 2,")
     assert write_lock.held and fake_telegram.messages_to(CHAT) == []
     second = fake_telegram.enqueue_update(message_update(CHAT, text=SECOND))
     other = fake_telegram.enqueue_update(message_update(OTHER_CHAT, text=OTHER))
     write_lock.release()
 
-    answers = await fake_telegram.wait_for_messages(CHAT, 2, within=40)
-    [other_answer] = await fake_telegram.wait_for_messages(OTHER_CHAT, 1, within=40)
+    answers = await fake_telegram.wait_for_messages(CHAT, 2)
+    [other_answer] = await fake_telegram.wait_for_messages(OTHER_CHAT, 1)
     await wait_for_db(
         database_path, finished_sql([first, second, other]), [(3,)], first, second, other
     )
@@ -130,7 +130,7 @@ async def test_a_store_locked_beyond_the_bound_leaves_the_update_for_the_next_st
     bot = await start_bot(STORAGE_RETRY_FIRST_DELAY_S="0.1", STORAGE_RETRY_GIVE_UP_S="1")
     first = fake_telegram.enqueue_update(message_update(CHAT, text=FIRST))
 
-    line = await bot.wait_for_line("left pending for the next start", within=40)
+    line = await bot.wait_for_line("left pending for the next start")
     assert " ERROR " in line and f"update {first}" in line
     write_lock.release()
     assert query(database_path, "SELECT status FROM updates") == [("pending",)]
@@ -141,7 +141,7 @@ async def test_a_store_locked_beyond_the_bound_leaves_the_update_for_the_next_st
     await wait_for_db(database_path, finished_sql([first]), [(1,)], first)
     # the chat's /help is handled after the resumed turn: a duplicate would show by then
     fake_telegram.enqueue_update(message_update(CHAT, text="/help"))
-    messages = await fake_telegram.wait_for_messages(CHAT, 2, within=40)
+    messages = await fake_telegram.wait_for_messages(CHAT, 2)
     assert len(messages) == 2 and messages[0].plain_text == f"re: {FIRST}"
     assert query(
         database_path, "SELECT count(*) FROM turns WHERE request_key = ?", f"telegram:{first}"

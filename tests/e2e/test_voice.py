@@ -244,7 +244,7 @@ async def test_killed_mid_transcription_answers_once_after_restart(
     # a later /help in the same chat is handled after the note: when its reply is
     # there, any duplicate answer to the note would be there too
     fake_telegram.enqueue_update(message_update(CHAT, text="/help"))
-    messages = await fake_telegram.wait_for_messages(CHAT, 2, within=30)
+    messages = await fake_telegram.wait_for_messages(CHAT, 2)
     assert len(messages) == 2, [m.text for m in messages]
     assert messages[0].plain_text.startswith(f"{RU.voice_heard} «{QUESTION}»")
     assert "8041" in messages[0].plain_text
@@ -285,7 +285,7 @@ async def test_stats_count_voice_notes(
 async def _exactly_one_heard_answer(telegram: FakeTelegramServer) -> str:
     """The answer to the note, checked to be the only one (a later /help comes after it)."""
     telegram.enqueue_update(message_update(CHAT, text="/help"))
-    messages = await telegram.wait_for_messages(CHAT, 2, within=30)
+    messages = await telegram.wait_for_messages(CHAT, 2)
     assert len(messages) == 2, [m.text for m in messages]
     assert "/new" in messages[1].plain_text
     return messages[0].plain_text

@@ -75,6 +75,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tests.waits import OUTER_LIMIT_S
+
 Body = dict[str, Any]
 
 
@@ -448,13 +450,13 @@ class FakeOpenAIServer:
             await self._runner.cleanup()
             self._runner = None
 
-    async def wait_for_requests(self, count: int, within_s: float = 10.0) -> None:
+    async def wait_for_requests(self, count: int, within_s: float = OUTER_LIMIT_S) -> None:
         """Bounded wait until at least `count` requests have arrived."""
         assert self._arrived is not None, "server not started"
         async with asyncio.timeout(within_s), self._arrived:
             await self._arrived.wait_for(lambda: len(self.requests) >= count)
 
-    async def wait_for_transcriptions(self, count: int, within_s: float = 10.0) -> None:
+    async def wait_for_transcriptions(self, count: int, within_s: float = OUTER_LIMIT_S) -> None:
         """Bounded wait until at least `count` transcription requests have arrived."""
         assert self._arrived is not None, "server not started"
         async with asyncio.timeout(within_s), self._arrived:

@@ -42,6 +42,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tests.waits import OUTER_LIMIT_S
+
 BOT_USER: dict[str, Any] = {
     "id": 4242,
     "is_bot": True,
@@ -377,7 +379,7 @@ class FakeTelegramServer:
         return len(self._updates)
 
     async def wait_for_messages(
-        self, chat_id: int, count: int = 1, *, within: float = 10.0
+        self, chat_id: int, count: int = 1, *, within: float = OUTER_LIMIT_S
     ) -> list[SentMessage]:
         """Wait until at least `count` messages reached `chat_id`; return them all."""
         await self._wait(lambda: len(self.messages_to(chat_id)) >= count, within)
@@ -388,7 +390,7 @@ class FakeTelegramServer:
         method: str,
         predicate: Callable[[ApiCall], bool] = lambda _call: True,
         *,
-        within: float = 10.0,
+        within: float = OUTER_LIMIT_S,
     ) -> ApiCall:
         """Wait until the bot made a matching call; return the first such call."""
 
@@ -400,7 +402,9 @@ class FakeTelegramServer:
         assert call is not None
         return call
 
-    async def wait_until(self, condition: Callable[[], bool], *, within: float = 10.0) -> None:
+    async def wait_until(
+        self, condition: Callable[[], bool], *, within: float = OUTER_LIMIT_S
+    ) -> None:
         await self._wait(condition, within)
 
     async def _wait(self, condition: Callable[[], bool], within: float) -> None:

@@ -38,6 +38,7 @@ from tests.fakes.handler_deps import handler_deps
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 from tests.unit.storage.test_stats import UNTIL, _seed
+from tests.waits import OUTER_LIMIT_S
 
 ADMIN = 7001
 CUSTOMER = 7002
@@ -62,7 +63,7 @@ class Pipeline:
     async def send(self, text: str, *, user: int = ADMIN, lang: str = "en") -> int:
         payload = message_update(user, text=text, user_id=user, language_code=lang)
         await self.intake.accept([payload])
-        await asyncio.wait_for(self.intake.join(), 10)
+        await asyncio.wait_for(self.intake.join(), OUTER_LIMIT_S)
         return int(payload["update_id"])
 
 

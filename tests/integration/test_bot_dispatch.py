@@ -28,6 +28,7 @@ from storage.inbox import InboxRepository
 from tests.fakes.handler_deps import handler_deps
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
+from tests.waits import OUTER_LIMIT_S
 from tools.base import Caller
 
 CHAT = 77
@@ -72,7 +73,7 @@ class Harness:
 
     async def handle(self, update: dict) -> None:
         await self.intake.accept([update])
-        await asyncio.wait_for(self.intake.join(), 10)
+        await asyncio.wait_for(self.intake.join(), OUTER_LIMIT_S)
 
 
 @pytest.fixture

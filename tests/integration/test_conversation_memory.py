@@ -333,7 +333,7 @@ async def test_one_chat_in_order_two_chats_concurrently(db: Database) -> None:
         first = await service.answer(Caller(key=2, chat_id=1), "chat1 first")
         return [first, await service.answer(Caller(key=2, chat_id=1), "second of chat 1")]
 
-    async with asyncio.timeout(10):  # a bound on a deadlock, not a timing assertion
+    async with asyncio.timeout(60):  # a bound on a deadlock, not a timing assertion
         chat_1, chat_2 = await asyncio.gather(
             chat_1_in_order(), service.answer(Caller(key=3, chat_id=2), "chat2 first")
         )

@@ -31,6 +31,7 @@ from storage.inbox import InboxRepository, StoredReply
 from tests.fakes.handler_deps import handler_deps
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
+from tests.waits import OUTER_LIMIT_S
 from tools.base import Caller
 
 CHAT = 77
@@ -86,7 +87,7 @@ async def _run(
             inbox, process=UpdateProcessor(bot, dispatcher, responder), deliver=responder.deliver
         )
         await intake.accept([message_update(CHAT, text="help me")])
-        await asyncio.wait_for(intake.join(), 10)
+        await asyncio.wait_for(intake.join(), OUTER_LIMIT_S)
     finally:
         await bot.session.close()
 

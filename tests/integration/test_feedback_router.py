@@ -36,6 +36,7 @@ from storage.inbox import InboxRepository
 from tests.fakes.handler_deps import handler_deps
 from tests.fakes.telegram_server import FakeTelegramServer, callback_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
+from tests.waits import OUTER_LIMIT_S
 
 TURN = "0123456789abcdef0123456789abcdef"
 GROUP, ASKER, NEIGHBOUR = -100500, 8101, 8102
@@ -82,7 +83,7 @@ async def _press(
     )
     update = callback_update(message_id=77, **kw)
     await intake.accept([update])
-    await asyncio.wait_for(intake.join(), 10)
+    await asyncio.wait_for(intake.join(), OUTER_LIMIT_S)
     row = await inbox.get(update["update_id"])
     assert row is not None and row.status == "ignored"  # nothing to send: no new message
     [ack] = [

@@ -23,6 +23,7 @@ from tests.fakes.openai_server import (
     sequence,
     stream_chunks,
 )
+from tests.waits import OUTER_LIMIT_S
 from tools.base import Caller, ToolContext
 from tools.executor import ToolExecutor
 from tools.factory import build_registry
@@ -226,10 +227,10 @@ async def test_the_loop_streams_the_answer_and_stops_with_the_text_so_far(
     run = asyncio.create_task(
         _loop(client).run(USER, _context(), prompt_ref="p@1", listener=listener, stop=stop)
     )
-    await asyncio.wait_for(listener.reached.wait(), 10)
+    await asyncio.wait_for(listener.reached.wait(), OUTER_LIMIT_S)
     assert not run.done()
     stop.set()
-    result = await asyncio.wait_for(run, 10)
+    result = await asyncio.wait_for(run, OUTER_LIMIT_S)
 
     assert (result.text, result.stop_reason) == ("Первая часть", StopReason.STOPPED)
     [call] = result.trace.model_calls

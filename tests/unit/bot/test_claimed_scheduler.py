@@ -22,6 +22,7 @@ from bot.intake import ChatKey, Intake, UpdateHandler, describe_update
 from storage.coordination import ClaimRepository, claim_text
 from storage.inbox import InboxRepository, InboxRow
 from storage.postgres import PgDatabase
+from tests.waits import OUTER_LIMIT_S
 
 pytestmark = pytest.mark.postgres
 
@@ -148,7 +149,7 @@ async def test_one_chats_updates_stored_by_both_instances_are_handled_once_in_or
     a, b = two
     first = log.gate(1)
     await a.intake.accept([update(1, 7)])
-    await asyncio.wait_for(log.started[1].wait(), 10)  # a works on the chat
+    await asyncio.wait_for(log.started[1].wait(), OUTER_LIMIT_S)  # a works on the chat
     for update_id in range(2, 9):  # the load balancer alternates
         instance = a if update_id % 2 else b
         await instance.intake.accept([update(update_id, 7)])
@@ -196,7 +197,7 @@ async def test_a_frozen_instances_chat_is_finished_by_the_other_once_the_lease_r
     a, b = two
     log.gate(1)  # a freezes mid-turn on update 1 and never comes back on its own
     await a.intake.accept([update(1, 40)])
-    await asyncio.wait_for(log.started[1].wait(), 10)
+    await asyncio.wait_for(log.started[1].wait(), OUTER_LIMIT_S)
     await b.intake.accept([update(2, 40)])
     await b.sched.tick()
     assert b.intake.busy_chats == 0  # a's lease is alive: b leaves the chat alone
@@ -223,7 +224,7 @@ async def test_a_zombie_cannot_finish_a_row_of_a_chat_it_no_longer_holds(
     a, b = two
     a_gate = log.gate(1)
     await a.intake.accept([update(1, 50)])
-    await asyncio.wait_for(log.started[1].wait(), 10)
+    await asyncio.wait_for(log.started[1].wait(), OUTER_LIMIT_S)
     await expire(pg, ("chat", 50))
     b_holds = await b.claims.claim([("chat", 50)])  # b takes the chat (its sweeper would)
     assert b_holds == {("chat", 50)}
@@ -242,7 +243,7 @@ async def test_an_instance_that_cannot_renew_stops_before_it_sends(
     a, _b = two
     gate = log.gate(1)
     await a.intake.accept([update(1, 60)])
-    await asyncio.wait_for(log.started[1].wait(), 10)
+    await asyncio.wait_for(log.started[1].wait(), OUTER_LIMIT_S)
 
     a.now = a.fence.stale_after_s  # no renewal for two thirds of the lease
     gate.set()
@@ -279,7 +280,7 @@ async def test_a_clean_stop_gives_the_claims_back_at_once(
     a, b = two
     log.gate(1)
     await a.intake.accept([update(1, 80)])
-    await asyncio.wait_for(log.started[1].wait(), 10)
+    await asyncio.wait_for(log.started[1].wait(), OUTER_LIMIT_S)
 
     assert await a.intake.drain(0) is False  # the turn is cut; update 1 stays pending
     log.gates.pop(1)

@@ -16,6 +16,7 @@ from bot.sender import Sender
 from services.answer_stream import DraftRelay
 from tests.doubles.virtual_time import VirtualTime
 from tests.unit.bot.test_sender_pacing import InstantSession
+from tests.waits import OUTER_LIMIT_S
 
 
 def _sender(vtime: VirtualTime, session: InstantSession) -> Sender:
@@ -128,7 +129,7 @@ async def test_rejection_turns_drafts_off_for_the_process_and_typing_shows_inste
     async with drafts.stream(7, 700) as stream:
         while not sender.actions:  # the rejected placeholder, then the typing indicator
             sender.sent.clear()
-            await asyncio.wait_for(sender.sent.wait(), 5)
+            await asyncio.wait_for(sender.sent.wait(), OUTER_LIMIT_S)
         stream.show("ignored now")
     assert drafts.enabled is False
     assert [d[2] for d in sender.drafts] == [""]

@@ -25,6 +25,7 @@ from storage.database import Database
 from storage.inbox import InboxRepository, InboxRow, StoredReply
 from storage.shop import ShopRepository
 from tests.doubles import ScriptedLLM, text_response
+from tests.waits import OUTER_LIMIT_S
 from tools.base import Caller
 
 
@@ -138,9 +139,9 @@ async def test_one_chat_in_order_other_chats_concurrently(
 ) -> None:
     first = recorder.gate(1)
     await intake.accept([update(1, 10), update(2, 10), update(3, 20)])
-    await asyncio.wait_for(recorder.started[1].wait(), 5)
+    await asyncio.wait_for(recorder.started[1].wait(), OUTER_LIMIT_S)
     # chat 20 is not blocked by chat 10's running turn
-    await asyncio.wait_for(recorder.done[3].wait(), 5)
+    await asyncio.wait_for(recorder.done[3].wait(), OUTER_LIMIT_S)
     assert 2 not in recorder.processed  # chat 10's second update waits for the first
     first.set()
     await settle(intake)
@@ -168,7 +169,7 @@ async def test_drain_refuses_new_updates_and_leaves_unfinished_ones_pending(
 ) -> None:
     recorder.gate(1)
     await intake.accept([update(1, 10)])
-    await asyncio.wait_for(recorder.started[1].wait(), 5)
+    await asyncio.wait_for(recorder.started[1].wait(), OUTER_LIMIT_S)
     assert await intake.drain(0.0) is False
     with pytest.raises(IntakeClosed):
         await intake.accept([update(2, 10)])
@@ -402,7 +403,7 @@ async def test_a_chats_updates_run_one_at_a_time_in_arrival_order(pipeline: Pipe
     await pipeline.intake.accept([update(30, 10, "one")])
     await pipeline.intake.accept([update(10, 10, "two")])
     await pipeline.intake.accept([update(20, 10, "three")])
-    await asyncio.wait_for(pipeline.loop.entered["one"].wait(), 5)
+    await asyncio.wait_for(pipeline.loop.entered["one"].wait(), OUTER_LIMIT_S)
     release.set()
     await settle(pipeline.intake)
 
@@ -423,12 +424,12 @@ async def test_new_waits_for_the_running_turn_then_resets(pipeline: Pipeline, db
     conversations = ConversationRepository(db)
     release = pipeline.loop.held["old question"] = asyncio.Event()
     await pipeline.intake.accept([update(1, 10, "old question")])
-    await asyncio.wait_for(pipeline.loop.entered["old question"].wait(), 5)
+    await asyncio.wait_for(pipeline.loop.entered["old question"].wait(), OUTER_LIMIT_S)
     old = await conversations.current_session(10)
     await pipeline.intake.accept([update(2, 10, "/new")])  # while the turn runs
     # another chat's whole turn, accepted after /new, gives /new every chance to run
     await pipeline.intake.accept([update(3, 20, "other chat")])
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):  # a bound on a deadlock, not a timing assertion
         while "sent re: other chat" not in pipeline.events:  # noqa: ASYNC110
             await asyncio.sleep(0)
     assert "reset" not in pipeline.events
@@ -448,8 +449,8 @@ async def test_new_waits_for_the_running_turn_then_resets(pipeline: Pipeline, db
 async def test_other_chats_are_not_held_behind_a_running_turn(pipeline: Pipeline) -> None:
     release = pipeline.loop.held["slow"] = asyncio.Event()
     await pipeline.intake.accept([update(1, 10, "slow"), update(2, 20, "fast")])
-    await asyncio.wait_for(pipeline.loop.entered["slow"].wait(), 5)
-    await asyncio.wait_for(pipeline.loop.entered["fast"].wait(), 5)
+    await asyncio.wait_for(pipeline.loop.entered["slow"].wait(), OUTER_LIMIT_S)
+    await asyncio.wait_for(pipeline.loop.entered["fast"].wait(), OUTER_LIMIT_S)
     release.set()
     await settle(pipeline.intake)
     assert sorted(pipeline.events) == sorted(

@@ -20,6 +20,7 @@ from bot.intake import Intake
 from storage.database import Database, StorageRetry, storage_fault
 from storage.inbox import InboxRepository, InboxRow
 from tests.unit.bot.test_intake import update
+from tests.waits import OUTER_LIMIT_S
 
 FAST = StorageRetry(first_delay_s=0.01, max_delay_s=0.01, give_up_after_s=60)
 
@@ -93,7 +94,7 @@ async def test_a_storage_fault_is_retried_in_the_chats_worker_while_other_chats_
     intake = Intake(inbox, process=handler.process, deliver=handler.deliver, storage_retry=FAST)
     await intake.accept([update(1, 1, "first"), update(2, 1, "second"), update(3, 2)])
 
-    await asyncio.wait_for(handler.failed_once.wait(), 10)
+    await asyncio.wait_for(handler.failed_once.wait(), OUTER_LIMIT_S)
     await handler.wait_done(3)  # the other chat is served while chat 1 retries
     assert handler.processed == [3]
     row = await inbox.get(2)

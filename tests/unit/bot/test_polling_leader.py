@@ -32,6 +32,7 @@ from storage.leader import LeaderLock, polling_lock_name
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 from tests.pg import PgCluster
+from tests.waits import OUTER_LIMIT_S
 
 pytestmark = pytest.mark.postgres  # the lock lives in PostgreSQL
 ALLOWED = ["message"]
@@ -54,7 +55,7 @@ class Instance:
     )
 
     async def processed_update(self, update_id: int) -> None:
-        await asyncio.wait_for(self.done[update_id].wait(), 10)
+        await asyncio.wait_for(self.done[update_id].wait(), OUTER_LIMIT_S)
 
 
 StartInstance = Callable[..., Awaitable[Instance]]
@@ -164,7 +165,7 @@ async def standby_tried_lock(lock: LeaderLock, times: int = 3) -> None:
 
     lock.try_acquire = counting  # type: ignore[method-assign]
     try:
-        await asyncio.wait_for(seen.wait(), 10)
+        await asyncio.wait_for(seen.wait(), OUTER_LIMIT_S)
     finally:
         lock.try_acquire = original  # type: ignore[method-assign]
 
@@ -223,7 +224,7 @@ async def test_a_leader_that_loses_its_lock_ends_its_poll_at_once(
 
     # A's long poll (25 s) is cancelled long before it would end; B leads
     await fake_telegram.wait_for_call("getUpdates", lambda c: c.client == "B")
-    await fake_telegram.wait_until(lambda: fake_telegram.polls_in_flight() == ["B"], within=5)
+    await fake_telegram.wait_until(lambda: fake_telegram.polls_in_flight() == ["B"])
     assert b.leadership is not None and b.leadership.role is Role.LEADER
     assert a.task is not None and not a.task.done()  # A stands by, it did not stop
     await standby_tried(a)
@@ -289,7 +290,7 @@ async def test_an_unreachable_database_keeps_the_election_trying_and_says_so_onc
         await standby_tried_lock(lock, times=5)
         assert not trying.done() and leadership.role is Role.STANDBY
         lock._url = leader_pg_url  # the database is back
-        await asyncio.wait_for(trying, 10)
+        await asyncio.wait_for(trying, OUTER_LIMIT_S)
         assert leadership.role is Role.LEADER
     finally:
         trying.cancel()

@@ -27,6 +27,7 @@ from storage.database import open_database
 from storage.inbox import InboxRepository, InboxRow
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
+from tests.waits import OUTER_LIMIT_S
 
 
 async def test_a_storage_outage_is_one_warning_and_one_recovery_line(
@@ -63,7 +64,7 @@ async def test_a_storage_outage_is_one_warning_and_one_recovery_line(
             "getUpdates", lambda _c: len(fake_telegram.calls_of("getUpdates")) >= 6
         )
         holder.execute("ROLLBACK")
-        await asyncio.wait_for(done.wait(), 10)
+        await asyncio.wait_for(done.wait(), OUTER_LIMIT_S)
         await fake_telegram.wait_for_call(
             "getUpdates", lambda c: c.params.get("offset") is not None
         )

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from services.limits import TurnSlots, UserMessageLimiter
+from tests.waits import OUTER_LIMIT_S
 
 
 class FakeClock:
@@ -131,7 +132,7 @@ async def test_turn_slots_queue_excess_turns_and_run_them_all() -> None:
         return n
 
     tasks = [asyncio.create_task(turn(n)) for n in range(5)]
-    await asyncio.wait_for(two_running.wait(), 5)
+    await asyncio.wait_for(two_running.wait(), OUTER_LIMIT_S)
     # all five tasks took their first step in the same loop iteration: three wait
 
     assert (slots.running, slots.waiting) == (2, 3)

@@ -131,7 +131,7 @@ async def test_calls_of_one_response_run_concurrently_and_answer_in_call_order()
         )
 
     llm = ScriptedLLM(script)
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(60):  # a bound on a deadlock, not a timing assertion
         result = await make_loop(llm, tools).run(USER, context(), prompt_ref=PROMPT)
 
     assert result.model_steps == 2

@@ -119,7 +119,7 @@ async def example_server(tmp_path: Path) -> AsyncIterator[str]:
     env = {**os.environ, "SHOP_API_TOKEN": "example-token", "PORT": str(port)}
     process = await asyncio.create_subprocess_exec(sys.executable, str(EXAMPLE), env=env)
     try:
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(120):  # an outer limit on a process's start
             while True:  # until it listens
                 try:
                     _, writer = await asyncio.open_connection("127.0.0.1", port)

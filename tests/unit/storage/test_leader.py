@@ -21,6 +21,7 @@ import pytest
 
 from storage.leader import LeaderLock, polling_lock_name
 from tests.pg import PgCluster
+from tests.waits import OUTER_LIMIT_S
 
 pytestmark = pytest.mark.postgres  # the lock lives in PostgreSQL
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -62,7 +63,9 @@ def new_lock(locks: list[LeaderLock], url: str, name: str, **kwargs: float) -> L
     return lock
 
 
-async def wait_until_free(admin: asyncpg.Connection, name: str, within_s: float = 20) -> None:
+async def wait_until_free(
+    admin: asyncpg.Connection, name: str, within_s: float = OUTER_LIMIT_S
+) -> None:
     """Block until nobody holds `name`, then let go of it (LockNotAvailable after
     `within_s`)."""
     async with admin.transaction():
@@ -136,14 +139,14 @@ async def test_a_leader_killed_with_sigkill_frees_the_lock_at_once(
     )
     try:
         assert child.stdout is not None
-        line = await asyncio.wait_for(child.stdout.readline(), 30)
+        line = await asyncio.wait_for(child.stdout.readline(), OUTER_LIMIT_S)
         assert line.strip() == b"held"
         standby = new_lock(locks, leader_pg_url, name)
         assert await standby.try_acquire() is False
         child.send_signal(signal.SIGKILL)
         await child.wait()
         # within less than the session timeouts: freed as the socket closed
-        await wait_until_free(admin, name, within_s=10)
+        await wait_until_free(admin, name)
         assert await standby.try_acquire() is True
     finally:
         if child.returncode is None:
@@ -178,7 +181,7 @@ async def test_a_frozen_database_session_fails_the_ping_within_its_timeout(
     os.kill(pid, signal.SIGSTOP)
     try:
         # without its own timeout the ping would wait for the stopped backend forever
-        assert await asyncio.wait_for(leader.ping(0.5), 10) is False
+        assert await asyncio.wait_for(leader.ping(0.5), OUTER_LIMIT_S) is False
     finally:
         os.kill(pid, signal.SIGCONT)
     assert not leader.held
@@ -194,7 +197,7 @@ async def test_the_server_ends_the_session_of_a_leader_that_went_silent(
     silent = new_lock(locks, leader_pg_url, name, idle_session_timeout_s=0.5)
     assert await silent.try_acquire()
     assert await new_lock(locks, leader_pg_url, name).try_acquire() is False
-    await wait_until_free(admin, name, within_s=10)  # the silent one did nothing
+    await wait_until_free(admin, name)  # the silent one did nothing
     assert await new_lock(locks, leader_pg_url, name).try_acquire() is True
     assert await silent.ping(2.0) is False
 

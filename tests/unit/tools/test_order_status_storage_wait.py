@@ -17,6 +17,7 @@ import pytest
 import storage.sqlite
 from storage.database import StorageRetry, open_database
 from storage.shop import ShopRepository
+from tests.waits import OUTER_LIMIT_S
 from tools.base import Caller, ToolCall, ToolContext
 from tools.executor import ToolExecutor
 from tools.order_status import GET_ORDER_STATUS, order_status_tool
@@ -65,10 +66,10 @@ async def test_a_lock_longer_than_the_tool_timeout_is_waited_out(
     holder.execute("BEGIN IMMEDIATE")  # e.g. a backup or import-data holding the lock
     try:
         lookup = asyncio.create_task(executor.execute(call, context))
-        await asyncio.wait_for(retried.seen.wait(), 30)
+        await asyncio.wait_for(retried.seen.wait(), OUTER_LIMIT_S)
         assert not lookup.done()  # still waiting for the store, not failed
         holder.execute("ROLLBACK")
-        outcome = await asyncio.wait_for(lookup, 30)
+        outcome = await asyncio.wait_for(lookup, OUTER_LIMIT_S)
         row = await db.fetch_one(
             "SELECT count(*) FROM order_lookups WHERE user_id = 1001 AND order_id = '8041'"
         )
