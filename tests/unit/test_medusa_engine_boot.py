@@ -27,7 +27,10 @@ echo "$*" >> "{calls}"
 case "$*" in
   --version) echo "v${{NODE_VERSION:-20.11.0}}" ;;
   *db:migrate*)
-    if [ -n "$FAIL_MIGRATE" ]; then echo "migration exploded" >&2; exit 3; fi
+    if [ -n "$FAIL_MIGRATE" ]; then
+      sleep "${{MIGRATE_TAKES_S:-0}}"  # a slow step, simulated: how long it takes, not a sync
+      echo "migration exploded" >&2; exit 3
+    fi
     sleep 600 & echo $! >> "{pids}"; echo $$ >> "{pids}"; wait ;;
   *) exit 1 ;;
 esac
@@ -156,9 +159,13 @@ def test_a_run_without_medusa_tests_boots_nothing(tmp_path: Path, scratch: Path)
 
 @pytest.mark.timeout(600)
 def test_a_failed_boot_is_the_tests_error_not_its_timeout(tmp_path: Path, scratch: Path) -> None:
-    """The wait for the boot is outside the test's pytest-timeout budget (1 s here, far
-    less than PostgreSQL's start): the test fails with the boot's own error."""
-    code, output = _inner_session(tmp_path, scratch, "-o", "timeout=1", FAIL_MIGRATE="1")
+    """The wait for the boot is outside the test's pytest-timeout budget: the migrate step
+    alone takes longer (20 s) than the budget (10 s), yet the test fails with the boot's
+    own error. (The budget is not smaller: on a loaded machine the test's own setup and
+    report, which it does cover, once took more than 1 s.)"""
+    code, output = _inner_session(
+        tmp_path, scratch, "-o", "timeout=10", FAIL_MIGRATE="1", MIGRATE_TAKES_S="20"
+    )
     assert code == pytest.ExitCode.TESTS_FAILED, output
     assert "1 passed, 1 error" in output, output
     assert "medusa db:migrate failed (3)" in output and "migration exploded" in output, output
