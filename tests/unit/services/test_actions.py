@@ -5,6 +5,8 @@ orders table (no mocks but a shop that answers "unknown")."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -15,8 +17,14 @@ from pydantic import Field
 
 from services.actions import UNKNOWN_ATTEMPTS, ActionService, ClaimKind, Outcome, ResultKind
 from storage.actions import ActionRepository, ActionStatus, LocalActionStore
-from storage.database import Database, StorageRetry
+from storage.database import Database, StorageRetry, open_database
 from storage.shop import OrderUpsert, ReturnPolicyUpsert, ShopRepository
+from tests.unit.services.interleave import (
+    Interleaved,
+    behind_the_one_writer,
+    race,
+    waiting_on_a_lock,
+)
 from tests.unit.tools.conftest import FakeClock
 from tools.actions.builtin import CANCEL_ORDER, REQUEST_RETURN
 from tools.actions.definition import (
@@ -279,6 +287,74 @@ async def test_two_presses_at_once_let_exactly_one_through(world: World) -> None
     op = await world.card()
     claims = await asyncio.gather(*(world.press(op) for _ in range(5)))
     assert sorted(c.kind for c in claims) == sorted([ClaimKind.PROCEED] + [ClaimKind.ALREADY] * 4)
+
+
+async def test_two_instances_pressing_inside_the_database_let_exactly_one_through(
+    world: World, db_backend: str, request: pytest.FixtureRequest
+) -> None:
+    """Two presses of one card, interleaved inside the database at every gap between the
+    first press's statements (tests/unit/services/interleave.py): the second press runs
+    until done or waiting on the first's lock, then the first goes on. One proceeds, the
+    other is told it already happened, and the shop is asked once; a guard that reads the
+    status and then updates without re-checking it lets both through at some gap.
+    PostgreSQL: two instances, each with its own pool; SQLite: one process, one writer
+    (a read-then-write inside one transaction is safe there: it runs alone)."""
+    shop = UnknownFirst(world.local, lost=0)  # records the shop's calls
+
+    def service(database: Database) -> ActionService:
+        repo = ActionRepository(database, clock=world.clock)
+        return ActionService(
+            repo,
+            shop,
+            world.shop,
+            [CANCEL_ORDER, REQUEST_RETURN],
+            storage_retry=RETRY,
+            clock=world.clock,
+        )
+
+    async with contextlib.AsyncExitStack() as stack:
+        if db_backend == "postgres":
+            url = request.getfixturevalue("pg_url")
+            other: Database = await open_database(url)
+            stack.push_async_callback(other.close)
+            lock_waiter = await stack.enter_async_context(waiting_on_a_lock(url))
+        else:
+            other = world.db
+        gaps = 0
+        while True:
+            # the same order each round, again processing (the last round cancelled it)
+            await world.db.write("UPDATE orders SET status = 'processing' WHERE order_id = '1001'")
+            op = await world.card()
+            first = Interleaved(world.db, pause_after=gaps + 1)
+            second = Interleaved(other)
+            blocked = (
+                lock_waiter if db_backend == "postgres" else behind_the_one_writer(first, second)
+            )
+            instances = (service(first), service(second))
+            press_a, press_b = (
+                functools.partial(
+                    instance.claim,
+                    op,
+                    chat_id=OWNER,
+                    user_id=OWNER,
+                    update_id=next(world.updates),
+                    confirm=True,
+                )
+                for instance in instances
+            )
+            raced = await race(press_a, press_b, first, blocked)
+            if raced is None:
+                break
+            gaps += 1
+            # each instance carries out what its press was let do
+            for instance, claim in zip(instances, raced, strict=True):
+                if claim.kind is ClaimKind.PROCEED and claim.row is not None:
+                    await instance.carry_out(claim.row, recheck=claim.recheck)
+            assert (sorted(c.kind for c in raced), shop.operation_ids.count(op)) == (
+                [ClaimKind.ALREADY, ClaimKind.PROCEED],
+                1,
+            ), f"second press run after statement {gaps} of the first"
+    assert gaps >= 2  # a press is at least a read and a conditional write
 
 
 async def test_another_customers_press_changes_nothing(world: World) -> None:
