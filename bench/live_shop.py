@@ -1,4 +1,4 @@
-"""Live shop data in the benchmark (issue 31): `bench.run --only live-shop`.
+"""Live shop data in the benchmark: `bench.run --only live-shop`.
 
 The same closed loop of order questions ("where is order N?", the demo's three numbers)
 against bots reading orders from the local database and from `SHOP_BACKEND=http` — the

@@ -1,4 +1,4 @@
-"""Webhook against polling, like for like, on a machine whose speed drifts (issue 19).
+"""Webhook against polling, like for like, on a machine whose speed drifts.
 
 Phases that run one after another on a shared machine drift: in our runs the same
 phase's CPU per turn moved by 10-25 % within half an hour (docs/benchmarks.md), more than

@@ -1125,7 +1125,7 @@ def _setting(text: str) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Benchmark of the whole bot (issue 9)")
+    parser = argparse.ArgumentParser(description="Benchmark of the whole bot")
     parser.add_argument("--quick", action="store_true", help="small, fast smoke run")
     parser.add_argument("--latency-ms", type=float, help="fake model latency (default 1000)")
     parser.add_argument(

@@ -1,4 +1,4 @@
-"""The streamed-answers scenario of the benchmark (issue 17): `bench.run --only streaming`.
+"""The streamed-answers scenario of the benchmark: `bench.run --only streaming`.
 
 The fake model streams like a real one: 0.5 s to the first token, then 50 tokens/s, and
 every text answer is padded to 300 words (a word is one streamed "token"); a request

@@ -202,7 +202,7 @@ def freeze_startup_objects() -> None:
 # a query that finishes while the loop runs Python waits for the loop to let go of the
 # GIL, up to the whole interval, and a turn makes a dozen such calls. At 50 chats the
 # bench's self-time p99 fell from 138-169 ms to 76-97 ms with 1 ms; throughput at 1,000
-# chats did not change (docs/benchmarks.md, issue 19).
+# chats did not change (docs/benchmarks.md).
 SWITCH_INTERVAL_S = 0.001
 
 

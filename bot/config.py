@@ -256,7 +256,7 @@ class Settings(ShopSettings):
     webhook_read_timeout_s: float = Field(default=10.0, gt=0, le=600)
     # setWebhook's max_connections: how many updates Telegram delivers at once (1-100;
     # Telegram's own default is 40). The inbox stores concurrent POSTs in shared commits,
-    # and under load the webhook took updates in slower than polling with 40 (issue 19).
+    # and under load the webhook took updates in slower than polling with 40.
     webhook_max_connections: int = Field(default=100, ge=1, le=100)
     admin_ids: Annotated[frozenset[int], NoDecode] = frozenset()
     # Bot API requests per second over all chats. Telegram allows about 30; raise it only
@@ -287,7 +287,7 @@ class Settings(ShopSettings):
     # On start, check once that the endpoint answers, accepts the key and offers
     # OPENAI_MODEL and OPENAI_FALLBACK_MODELS (GET /models: no tokens, no cost).
     openai_startup_check: bool = True
-    # Voice notes (issue 21): the transcription model on the same endpoint and key
+    # Voice notes: the transcription model on the same endpoint and key
     # (e.g. whisper-1); unset = off, voice notes get the "text only" reply
     transcription_model: str | None = Field(default=None, max_length=200)
     # longer voice notes are refused politely, without a download
@@ -360,7 +360,7 @@ class Settings(ShopSettings):
     # how long a confirmation card can be pressed (seconds)
     action_confirm_ttl_s: float = Field(default=900.0, ge=10, le=7 * 24 * 3600)
 
-    # Order updates (issue 34, README "Order updates"): "notify me when it moves" under an
+    # Order updates (README "Order updates"): "notify me when it moves" under an
     # answer that showed a customer their own order, /updates, the shop's pushes and the
     # polling fallback. Off: none of it exists.
     order_updates_enabled: bool = False

@@ -1,4 +1,4 @@
-"""The order-updates worker (issue 34): learns of changes and tells the customers.
+"""The order-updates worker: learns of changes and tells the customers.
 
 One loop, on one instance: with several instances on PostgreSQL the holder of a lock of
 its own (`storage/leader.py`, `order_updates_lock_name`) runs it and the others stand by,

@@ -4,7 +4,7 @@ aiogram parses every Bot API answer with `Response[method.__returning__]`, a pyd
 generic class made on first use. Pydantic caches those classes only weakly and nothing
 else holds them, so the garbage collector frees one at its next pass and the next
 request builds it again: about 2.6 ms of CPU each time, some 3 % of the bot's CPU under
-load (docs/benchmarks.md, issue 19). This request middleware holds the class of each
+load (docs/benchmarks.md). This request middleware holds the class of each
 method the bot calls, from its first call on.
 """
 

@@ -1,4 +1,4 @@
-"""The shop's pushes (issue 34): "this order changed", from the shop to the bot.
+"""The shop's pushes: "this order changed", from the shop to the bot.
 
 Three routes on the webhook server (and, in polling mode, on the health server that
 HEALTH_ENABLED opens), each on only when its secret is set:

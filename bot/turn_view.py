@@ -17,7 +17,7 @@ wins:
 4. none.
 
 Below 2-4, in a private chat with order updates on, one "notify me when order N moves"
-row per own order the answer showed (`NotifyWhenItMoves`, issue 34).
+row per own order the answer showed (`NotifyWhenItMoves`).
 
 The words: the answer (or our polite text, bot/replies.py), then the notice of a handoff
 the turn opened (`PersonWillAnswer`, worded by bot/handoff.py), then the hint that goes

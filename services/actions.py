@@ -1,4 +1,4 @@
-"""Carrying out an action the customer confirmed — exactly once (issue 32).
+"""Carrying out an action the customer confirmed — exactly once.
 
 A proposed action is a row (storage/actions.py) written before its card was sent, with an
 operation id. A press is a Telegram update, stored in the inbox before it is handled and

@@ -10,7 +10,7 @@ a response whose ids are not is a protocol error and none of its calls runs (a r
 under a repeated id could be read as another call's data). An id an earlier step of the
 turn already used is renamed (turn-unique ids), and arguments too long to be read are
 sent back as a short stand-in, so later requests stay valid and small.
-A tool that proposed an action the customer must confirm (`ActionProposed`, issue 32)
+A tool that proposed an action the customer must confirm (`ActionProposed`)
 suspends the turn: the next step is the last (text only), so the model asks the customer
 to confirm and nothing more runs before the press.
 A call that already failed in this turn is not run again: the model gets the earlier

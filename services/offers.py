@@ -65,7 +65,7 @@ class ConfirmAction:
 @dataclass(frozen=True, slots=True)
 class NotifyWhenItMoves:
     """The customer was shown their own order `order_number`: offer to tell them when it
-    moves (issue 34; shown only when order updates are on)."""
+    moves (shown only when order updates are on)."""
 
     order_number: str
     kind: Literal["notify_when_it_moves"] = "notify_when_it_moves"

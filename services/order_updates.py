@@ -1,4 +1,4 @@
-"""Order updates (issue 34): the customer hears when their order moves.
+"""Order updates: the customer hears when their order moves.
 
 The rules, in one place:
 

@@ -57,7 +57,7 @@ UNKNOWN_TOOLS = "(unknown tools)"
 
 @dataclass(frozen=True, slots=True)
 class HandoffStats:
-    """Handoffs to a person in a period (issue 16): how they started, how fast a person
+    """Handoffs to a person in a period: how they started, how fast a person
     first answered, how many ended; `open_now` is at the time of the report."""
 
     by_command: int
@@ -171,7 +171,7 @@ class ChartData:
 
 @dataclass(frozen=True, slots=True)
 class VoiceStats:
-    """Voice and video notes received in the period (issue 21).
+    """Voice and video notes received in the period.
 
     `received` counts every note; of those `transcribed` became a turn's text, `failed`
     could not be heard (download, transcription or nothing said),
@@ -209,7 +209,7 @@ class VoiceStats:
 
 @dataclass(frozen=True, slots=True)
 class StoppedFigures:
-    """Streamed answers the customer stopped (the stop button), issue 17's numbers."""
+    """Streamed answers the customer stopped (the stop button)."""
 
     stopped: int = 0
     with_text: int = 0  # the partial answer was sent; the others got the "stopped" note

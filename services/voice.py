@@ -1,4 +1,4 @@
-"""Voice notes: what a customer said, as text for a normal turn (issue 21).
+"""Voice notes: what a customer said, as text for a normal turn.
 
 `VoiceTranscription.hear` decides everything about one note except how its audio is
 fetched (the bot downloads it through the Bot API and hands a `download` callable in):

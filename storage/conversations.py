@@ -51,7 +51,7 @@ async def insert_pair(
 ) -> tuple[int, int]:
     """Insert one user/assistant pair inside the caller's transaction; returns both ids.
 
-    `user_transcribed`: the user's message is the transcript of a voice note (issue 21).
+    `user_transcribed`: the user's message is the transcript of a voice note.
     """
     ids: list[int] = []
     for role, content, transcribed in (

@@ -1,4 +1,4 @@
-"""Rows of order updates (issue 34): subscriptions, the notifications to send, shop events.
+"""Rows of order updates: subscriptions, the notifications to send, shop events.
 
 The rules of *when* a customer is told live in services/order_updates.py; here is only
 the SQL that makes them hold under concurrency: `record_sighting` moves a subscription's

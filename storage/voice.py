@@ -1,4 +1,4 @@
-"""Rows of `voice_notes`: one per voice or video note the bot handled (issue 21).
+"""Rows of `voice_notes`: one per voice or video note the bot handled.
 
 A row is keyed by the update that carried the note, so handling the same update again
 after a crash finds it: a transcript stored before the crash is used instead of

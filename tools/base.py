@@ -133,7 +133,7 @@ class ActionProposed:
 @dataclass(frozen=True, slots=True)
 class OwnOrderShown:
     """An order lookup in a private chat showed the caller an order that is theirs (not a
-    public one): the customer may be offered to hear when it moves (issue 34)."""
+    public one): the customer may be offered to hear when it moves."""
 
     order_id: str
 

@@ -251,7 +251,7 @@ class OrderStatusHandler:
             sender_is_chat=caller.is_chat,
         )
         if seen is Visibility.VISIBLE and order is not None:
-            if private and not order.public:  # the customer's own: "notify me" (issue 34)
+            if private and not order.public:  # the customer's own: "notify me"
                 context.notes.append(OwnOrderShown(order_id=order.number))
             return found_result(order)
         if seen is Visibility.ASK_IN_PRIVATE:

@@ -1,4 +1,4 @@
-"""Actions with confirmation (issue 32) as one feature: on only when ACTIONS_ENABLED names
+"""Actions with confirmation as one feature: on only when ACTIONS_ENABLED names
 an action (cancel_order, request_return).
 
 It adds one proposing tool per action on (tools/actions/propose.py), the router of the

@@ -1,4 +1,4 @@
-"""Order updates as one feature (issue 34): on only with ORDER_UPDATES_ENABLED.
+"""Order updates as one feature: on only with ORDER_UPDATES_ENABLED.
 
 It adds /updates and the "notify me" / "stop" buttons among the customers' commands, its
 menu entry, the shop's push routes (bot/shop_push.py) on the web server, the worker that

@@ -1,4 +1,4 @@
-"""Order updates for customers (issue 34): the "notify me" press, /updates and "stop".
+"""Order updates for customers: the "notify me" press, /updates and "stop".
 
 The button under an answer that showed a customer their own order (bot/turn_view.py)
 carries the order's number (`OrderUpdatesButton`); the press is checked again against

@@ -1,4 +1,4 @@
-"""Voice notes and round video notes: heard, then answered like typed text (issue 21).
+"""Voice notes and round video notes: heard, then answered like typed text.
 
 The note's length is checked before anything is downloaded (VOICE_MAX_SECONDS); the
 audio is fetched through the Bot API (`getFile` via the sender, then the file URL) into

@@ -1,4 +1,4 @@
-"""The /stats block about actions the customers confirmed (issue 32), shown when
+"""The /stats block about actions the customers confirmed, shown when
 ACTIONS_ENABLED names any: the admin router passes it to `render_table` as an extra
 section."""
 

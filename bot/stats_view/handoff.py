@@ -1,4 +1,4 @@
-"""The /stats block about handoffs to a person (issue 16), shown when OPERATOR_CHAT_ID
+"""The /stats block about handoffs to a person, shown when OPERATOR_CHAT_ID
 is set: the admin router passes it to `render_table` as an extra section."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The /stats block about order updates (issue 34), shown when ORDER_UPDATES_ENABLED."""
+"""The /stats block about order updates, shown when ORDER_UPDATES_ENABLED."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `/stats` lines about streamed answers: how many the customers stopped (issue 17).
+"""The `/stats` lines about streamed answers: how many the customers stopped.
 
 Lines under the questions block of the owner's view (`render_table` adds them).
 """

@@ -1,4 +1,4 @@
-"""The voice-notes section of `/stats` (issue 21): its words and its rows.
+"""The voice-notes section of `/stats`: its words and its rows.
 
 Kept apart from the table's own words so the section can move as a whole: `voice_rows`
 gives (label, value, indent) rows and the table lays them out like every other block.

@@ -94,7 +94,7 @@ SUPPORT_CHAT_V3 = PromptTemplate(
     body=SUPPORT_CHAT_V2.body.replace(_FOUR_DIGITS_RULE, _SHOPS_NUMBERS_RULE),
 )
 
-# The instruction when actions the customer confirms are on (ACTIONS_ENABLED, issue 32):
+# The instruction when actions the customer confirms are on (ACTIONS_ENABLED):
 # @2 with the read-only rule replaced by how a change is proposed, never done by the model.
 SUPPORT_CHAT_ACTIONS_ID = "support_chat_actions"
 _READ_ONLY_RULE = """\

@@ -9,7 +9,7 @@ on a person answers in the real bot. Whatever the model or the bot does — empt
 junk arguments, an exception — the run ends with a transcript and a verdict, and the
 next run starts.
 
-Actions (issue 32): when a turn ends with an action's card and the scenario's customer
+Actions: when a turn ends with an action's card and the scenario's customer
 presses it (`on_action_card`), the press goes through the bot's own `ActionService` —
 claim, carry out, record — as the ✅/✖ router does, never through Telegram; the result
 message is the next exchange. The actions' rows are read back at the end.

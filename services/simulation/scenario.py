@@ -17,7 +17,7 @@ A file holds one or more `[[scenario]]` tables::
     tools = [{name = "get_order_status", args = {order_id = "8041"}}]
     must_contain = ["8041"]
 
-Actions (issue 32): `[scenario.settings] actions_enabled = ["cancel_order"]` offers them;
+Actions: `[scenario.settings] actions_enabled = ["cancel_order"]` offers them;
 `[scenario.customer] on_action_card = "confirm"` (or "decline") presses the card's button
 through the service the bot's ✅ uses; `actions_proposed` / `actions_executed` judge them.
 

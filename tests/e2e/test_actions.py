@@ -1,4 +1,4 @@
-"""Actions with confirmation through the real process (issue 32), on the local backend.
+"""Actions with confirmation through the real process, on the local backend.
 
 The model proposes (`propose_cancel_order`, `propose_request_return`), the application
 checks and stores the action pending, the customer gets a card with the exact effect and

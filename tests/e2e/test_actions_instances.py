@@ -1,4 +1,4 @@
-"""Actions with two bot instances on one PostgreSQL database (issue 32).
+"""Actions with two bot instances on one PostgreSQL database.
 
 Two real processes in webhook mode, the local backend, ACTIONS_ENABLED=cancel_order. The
 card is sent by one instance; the customer presses ✅ twice, racing, and the load

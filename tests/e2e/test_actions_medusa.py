@@ -1,4 +1,4 @@
-"""A customer cancels a live Medusa order through the real bot process (issue 32).
+"""A customer cancels a live Medusa order through the real bot process.
 
 SHOP_BACKEND=medusa, ACTIONS_ENABLED=cancel_order: Anna (her verified phone on her Medusa
 customer) asks to cancel her order; the model proposes, she gets the card, presses ✅;

@@ -71,7 +71,7 @@ def test_a_dot_env_that_is_not_utf8_exits_2_naming_it(
     ], imported.stderr
 
 
-# --- issue 14: placeholders, a malformed token, nothing set at all ---
+# --- placeholders, a malformed token, nothing set at all ---
 
 EXAMPLE_TOKEN = "123456789:replace-with-your-bot-token"
 EXAMPLE_KEY = "sk-replace-with-your-key"

@@ -1,4 +1,4 @@
-"""Order updates through the real process (issue 34): `python -m bot` against both fakes.
+"""Order updates through the real process: `python -m bot` against both fakes.
 
 A customer asks about their own order and gets a "notify me when it moves" button; only
 they can subscribe (a forged press by someone else subscribes nobody). The order then

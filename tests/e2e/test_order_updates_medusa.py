@@ -1,4 +1,4 @@
-"""Order updates' polling fallback against the real Medusa engine (issue 34's acceptance),
+"""Order updates' polling fallback against the real Medusa engine,
 through the real bot process (SHOP_BACKEND=medusa, no pushes).
 
 Anna shares her own contact (her verified phone is her Medusa customer's), asks about her

@@ -1,4 +1,4 @@
-"""Two real bot processes in polling mode on one PostgreSQL database (issue 20).
+"""Two real bot processes in polling mode on one PostgreSQL database.
 
 Exactly one polls (the holder of the leader lock); the other stands by. The fake Bot API
 tells them apart (each has its own `client_url`) and counts polls that overlap. When the

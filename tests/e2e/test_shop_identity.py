@@ -1,4 +1,4 @@
-"""The shop's identity and words through the real process (issue 14, items 2-4).
+"""The shop's identity and words through the real process.
 
 SHOP_NAME reaches the welcome and the system instruction; a TEXTS_FILE replaces fixed
 texts, and a bad one stops the start with one line and status 2; DEFAULT_LANGUAGE is

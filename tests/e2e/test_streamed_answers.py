@@ -1,4 +1,4 @@
-"""Streamed answers through the real process (issue 17): the model streams (SSE) from the
+"""Streamed answers through the real process: the model streams (SSE) from the
 fake, the fake Bot API records every `sendMessageDraft`.
 
 A private question shows the "Thinking…" placeholder, then drafts that grow, then exactly

@@ -11,7 +11,7 @@ As a process (the bench): `python -m tests.fakes.shop_api --port 0 --latency-ms 
 --token T --orders FILE.json` prints `listening on http://127.0.0.1:PORT` once ready;
 `GET /_fake/stats` answers `{"requests": N}`.
 
-Actions (issue 32): `POST /api/orders/{number}/cancel` (processing → cancelled, else 409
+Actions: `POST /api/orders/{number}/cancel` (processing → cancelled, else 409
 `not_cancellable`) and `POST /api/orders/{number}/returns` (201 `{"id"}`), both by
 `Idempotency-Key`: a key seen before gets the first answer and acts no more.
 `cancellations` and `returns` list what was done; `lose_answers` acts, then answers 504

@@ -16,7 +16,7 @@ Drafts (`sendMessageDraft`, streamed answers) are recorded in `drafts`; set
 `draft_rejection` to 400 or 404 to answer them like a Bot API server without drafts.
 `stop_update(chat_id, draft_id)` builds the update a customer's stop press sends.
 
-Several bot processes (polling with a leader, issue 20): a bot whose TELEGRAM_API_URL is
+Several bot processes (polling with a leader): a bot whose TELEGRAM_API_URL is
 `client_url(name)` is recorded under that name (`ApiCall.client`); `polls_in_flight`
 says who is inside a `getUpdates` right now and `poll_overlaps` counts every poll that
 began while another client's was still open. With `conflict_on_overlap` the fake answers

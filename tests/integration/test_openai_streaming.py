@@ -1,5 +1,5 @@
 """Streamed completions through the real AsyncOpenAI client against the fake's SSE, and the
-loop's streaming and stop on top of it (issue 17)."""
+loop's streaming and stop on top of it."""
 
 from __future__ import annotations
 

@@ -142,7 +142,7 @@ def test_reads_dotenv_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     assert settings.admin_ids == frozenset({7})
 
 
-# --- issue 14: placeholders and the token's shape ---
+# --- placeholders and the token's shape ---
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The settings of several instances on one PostgreSQL database (issue 20)."""
+"""The settings of several instances on one PostgreSQL database."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The live-shop settings (issue 31): SHOP_BACKEND, SHOP_API_URL, SHOP_API_TOKEN, the
+"""The live-shop settings: SHOP_BACKEND, SHOP_API_URL, SHOP_API_TOKEN, the
 cache and timeout bounds, ORDER_NUMBER_*."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The voice settings (issue 21)."""
+"""The voice settings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Actions with consequences that a customer confirms (issue 32): one mechanism, one
+"""Actions with consequences that a customer confirms: one mechanism, one
 definition per action.
 
 - `definition.py`: `ActionDefinition`, what a shop developer writes for an action: its

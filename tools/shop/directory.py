@@ -102,7 +102,7 @@ class ShopDirectory:
 
     async def get_order(self, number: str, *, fresh: bool = False) -> LiveOrder | None:
         """The order with this (already normalised) number; raises `ShopUnavailable`.
-        `fresh`: not from the cache (an action's re-check on the customer's ✅, issue 32)."""
+        `fresh`: not from the cache (an action's re-check on the customer's ✅)."""
         if fresh:
             self.forget_order(number)
         found = await self._read(("order", number), lambda: self.backend.get_order(number))
@@ -110,7 +110,7 @@ class ShopDirectory:
         return found
 
     def forget_order(self, number: str) -> None:
-        """Drop the cached copy of an order an action just changed (issue 32), so the next
+        """Drop the cached copy of an order an action just changed, so the next
         question reads the new state."""
         self._cache.pop(("order", number), None)
 

@@ -1,4 +1,4 @@
-"""Drafts (issue 17) below the process: the sender's lowest-priority draft, the one-time
+"""Drafts below the process: the sender's lowest-priority draft, the one-time
 fallback when a server rejects drafts, the stop signal, and the relay's pace and guard."""
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def test_no_phone_hint_without_the_share_button() -> None:
     assert turn_view(FAILED, EN, PRIVATE).text == EN.apology
 
 
-# -- an action's confirmation card (issue 32) -------------------------------------------
+# -- an action's confirmation card -------------------------------------------
 
 CARD = ConfirmAction(
     operation_id="c" * 32, effect={"ru": "Отменить заказ 5530?", "en": "Cancel order 5530?"}

@@ -1,4 +1,4 @@
-"""Actions with confirmation (issue 32): the proposal's checks, the state machine and
+"""Actions with confirmation: the proposal's checks, the state machine and
 exactly-once execution, on a real database of each backend and the local backend's real
 orders table (no mocks but a shop that answers "unknown")."""
 

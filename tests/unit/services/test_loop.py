@@ -463,7 +463,7 @@ async def test_a_huge_tool_name_is_an_unknown_tool_named_in_bounded_form() -> No
 
 
 async def test_a_proposed_action_suspends_the_turn_the_next_step_is_the_last() -> None:
-    """A tool that noted `ActionProposed` (issue 32): the next step is text only, so nothing
+    """A tool that noted `ActionProposed`: the next step is text only, so nothing
     else runs before the customer's press, however many steps remain."""
     from tools.base import ActionProposed
 

@@ -57,7 +57,7 @@ def test_a_stored_offer_this_version_does_not_know_is_dropped(
 
 
 def test_a_proposed_action_is_a_card_even_without_an_answer_and_survives_storage() -> None:
-    """The card is the only way to confirm a stored pending action (issue 32): a replay
+    """The card is the only way to confirm a stored pending action: a replay
     of the turn after a crash shows the same card."""
     from services.offers import ConfirmAction
     from tools.base import ActionProposed

@@ -1,4 +1,4 @@
-"""/stats gives the same report on SQLite and PostgreSQL from the same history (issue 20).
+"""/stats gives the same report on SQLite and PostgreSQL from the same history.
 
 The same forty days (tests/unit/services/stats_history.py, written through the bot's own
 repositories) go into a fresh SQLite file and a fresh PostgreSQL database; then every

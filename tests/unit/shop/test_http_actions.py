@@ -1,4 +1,4 @@
-"""The http backend's actions (issue 32) against the reference fake of the contract:
+"""The http backend's actions against the reference fake of the contract:
 `POST /orders/{number}/cancel` and `/returns` with `Idempotency-Key`, exactly once."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def test_the_document_is_openapi_3_1_with_valid_schemas_and_resolvable_refs() ->
     assert set(document["paths"]) == {
         "/orders/{number}",
         "/orders",
-        "/orders/{number}/cancel",  # actions (issue 32)
+        "/orders/{number}/cancel",  # actions
         "/orders/{number}/returns",
     }
     for name, schema in document["components"]["schemas"].items():

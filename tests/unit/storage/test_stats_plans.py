@@ -1,6 +1,6 @@
 """SQLite's plans for /stats: every figure is an index range or walk, never a table scan.
 
-The SQL is shared with PostgreSQL since issue 20; SQLite's text keeps its planner hints
+The SQL is shared with PostgreSQL; SQLite's text keeps its planner hints
 through `Dialect` (`INDEXED BY`, and the condition of the partial index of unusual turns,
 which SQLite uses only for a query that repeats it). This records every statement a whole
 report runs — both percentile strategies, a short period and all time (the daily

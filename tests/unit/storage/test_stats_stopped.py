@@ -1,4 +1,4 @@
-"""Stopped streamed answers in /stats (issue 17): the query, the report and the lines."""
+"""Stopped streamed answers in /stats: the query, the report and the lines."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`import-data` gives the same shop on SQLite and PostgreSQL (issue 20).
+"""`import-data` gives the same shop on SQLite and PostgreSQL.
 
 The same files are imported with `run_import` once with DATABASE_PATH (SQLite) and once
 with DATABASE_URL (PostgreSQL): the exit statuses, the printed counts and problems, and

@@ -117,7 +117,7 @@ async def test_every_miss_without_a_verified_phone_is_noted_alike(
     assert len(set(contents)) == 1
 
     # a found order, or a miss by a customer who has a verified phone: no such note; the
-    # owner's own order is noted as shown (the "notify me when it moves" offer, issue 34)
+    # owner's own order is noted as shown (the "notify me when it moves" offer)
     found = context_for(TG_OWNER)
     await executor.execute(lookup("2007"), found)
     assert found.notes == [OwnOrderShown(order_id="2007")]

@@ -21,7 +21,7 @@ an answer that does not follow the contract, a body over `MAX_BODY_BYTES`, an or
 whose `number` is not the one asked. The token is read only to build the header; logs
 name the shop's host and the HTTP status, never the token, a phone or a query.
 
-Actions (issue 32, `OrderActions`): `POST /orders/{number}/cancel` and `POST
+Actions (`OrderActions`): `POST /orders/{number}/cancel` and `POST
 /orders/{number}/returns` with `Idempotency-Key: <operation id>`, one attempt each; an
 outcome that may have taken effect (timeout, broken connection, 5xx) is `ActionUnknown`,
 and services/actions.py asks again with the same key, which the contract makes safe.
@@ -217,7 +217,7 @@ class HttpBackend:
         except ShopUnavailable as exc:
             raise ShopSetupError(self._not_the_api(exc.detail)) from None
 
-    # -- actions the customer confirmed (issue 32; `OrderActions`) -----------------------
+    # -- actions the customer confirmed (`OrderActions`) ----------------------------------
 
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         """`POST /orders/{number}/cancel` with `Idempotency-Key: <operation id>`."""

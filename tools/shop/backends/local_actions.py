@@ -1,4 +1,4 @@
-"""The local backend's `OrderActions` (issue 32), on the bot's own `orders` table.
+"""The local backend's `OrderActions`, on the bot's own `orders` table.
 
 - cancel: a conditional update (processing → cancelled) recorded under the operation id
   in the same transaction, so a repeated call with the same id answers `ActionDone` and
