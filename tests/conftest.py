@@ -129,8 +129,11 @@ MAX_AUTO_WORKERS = 8
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """(xdist) The workers `-n auto` (pyproject's addopts) starts: two per usable core."""
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """(xdist) The workers `-n auto` (pyproject's addopts) starts: two per usable core,
+    unless PYTEST_XDIST_AUTO_NUM_WORKERS says otherwise (xdist's own hook reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(MAX_AUTO_WORKERS, 2 * (cores or 1)))
 
