@@ -66,6 +66,9 @@ class _Server:
                     stderr=log,
                     pass_fds=(alive_r,),
                 )
+        except BaseException:
+            os.close(self._alive_w)
+            raise
         finally:
             os.close(alive_r)
         assert self.proc.stdout is not None
@@ -73,6 +76,7 @@ class _Server:
         self.proc.stdout.close()
         if line.strip() != b"ready":
             self.proc.wait()
+            os.close(self._alive_w)
             raise RuntimeError(f"the fork server did not start:\n{Path(self.log).read_text()}")
 
     def connect(self) -> socket.socket:

@@ -28,6 +28,7 @@ from tests.e2e.launch import (
     run_bot_command,
     stop_fork_server,
 )
+from tests.processes import alive
 
 pytestmark = pytest.mark.skipif(not forking(), reason="bot starts are spawned (E2E_START=spawn)")
 
@@ -190,13 +191,9 @@ async def test_the_server_and_its_bots_outlive_the_thread_that_started_it(
 
 
 def _running(pid: int) -> bool:
-    """Whether `pid` runs (a zombie has ended); reaps it if it became ours (pytest is the
+    """Whether `pid` runs; reaps it once it has ended, if it became ours (pytest is the
     subreaper of its orphans, tests/conftest.py)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            running = stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False
+    running = alive(pid)
     if not running:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
@@ -204,7 +201,7 @@ def _running(pid: int) -> bool:
 
 
 def test_the_server_ends_with_the_process_that_started_it(clean_env: dict[str, str]) -> None:
-    """Killed outright, a test process leaves no fork server behind (nor its bots)."""
+    """Killed outright, a test process leaves no fork server behind."""
     starts_a_server = (
         "import os, sys\n"
         "from tests.e2e.launch import fork_server\n"

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.launch import REPO_ROOT
+from tests.processes import alive as _alive
 from tests.shop_engine import medusa_engine
 
 # Records every call; `db:migrate` then runs a child and waits (its pids recorded) or fails.
@@ -52,14 +53,6 @@ def test_unit_first():
 def test_uses_the_engine(medusa_engine):
     pass
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat_file:
-            return stat_file.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False
 
 
 def _processes_mentioning(text: str) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import STUCK_THREAD_GRACE_ENV
 from tests.e2e.launch import REPO_ROOT
+from tests.processes import alive as _alive
 
 LEAVES_PROCESSES = '''
 import subprocess
@@ -22,14 +23,6 @@ def test_leaves_a_child_and_an_orphan(tmp_path):
     (tmp_path.parent / "child.pid").write_text(str(child.pid))
     (tmp_path.parent / "orphan.pid").write_text((tmp_path / "orphan.pid").read_text())
 '''
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist workers"])
