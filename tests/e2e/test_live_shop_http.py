@@ -25,6 +25,7 @@ from tests.e2e.harness import BotProcess, free_port
 from tests.fakes.openai_server import FakeOpenAIServer, fake_call
 from tests.fakes.shop_api import TOKEN, FakeShopApi, order
 from tests.fakes.telegram_server import FakeTelegramServer
+from tests.fakes.trickle import trickling
 
 OWNER, STRANGER = 7301, 7302
 NUMBER, MISSING, NOBODYS = "100234", "100999", "100555"
@@ -245,3 +246,24 @@ async def test_healthz_metrics_and_stats_show_the_shop_and_never_its_token(
     stats = await ask(fake_telegram, admin, "/stats")
     assert "магазин недоступен" in stats or "shop unavailable" in stats, stats
     assert TOKEN not in bot.output and TOKEN not in stats
+
+
+async def test_an_answer_the_network_delivers_in_parts_is_read_whole(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+) -> None:
+    """Every answer of the shop reaches the bot in three parts with pauses between them
+    (tests/fakes/trickle.py): each lookup reads the whole answer, none is "unavailable"."""
+    careful_model(fake_openai)
+    fake_shop_api.put(order(NUMBER, "in_transit", telegram_id=OWNER))
+    async with trickling(fake_shop_api.base_url, parts=3, pause_s=0.2) as proxy:
+        env = shop_env(fake_shop_api, SHOP_API_URL=proxy.url, SHOP_TIMEOUT_S="4")
+        env.update(SHOP_CACHE_TTL_S="0", SHOP_MISS_TTL_S="0")
+        await start_bot(**env)
+        for attempt in range(3):
+            reply = await ask(fake_telegram, OWNER, f"Где мой заказ {NUMBER}? ({attempt})")
+            assert '"found": true' in reply and '"status": "in_transit"' in reply
+            assert SORRY not in reply
+    assert proxy.answers >= 4  # the start-up check and three lookups, all through it

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.fakes.trickle import trickling
 from tests.shop_engine.medusa_engine import MedusaEngine
 from tools.shop.backend import (
     ActionDone,
@@ -169,3 +170,18 @@ async def test_a_return_is_requested_once_per_operation(
     ours = [r for r in returns if (r.get("metadata") or {}).get(RETURN_OP_KEY) == "op-return-1"]
     assert [(r["id"], r["status"]) for r in ours] == [(first.reference, "requested")]
     assert len(returns) == 1
+
+
+async def test_answers_written_in_parts_are_read_whole(medusa_engine: MedusaEngine) -> None:
+    """The engine's answers reach the client in four parts with pauses between them (as a
+    real network delivers them, tests/fakes/trickle.py): each is read to its end."""
+    async with trickling(medusa_engine.url, parts=4, pause_s=0.15) as proxy:
+        backend = MedusaBackend(proxy.url, medusa_engine.api_key, timeout_s=30)
+        try:
+            found = await backend.get_order(str(medusa_engine.orders["in_transit"]))
+            mine = await backend.orders_for_phone(ANNA)
+        finally:
+            await backend.aclose()
+    assert found is not None and found.status == "in_transit"
+    assert str(medusa_engine.orders["in_transit"]) in {o.number for o in mine}
+    assert proxy.answers >= 2

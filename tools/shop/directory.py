@@ -10,8 +10,10 @@ It is what keeps the bot well-behaved towards the shop, whichever backend is con
   rate-limited, rejected credentials, malformed answers; a missing order is not a
   failure) the shop is not asked for `open_for_s`, each question gets one fast
   `ShopUnavailable`; then one question probes it (half-open) and closes it on success;
-- "malformed → unavailable": an answer the backend could not read (ValueError,
-  TypeError, KeyError escaping it) becomes `ShopUnavailable("malformed")`, never a crash.
+- "malformed → unavailable": an answer the backend could not read (`UNREADABLE`: a
+  ValueError, TypeError, KeyError, AttributeError, IndexError or RecursionError escaping
+  it) becomes `ShopUnavailable("malformed")` and counts as a failure, with one WARNING
+  line and never a crash or a traceback per lookup.
 
 Other exceptions (a storage fault of the local backend) pass through unchanged, so the
 tool's storage wait retries them as before. The directory keeps the counters that
@@ -35,6 +37,9 @@ log = logging.getLogger("tools.shop")
 
 T = TypeVar("T")
 CircuitState = Literal["ok", "degraded", "open"]
+# what a backend's reading of a broken or hostile answer can raise (a wrong shape, a
+# nesting too deep): "malformed", never a crash
+UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError)
 # cache entries kept at most (expired ones are dropped first, then the oldest)
 MAX_CACHE_ENTRIES = 10_000
 
@@ -161,7 +166,7 @@ class ShopDirectory:
         except ShopUnavailable as exc:
             self._failed(exc.kind, started)
             raise
-        except (ValueError, TypeError, KeyError) as exc:
+        except UNREADABLE as exc:
             self._failed("malformed", started)
             log.warning(
                 "shop %s: an answer could not be read (%s)", self.backend.name, type(exc).__name__

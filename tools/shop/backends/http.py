@@ -30,7 +30,6 @@ and services/actions.py asks again with the same key, which the contract makes s
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -59,6 +58,7 @@ from tools.shop.backend import (
     ShopSetupError,
     ShopUnavailable,
 )
+from tools.shop.backends.body import BodyTooLarge, decode_json, read_body
 from tools.shop.orders import SHOP_WRITTEN, Delivery, LiveOrder, Money, OrderItem, OrderNumberRule
 from tools.shop.rules import OrderStatus, normalise_phone_or_none
 
@@ -256,7 +256,10 @@ class HttpBackend:
                 self._url + path, json=body or {}, headers=headers, allow_redirects=False
             ) as response:
                 status = response.status
-                raw = await response.content.read(MAX_BODY_BYTES + 1)
+                try:
+                    raw: bytes | None = await read_body(response, MAX_BODY_BYTES)
+                except BodyTooLarge:
+                    raw = None  # a refusal is still a refusal; a success cannot be read
         except TimeoutError:
             return ActionUnknown("timeout")
         except aiohttp.ClientError as exc:
@@ -270,9 +273,11 @@ class HttpBackend:
             return ActionRejected(_refusal_code(raw))
         if status not in (200, 201):
             return ActionUnknown(f"HTTP {status}")
+        if raw is None:
+            return ActionUnknown("the answer is too large")
         try:
-            return status, json.loads(raw) if raw else None
-        except (ValueError, UnicodeDecodeError):
+            return status, decode_json(raw) if raw else None
+        except ShopUnavailable:
             return ActionUnknown("the answer is not JSON")
 
     async def aclose(self) -> None:
@@ -343,19 +348,14 @@ class HttpBackend:
                     raise _Retryable("unavailable", f"HTTP {status}")
                 if status != 200:
                     raise ShopUnavailable("unavailable", f"HTTP {status}")
-                raw = await response.content.read(MAX_BODY_BYTES + 1)
+                raw = await read_body(response, MAX_BODY_BYTES)
         except TimeoutError:
             raise ShopUnavailable("timeout", f"no answer within {self._timeout_s:g} s") from None
         except aiohttp.ClientConnectionError as exc:
             raise _Retryable("unavailable", f"cannot connect ({type(exc).__name__})") from None
         except aiohttp.ClientError as exc:
             raise ShopUnavailable("unavailable", type(exc).__name__) from None
-        if len(raw) > MAX_BODY_BYTES:
-            raise ShopUnavailable("malformed", "the answer is too big")
-        try:
-            return 200, json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise ShopUnavailable("malformed", "the answer is not JSON") from None
+        return 200, decode_json(raw)
 
 
 class _Retryable(Exception):
@@ -374,12 +374,14 @@ class _Retryable(Exception):
 _REFUSAL_CODE = re.compile(r"[a-z_]{1,40}")
 
 
-def _refusal_code(raw: bytes) -> str:
+def _refusal_code(raw: bytes | None) -> str:
     """The shop's short refusal code (`{"error": "not_cancellable"}`), never its free
     text: anything else is "rejected"."""
+    if raw is None:
+        return "rejected"
     try:
-        code = json.loads(raw).get("error")
-    except (ValueError, UnicodeDecodeError, AttributeError):
+        code = decode_json(raw).get("error")
+    except (ShopUnavailable, AttributeError):
         return "rejected"
     return code if isinstance(code, str) and _REFUSAL_CODE.fullmatch(code) else "rejected"
 

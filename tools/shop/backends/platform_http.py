@@ -10,7 +10,6 @@ a log line (logs name the host and the path without its query).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from tools.shop.backend import ShopUnavailable
+from tools.shop.backends.body import decode_json, read_body
 from tools.shop.rules import normalise_phone
 
 logger = logging.getLogger(__name__)
@@ -181,9 +181,9 @@ class PlatformClient:
                 timeout=timeout,
                 allow_redirects=False,
             ) as response:
-                raw = await response.content.read(MAX_BODY + 1)
                 status = response.status
                 answer_headers = {k: v for k, v in response.headers.items()}
+                raw = await read_body(response, MAX_BODY)
         except TimeoutError:
             raise ShopUnavailable(
                 "timeout", f"{self.backend} at {self.host}: {method} {path}"
@@ -192,20 +192,13 @@ class PlatformClient:
             raise ShopUnavailable(
                 "unavailable", f"{self.backend} at {self.host}: {type(exc).__name__}"
             ) from None
-        if len(raw) > MAX_BODY:
-            raise ShopUnavailable(
-                "malformed", f"{self.backend} at {self.host}: body over {MAX_BODY} bytes"
-            )
         body: Any = None
         if raw.strip():
             try:
-                body = json.loads(raw)
-            except ValueError:
+                body = decode_json(raw, f"{self.backend} at {self.host}: {method} {path}")
+            except ShopUnavailable:
                 if status < 300 or status == 404:
-                    raise ShopUnavailable(
-                        "malformed",
-                        f"{self.backend} at {self.host}: {method} {path} answered non-JSON",
-                    ) from None
+                    raise
                 body = None
         return Reply(status, body, answer_headers)
 
