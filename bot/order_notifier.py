@@ -23,9 +23,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 
 from bot.formatting import markdown_to_messages
 from bot.leadership import Leadership
@@ -97,6 +98,7 @@ class OrderNotifier:
         self._clock = clock
         self._wake = asyncio.Event()
         self._next_poll = 0.0
+        self._failing: dict[str, str] = {}  # step -> the kind of its failure, said once
 
     def wake(self) -> None:
         """A push was stored: look now rather than at the next tick."""
@@ -133,27 +135,44 @@ class OrderNotifier:
                 "order updates: %d notification(s) cut off twice are not sent again", failed
             )
         while True:
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("order updates: a round failed; trying again")
+            await self._stage("round", self.tick)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(TICK_S):
                     await self._wake.wait()
             self._wake.clear()
 
     async def tick(self) -> None:
-        await self._updates.process_events()
+        """Pushes, a polling round, sending: each step runs whatever the one before it
+        did, so a failure in one (a poison order) never keeps the others' news back."""
+        await self._stage("pushes", self._updates.process_events)
         now = self._clock()
         if self._poll_every_s > 0 and now >= self._next_poll:
             self._next_poll = now + min(self._poll_every_s, 60.0)
-            await self._updates.poll_round()
+            await self._stage("polling", self._updates.poll_round)
         if self._quiet is not None and self._quiet.now_quiet(now):
             return
         for notification in await self._repo.due_notifications(SEND_BATCH):
-            await self._send(notification)
+            await self._stage("sending", partial(self._send, notification))
+
+    async def _stage(self, name: str, work: Callable[[], Awaitable[object]]) -> None:
+        """Run one step; its failure is logged once with its traceback (then DEBUG while
+        it keeps failing the same way, INFO when it works again), not every second."""
+        try:
+            await work()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            kind = type(exc).__name__
+            if self._failing.get(name) == kind:
+                log.debug("order updates: %s failed again (%s)", name, kind)
+                return
+            self._failing[name] = kind
+            log.warning(
+                "order updates: %s failed (%s); trying again, said once", name, kind, exc_info=exc
+            )
+            return
+        if self._failing.pop(name, None) is not None:
+            log.info("order updates: %s works again", name)
 
     async def _send(self, notification: Notification) -> None:
         if not await self._repo.claim(notification.id):

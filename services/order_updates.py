@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 from typing import Protocol
 
+from storage.database import StorageUnavailable, storage_fault
 from storage.order_updates import (
     STOP_CUSTOMER,
     STOP_NOT_OWNER,
@@ -107,6 +108,7 @@ class OrderUpdates:
         self._poll_interval_s = poll_interval_s
         self._poll_budget = poll_budget
         self._clock = clock
+        self._troubles = Troubles()
 
     async def subscribe(
         self, *, user_id: int, chat_id: int, private_chat: bool, number: str, language: str
@@ -170,7 +172,8 @@ class OrderUpdates:
 
     async def poll_round(self) -> int:
         """One round of the polling fallback: at most `poll_budget` reads of subscribed,
-        unfinished orders not read within the interval."""
+        unfinished orders not read within the interval. An order that cannot be handled
+        (`ShopUnavailable` aside) is skipped until the next interval; the others go on."""
         due = await self.repo.due_for_poll(
             finished=FINISHED,
             checked_before=self._clock() - self._poll_interval_s,
@@ -183,21 +186,72 @@ class OrderUpdates:
             except ShopUnavailable as exc:
                 log.warning("order updates: the shop could not be read (%s); next round", exc.kind)
                 break  # the shop is down: do not spend the budget on more failures
+            except Exception as exc:  # one poison order: the others are still polled
+                if store_down(exc):
+                    raise  # the whole round waits for the store, nothing is counted
+                self._troubles.failed(number, exc, "a polled order")
+                await self.repo.mark_checked(number)
+                continue
+            self._troubles.cleared(number)
         return made
 
     async def process_events(self, limit: int = 50) -> int:
-        """The stored pushes: each order is read again from the shop, then forgotten; a
-        read that fails is retried on the next pass (at most EVENT_ATTEMPTS times)."""
+        """The stored pushes: each order is read again from the shop, then forgotten. A
+        push whose order cannot be read or handled — whatever the failure — counts an
+        attempt and is retried on the next pass (at most EVENT_ATTEMPTS times); the
+        other pushes are handled meanwhile."""
         made = 0
         for event in await self.repo.due_events(limit):
             try:
                 made += await self.observe(event.order_number)
-            except ShopUnavailable as exc:
-                log.warning("order updates: a pushed order could not be read (%s)", exc.kind)
+            except Exception as exc:  # ShopUnavailable, or one poison order
+                if store_down(exc):
+                    raise  # the whole pass waits for the store, nothing is counted
+                if isinstance(exc, ShopUnavailable):
+                    log.warning("order updates: a pushed order could not be read (%s)", exc.kind)
+                else:
+                    self._troubles.failed(event.order_number, exc, "a pushed order")
                 if event.attempts + 1 >= EVENT_ATTEMPTS:
+                    log.warning(
+                        "order updates: a push is dropped after %d attempts", EVENT_ATTEMPTS
+                    )
                     await self.repo.event_done(event.id)
                 else:
                     await self.repo.event_failed(event.id)
                 continue
+            self._troubles.cleared(event.order_number)
             await self.repo.event_done(event.id)
         return made
+
+
+def store_down(exc: Exception) -> bool:
+    """A fault of the bot's own store (not of one order): the notifier's tick is retried
+    as a whole, and no push loses an attempt to it."""
+    return isinstance(exc, StorageUnavailable) or storage_fault(exc) is not None
+
+
+class Troubles:
+    """Orders whose handling failed with something other than `ShopUnavailable` (a
+    shop's answer the backend could not read, a value the rules cannot take). The first
+    failure of an order is one WARNING line naming the error's type (never the order's
+    data; the traceback at DEBUG); the same failure again is DEBUG only, so a poison
+    order read every second does not fill the log. Kept for at most `limit` orders."""
+
+    def __init__(self, limit: int = 1000) -> None:
+        self._limit = limit
+        self._known: dict[str, str] = {}
+
+    def failed(self, number: str, exc: Exception, what: str) -> None:
+        kind = type(exc).__name__
+        if self._known.get(number) == kind:
+            log.debug("order updates: %s could not be handled again (%s)", what, kind)
+            return
+        if len(self._known) >= self._limit:
+            self._known.clear()
+        self._known[number] = kind
+        log.warning("order updates: %s could not be handled (%s); the others go on", what, kind)
+        log.debug("order updates: the failure", exc_info=exc)
+
+    def cleared(self, number: str) -> None:
+        if self._known.pop(number, None) is not None:
+            log.info("order updates: an order that failed is handled again")

@@ -5,6 +5,7 @@ never again after a restart or from a second instance, within the polling budget
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -23,17 +24,21 @@ T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
 
 class FakeShop:
-    """The orders as a dict; counts reads; `down` makes every read fail."""
+    """The orders as a dict; counts reads; `down` makes every read fail; a number in
+    `poison` raises what a backend's reading of a broken answer raises."""
 
     def __init__(self) -> None:
         self.orders: dict[str, LiveOrder] = {}
         self.reads = 0
         self.down = False
+        self.poison: dict[str, Exception] = {}
 
     async def __call__(self, number: str) -> LiveOrder | None:
         self.reads += 1
         if self.down:
             raise ShopUnavailable("unavailable")
+        if number in self.poison:
+            raise self.poison[number]
         return self.orders.get(number)
 
     def move(self, number: str, status: OrderStatus, minutes: int) -> None:
@@ -255,3 +260,71 @@ async def test_resubscribing_never_moves_the_mark_back(db: Database, minutes: in
     await subscribe(updates, "9001")
     shop.move("9001", OrderStatus.IN_TRANSIT, 20)
     assert await updates.observe("9001") == 0
+
+
+POISONS = [
+    AttributeError("'list' object has no attribute 'get'"),
+    RecursionError("maximum recursion depth exceeded"),
+    ValueError("'lost_in_space' is not a valid OrderStatus"),
+    KeyError("billing"),
+]
+
+
+@pytest.mark.parametrize("poison", POISONS, ids=lambda e: type(e).__name__)
+async def test_a_poison_push_counts_its_attempts_and_the_others_are_told(
+    db: Database, poison: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    shop = FakeShop()
+    shop.orders["3001"] = order("3001")
+    shop.orders["3002"] = order("3002", customer_telegram_id=STRANGER)
+    updates = service(db, shop)
+    await subscribe(updates, "3001")
+    await subscribe(updates, "3002", STRANGER)
+    repo = OrderUpdateRepository(db)
+    shop.poison["3002"] = poison
+    shop.move("3001", OrderStatus.IN_TRANSIT, 5)
+    # the poison push came first: the healthy one is handled in the same pass
+    await repo.store_event(source="http", event_key="bad", order_number="3002")
+    await repo.store_event(source="http", event_key="good", order_number="3001")
+    assert await updates.process_events() == 1
+    assert await pending(db) == [("3001", "in_transit")]
+    for _ in range(10):
+        await updates.process_events()
+    rows = await db.fetch_all("SELECT order_number, attempts, processed_at FROM shop_events", ())
+    attempts = {str(r[0]): (int(r[1]), r[2] is not None) for r in rows}
+    assert attempts == {"3002": (5, True), "3001": (1, True)}  # tried 5 times, then dropped
+    # one line for the poison order (no traceback), one when the push is dropped
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in warnings] == [
+        f"order updates: a pushed order could not be handled ({type(poison).__name__}); "
+        "the others go on",
+        "order updates: a push is dropped after 5 attempts",
+    ]
+    assert not [r for r in warnings if r.exc_info]
+
+
+async def test_a_poison_order_in_a_polling_round_is_skipped_and_the_others_are_polled(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    shop = FakeShop()
+    for number in ("4001", "4002", "4003"):
+        shop.orders[number] = order(number)
+    updates = service(db, shop)
+    for number in ("4001", "4002", "4003"):
+        await subscribe(updates, number)
+    shop.poison["4001"] = AttributeError("'str' object has no attribute 'get'")
+    shop.move("4002", OrderStatus.IN_TRANSIT, 5)
+    shop.move("4003", OrderStatus.READY_FOR_PICKUP, 5)
+    assert await updates.poll_round() == 2
+    for _ in range(3):
+        await updates.poll_round()
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and not warnings[0].exc_info  # said once, not every round
+    del shop.poison["4001"]
+    shop.move("4001", OrderStatus.IN_TRANSIT, 6)
+    assert await updates.poll_round() == 1
+    assert sorted(await pending(db)) == [
+        ("4001", "in_transit"),
+        ("4002", "in_transit"),
+        ("4003", "ready_for_pickup"),
+    ]
