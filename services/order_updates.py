@@ -9,10 +9,11 @@ The rules, in one place:
 - **When a customer is told**: a sighting of the order (a poll, or the read that follows
   a shop's push) is news only when its `updated_at` is newer than what the customer was
   last told and its status differs; a newer sighting with the same status moves the mark
-  silently; an older or equal one changes nothing. The storage makes that one
-  transaction with a unique notification per change (storage/order_updates.py), so a
-  redelivered push, a poll that sees the same change, a restart or a second instance
-  never tell the customer twice, and never tell them something older.
+  silently; an older or equal one changes nothing. A time far in the future (a shop's
+  wrong clock) counts as the time of the read, so it never silences later changes. The
+  storage makes that one transaction with a unique notification per change
+  (storage/order_updates.py), so a redelivered push, a poll that sees the same change, a
+  restart or a second instance never tell the customer twice, and never tell them something older.
 - **Ownership is checked again at every sighting**: an order that no longer belongs to the
   subscriber stops the subscription without a word.
 - **Reads** go to the shop through `OrderReader` — the configured backend
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 FINISHED: tuple[str, ...] = (OrderStatus.DELIVERED.value, OrderStatus.CANCELLED.value)
 # a push whose order cannot be read is tried again this many times, then dropped
 EVENT_ATTEMPTS = 5
+# an order's time further ahead of ours than this is a wrong clock, not a change
+FUTURE_SKEW_S = 300.0
 
 VerifiedPhone = Callable[[int], Awaitable[str | None]]
 
@@ -72,8 +75,13 @@ def owned_by(order: LiveOrder, user_id: int, verified_phone: str | None) -> bool
 
 def changed_at(order: LiveOrder, now: float) -> float:
     """When the order last changed, by the shop's clock; a shop that keeps no time
-    (`UNKNOWN_TIME`) gets the time of the read, so a new status is still news once."""
-    return now if order.updated_at == UNKNOWN_TIME else order.updated_at.timestamp()
+    (`UNKNOWN_TIME`) gets the time of the read, so a new status is still news once. So
+    does a time later than `FUTURE_SKEW_S` from now: a wrong date (year 2999) would
+    otherwise be "newer" than every real change after it and silence the subscription."""
+    if order.updated_at == UNKNOWN_TIME:
+        return now
+    stamp = order.updated_at.timestamp()
+    return now if stamp > now + FUTURE_SKEW_S else stamp
 
 
 class Subscribed(StrEnum):
@@ -161,11 +169,13 @@ class OrderUpdates:
                 log.info("order updates: a subscription stopped, the order is not its owner's")
                 await self.repo.stop_by_id(subscription.id, STOP_NOT_OWNER)
                 continue
+            now = self._clock()
             if await self.repo.record_sighting(
                 subscription.id,
                 status=order.status.value,
-                updated_at=changed_at(order, self._clock()),
+                updated_at=changed_at(order, now),
                 notify=True,
+                marks_valid_until=now + FUTURE_SKEW_S,
             ):
                 made += 1
         return made

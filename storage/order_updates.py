@@ -226,12 +226,20 @@ class OrderUpdateRepository:
         )
 
     async def record_sighting(
-        self, subscription_id: int, *, status: str, updated_at: float, notify: bool
+        self,
+        subscription_id: int,
+        *,
+        status: str,
+        updated_at: float,
+        notify: bool,
+        marks_valid_until: float = float("inf"),
     ) -> bool:
         """The order was seen with `status` as of `updated_at`. Only when that is newer
         than what the customer was told does the subscription move forward, and then
         (with `notify`) one pending notification is made in the same transaction. True
-        when a notification was made; a second sighting of the same change makes none."""
+        when a notification was made; a second sighting of the same change makes none.
+        A told mark later than `marks_valid_until` (a shop's wrong clock, stored before
+        such times were refused) holds no sighting back."""
         async with self._db.transaction() as tx:
             await tx.lock(f"order-sub-id:{subscription_id}")
             row = await tx.fetch_one(
@@ -239,7 +247,10 @@ class OrderUpdateRepository:
                 "FROM order_subscriptions WHERE id = ?",
                 (subscription_id,),
             )
-            if row is None or not bool(row[5]) or float(row[4]) >= updated_at:
+            if row is None or not bool(row[5]):
+                return False
+            told_at = float(row[4])
+            if updated_at <= told_at <= marks_valid_until:
                 return False
             await tx.execute(
                 "UPDATE order_subscriptions SET told_status = ?, told_updated_at = ? WHERE id = ?",

@@ -328,3 +328,39 @@ async def test_a_poison_order_in_a_polling_round_is_skipped_and_the_others_are_p
         ("4002", "in_transit"),
         ("4003", "ready_for_pickup"),
     ]
+
+
+async def test_one_far_future_time_does_not_silence_the_subscription(db: Database) -> None:
+    """A shop's wrong date (year 2999) once: later real changes are still told."""
+    shop = FakeShop()
+    shop.orders["5001"] = order("5001")
+    updates = service(db, shop)
+    await subscribe(updates, "5001")
+    far = datetime(2999, 1, 1, tzinfo=UTC)
+    shop.orders["5001"] = replace(
+        shop.orders["5001"], status=OrderStatus.IN_TRANSIT, updated_at=far
+    )
+    assert await updates.observe("5001") == 1  # news, as of the time of the read
+    # the shop's clock is right again: the next change is later than that read
+    later = datetime.now(UTC) + timedelta(seconds=30)
+    shop.orders["5001"] = replace(
+        shop.orders["5001"], status=OrderStatus.READY_FOR_PICKUP, updated_at=later
+    )
+    assert await updates.observe("5001") == 1
+    assert await pending(db) == [("5001", "in_transit"), ("5001", "ready_for_pickup")]
+
+
+async def test_a_far_future_mark_stored_before_does_not_hold_changes_back(db: Database) -> None:
+    shop = FakeShop()
+    shop.orders["5002"] = order("5002")
+    updates = service(db, shop)
+    await subscribe(updates, "5002")
+    await db.write(
+        "UPDATE order_subscriptions SET told_updated_at = ? WHERE order_number = ?",
+        (datetime(2999, 1, 1, tzinfo=UTC).timestamp(), "5002"),
+    )
+    shop.orders["5002"] = replace(
+        shop.orders["5002"], status=OrderStatus.IN_TRANSIT, updated_at=datetime.now(UTC)
+    )
+    assert await updates.observe("5002") == 1
+    assert await updates.observe("5002") == 0  # and once only
