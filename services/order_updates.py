@@ -206,31 +206,29 @@ class OrderUpdates:
         return made
 
     async def process_events(self, limit: int = 50) -> int:
-        """The stored pushes: each order is read again from the shop, then forgotten. A
-        push whose order cannot be read or handled — whatever the failure — counts an
-        attempt and is retried on the next pass (at most EVENT_ATTEMPTS times); the
-        other pushes are handled meanwhile."""
+        """The stored pushes: each order with pushes is read again from the shop once,
+        however many pushes name it (a shop may send hundreds for one order), then they
+        are forgotten. A read that fails or cannot be handled — whatever the failure —
+        counts an attempt for its pushes, which are retried on the next pass (at most
+        EVENT_ATTEMPTS times); the other orders are handled meanwhile."""
         made = 0
-        for event in await self.repo.due_events(limit):
+        for number, up_to in await self.repo.due_orders(limit):
             try:
-                made += await self.observe(event.order_number)
+                made += await self.observe(number)
             except Exception as exc:  # ShopUnavailable, or one poison order
                 if store_down(exc):
                     raise  # the whole pass waits for the store, nothing is counted
                 if isinstance(exc, ShopUnavailable):
                     log.warning("order updates: a pushed order could not be read (%s)", exc.kind)
                 else:
-                    self._troubles.failed(event.order_number, exc, "a pushed order")
-                if event.attempts + 1 >= EVENT_ATTEMPTS:
+                    self._troubles.failed(number, exc, "a pushed order")
+                if await self.repo.events_failed(number, up_to, EVENT_ATTEMPTS):
                     log.warning(
                         "order updates: a push is dropped after %d attempts", EVENT_ATTEMPTS
                     )
-                    await self.repo.event_done(event.id)
-                else:
-                    await self.repo.event_failed(event.id)
                 continue
-            self._troubles.cleared(event.order_number)
-            await self.repo.event_done(event.id)
+            self._troubles.cleared(number)
+            await self.repo.events_done(number, up_to)
         return made
 
 

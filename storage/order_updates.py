@@ -67,14 +67,6 @@ class Notification:
 
 
 @dataclass(frozen=True, slots=True)
-class ShopEvent:
-    id: int
-    source: str
-    order_number: str
-    attempts: int
-
-
-@dataclass(frozen=True, slots=True)
 class OrderUpdateCounts:
     """For /stats (within a period) and /metrics (all time: `active` is now)."""
 
@@ -355,24 +347,41 @@ class OrderUpdateRepository:
             )
         return row is not None
 
-    async def due_events(self, limit: int) -> list[ShopEvent]:
+    async def due_orders(self, limit: int) -> list[tuple[str, int]]:
+        """Orders with unhandled pushes, oldest push first: (order number, the id of its
+        latest unhandled push as of now). Many pushes about one order are one entry, so
+        the order is read once for all of them."""
         rows = await self._db.fetch_all(
-            "SELECT id, source, order_number, attempts FROM shop_events "
-            "WHERE processed_at IS NULL ORDER BY received_at, id LIMIT ?",
+            "SELECT order_number, MAX(id), MIN(received_at) AS first FROM shop_events "
+            "WHERE processed_at IS NULL GROUP BY order_number "
+            "ORDER BY first, order_number LIMIT ?",
             (limit,),
         )
-        return [ShopEvent(int(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows]
+        return [(str(r[0]), int(r[1])) for r in rows]
 
-    async def event_done(self, event_id: int) -> None:
-        await self._db.write(
-            "UPDATE shop_events SET processed_at = ?, attempts = attempts + 1 WHERE id = ?",
-            (self._clock(), event_id),
+    async def events_done(self, order_number: str, up_to_id: int) -> int:
+        """The order's unhandled pushes up to `up_to_id` are handled (a push stored after
+        the read began waits for the next one)."""
+        return await self._db.write(
+            "UPDATE shop_events SET processed_at = ?, attempts = attempts + 1 "
+            "WHERE order_number = ? AND processed_at IS NULL AND id <= ?",
+            (self._clock(), order_number, up_to_id),
         )
 
-    async def event_failed(self, event_id: int) -> None:
-        await self._db.write(
-            "UPDATE shop_events SET attempts = attempts + 1 WHERE id = ?", (event_id,)
-        )
+    async def events_failed(self, order_number: str, up_to_id: int, max_attempts: int) -> int:
+        """One more attempt for the order's unhandled pushes up to `up_to_id`; those that
+        reached `max_attempts` are dropped (handled). How many were dropped."""
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "UPDATE shop_events SET attempts = attempts + 1 "
+                "WHERE order_number = ? AND processed_at IS NULL AND id <= ?",
+                (order_number, up_to_id),
+            )
+            return await tx.execute(
+                "UPDATE shop_events SET processed_at = ? WHERE order_number = ? "
+                "AND processed_at IS NULL AND id <= ? AND attempts >= ?",
+                (self._clock(), order_number, up_to_id, max_attempts),
+            )
 
     async def prune_events(self, older_than_s: float) -> int:
         """Forget pushes handled longer ago than that (nothing reads them again)."""

@@ -364,3 +364,29 @@ async def test_a_far_future_mark_stored_before_does_not_hold_changes_back(db: Da
     )
     assert await updates.observe("5002") == 1
     assert await updates.observe("5002") == 0  # and once only
+
+
+async def test_many_pushes_for_one_order_are_one_read(db: Database) -> None:
+    """300 signed pushes for one unchanged order: one read of the shop, all handled."""
+    shop = FakeShop()
+    shop.orders["6101"] = order("6101")
+    shop.orders["6102"] = order("6102")
+    updates = service(db, shop)
+    await subscribe(updates, "6101")
+    await subscribe(updates, "6102")
+    repo = OrderUpdateRepository(db)
+    for n in range(300):
+        await repo.store_event(source="http", event_key=f"e{n}", order_number="6101")
+    await repo.store_event(source="http", event_key="other", order_number="6102")
+    shop.reads = 0
+    assert await updates.process_events() == 0
+    assert shop.reads == 2  # one per order, not one per push
+    assert await updates.process_events() == 0
+    assert shop.reads == 2  # nothing left
+    rows = await db.fetch_all("SELECT count(*) FROM shop_events WHERE processed_at IS NULL", ())
+    assert int(rows[0][0]) == 0
+    # a push that comes after the read is read again: a change is never missed
+    shop.move("6101", OrderStatus.IN_TRANSIT, 5)
+    await repo.store_event(source="http", event_key="late", order_number="6101")
+    assert await updates.process_events() == 1
+    assert shop.reads == 3
