@@ -12,23 +12,23 @@ the write; 2 the file cannot be read or is not JSON, or the database cannot be o
 
 Whatever the file is, the result is one of these statuses and lines, never a traceback,
 and memory stays bounded: only a regular file is read (a FIFO, a device or a folder is
-refused before anything is read, and the open never blocks), at most `MAX_FILE_BYTES`
-of it, and a file with more JSON objects and arrays than a valid document can have is
-refused before it is parsed (parsing `[{},{},...]` costs about 70 bytes per 3 bytes).
+refused before anything is read, and the open never blocks: services/input_files.py),
+at most `MAX_FILE_BYTES` of it, and a file with more JSON objects and arrays than a
+valid document can have is refused before it is parsed (parsing `[{},{},...]` costs
+about 70 bytes per 3 bytes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 from bot.config import DatabaseChoice, SettingsError, load_database_choice, load_shop_settings
 from bot.exit_codes import ExitCode
+from services.input_files import InputFileError, read_text_file
 from storage.database import Database, DatabaseOpenError, is_database_error, open_database
 from storage.migrations import MigrationError
 from storage.shop import DemoRemoved, ImportCounts, ShopRepository
@@ -47,11 +47,6 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 # record and one alias list per policy and FAQ entry (counted in the raw text, so also
 # inside strings)
 MAX_JSON_CONTAINERS = 4 + MAX_ORDERS + 2 * MAX_RETURN_POLICIES + 2 * MAX_FAQ_ENTRIES
-_READ_CHUNK = 1024 * 1024
-
-
-class InputFileError(Exception):
-    """The input file cannot be used; the message is the one line to print."""
 
 
 def _error(text: str) -> None:
@@ -88,69 +83,15 @@ def describe_target(database: DatabaseChoice, *, new: bool = False) -> str:
     return f"{database.shown} (DATABASE_URL)"
 
 
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, or None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def _check_file(path: str, status: os.stat_result) -> None:
-    kind = _kind(status.st_mode)
-    if kind is not None:
-        raise InputFileError(f"{path} is {kind}, not a JSON file")
-    if status.st_size > MAX_FILE_BYTES:
-        raise InputFileError(
-            f"{path} is {status.st_size} bytes, more than the {MAX_FILE_BYTES} bytes "
-            f"({MAX_FILE_BYTES // 2**20} MB) one import takes; split it into several files"
-        )
-
-
 def read_input(path: str) -> str:
-    """The file's text: a regular UTF-8 file of at most MAX_FILE_BYTES, else InputFileError.
-
-    The kind and size are checked before opening; the open is non-blocking (a FIFO swapped
-    in after the check cannot hang it), the kind is checked again on the open file, and
-    at most MAX_FILE_BYTES + 1 bytes are ever read (a file that grows meanwhile).
-    """
-    try:
-        _check_file(path, os.stat(path))
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise InputFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        _check_file(path, os.fstat(fd))
-        while size <= MAX_FILE_BYTES:
-            chunk = os.read(fd, min(_READ_CHUNK, MAX_FILE_BYTES + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise InputFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if size > MAX_FILE_BYTES:
-        raise InputFileError(f"{path} grew beyond {MAX_FILE_BYTES} bytes while being read")
-    data = b"".join(chunks)
-    del chunks
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputFileError(f"{path} is not UTF-8 text (byte {exc.start})") from None
-    if not text.strip():
-        raise InputFileError(f"{path} is empty")
-    return text
+    """The file's text: a regular UTF-8 file of at most MAX_FILE_BYTES, else
+    `InputFileError` (services/input_files.py: never blocks, never reads more)."""
+    return read_text_file(
+        path,
+        max_bytes=MAX_FILE_BYTES,
+        expected="a JSON file",
+        too_large_hint="one import takes; split it into several files",
+    )
 
 
 def parse_input(path: str, text: str) -> Any:

@@ -42,12 +42,15 @@ from pydantic import (
     model_validator,
 )
 
+from services.input_files import InputFileError, read_text_file
 from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.shop.import_document import ShopDataError, plan_import
 from tools.shop.rules import OrderStatus, check_order_id, normalise_phone
 
 Language = Literal["ru", "en"]
 MAX_FILE_BYTES = 2 * 1024 * 1024
+# tables and lists inside each other: a scenario needs a handful
+MAX_NESTING = 32
 ScenarioId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")]
 CustomerText = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)
@@ -193,21 +196,46 @@ class Scenario(_Strict):
 
 
 def _parse(path: Path, text: str) -> Any:
-    if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml  # type: ignore[import-untyped, unused-ignore]
-        except ImportError:
-            raise ScenarioError(
-                f"{path}: YAML needs PyYAML installed; or write it as TOML"
-            ) from None
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    """TOML or YAML as data, or one line saying why not: a nesting too deep for the
+    parser (RecursionError) is a problem of the file, and so is a YAML anchor or alias
+    (`&a` / `*a`): a scenario needs none, and a few of them expand into billions of
+    values ("billion laughs") that validation would walk."""
     try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            return _parse_yaml(path, text)
         return tomllib.loads(text)
+    except ScenarioError:
+        raise
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{path} is nested too deeply for a scenario file") from None
+    except ValueError:  # an integer of more than 4300 digits
+        raise ScenarioError(f"{path} has a number too long to read") from None
+
+
+def _parse_yaml(path: Path, text: str) -> Any:
+    try:
+        import yaml  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:
+        raise ScenarioError(f"{path}: YAML needs PyYAML installed; or write it as TOML") from None
+    try:
+        depth = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):  # checked before it is built
+            if isinstance(event, yaml.AliasEvent):
+                raise ScenarioError(
+                    f"{path}: YAML anchors and aliases (& and *) are not accepted in "
+                    "scenario files; write each value out"
+                )
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_NESTING:  # stops early: PyYAML's cost grows with the depth
+                    raise ScenarioError(f"{path} is nested too deeply for a scenario file")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
 
 
 def _describe(error: ValidationError) -> str:
@@ -221,16 +249,17 @@ def _describe(error: ValidationError) -> str:
 
 def read_scenarios(path: Path) -> list[Scenario]:
     """The scenarios of one file, or `ScenarioError` naming the file and what is wrong."""
-    try:
-        if path.is_dir():
-            raise ScenarioError(f"{path} is a folder; name the scenario files (e.g. {path}/*.toml)")
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise ScenarioError(f"{path} is larger than {MAX_FILE_BYTES // 2**20} MB")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(
-            f"{path} cannot be read: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
+    if path.is_dir():
+        raise ScenarioError(f"{path} is a folder; name the scenario files (e.g. {path}/*.toml)")
+    try:  # import-data's guards: a regular file, bounded, never blocking (a FIFO, /dev/zero)
+        text = read_text_file(
+            path,
+            max_bytes=MAX_FILE_BYTES,
+            expected="a scenario file",
+            too_large_hint="a scenario file may have; split it into several files",
+        )
+    except InputFileError as exc:
+        raise ScenarioError(str(exc)) from None
     raw = _parse(path, text)
     items = raw.get("scenario") if isinstance(raw, dict) else None
     if not isinstance(items, list) or not items:
@@ -245,6 +274,8 @@ def read_scenarios(path: Path) -> list[Scenario]:
         except ValidationError as exc:
             name = f"scenario {label!r}" if isinstance(label, str) else f"scenario[{index}]"
             raise ScenarioError(f"{path}: {name}: {_describe(exc)}") from None
+        except RecursionError:
+            raise ScenarioError(f"{path} is nested too deeply for a scenario file") from None
     return scenarios
 
 
