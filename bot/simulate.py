@@ -13,8 +13,12 @@ may press the card, carried out by the bot's own ActionService on the throwaway 
 `--from-feedback` writes scenario drafts from the answers rated 👎 in the bot's database
 (DATABASE_PATH / DATABASE_URL; read only) instead.
 
-Exit status: 0 every scenario met `--min-pass`; 1 some did not; 2 bad settings or
-scenario files.
+Bounds: one run (scenario × model × trial) is stopped and failed after
+`--scenario-timeout` seconds, and no run starts after `--time-limit` seconds (the report
+says how many did not), so a model endpoint that hangs costs minutes, not an hour.
+
+Exit status: 0 every scenario met `--min-pass`; 1 some did not, or the time limit left
+runs out; 2 bad settings or scenario files.
 """
 
 from __future__ import annotations
@@ -106,11 +110,42 @@ def add_parser(sub: Any) -> None:
         "--only", action="append", default=[], help="run only scenarios with this id (repeatable)"
     )
     parser.add_argument(
+        "--scenario-timeout",
+        type=_seconds,
+        default=DEFAULT_SCENARIO_TIMEOUT_S,
+        help="seconds one run (scenario × model × trial) may take before it is stopped and "
+        f"failed; 0 for no bound (default {DEFAULT_SCENARIO_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=_seconds,
+        default=DEFAULT_TIME_LIMIT_S,
+        help="seconds the whole simulation may take: no run starts after it, the report "
+        f"says how many did not; 0 for no limit (default {DEFAULT_TIME_LIMIT_S:g})",
+    )
+    parser.add_argument(
         "--from-feedback", action="store_true", help="write scenario drafts from 👎-rated answers"
     )
     parser.add_argument(
         "--out", type=Path, help="with --from-feedback: the drafts file (default: print)"
     )
+
+
+# a run of the default suite takes seconds per scenario on a real model; a model endpoint
+# that hangs would otherwise cost the bot's whole turn timeout per turn
+DEFAULT_SCENARIO_TIMEOUT_S = 180.0
+DEFAULT_TIME_LIMIT_S = 3600.0
+
+
+def _seconds(text: str) -> float:
+    """A bound in seconds from the command line: a number >= 0 (0: none)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
 
 
 def _error(text: str) -> int:
@@ -254,6 +289,8 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         action_words=_action_words(texts),
         customer_model=customer,
         progress=_progress,
+        run_timeout_s=args.scenario_timeout or None,
+        time_limit_s=args.time_limit or None,
     )
     print(
         f"simulating {len(scenarios)} scenarios × {len(names)} model(s) × {args.trials} trial(s)",
@@ -277,6 +314,14 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
     )
     if interrupted:
         command += f"  (interrupted after {len(results)} runs)"
+    if simulator.not_started:
+        stopped = (
+            f"time limit reached: {simulator.not_started} of "
+            f"{simulator.not_started + len(results)} runs were not started "
+            f"(--time-limit {args.time_limit:g} s)"
+        )
+        print(stopped, file=sys.stderr)
+        command += f"  ({stopped})"
     report = markdown_report(
         results,
         model_scores,
@@ -298,7 +343,7 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         f"report: {args.report} ({len(failing)} scenario result(s) below "
         f"--min-pass {args.min_pass:.2f})"
     )
-    if interrupted:
+    if interrupted or simulator.not_started:
         return ExitCode.FAILED
     return ExitCode.OK if not failing else ExitCode.FAILED
 

@@ -17,6 +17,7 @@ message is the next exchange. The actions' rows are read back at the end.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
 import tempfile
@@ -162,34 +163,61 @@ class Simulator:
     customer_model: ChatModel | None = None
     progress: Callable[[Progress], None] | None = None
     workdir: Path | None = None  # where the throwaway databases go (default: the system's temp)
+    # bounds, so a model endpoint that hangs costs seconds, not an hour: one run (a
+    # scenario × model × trial) is stopped after `run_timeout_s`; no run starts after
+    # `time_limit_s` from the start, and the one running then is stopped at it
+    run_timeout_s: float | None = None
+    time_limit_s: float | None = None
     results: list[RunResult] = field(default_factory=list)
+    not_started: int = 0  # runs the time limit left out
 
     async def run(
         self, scenarios: Sequence[Scenario], targets: Sequence[ModelTarget], trials: int
     ) -> list[RunResult]:
         total = len(scenarios) * len(targets) * trials
+        clock = time.monotonic
+        deadline = None if self.time_limit_s is None else clock() + self.time_limit_s
         for target in targets:
             for scenario in scenarios:
                 for trial in range(1, trials + 1):
-                    result = await self.run_once(scenario, target, trial)
+                    bound = self.run_timeout_s
+                    if deadline is not None:
+                        left = deadline - clock()
+                        if left <= 0:
+                            self.not_started = total - len(self.results)
+                            return self.results
+                        bound = left if bound is None else min(bound, left)
+                    result = await self.run_once(scenario, target, trial, bound_s=bound)
                     self.results.append(result)
                     if self.progress is not None:
                         self.progress(Progress(len(self.results), total, result))
         return self.results
 
-    async def run_once(self, scenario: Scenario, target: ModelTarget, trial: int) -> RunResult:
+    async def run_once(
+        self, scenario: Scenario, target: ModelTarget, trial: int, *, bound_s: float | None = None
+    ) -> RunResult:
         folder = Path(tempfile.mkdtemp(prefix="simulation-", dir=self.workdir))
         transcript = Transcript()
         started = time.perf_counter()
+        bound = asyncio.timeout(bound_s)
         try:
-            db = await open_database(folder / "shop.sqlite3")
-            try:
-                await self._play(db, scenario, target.model, transcript)
-            finally:
-                await db.close()
+            async with bound:
+                db = await open_database(folder / "shop.sqlite3")
+                try:
+                    await self._play(db, scenario, target.model, transcript)
+                finally:
+                    await db.close()
         except Exception as exc:  # the run's verdict, never the end of the whole simulation
-            log.warning("scenario %s on %s failed to run", scenario.id, target.label, exc_info=True)
-            transcript.crash = f"the run stopped: {type(exc).__name__}: {exc}"[:500]
+            if isinstance(exc, TimeoutError) and bound.expired():
+                transcript.crash = (
+                    f"the run was stopped after {bound_s or 0:.3g} s (the time bound of one "
+                    "run or of the whole simulation: --scenario-timeout, --time-limit)"
+                )
+            else:
+                log.warning(
+                    "scenario %s on %s failed to run", scenario.id, target.label, exc_info=True
+                )
+                transcript.crash = f"the run stopped: {type(exc).__name__}: {exc}"[:500]
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         transcript.duration_s = time.perf_counter() - started

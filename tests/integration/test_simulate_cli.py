@@ -235,3 +235,31 @@ async def test_an_unreachable_endpoint_is_one_line(
     monkeypatch.setenv("OPENAI_MAX_RETRIES", "0")
     assert await cli() == 2
     assert "cannot be used now" in capsys.readouterr().err
+
+
+async def test_a_hanging_endpoint_is_bounded_per_run_and_for_the_whole_simulation(
+    model_env: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model never answers: each run is stopped at --scenario-timeout, and no run
+    starts after --time-limit; the report and the terminal say so (exit 1)."""
+    model_env.hold_answers()  # never released: every model call hangs
+    suite = tmp_path / "many.toml"
+    suite.write_text(
+        "".join(
+            f'[[scenario]]\nid = "hang-{n}"\nturns = ["Где заказ 8041?"]\n'
+            '[scenario.expect]\nmust_contain = ["8041"]\n'
+            for n in range(6)
+        ),
+        encoding="utf-8",
+    )
+    report = tmp_path / "r.md"
+    argv = ["--scenario-timeout", "1", "--time-limit", "2.5", "--report", str(report)]
+    assert await cli(str(suite), *argv) == 1
+    err = capsys.readouterr().err
+    text = report.read_text(encoding="utf-8")
+    assert "the run was stopped after 1 s" in text
+    # each run takes at least its second: at most three started within 2.5 s
+    [line] = [line for line in err.splitlines() if line.startswith("time limit reached")]
+    not_started = int(line.split()[3])
+    assert 3 <= not_started <= 5
+    assert f"time limit reached: {not_started} of 6 runs were not started" in text
