@@ -87,6 +87,7 @@ MAX_STEPS_LIMIT = 5
 REPEATED_CALL_CODE = "repeated_failed_call"
 REPEATED_RESULT_CODE = "repeated_call"
 TEXT_CALL_CODE = "text_tool_call"
+TEXT_CALL_ID_PREFIX = "text_s"  # ids of calls read from text: text_s<step>_<n>
 ANSWER_NOW = (
     "You already made this call with these arguments in this turn; this is its result "
     "again. Do not call the tool again: answer the customer now, from this result."
@@ -356,7 +357,7 @@ class BoundedToolLoop:
         if found.calls and self._read_text_calls:
             calls = []
             for index, written in enumerate(found.calls, start=1):
-                call_id = f"text_s{step}_{index}"
+                call_id = f"{TEXT_CALL_ID_PREFIX}{step}_{index}"
                 turn.used_ids.add(call_id)
                 calls.append(ToolCall(id=call_id, name=written.name, arguments=written.arguments))
             log.info("model wrote %d tool call(s) as text (%s); read them", len(calls), kinds)
