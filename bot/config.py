@@ -284,6 +284,14 @@ class Settings(ShopSettings):
     # characters, one Telegram message; 0 sends no cap (a provider that rejects it)
     answer_max_tokens: int = Field(default=1000, ge=0, le=100_000)
     parallel_tool_calls: bool = True
+    # Sampling temperature sent on every model call (answers and summaries): low, so
+    # support answers stay factual and repeatable; blank sends none (a model that
+    # refuses the parameter, e.g. OpenAI's reasoning models).
+    llm_temperature: float | None = Field(default=0.2, ge=0, le=2)
+    # A tool call the model wrote as text (small local models do) is read and run like a
+    # structured one when it names an offered tool with valid arguments; false: the model
+    # is told to use the interface. The customer never sees such text either way.
+    read_text_tool_calls: bool = True
     # On start, check once that the endpoint answers, accepts the key and offers
     # OPENAI_MODEL and OPENAI_FALLBACK_MODELS (GET /models: no tokens, no cost).
     openai_startup_check: bool = True
@@ -468,7 +476,7 @@ class Settings(ShopSettings):
     def _check_optional_url(cls, value: str | None) -> str | None:
         return _check_http_url(value)
 
-    @field_validator("transcription_model", mode="before")
+    @field_validator("transcription_model", "llm_temperature", mode="before")
     @classmethod
     def _blank_model_is_off(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value

@@ -53,7 +53,13 @@ from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ChatModel
 from services.loop_types import TurnReply
 from services.simulation.drafts import drafts_document
-from services.simulation.report import below, markdown_report, scores, terminal_table
+from services.simulation.report import (
+    below,
+    markdown_report,
+    runs_jsonl,
+    scores,
+    terminal_table,
+)
 from services.simulation.runner import ModelTarget, Progress, SimulatedBot, Simulator
 from services.simulation.scenario import (
     Scenario,
@@ -102,6 +108,9 @@ def add_parser(sub: Any) -> None:
     )
     parser.add_argument(
         "--report", type=Path, default=Path("simulation-report.md"), help="Markdown report path"
+    )
+    parser.add_argument(
+        "--runs", type=Path, help="also write every run as JSON Lines (for measurements)"
     )
     parser.add_argument(
         "--customer-model", help="model playing simulated customers; default the first --model"
@@ -338,6 +347,12 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
             file=sys.stderr,
         )
         return ExitCode.FAILED
+    if args.runs is not None:
+        try:
+            args.runs.write_text(runs_jsonl(results), encoding="utf-8")
+        except OSError as exc:
+            print(f"error: the runs cannot be written to {args.runs}: {exc}", file=sys.stderr)
+            return ExitCode.FAILED
     failing = below(model_scores, args.min_pass)
     print(
         f"report: {args.report} ({len(failing)} scenario result(s) below "

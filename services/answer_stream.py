@@ -6,7 +6,10 @@ Telegram draft of the answer — at most once per `interval_s`, and only after t
 guard has passed it: a text that quotes the system instruction is never shown, no later
 draft of the turn is either, and the chat service then withholds the turn's answer as
 it does today. When the step turns out to ask for a tool, the draft goes back to the
-"thinking" placeholder: only an answering step's text is shown.
+"thinking" placeholder: only an answering step's text is shown. A draft is shown only up
+to the first place where a tool call written as text or an internal tag could begin
+(services.text_calls.visible_draft: a `{`, a code fence, a `<tag`): the rest of such a
+piece has not arrived yet, and the final answer is screened whole.
 
 Nothing here waits: the relay runs inside the model request, so the sink must return
 at once (the bot sends drafts in the background and drops them under load).
@@ -18,6 +21,8 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Protocol
+
+from services.text_calls import visible_draft
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +54,13 @@ class DraftRelay:
         self._clock = clock
         self._next_at = float("-inf")  # the first text is shown at once
         self._showing_text = False
+        self._shown = ""
         self.leaked = False  # a draft text quoted the instruction: the turn is withheld
         self.drafts_shown = 0
 
     def on_text(self, text: str) -> None:
-        if self.leaked or not text.strip():
+        text = visible_draft(text)
+        if self.leaked or not text.strip() or (self._showing_text and text == self._shown):
             return
         now = self._clock()
         if now < self._next_at:
@@ -66,6 +73,7 @@ class DraftRelay:
             return
         self._next_at = now + self._interval_s
         self._showing_text = True
+        self._shown = text
         self.drafts_shown += 1
         self._sink.show(text)
 

@@ -21,7 +21,9 @@ Decisions worth knowing:
   never history; it lives in the tool-call audit.
 - Private instruction. An answer that quotes the system instruction (services.output_guard)
   is withheld: the customer gets the polite refusal, nothing enters the history, and the
-  turn is recorded with stop reason "withheld" so /stats shows the attempts.
+  turn is recorded with stop reason "withheld" so /stats shows the attempts. So is an
+  answer that still carries a tool call written as text or the bot's own scaffolding
+  (services.text_calls; the loop runs or refuses such calls first, this is the last check).
 - Streaming and stop (services.answer_stream). With a `DraftSink`, the answer is shown
   as it is written: the loop streams the steps, a `DraftRelay` paces the drafts
   (`draft_interval_s`) and runs the output guard on each before it is shown; a draft
@@ -72,6 +74,7 @@ from services.offers import Offer, offers_for, offers_from_json, offers_to_json
 from services.output_guard import SystemPromptGuard
 from services.prompts import PromptRegistry
 from services.summarizer import ConversationSummarizer
+from services.text_calls import scan
 from storage.conversations import ConversationRepository, SessionSummary
 from storage.database import Database, StorageRetry, StorageUnavailable
 from storage.records import HistoryPair as StoredPair
@@ -336,6 +339,10 @@ class ChatService:
         Checked on the outgoing text, not only asked for in the prompt: a model talked
         into printing its rules is stopped here, and the quote never enters the history.
         """
+        markup = scan(answer, ()).markup if answer else ()
+        if markup:
+            log.warning("turn %s: answer withheld, it carries tool markup (%s)", turn.id, markup)
+            return True
         found = self._guard(turn.instruction).match(answer, data=turn.shop_data) if answer else None
         if found is None:
             return False

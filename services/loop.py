@@ -14,8 +14,26 @@ A tool that proposed an action the customer must confirm (`ActionProposed`)
 suspends the turn: the next step is the last (text only), so the model asks the customer
 to confirm and nothing more runs before the press.
 A call that already failed in this turn is not run again: the model gets the earlier
-error. The whole turn has a deadline; on expiry in-flight work is cancelled and what
-was started keeps its records.
+error. A call that already succeeded is not run again either: the model gets the earlier
+result with the instruction to answer now, and when every call of a step was such a
+repeat the next step is the last (text only), so a turn never burns its steps on repeats.
+
+Tool calls written as text (services/text_calls.py: JSON naming a tool, a ```json fence,
+`<tool_call>` or `<function=...>` markup — what small local models write instead of a
+structured call) are never an answer. With `read_text_calls` (the default), the calls
+read from such a text are run exactly like structured ones — the same executor, argument
+validation, access rules, limits and audit, under turn-unique ids `text_s<step>_<n>` — and
+the conversation carries them as structured calls, so the next step reads their results.
+An action tool run this way can only propose (its card); the customer's button stays the
+only way to carry it out. A text the loop cannot run (reading is off, it is the last step,
+or it is markup with no readable call: a tool schema, a broken call) gets the model a
+structured error message it can correct on the next step; on the last step the turn ends
+with a protocol error, so the customer gets the bot's polite fallback, never the markup.
+A text that only echoes internal tags (`<conversation_summary>`, template tokens) around
+a real answer is delivered without them.
+
+The whole turn has a deadline; on expiry in-flight work is cancelled and what was started
+keeps its records.
 
 Streaming and stop: with a `listener`, each step is streamed where the model supports it
 (`StreamingChatModel.stream_complete`) and the listener sees the step's text as it is
@@ -57,6 +75,7 @@ from services.loop_types import (
     model_call_record,
 )
 from services.output_guard import quotable_data
+from services.text_calls import Scan, scan, visible_draft
 from storage.records import AuditStatus
 from tools.base import ActionProposed, ToolCall, ToolContext, ToolOutcome
 from tools.executor import MAX_ARGUMENTS_CHARS, ToolExecutor, audit_record
@@ -66,6 +85,20 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS_LIMIT = 5
 REPEATED_CALL_CODE = "repeated_failed_call"
+REPEATED_RESULT_CODE = "repeated_call"
+TEXT_CALL_CODE = "text_tool_call"
+TEXT_CALL_ID_PREFIX = "text_s"  # ids of calls read from text: text_s<step>_<n>
+ANSWER_NOW = (
+    "You already made this call with these arguments in this turn; this is its result "
+    "again. Do not call the tool again: answer the customer now, from this result."
+)
+TEXT_CALL_MESSAGE = (
+    "Your last message was not shown to the customer: it contained a tool call or internal "
+    "markup written as text. To use a tool, call it through the tool-calling interface; "
+    "otherwise answer the customer in plain words only, without JSON, tags or tool names."
+)
+# markup that may be dropped from an answer that has words besides it (an echoed tag)
+_DROPPABLE = frozenset({"internal_tag", "template_token"})
 CANCELLED_CODE = "cancelled"
 TURN_TIMEOUT_CODE = "turn_timeout"
 # Providers' call ids are short tokens ("call_…", "toolu_…", "functions.name:0").
@@ -82,7 +115,9 @@ class _Turn:
     trace: LoopTrace = field(default_factory=LoopTrace)
     responses: list[LLMResponse] = field(default_factory=list)
     failed: dict[tuple[str, str], ToolOutcome] = field(default_factory=dict)
+    done: dict[tuple[str, str], ToolOutcome] = field(default_factory=dict)  # succeeded
     used_ids: set[str] = field(default_factory=set)  # call ids already answered this turn
+    repeated_step: bool = False  # every call of the last text step was a repeat
     listener: _StepText | None = None
 
     def cancel_code(self) -> str:
@@ -117,6 +152,7 @@ class BoundedToolLoop:
         max_steps: int = 3,
         turn_timeout_s: float = 60.0,
         parallel_tool_calls: bool = True,
+        read_text_calls: bool = True,
     ) -> None:
         if not 1 <= max_steps <= MAX_STEPS_LIMIT:
             raise ValueError(f"max_steps must be between 1 and {MAX_STEPS_LIMIT}")
@@ -128,6 +164,7 @@ class BoundedToolLoop:
         self._max_steps = max_steps
         self._turn_timeout_s = turn_timeout_s
         self._parallel_tool_calls = parallel_tool_calls
+        self._read_text_calls = read_text_calls
 
     @property
     def max_steps(self) -> int:
@@ -187,7 +224,7 @@ class BoundedToolLoop:
             await asyncio.gather(steps, return_exceptions=True)
             log.info("turn %s stopped by the customer", turn.context.turn_id)
             partial = turn.listener.text if turn.listener is not None else ""
-            return partial.strip(), StopReason.STOPPED
+            return visible_draft(partial).strip(), StopReason.STOPPED
         finally:
             for task in (steps, pressed):
                 if not task.done():
@@ -211,8 +248,10 @@ class BoundedToolLoop:
                 problem = _call_ids_problem(response.tool_calls)
                 if problem is not None:
                     raise self._protocol(turn, problem)
-                await self._run_tools(turn, response, _unique_in_turn(response, turn, step))
-                suspended = _suspends(turn)
+                repeats = await self._run_tools(
+                    turn, response, _unique_in_turn(response, turn, step)
+                )
+                suspended = _suspends(turn) or repeats
                 continue
             if finish in ("stop", "length"):
                 if response.tool_calls:
@@ -220,6 +259,13 @@ class BoundedToolLoop:
                 text = (response.text or "").strip()
                 if not text:
                     raise self._protocol(turn, f"finish_reason {finish} with empty text")
+                found = scan(text, self._registry.names)
+                if found.found:
+                    answer = await self._written(turn, response, found, final=final, step=step)
+                    if answer is None:  # calls run or the model told: the next step goes on
+                        suspended = _suspends(turn) or turn.repeated_step
+                        continue
+                    text = answer
                 reason = StopReason.COMPLETED if finish == "stop" else StopReason.TRUNCATED
                 return text, reason
             raise self._protocol(turn, f"unexpected finish_reason {finish!r}")
@@ -291,21 +337,59 @@ class BoundedToolLoop:
         log.warning("model broke the tool protocol: %s", problem)
         return ProtocolError(problem, trace=turn.trace)
 
+    # ------------------------------------------------------------------ text calls
+
+    async def _written(
+        self, turn: _Turn, response: LLMResponse, found: Scan, *, final: bool, step: int
+    ) -> str | None:
+        """A text answer with tool calls or markup in it (module docstring): the clean
+        answer to deliver, or None when the turn goes on (calls run, or the model was
+        sent a correction); raises `ProtocolError` when no step is left to go on."""
+        kinds = ", ".join(found.markup)
+        turn.repeated_step = False
+        if not found.calls and found.has_words and _DROPPABLE.issuperset(found.markup):
+            log.info("answer delivered without the markup it echoed (%s)", kinds)
+            return found.clean
+        if final:
+            raise self._protocol(turn, f"the last step wrote tool markup as text ({kinds})")
+        if turn.listener is not None:
+            turn.listener.on_tool_call()  # nothing of this step is an answer
+        if found.calls and self._read_text_calls:
+            calls = []
+            for index, written in enumerate(found.calls, start=1):
+                call_id = f"{TEXT_CALL_ID_PREFIX}{step}_{index}"
+                turn.used_ids.add(call_id)
+                calls.append(ToolCall(id=call_id, name=written.name, arguments=written.arguments))
+            log.info("model wrote %d tool call(s) as text (%s); read them", len(calls), kinds)
+            as_calls = replace(
+                response, text="", tool_calls=tuple(calls), raw_assistant_message=None
+            )
+            turn.repeated_step = await self._run_tools(turn, as_calls, calls)
+            return None
+        log.info("model wrote tool markup as text (%s); asked it to correct", kinds)
+        error = {"ok": False, "error": {"code": TEXT_CALL_CODE, "message": TEXT_CALL_MESSAGE}}
+        turn.conversation.append({"role": "assistant", "content": response.text or ""})
+        turn.conversation.append({"role": "system", "content": json.dumps(error)})
+        return None
+
     # ------------------------------------------------------------------ tool calls
 
     async def _run_tools(
         self, turn: _Turn, response: LLMResponse, calls: Sequence[ToolCall]
-    ) -> None:
+    ) -> bool:
         """Run one response's calls (`calls`: its calls under turn-unique ids) and append
-        the assistant message and one `tool` message per call to the conversation."""
+        the assistant message and one `tool` message per call to the conversation.
+        True when every call repeated an earlier one of the turn (none ran)."""
         turn.conversation.append(_assistant_message(response, calls))
         # outcomes by position in the response, never by id: each call keeps its own
         outcomes: list[ToolOutcome | None] = [None] * len(calls)
         to_run: list[int] = []
         for index, call in enumerate(calls):
-            earlier = turn.failed.get(_call_key(call))
-            if earlier is not None:
+            key = _call_key(call)
+            if (earlier := turn.failed.get(key)) is not None:
                 outcomes[index] = self._repeat(turn, call, earlier)
+            elif (succeeded := turn.done.get(key)) is not None:
+                outcomes[index] = self._repeat_result(turn, call, succeeded)
             else:
                 to_run.append(index)
 
@@ -320,6 +404,7 @@ class BoundedToolLoop:
                 if not outcome.ok:
                     turn.failed[_call_key(call)] = outcome
                 else:  # shop data the answer may quote (services/output_guard.py)
+                    turn.done[_call_key(call)] = outcome
                     turn.context.shop_data.extend(quotable_data(outcome.content, call.arguments))
 
         for call, maybe in zip(calls, outcomes, strict=True):
@@ -327,6 +412,7 @@ class BoundedToolLoop:
             turn.conversation.append(
                 {"role": "tool", "tool_call_id": call.id, "content": maybe.content}
             )
+        return not to_run
 
     async def _execute(self, turn: _Turn, batch: list[ToolCall]) -> list[ToolOutcome]:
         started_at = time.time()
@@ -372,6 +458,38 @@ class BoundedToolLoop:
             tool_name=earlier.tool_name,
             content=earlier.content,
             ok=False,
+            audit=audit,
+        )
+
+    @staticmethod
+    def _repeat_result(turn: _Turn, call: ToolCall, earlier: ToolOutcome) -> ToolOutcome:
+        """The earlier result of a repeated successful call, with the instruction to
+        answer now; the tool does not run again (no second read, no second proposal)."""
+        log.info(
+            "tool %s: repeated call %s answered with its earlier result", earlier.tool_name, call.id
+        )
+        audit = audit_record(
+            call,
+            turn.context,
+            started_at=time.time(),
+            duration_ms=0.0,
+            status=AuditStatus.REJECTED,
+            error_code=REPEATED_RESULT_CODE,
+        )
+        turn.trace.audit_records.append(audit)
+        try:
+            content: Any = json.loads(earlier.content)
+        except ValueError:
+            content = earlier.content
+        if isinstance(content, dict):
+            content = {**content, "repeated_call": ANSWER_NOW}
+        else:
+            content = {"result": content, "repeated_call": ANSWER_NOW}
+        return ToolOutcome(
+            call_id=call.id,
+            tool_name=earlier.tool_name,
+            content=json.dumps(content, ensure_ascii=False),
+            ok=True,
             audit=audit,
         )
 

@@ -42,6 +42,7 @@ def build_model(settings: Settings) -> OpenAIChatModel:
         timeout_s=settings.openai_timeout_s,
         max_retries=settings.openai_max_retries,
         answer_max_tokens=settings.answer_max_tokens or None,
+        temperature=settings.llm_temperature,
     )
 
 
@@ -130,6 +131,7 @@ def build_core(
         max_steps=settings.tool_max_steps,
         turn_timeout_s=settings.turn_timeout_s,
         parallel_tool_calls=settings.parallel_tool_calls,
+        read_text_calls=settings.read_text_tool_calls,
     )
     chat_service = build_chat_service(
         db=db,

@@ -87,18 +87,21 @@ class OpenAIChatModel:
         timeout_s: float = 30.0,
         max_retries: int = 1,
         answer_max_tokens: int | None = None,
+        temperature: float | None = None,
     ) -> None:
         """`answer_max_tokens` caps each chat step (`max_completion_tokens`): a model that
         runs on cannot write an answer of hundreds of messages; None sends no cap. Another
         endpoint than OpenAI's gets the cap as `max_tokens` too: llama.cpp's server (and
         other local servers) read only that one and would otherwise generate until the
-        context is full."""
+        context is full. `temperature` is sent on every call (chat steps and summaries);
+        None sends none, and the endpoint samples at its own default (llama.cpp: 0.8)."""
         if not model:
             raise ValueError("model must not be empty")
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         self._model = model
         self._answer_max_tokens = answer_max_tokens
+        self._sampling = {} if temperature is None else {"temperature": temperature}
         self._cap_names = _cap_names(base_url)
         self._streaming = True  # until a provider refuses a streamed request
         self._chain: tuple[str, ...] = (model, *(m for m in fallback_models if m and m != model))
@@ -151,12 +154,13 @@ class OpenAIChatModel:
     def _capped(self, params: dict[str, Any]) -> dict[str, Any]:
         if self._answer_max_tokens is not None:
             params.update(dict.fromkeys(self._cap_names, self._answer_max_tokens))
+        params.update(self._sampling)
         return params
 
     async def complete_text(
         self, messages: Sequence[Message], *, max_tokens: int | None = None
     ) -> LLMResponse:
-        params: dict[str, Any] = {"messages": list(messages)}
+        params: dict[str, Any] = {"messages": list(messages), **self._sampling}
         if max_tokens is not None:
             params.update(dict.fromkeys(self._cap_names, max_tokens))
         return await self._create_with_fallback(params)

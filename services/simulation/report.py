@@ -155,7 +155,8 @@ def transcript_markdown(transcript: Transcript) -> list[str]:
         lines.append(_quote(exchange.customer))
         for tool in exchange.tools:
             lines.append(
-                f"- tool `{tool.name}` `{_cut(tool.raw_arguments, 200)}` → `{_cut(tool.result)}`"
+                f"- tool{' (written as text)' if tool.written else ''} `{tool.name}` "
+                f"`{_cut(tool.raw_arguments, 200)}` → `{_cut(tool.result)}`"
             )
         calls = ", ".join(
             f"{c.purpose}:{c.error or c.finish_reason or 'no finish reason'}"
@@ -182,6 +183,57 @@ def transcript_markdown(transcript: Transcript) -> list[str]:
             + ", ".join(f"{a.action} {a.order_id}: {a.status}" for a in transcript.actions)
         )
     return lines
+
+
+def runs_jsonl(results: Sequence[RunResult]) -> str:
+    """Every run as one JSON line (passing runs too): what the customer saw, the tools
+    (`written`: a call the model wrote as text and the loop read), each model call's
+    finish and call counts, the failures and the time — for measuring a model beyond
+    pass rates (scripts/local-model/measure.py, docs/simulations.md)."""
+    lines = []
+    for result in results:
+        scenario, transcript = result.scenario, result.transcript
+        exchanges = [
+            {
+                "customer": e.customer,
+                "shown": e.shown,
+                "answer": e.answer,
+                "stop": e.stop_reason,
+                "error_code": e.error_code,
+                "handoff": e.handoff,
+                "tools": [
+                    {"name": t.name, "arguments": t.raw_arguments, "written": t.written}
+                    for t in e.tools
+                ],
+                "model_calls": [
+                    {
+                        "purpose": c.purpose,
+                        "finish": c.finish_reason,
+                        "error": c.error,
+                        "structured_calls": len(c.tool_calls),
+                        "text_calls": len(c.text_calls),
+                        "ms": round(c.latency_ms),
+                    }
+                    for c in e.model_calls
+                ],
+            }
+            for e in transcript.exchanges
+        ]
+        run = {
+            "scenario": scenario.id,
+            "source": scenario.source,
+            "language": scenario.customer.language,
+            "expects": sorted(k for k, v in scenario.expect.model_dump().items() if v),
+            "model": result.model,
+            "trial": result.trial,
+            "passed": result.passed,
+            "failures": [{"kind": f.kind, "detail": f.detail} for f in result.failures],
+            "seconds": round(transcript.duration_s, 2),
+            "crash": transcript.crash,
+            "exchanges": exchanges,
+        }
+        lines.append(json.dumps(run, ensure_ascii=False))
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
 def markdown_report(

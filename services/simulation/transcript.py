@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.llm.types import ChatModel, LLMResponse, Message, ToolChoice
+from services.loop import TEXT_CALL_ID_PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,8 @@ class ModelCall:
     finish_reason: str | None = None
     text: str | None = None
     tool_calls: tuple[tuple[str, str, str], ...] = ()  # (id, name, raw arguments)
+    # calls the model wrote in its text and the loop read and ran (services/text_calls.py)
+    text_calls: tuple[tuple[str, str, str], ...] = ()
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
@@ -82,12 +85,34 @@ class RecordingModel:
         return response
 
     def _note_results(self, messages: Sequence[Message]) -> None:
+        """What the loop sent back: each tool result by call id, and the calls it read
+        from the last answer's text (they come back as the assistant's structured calls
+        under `text_s…` ids; noted on the call that wrote them)."""
         for message in messages:
+            if message.get("role") == "assistant":
+                self._note_text_calls(message.get("tool_calls") or [])
             if message.get("role") == "tool":
                 call_id = message.get("tool_call_id")
                 content = message.get("content")
                 if isinstance(call_id, str) and isinstance(content, str):
                     self.tool_results[call_id] = content
+
+    def _note_text_calls(self, entries: list[Any]) -> None:
+        read = tuple(
+            (str(e["id"]), str(e["function"]["name"]), str(e["function"]["arguments"]))
+            for e in entries
+            if isinstance(e, dict)
+            and str(e.get("id", "")).startswith(TEXT_CALL_ID_PREFIX)
+            and isinstance(e.get("function"), dict)
+        )
+        if not read or any(c for call in self.calls for c in call.text_calls if c in read):
+            return
+        index = next(
+            (i for i in range(len(self.calls) - 1, -1, -1) if self.calls[i].purpose == "chat"),
+            None,
+        )
+        if index is not None:
+            self.calls[index] = replace(self.calls[index], text_calls=read)
 
 
 def _ms(started: float) -> float:
@@ -115,6 +140,7 @@ class ToolUse:
     name: str
     raw_arguments: str
     result: str | None
+    written: bool = False  # written in the answer's text, read by the loop
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -185,7 +211,8 @@ class Transcript:
 def tool_uses(calls: Sequence[ModelCall], results: dict[str, str]) -> tuple[ToolUse, ...]:
     """The tool calls the model asked for in `calls`, with the results sent back."""
     return tuple(
-        ToolUse(name=name, raw_arguments=arguments, result=results.get(call_id))
+        ToolUse(name=name, raw_arguments=arguments, result=results.get(call_id), written=written)
         for call in calls
-        for call_id, name, arguments in call.tool_calls
+        for written, entries in ((False, call.tool_calls), (True, call.text_calls))
+        for call_id, name, arguments in entries
     )

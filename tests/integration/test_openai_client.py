@@ -394,3 +394,28 @@ def test_the_answer_cap_is_named_for_the_endpoint() -> None:
     assert _cap_names(None) == ("max_completion_tokens",)
     assert _cap_names("https://api.openai.com/v1") == ("max_completion_tokens",)
     assert _cap_names("http://127.0.0.1:8765/v1") == ("max_completion_tokens", "max_tokens")
+
+
+async def test_the_temperature_is_sent_on_every_call_and_none_sends_nothing(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    """LLM_TEMPERATURE reaches the wire on answer steps, streamed steps and summaries;
+    left blank, the parameter is absent (a model that refuses it still works)."""
+    fake_openai.handler = lambda body: completion(text="Кратко.")
+
+    class Listener:
+        def on_text(self, text: str) -> None: ...
+        def on_tool_call(self) -> None: ...
+
+    for temperature in (0.2, None):
+        model = OpenAIChatModel(
+            api_key=API_KEY, model="m", base_url=fake_openai.base_url, temperature=temperature
+        )
+        try:
+            await model.complete(USER, tools=TOOLS, tool_choice="auto")
+            await model.stream_complete(USER, listener=Listener(), tools=TOOLS)
+            await model.complete_text(USER, max_tokens=50)
+        finally:
+            await model.aclose()
+    sent = [body.get("temperature", "absent") for body in fake_openai.requests]
+    assert sent == [0.2, 0.2, 0.2, "absent", "absent", "absent"]

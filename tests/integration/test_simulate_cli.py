@@ -263,3 +263,41 @@ async def test_a_hanging_endpoint_is_bounded_per_run_and_for_the_whole_simulatio
     not_started = int(line.split()[3])
     assert 3 <= not_started <= 5
     assert f"time limit reached: {not_started} of 6 runs were not started" in text
+
+
+async def test_runs_file_has_every_run_and_the_calls_a_model_wrote_as_text(
+    model_env: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """`--runs`: passing runs too, one JSON line each; a call the model wrote as text
+    (as small local models do) is judged as the tool call the loop ran, marked written."""
+    import json
+
+    from tests.fakes.openai_server import completion
+
+    def writes_calls(body: dict[str, object]) -> object:
+        messages = body["messages"]
+        assert isinstance(messages, list)
+        if messages[-1].get("role") == "tool":
+            return completion(text="Заказ 8041 в пути.")
+        return completion(text='{"name": "get_order_status", "arguments": {"order_id": "8041"}}')
+
+    model_env.handler = writes_calls
+    suite = tmp_path / "mine.toml"
+    suite.write_text(
+        '[[scenario]]\nid = "status"\nturns = ["Где заказ 8041?"]\n'
+        '[[scenario.expect.tools]]\nname = "get_order_status"\n'
+        '[scenario.expect.tools.args]\norder_id = "8041"\n',
+        encoding="utf-8",
+    )
+    runs = tmp_path / "runs.jsonl"
+    code = await cli(str(suite), "--runs", str(runs), "--report", str(tmp_path / "r.md"))
+    assert code == 0
+    [run] = [json.loads(line) for line in runs.read_text(encoding="utf-8").splitlines()]
+    assert run["scenario"] == "status" and run["passed"] is True
+    [exchange] = run["exchanges"]
+    assert exchange["shown"] == "Заказ 8041 в пути."
+    assert exchange["tools"] == [
+        {"name": "get_order_status", "arguments": '{"order_id": "8041"}', "written": True}
+    ]
+    calls = exchange["model_calls"]
+    assert [(c["structured_calls"], c["text_calls"]) for c in calls] == [(0, 1), (0, 0)]

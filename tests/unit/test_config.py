@@ -313,3 +313,12 @@ def test_metrics_on_and_text_logs_by_default(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_log_format_must_be_known(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "LOG_FORMAT" in error_for(monkeypatch, LOG_FORMAT="xml")
+
+
+def test_sampling_and_text_call_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = make(monkeypatch)
+    assert settings.llm_temperature == 0.2 and settings.read_text_tool_calls is True
+    assert make(monkeypatch, LLM_TEMPERATURE="").llm_temperature is None  # sends none
+    assert make(monkeypatch, LLM_TEMPERATURE="0.7").llm_temperature == 0.7
+    assert make(monkeypatch, READ_TEXT_TOOL_CALLS="false").read_text_tool_calls is False
+    assert "LLM_TEMPERATURE" in error_for(monkeypatch, LLM_TEMPERATURE="3")

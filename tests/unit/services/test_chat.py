@@ -294,6 +294,28 @@ async def test_answer_quoting_the_instruction_is_withheld_and_not_remembered(
     assert normal.text == "re: Где заказ 8041?"
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"name": "get_order_status", "arguments": {"order_id": "8041"}}',
+        'Проверяю.\n```json\n{"name": "get_order_status", "arguments": {}}\n```',
+        "<tool_call>get_order_status</tool_call>",
+        "<conversation_summary>Клиент спросил про заказ</conversation_summary>",
+    ],
+)
+async def test_an_answer_carrying_tool_markup_is_withheld_never_shown(
+    db: Database, answer: str
+) -> None:
+    """The last check before the customer: whatever a loop lets through, markup is not."""
+    service, _ = _service(db, FakeLoop(answer=lambda messages, context: answer))
+    reply = await service.answer(Caller(key=5, chat_id=1), "Где заказ 8041?")
+
+    assert reply.text is None and reply.stop_reason is StopReason.REFUSED
+    turn = await db.fetch_one("SELECT stop_reason FROM turns")
+    assert turn is not None and turn[0] == "withheld"
+    assert await db.fetch_all("SELECT * FROM messages") == []
+
+
 async def test_a_replayed_request_gets_the_stored_answer_without_a_model_call(
     db: Database,
 ) -> None:

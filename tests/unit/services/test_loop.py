@@ -106,14 +106,16 @@ async def test_model_that_always_wants_tools_gets_none_on_the_last_step(max_step
 
 async def test_tool_calls_on_the_none_step_are_a_protocol_error_and_never_run() -> None:
     llm = ScriptedLLM(
-        lambda messages, choice: tool_calls_response(tool_call("lookup", {"key": "x"}))
+        lambda messages, choice: tool_calls_response(
+            tool_call("lookup", {"key": f"k{len(messages)}"})
+        )
     )
     tools = FakeTools()
     with pytest.raises(ProtocolError) as caught:
         await make_loop(llm, tools, max_steps=3).run(USER, context(), prompt_ref=PROMPT)
 
     assert len(llm.requests) == 3
-    assert tools.calls == ["lookup:x", "lookup:x"]  # steps 1 and 2 only
+    assert tools.calls == ["lookup:k2", "lookup:k4"]  # steps 1 and 2 only
     assert caught.value.trace.model_steps == 3
 
 

@@ -1,0 +1,108 @@
+"""Tables of a simulation's runs (`support-bot simulate --runs FILE`), for docs/simulations.md.
+
+    .venv/bin/python scripts/local-model/measure.py runs.jsonl [more.jsonl ...]
+
+pass^1 / pass^k overall and per scenario family (the suite file), tool-choice accuracy
+(runs of scenarios that expect a tool whose `tools` expectation held), calls made
+through the interface and written as text, replies the customer saw that carry tool
+markup or internal tags (services/text_calls.py; the goal is 0), model answers in
+another language than the customer's, and the time per scenario run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from services.text_calls import scan
+
+TOOL_NAMES = (
+    "get_order_status",
+    "get_my_orders",
+    "get_return_policy",
+    "get_shop_info",
+    "request_human",
+    "propose_cancel_order",
+    "propose_request_return",
+    "propose_change_address",
+)
+_CYRILLIC = re.compile("[а-яё]", re.IGNORECASE)
+_LATIN = re.compile("[a-z]", re.IGNORECASE)
+
+
+def wrong_language(answer: str, language: str) -> bool:
+    cyrillic, latin = len(_CYRILLIC.findall(answer)), len(_LATIN.findall(answer))
+    if language == "ru":
+        return cyrillic == 0 and latin > 0
+    return cyrillic > latin
+
+
+def marked(shown: str) -> bool:
+    return scan(shown, TOOL_NAMES).found or "conversation_summary" in shown
+
+
+def pass_rates(runs: list[dict[str, Any]]) -> tuple[float, float, int]:
+    by_scenario: dict[str, list[bool]] = defaultdict(list)
+    for run in runs:
+        by_scenario[run["scenario"]].append(run["passed"])
+    p1 = mean(sum(v) / len(v) for v in by_scenario.values())
+    pk = mean(1.0 if all(v) else 0.0 for v in by_scenario.values())
+    return p1, pk, len(by_scenario)
+
+
+def main(paths: list[str]) -> None:
+    runs = [json.loads(line) for p in paths for line in Path(p).read_text().splitlines() if line]
+    trials = max(run["trial"] for run in runs)
+    exchanges = [(run, e) for run in runs for e in run["exchanges"]]
+    answers = [(run, e) for run, e in exchanges if e["answer"]]
+    calls = [c for _, e in exchanges for c in e["model_calls"] if c["purpose"] == "chat"]
+    tool_runs = [run for run in runs if "tools" in run["expects"]]
+    tool_ok = [run for run in tool_runs if not any(f["kind"] == "tools" for f in run["failures"])]
+    p1, pk, n = pass_rates(runs)
+    print(
+        f"| scenarios | runs | pass^1 | pass^{trials} | tool choice | structured calls "
+        "| calls written as text | replies with markup or tags | wrong-language answers "
+        "| model calls | s per run (mean / max) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    seconds = [run["seconds"] for run in runs]
+    print(
+        f"| {n} | {len(runs)} | {p1:.2f} | {pk:.2f} | {len(tool_ok)}/{len(tool_runs)} "
+        f"| {sum(c['structured_calls'] for c in calls)} | {sum(c['text_calls'] for c in calls)} "
+        f"| {sum(marked(e['shown']) for _, e in exchanges)} of {len(exchanges)} "
+        f"| {sum(wrong_language(e['answer'], r['language']) for r, e in answers)} "
+        f"of {len(answers)} | {len(calls)} | {mean(seconds):.1f} / {max(seconds):.1f} |"
+    )
+    print()
+    print(f"| family | scenarios | pass^1 | pass^{trials} | mean s per run |")
+    print("|---|---|---|---|---|")
+    families: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        families[Path(run["source"]).stem or "?"].append(run)
+    for family, members in sorted(families.items()):
+        f1, fk, fn = pass_rates(members)
+        print(
+            f"| {family} | {fn} | {f1:.2f} | {fk:.2f} | {mean(r['seconds'] for r in members):.1f} |"
+        )
+    print()
+    print(f"| scenario | pass^1 | pass^{trials} | failed expectations (all trials) |")
+    print("|---|---|---|---|")
+    by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        by_id[run["scenario"]].append(run)
+    for sid, members in by_id.items():
+        s1, sk, _ = pass_rates(members)
+        kinds = sorted(
+            {f["kind"] for r in members for f in r["failures"]}
+            | {"crash" for r in members if r["crash"]}
+        )
+        print(f"| {sid} | {s1:.2f} | {sk:.0f} | {', '.join(kinds) or '-'} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
