@@ -14,11 +14,13 @@ may press the card, carried out by the bot's own ActionService on the throwaway 
 (DATABASE_PATH / DATABASE_URL; read only) instead.
 
 Bounds: one run (scenario × model × trial) is stopped and failed after
-`--scenario-timeout` seconds, and no run starts after `--time-limit` seconds (the report
-says how many did not), so a model endpoint that hangs costs minutes, not an hour.
+`--scenario-timeout` seconds; no run starts after `--time-limit` seconds; a model whose
+endpoint answered nothing in three runs in a row is not run further. The terminal and
+the report say what was left out, so a model endpoint that hangs costs minutes, not an
+hour.
 
-Exit status: 0 every scenario met `--min-pass`; 1 some did not, or the time limit left
-runs out; 2 bad settings or scenario files.
+Exit status: 0 every scenario met `--min-pass`; 1 some did not, or runs were left out;
+2 bad settings or scenario files.
 """
 
 from __future__ import annotations
@@ -140,9 +142,10 @@ def add_parser(sub: Any) -> None:
     )
 
 
-# a run of the default suite takes seconds per scenario on a real model; a model endpoint
-# that hangs would otherwise cost the bot's whole turn timeout per turn
-DEFAULT_SCENARIO_TIMEOUT_S = 180.0
+# a scenario takes seconds on a hosted model, minutes for a long one on a small local
+# model on a CPU; a model endpoint that hangs costs the bot's whole turn timeout per turn
+# (services/simulation/runner.py also stops a model whose endpoint answers nothing)
+DEFAULT_SCENARIO_TIMEOUT_S = 600.0
 DEFAULT_TIME_LIMIT_S = 3600.0
 
 
@@ -323,14 +326,8 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
     )
     if interrupted:
         command += f"  (interrupted after {len(results)} runs)"
-    if simulator.not_started:
-        stopped = (
-            f"time limit reached: {simulator.not_started} of "
-            f"{simulator.not_started + len(results)} runs were not started "
-            f"(--time-limit {args.time_limit:g} s)"
-        )
-        print(stopped, file=sys.stderr)
-        command += f"  ({stopped})"
+    for line in simulator.stopped_because:
+        print(f"stopped early: {line}", file=sys.stderr)
     report = markdown_report(
         results,
         model_scores,
@@ -338,6 +335,7 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         min_pass=args.min_pass,
         prices=prices,
         command=command,
+        stopped_because=simulator.stopped_because,
     )
     try:
         args.report.write_text(report, encoding="utf-8")

@@ -244,12 +244,16 @@ def markdown_report(
     min_pass: float,
     prices: Prices | None = None,
     command: str = "",
+    stopped_because: Sequence[str] = (),
 ) -> str:
     """The whole report: the scores, then every failing run with what failed and its
-    transcript."""
+    transcript. `stopped_because`: why runs were left out (a time limit, a silent
+    endpoint), one line each, said at the top."""
     lines = ["# Simulation report", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
+    lines += [f"**Stopped early:** {line}" for line in stopped_because]
+    lines += [""] if stopped_because else []
     lines += [f"Trials per scenario: {trials}; required pass^1 per scenario: {min_pass:.2f}", ""]
     lines += [
         "| model | scenarios | pass^1 | pass^k | model calls | tokens (prompt + completion) "

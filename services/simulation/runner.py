@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from services.actions import ActionService, ClaimKind, Outcome, ResultKind, words_in
 from services.chat import ChatService
@@ -74,6 +74,20 @@ def plain_result_words(outcome: Outcome, language: str) -> str:
     if outcome.words:
         return words_in(outcome.words, language)
     return f"({outcome.kind.value})"
+
+
+# a model whose endpoint answered no call in this many runs in a row is not run further
+SILENT_RUNS = 3
+STOPPED = "the run was stopped after"
+
+
+def _unanswered(transcript: Transcript) -> bool:
+    """The model answered nothing in this run: stopped by a time bound before any
+    answer, or every model call failed (a timeout, a refused connection)."""
+    calls = transcript.model_calls
+    if calls:
+        return all(call.error is not None for call in calls)
+    return transcript.crash is not None and transcript.crash.startswith(STOPPED)
 
 
 # the press's update ids: far from any real one, one per press of a run
@@ -169,29 +183,61 @@ class Simulator:
     run_timeout_s: float | None = None
     time_limit_s: float | None = None
     results: list[RunResult] = field(default_factory=list)
-    not_started: int = 0  # runs the time limit left out
+    not_started: int = 0  # runs left out by the time limit or a silent endpoint
+    stopped_because: list[str] = field(default_factory=list)  # one line each, for the report
 
     async def run(
         self, scenarios: Sequence[Scenario], targets: Sequence[ModelTarget], trials: int
     ) -> list[RunResult]:
         total = len(scenarios) * len(targets) * trials
-        clock = time.monotonic
-        deadline = None if self.time_limit_s is None else clock() + self.time_limit_s
+        deadline = None if self.time_limit_s is None else time.monotonic() + self.time_limit_s
         for target in targets:
-            for scenario in scenarios:
-                for trial in range(1, trials + 1):
-                    bound = self.run_timeout_s
-                    if deadline is not None:
-                        left = deadline - clock()
-                        if left <= 0:
-                            self.not_started = total - len(self.results)
-                            return self.results
-                        bound = left if bound is None else min(bound, left)
-                    result = await self.run_once(scenario, target, trial, bound_s=bound)
-                    self.results.append(result)
-                    if self.progress is not None:
-                        self.progress(Progress(len(self.results), total, result))
+            before = len(self.results)
+            stopped = await self._run_target(scenarios, target, trials, total, deadline)
+            if stopped == "time":  # nothing more for any model
+                self.not_started = total - len(self.results)
+                self.stopped_because.append(
+                    f"time limit reached: {self.not_started} of {total} runs were not "
+                    f"started (--time-limit {self.time_limit_s:g} s)"
+                )
+                break
+            if stopped == "silent":
+                left_out = len(scenarios) * trials - (len(self.results) - before)
+                self.not_started += left_out
+                self.stopped_because.append(
+                    f"{target.label}: the model endpoint answered nothing in {SILENT_RUNS} "
+                    f"runs in a row; its other {left_out} runs were not started"
+                )
         return self.results
+
+    async def _run_target(
+        self,
+        scenarios: Sequence[Scenario],
+        target: ModelTarget,
+        trials: int,
+        total: int,
+        deadline: float | None,
+    ) -> Literal["time", "silent"] | None:
+        """Every run of one model, or why it stopped early: the time limit, or the
+        model's endpoint answering nothing `SILENT_RUNS` runs in a row (each such run
+        costs the bot's whole turn timeout, per turn, for nothing)."""
+        silent = 0
+        runs = [(scenario, trial) for scenario in scenarios for trial in range(1, trials + 1)]
+        for index, (scenario, trial) in enumerate(runs):
+            bound = self.run_timeout_s
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return "time"
+                bound = left if bound is None else min(bound, left)
+            result = await self.run_once(scenario, target, trial, bound_s=bound)
+            self.results.append(result)
+            if self.progress is not None:
+                self.progress(Progress(len(self.results) + self.not_started, total, result))
+            silent = silent + 1 if _unanswered(result.transcript) else 0
+            if silent >= SILENT_RUNS and index + 1 < len(runs):
+                return "silent"
+        return None
 
     async def run_once(
         self, scenario: Scenario, target: ModelTarget, trial: int, *, bound_s: float | None = None
@@ -210,8 +256,8 @@ class Simulator:
         except Exception as exc:  # the run's verdict, never the end of the whole simulation
             if isinstance(exc, TimeoutError) and bound.expired():
                 transcript.crash = (
-                    f"the run was stopped after {bound_s or 0:.3g} s (the time bound of one "
-                    "run or of the whole simulation: --scenario-timeout, --time-limit)"
+                    f"{STOPPED} {bound_s or 0:.3g} s (the time bound of one run or of the "
+                    "whole simulation: --scenario-timeout, --time-limit)"
                 )
             else:
                 log.warning(

@@ -170,3 +170,26 @@ async def test_woocommerce_answers_written_in_parts_and_large(fake_woo: FakeWoo)
             await backend.aclose()
     assert found is not None and found.status == "processing"
     assert large is not None and large.number == "501"
+
+
+async def test_a_wrong_shape_is_malformed_for_reads_and_actions(fake_woo: FakeWoo) -> None:
+    """JSON of a shape the backend does not expect: the ordinary "malformed", for a read
+    and for a confirmed action (whose press asks again with its id), never a crash."""
+    order = fake_woo.add_order(501, status="processing")
+    async with trickling(fake_woo.url, parts=1) as proxy:
+        backend = WooCommerceBackend(proxy.url, KEY, SECRET, timeout_s=3.0)
+        try:
+            found = await backend.get_order("501")
+            assert found is not None
+            # a quantity that is not a number (ValueError while reading the order)
+            bad_item = {**order, "line_items": [{"id": 1, "name": "Mug", "quantity": "many"}]}
+            proxy.body = json.dumps(bad_item).encode()
+            with pytest.raises(ShopUnavailable) as read:
+                await backend.get_order("501")
+            proxy.body = b'{"status": "processing"}'  # an order without its id (KeyError)
+            with pytest.raises(ShopUnavailable) as acted:
+                await backend.cancel_order(found, "op-1")
+        finally:
+            await backend.aclose()
+    assert read.value.kind == acted.value.kind == "malformed"
+    assert order["status"] == "processing"

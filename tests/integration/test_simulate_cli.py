@@ -237,32 +237,52 @@ async def test_an_unreachable_endpoint_is_one_line(
     assert "cannot be used now" in capsys.readouterr().err
 
 
-async def test_a_hanging_endpoint_is_bounded_per_run_and_for_the_whole_simulation(
-    model_env: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The model never answers: each run is stopped at --scenario-timeout, and no run
-    starts after --time-limit; the report and the terminal say so (exit 1)."""
-    model_env.hold_answers()  # never released: every model call hangs
+def six_scenarios(tmp_path: Path) -> Path:
     suite = tmp_path / "many.toml"
     suite.write_text(
         "".join(
-            f'[[scenario]]\nid = "hang-{n}"\nturns = ["Где заказ 8041?"]\n'
+            f'[[scenario]]\nid = "order-{n}"\nturns = ["Где заказ 8041?"]\n'
             '[scenario.expect]\nmust_contain = ["8041"]\n'
             for n in range(6)
         ),
         encoding="utf-8",
     )
+    return suite
+
+
+async def test_a_hanging_endpoint_costs_three_bounded_runs_not_the_whole_suite(
+    model_env: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model never answers: each run is stopped at --scenario-timeout, and after
+    three such runs in a row the model's other runs are not started; the terminal and
+    the report say so (exit 1)."""
+    model_env.hold_answers()  # never released: every model call hangs
     report = tmp_path / "r.md"
-    argv = ["--scenario-timeout", "1", "--time-limit", "2.5", "--report", str(report)]
-    assert await cli(str(suite), *argv) == 1
+    argv = ["--scenario-timeout", "1", "--time-limit", "0", "--report", str(report)]
+    assert await cli(str(six_scenarios(tmp_path)), *argv) == 1
     err = capsys.readouterr().err
     text = report.read_text(encoding="utf-8")
-    assert "the run was stopped after 1 s" in text
-    # each run takes at least its second: at most three started within 2.5 s
-    [line] = [line for line in err.splitlines() if line.startswith("time limit reached")]
-    not_started = int(line.split()[3])
-    assert 3 <= not_started <= 5
-    assert f"time limit reached: {not_started} of 6 runs were not started" in text
+    assert text.count("the run was stopped after 1 s") == 3
+    said = "fake-model: the model endpoint answered nothing in 3 runs in a row; its other 3 "
+    assert f"stopped early: {said}" in err
+    assert f"**Stopped early:** {said}" in text
+
+
+async def test_the_whole_simulation_stops_at_its_time_limit(
+    model_env: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model that answers, slowly: no run starts after --time-limit, the one running
+    then is stopped at it, and the report says how many runs were left out (exit 1)."""
+    model_env.latency_ms = 600  # two calls a scenario: at least 1.2 s each
+    report = tmp_path / "r.md"
+    argv = ["--time-limit", "2", "--report", str(report)]
+    assert await cli(str(six_scenarios(tmp_path)), *argv) == 1
+    err = capsys.readouterr().err
+    text = report.read_text(encoding="utf-8")
+    [line] = [line for line in err.splitlines() if "time limit reached" in line]
+    not_started = int(line.split("time limit reached: ")[1].split()[0])
+    assert 3 <= not_started <= 5  # at most two runs started within 2 s
+    assert f"**Stopped early:** time limit reached: {not_started} of 6 runs" in text
 
 
 async def test_runs_file_has_every_run_and_the_calls_a_model_wrote_as_text(

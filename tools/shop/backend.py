@@ -10,11 +10,17 @@ check (exit 2). Policies, the FAQ and the shop's texts stay local on every backe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import logging
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar
 
 from tools.shop.orders import LiveOrder, OrderItem, OrderNumberRule
+
+log = logging.getLogger("tools.shop")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 UnavailableKind = Literal["timeout", "unavailable", "rate_limited", "auth", "malformed"]
 
@@ -27,6 +33,30 @@ class ShopUnavailable(Exception):
         super().__init__(f"{kind}: {detail}" if detail else kind)
         self.kind: UnavailableKind = kind
         self.detail = detail
+
+
+# what a backend's reading of a broken or hostile answer can raise (a wrong shape, a
+# nesting too deep): "malformed", never a crash
+UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError)
+
+
+def unreadable_is_malformed(
+    method: Callable[P, Coroutine[Any, Any, R]],
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """A backend method whose reading of the shop's answers fails in any `UNREADABLE`
+    way raises the ordinary `ShopUnavailable("malformed")` instead, so every caller (a
+    lookup, the order updates, a confirmed action asking again with its id) handles it
+    as it handles any shop failure. The detail goes to DEBUG; the caller logs the line."""
+
+    @functools.wraps(method)
+    async def reading(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(*args, **kwargs)
+        except UNREADABLE as exc:
+            log.debug("shop: an answer could not be read in %s", method.__name__, exc_info=True)
+            raise ShopUnavailable("malformed", type(exc).__name__) from None
+
+    return reading
 
 
 class ShopSetupError(Exception):

@@ -30,16 +30,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from tools.shop.backend import ShopBackend, ShopUnavailable
+from tools.shop.backend import UNREADABLE, ShopBackend, ShopUnavailable
 from tools.shop.orders import LiveOrder, OrderNumberRule
 
 log = logging.getLogger("tools.shop")
 
 T = TypeVar("T")
 CircuitState = Literal["ok", "degraded", "open"]
-# what a backend's reading of a broken or hostile answer can raise (a wrong shape, a
-# nesting too deep): "malformed", never a crash
-UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError)
 # cache entries kept at most (expired ones are dropped first, then the oldest)
 MAX_CACHE_ENTRIES = 10_000
 

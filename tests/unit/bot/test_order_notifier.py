@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 import pytest
 
-from bot.order_notifier import QuietHours
+from bot.order_notifier import OrderNotifier, QuietHours
 from bot.stats_view.order_updates import order_updates_block
 from storage.order_updates import OrderUpdateCounts
 
@@ -60,3 +61,47 @@ def test_settings_off_by_default_and_quiet_hours_checked() -> None:
     for bad in ("24-1", "22:00-08:00", "x", "8"):
         with pytest.raises(ValueError, match="order_updates_quiet_hours"):
             Settings(**base, order_updates_quiet_hours=bad)  # type: ignore[arg-type]
+
+
+class BrokenPushes:
+    """Order updates whose pushes step fails every time (a fault that is not one order's);
+    the polling round works and is counted."""
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    async def process_events(self) -> int:
+        raise RuntimeError("the pushes step failed")
+
+    async def poll_round(self) -> int:
+        self.polls += 1
+        return 0
+
+
+class NoNotifications:
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def due_notifications(self, limit: int) -> list[object]:
+        self.asked += 1
+        return []
+
+
+async def test_a_failing_step_does_not_stop_the_others_and_is_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    updates, repo = BrokenPushes(), NoNotifications()
+    notifier = OrderNotifier(
+        updates,  # type: ignore[arg-type]
+        repo,  # type: ignore[arg-type]
+        sender=None,  # type: ignore[arg-type]
+        texts=None,  # type: ignore[arg-type]
+        leadership=None,
+        poll_every_s=1.0,
+        clock=iter(range(0, 1000, 5)).__next__,  # a polling round is due at every tick
+    )
+    for _ in range(5):
+        await notifier.tick()
+    assert updates.polls == 5 and repo.asked == 5  # polled and sent every tick
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "pushes failed (RuntimeError)" in warnings[0].getMessage()

@@ -4,6 +4,7 @@ unavailable", over a scripted in-memory backend (counting what reaches the shop)
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -147,15 +148,34 @@ async def test_errors_are_never_cached(shop: ScriptedShop, clock: Clock) -> None
     assert orders.state == "ok"
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [
+        ValueError("unexpected shape"),
+        AttributeError("'list' object has no attribute 'get'"),
+        IndexError("list index out of range"),
+        RecursionError("maximum recursion depth exceeded"),
+        KeyError("id"),
+        TypeError("string indices must be integers"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
 async def test_an_answer_the_backend_cannot_read_is_unavailable_not_a_crash(
-    shop: ScriptedShop, clock: Clock
+    shop: ScriptedShop, clock: Clock, failure: Exception, caplog: pytest.LogCaptureFixture
 ) -> None:
-    shop.failure = ValueError("unexpected shape")
-    orders = directory(shop, clock)
-    with pytest.raises(ShopUnavailable) as caught:
-        await orders.get_order("1001")
-    assert caught.value.kind == "malformed"
-    assert orders.stats.requests["malformed"] == 1
+    """Whatever a backend's reading of a broken answer raises: "malformed", one WARNING
+    line without a traceback, and the breaker counts it."""
+    shop.failure = failure
+    orders = directory(shop, clock, failures_to_open=2)
+    for number in ("1001", "1002"):
+        with pytest.raises(ShopUnavailable) as caught:
+            await orders.get_order(number)
+        assert caught.value.kind == "malformed"
+    assert orders.stats.requests["malformed"] == 2
+    assert orders.state == "open"
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not [r for r in warnings if r.exc_info]
+    assert sum("could not be read" in r.getMessage() for r in warnings) == 2
 
 
 async def test_the_breaker_opens_after_failures_in_a_row_and_probes_once_later(

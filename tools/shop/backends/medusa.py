@@ -35,6 +35,7 @@ from tools.shop.backend import (
     ReturnLine,
     ShopSetupError,
     ShopUnavailable,
+    unreadable_is_malformed,
 )
 from tools.shop.backends.platform_http import (
     PlatformClient,
@@ -206,6 +207,7 @@ class MedusaBackend:
 
     # --- reads -----------------------------------------------------------------------
 
+    @unreadable_is_malformed
     async def get_order(self, number: str) -> LiveOrder | None:
         raw = await self._find(number.strip())
         return None if raw is None else to_live_order(raw)
@@ -238,6 +240,7 @@ class MedusaBackend:
         )
         raise ShopUnavailable("unavailable", "ambiguous")
 
+    @unreadable_is_malformed
     async def orders_for_phone(self, phone: str) -> Sequence[LiveOrder]:
         """Customers found by the phone's last ten digits (Medusa's `q` is a substring
         search; `phone=` is refused), kept when their phone is exactly this one, then
@@ -329,6 +332,7 @@ class MedusaBackend:
             raise ShopUnavailable("malformed", "medusa order: no object")
         return raw
 
+    @unreadable_is_malformed
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         """Cancel in Medusa, once per operation id: the id goes into the order's metadata
         before the cancel, so a repeat (or a retry after an unknown outcome) finds the
@@ -367,6 +371,7 @@ class MedusaBackend:
             return ActionRejected("not_cancellable")
         raise ShopUnavailable("malformed", f"medusa cancel answered {reply.status}")
 
+    @unreadable_is_malformed
     async def request_return(
         self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
     ) -> ActionResult:

@@ -33,6 +33,7 @@ from tools.shop.backend import (
     ReturnLine,
     ShopSetupError,
     ShopUnavailable,
+    unreadable_is_malformed,
 )
 from tools.shop.backends.platform_http import PlatformClient, parse_time, phone_or_none
 from tools.shop.orders import Delivery, LiveOrder, Money, OrderItem, OrderNumberRule
@@ -257,6 +258,7 @@ class ShopifyBackend:
 
     # --- reads -----------------------------------------------------------------------
 
+    @unreadable_is_malformed
     async def get_order(self, number: str) -> LiveOrder | None:
         name = self._prefix + number.strip()
         data = await self._graphql(ORDERS_BY_NAME, {"query": f"name:{_quote(name)}"})
@@ -266,6 +268,7 @@ class ShopifyBackend:
                 return to_live_order(raw, self._prefix)
         return None
 
+    @unreadable_is_malformed
     async def orders_for_phone(self, phone: str) -> Sequence[LiveOrder]:
         data = await self._graphql(ORDERS_BY_PHONE, {"query": f"phone:{_quote(phone)}"})
         found: list[LiveOrder] = []
@@ -318,6 +321,7 @@ class ShopifyBackend:
         state = data.get("order")
         return state if isinstance(state, dict) else None
 
+    @unreadable_is_malformed
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         """orderCancel (full refund to the original payment, restock, notify), the
         operation id in the staff note. Shopify takes no idempotency key: the state is read
@@ -351,6 +355,7 @@ class ShopifyBackend:
                 return ActionUnknown("shopify: cancel timed out")
             raise
 
+    @unreadable_is_malformed
     async def request_return(
         self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
     ) -> ActionResult:

@@ -31,6 +31,7 @@ from tools.shop.backend import (
     ReturnLine,
     ShopSetupError,
     ShopUnavailable,
+    unreadable_is_malformed,
 )
 from tools.shop.backends.platform_http import (
     PlatformClient,
@@ -165,6 +166,7 @@ class WooCommerceBackend:
 
     # --- reads -----------------------------------------------------------------------
 
+    @unreadable_is_malformed
     async def get_order(self, number: str) -> LiveOrder | None:
         number = number.strip()
         if self._number_is_id:
@@ -199,6 +201,7 @@ class WooCommerceBackend:
                 break
         return found
 
+    @unreadable_is_malformed
     async def orders_for_phone(self, phone: str) -> Sequence[LiveOrder]:
         """Orders found by the phone's last ten digits, kept when the billing phone (free
         text in WooCommerce) reads as exactly this number."""
@@ -269,6 +272,7 @@ class WooCommerceBackend:
         )
         return expect_object(reply, "woocommerce note")
 
+    @unreadable_is_malformed
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         """A private note naming the operation, then PUT status=cancelled (repeatable).
         A cancelled order with this operation's note is done; without it, someone else
@@ -302,6 +306,7 @@ class WooCommerceBackend:
             return ActionRejected("not_cancellable")
         return ActionDone()
 
+    @unreadable_is_malformed
     async def request_return(
         self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
     ) -> ActionResult:
