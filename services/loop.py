@@ -444,39 +444,13 @@ class BoundedToolLoop:
     def _repeat(turn: _Turn, call: ToolCall, earlier: ToolOutcome) -> ToolOutcome:
         """The earlier error for a repeated failing call, under the new call id."""
         log.info("tool %s: repeated failing call %s not run again", earlier.tool_name, call.id)
-        audit = audit_record(
-            call,
-            turn.context,
-            started_at=time.time(),
-            duration_ms=0.0,
-            status=AuditStatus.REJECTED,
-            error_code=REPEATED_CALL_CODE,
-        )
-        turn.trace.audit_records.append(audit)
-        return ToolOutcome(
-            call_id=call.id,
-            tool_name=earlier.tool_name,
-            content=earlier.content,
-            ok=False,
-            audit=audit,
-        )
+        return _not_run_again(turn, call, earlier, REPEATED_CALL_CODE, earlier.content)
 
     @staticmethod
     def _repeat_result(turn: _Turn, call: ToolCall, earlier: ToolOutcome) -> ToolOutcome:
         """The earlier result of a repeated successful call, with the instruction to
         answer now; the tool does not run again (no second read, no second proposal)."""
-        log.info(
-            "tool %s: repeated call %s answered with its earlier result", earlier.tool_name, call.id
-        )
-        audit = audit_record(
-            call,
-            turn.context,
-            started_at=time.time(),
-            duration_ms=0.0,
-            status=AuditStatus.REJECTED,
-            error_code=REPEATED_RESULT_CODE,
-        )
-        turn.trace.audit_records.append(audit)
+        log.info("tool %s: repeated call %s given its earlier result", earlier.tool_name, call.id)
         try:
             content: Any = json.loads(earlier.content)
         except ValueError:
@@ -485,13 +459,30 @@ class BoundedToolLoop:
             content = {**content, "repeated_call": ANSWER_NOW}
         else:
             content = {"result": content, "repeated_call": ANSWER_NOW}
-        return ToolOutcome(
-            call_id=call.id,
-            tool_name=earlier.tool_name,
-            content=json.dumps(content, ensure_ascii=False),
-            ok=True,
-            audit=audit,
-        )
+        text = json.dumps(content, ensure_ascii=False)
+        return _not_run_again(turn, call, earlier, REPEATED_RESULT_CODE, text)
+
+
+def _not_run_again(
+    turn: _Turn, call: ToolCall, earlier: ToolOutcome, code: str, content: str
+) -> ToolOutcome:
+    """A repeated call answered without running: audited as rejected with `code`."""
+    audit = audit_record(
+        call,
+        turn.context,
+        started_at=time.time(),
+        duration_ms=0.0,
+        status=AuditStatus.REJECTED,
+        error_code=code,
+    )
+    turn.trace.audit_records.append(audit)
+    return ToolOutcome(
+        call_id=call.id,
+        tool_name=earlier.tool_name,
+        content=content,
+        ok=earlier.ok,
+        audit=audit,
+    )
 
 
 def _suspends(turn: _Turn) -> bool:

