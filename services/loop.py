@@ -133,6 +133,11 @@ class BoundedToolLoop:
     def max_steps(self) -> int:
         return self._max_steps
 
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools the model is offered, in registration order."""
+        return self._registry.names
+
     async def run(
         self,
         messages: Sequence[Message],

@@ -1,9 +1,10 @@
-"""Optional features as units: what each adds to the bot, through one seam (`Feature`).
+"""Optional features as units: what each adds to the bot's Telegram side (`Feature`).
 
-A feature is built by functions in its module (`bot/features/handoff.py`, `voice.py`,
-`streaming.py`, `instances.py`); where its setting leaves it off they return None and
-the wiring (bot/wiring/) adds nothing of it: no tool, no router, no command, no check, no
-gauge, no /stats section, no part in the core's work. The core classes take what a
+A feature is declared in its module (`FeatureSpec`, bot/features/catalog.py: its part in
+a turn — tools, prompt fragments — and this Telegram side) and listed once in
+bot/features/registry.py; where its setting leaves it off the wiring (bot/wiring/) adds
+nothing of it: no tool, no router, no command, no check, no gauge, no /stats section, no
+part in the core's work. The core classes take what a
 feature adds there as typed collaborators whose default is "nothing" (the intake's
 signals and scheduler, the inbox's fence, the responder's lost-topic fallback, the chat
 path's drafts and after-turn parts); the wiring fills them from the features, and what
@@ -26,7 +27,6 @@ from bot.metrics import Metrics
 from bot.responder import TopicLost
 from bot.routers.admin import StatsSection
 from storage.coordination import InboxFence
-from tools.base import Tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,6 @@ class Feature:
     """
 
     name: str
-    tools: tuple[Tool[Any, Any], ...] = ()
     routers: Callable[[HandlerDeps], FeatureRouters] = _no_routers
     menu: tuple[MenuEntry, ...] = ()
     start_check: Callable[[int], Awaitable[None]] | None = None

@@ -13,9 +13,10 @@ import logging
 
 from aiohttp import web
 
-from bot.config import BotMode, Settings
+from bot.config import BotMode, NoSettings, Settings
 from bot.context import HandlerDeps
 from bot.features import Feature, FeatureRouters
+from bot.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
 from bot.leadership import Leadership, LeaderWords
 from bot.metrics import Metrics
 from bot.order_notifier import OrderNotifier, QuietHours, order_updates_lock_name
@@ -152,3 +153,19 @@ def order_updates_feature(
         background=notifier.run,
         web_routes=web_routes if secrets.any else None,
     )
+
+
+def order_updates_on_telegram(
+    needs: Needs, telegram: TelegramNeeds, _own: None, _conf: NoSettings
+) -> Feature | None:
+    return order_updates_feature(
+        needs.settings, needs.db, telegram.sender, telegram.texts, needs.shop
+    )
+
+
+# Telegram only: the lookup's "own order shown" note is the core's; the button is this
+ORDER_UPDATES: FeatureSpec[None, NoSettings] = FeatureSpec(
+    name="order_updates",
+    chat=lambda needs, _conf: on(needs.settings.order_updates_enabled),
+    telegram=order_updates_on_telegram,
+)
