@@ -20,7 +20,7 @@ from typing import Any
 from aiogram import Router
 from aiohttp import web
 
-from bot.context import AfterTurn, AnswerDrafts, HandlerDeps
+from bot.context import AfterTurn, AnswerDrafts, HandlerDeps, OfferRows
 from bot.intake import SchedulerFactory, SignalHook
 from bot.menu import MenuEntry
 from bot.metrics import Metrics
@@ -70,9 +70,11 @@ class Feature:
     Its part in the core's work (bot/wiring/telegram.py hands these over): `drafts`: the
     chat path streams answers through it (`HandlerDeps.drafts`, one feature at most);
     `after_turn`: its part in a turn's reply (`HandlerDeps.after_turn`); `person_button`:
-    it answers the "talk to a person" button; `on_stored`: sees each update as soon as it
-    is stored (`Intake` signals); `topic_lost`: where a part goes whose forum topic was
-    deleted (`Responder`); `chats`: the scheduler and inbox fence of several instances.
+    it answers the "talk to a person" button; `offer_rows`: the buttons of its offers
+    under an answer in a private chat (bot/turn_view.py); `on_stored`: sees each update
+    as soon as it is stored (`Intake` signals); `topic_lost`: where a part goes whose
+    forum topic was deleted (`Responder`); `chats`: the scheduler and inbox fence of
+    several instances.
     """
 
     name: str
@@ -85,6 +87,7 @@ class Feature:
     drafts: AnswerDrafts | None = None
     after_turn: AfterTurn | None = None
     person_button: bool = False
+    offer_rows: OfferRows | None = None
     on_stored: SignalHook | None = None
     topic_lost: TopicLost | None = None
     chats: ChatOwnership | None = None

@@ -85,13 +85,16 @@ class FeatureSpec(Generic[Own, Conf]):
 
     `chat(needs, conf)`: its part in a turn, None when off; `telegram(needs, telegram,
     own, conf)`: its Telegram side, None when it has none; `words`: its texts per
-    language (every language, the same keys); `settings`: its settings group."""
+    language (every language, the same keys); `settings`: its settings group (the
+    settings of the features built before this list are still in `Settings`)."""
 
     name: str
     chat: Callable[[Needs, Conf], ChatPart[Own] | None]
     telegram: Callable[[Needs, TelegramNeeds, Own, Conf], Feature | None] | None = None
     settings: type[Conf] = NoSettings  # type: ignore[assignment]
     words: Mapping[Language, Mapping[str, str]] = field(default_factory=dict)
+    # values of its group's settings that turn it on (make check's lint builds it so)
+    turned_on: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +107,18 @@ class Built:
 
 
 def build_chat_parts(
-    specs: Iterable[FeatureSpec[Any, Any]], needs: Needs, **overrides: Any
+    specs: Iterable[FeatureSpec[Any, Any]],
+    needs: Needs,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[Built, ...]:
     """The features that are on, with their parts in a turn (in the list's order);
-    `overrides`: settings of the groups (tests). A bad group setting is `CannotStart`."""
+    `overrides`: settings of a group by feature name (the lint). A bad setting of a
+    group is `CannotStart`."""
+    overrides = overrides or {}
     built = []
     for spec in specs:
         try:
-            conf = load_feature_settings(spec.settings, **overrides)
+            conf = load_feature_settings(spec.settings, **overrides.get(spec.name, {}))
         except SettingsError as exc:
             raise CannotStart(str(exc)) from None
         part = spec.chat(needs, conf)

@@ -1,9 +1,10 @@
 """`python -m bot.features.lint`, run by `make check`: the features' declarations agree.
 
-Every feature of bot/features/registry.py is built with its setting on (a throwaway
-SQLite database, no network), then: a fragment of its system-prompt words names only
-tools the feature registers or the shop's own (always registered), the frame names only
-the shop's own, and its words have the same keys in every language. Exit 1 with one line
+Every feature of bot/features/registry.py is built with its setting on (`ALL_ON`, or its
+spec's `turned_on`; a throwaway SQLite database, no network), then: a fragment of its
+system-prompt words names only tools the feature registers or the shop's own (always
+registered), the frame names only the shop's own, and its words have the same keys in
+every language. Exit 1 with one line
 per problem.
 """
 
@@ -79,7 +80,7 @@ async def check(specs: Sequence[FeatureSpec[Any, Any]] = FEATURES) -> list[str]:
         try:
             shop = build_shop_directory(settings, db)
             needs = Needs(settings, db, shop, build_storage_retry(settings))
-            built = build_chat_parts(specs, needs)
+            built = build_chat_parts(specs, needs, {s.name: s.turned_on for s in specs})
             shop_tools = build_tools(settings, shop=shop).names
             return problems(built, shop_tools)
         finally:
