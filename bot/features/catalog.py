@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from bot.config import FeatureSettings, NoSettings, Settings, SettingsError, load_feature_settings
 from bot.features import Feature
+from bot.languages import Language
 from bot.sender import Sender
 from bot.startup import CannotStart
-from bot.texts import Language, TextTable
+from bot.texts import TextTable
 from services.limits import TurnSlots
 from services.llm.client import OpenAIChatModel
 from services.prompts.composed import PromptFragment, SystemPrompt, compose
