@@ -42,8 +42,9 @@ $(STAMP): pyproject.toml requirements-dev.lock
 run: $(STAMP)
 	$(BIN)/python -m bot
 
-# The static checks run first: a layer violation, a too-complex function (C901 > 12) or a
-# type error fails the suite before any test runs.
+# The static checks run first: a layer violation, a too-complex function (C901 > 12), a
+# type error or a feature's prompt words naming a tool it does not register
+# (bot/features/lint.py) fails the suite before any test runs.
 test: check
 	$(BIN)/python -m pytest
 
@@ -51,6 +52,7 @@ check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python -m bot.features.lint
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

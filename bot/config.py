@@ -15,7 +15,7 @@ import socket
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.texts import Language
+from bot.languages import Language
 from services.handoff import OperatorHours
 from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.shop.orders import OrderNumberRule, rule_from_setting
@@ -674,6 +674,35 @@ def load_settings(**overrides: Any) -> Settings:
         problems = "; ".join(_describe(error) for error in errors)
         if _both_required_missing(errors):
             problems += " (start from the example: cp .env.example .env, then fill them in)"
+        raise SettingsError(f"invalid settings: {problems}") from None
+
+
+class FeatureSettings(BaseSettings):
+    """A feature's settings group (bot/features/catalog.py `FeatureSpec.settings`): read
+    from the environment and `.env` like `Settings`, validated when the bot is wired."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", case_sensitive=False, extra="ignore"
+    )
+
+
+class NoSettings(FeatureSettings):
+    """The group of a feature whose settings are still in `Settings` (or that has none)."""
+
+
+_Group = TypeVar("_Group", bound=FeatureSettings)
+
+
+def load_feature_settings(group: type[_Group], **overrides: Any) -> _Group:
+    """A feature's settings group, or `SettingsError` with one line naming the setting;
+    `overrides` that are not the group's are left out."""
+    if not group.model_fields:
+        return group()
+    mine = {k: v for k, v in overrides.items() if k in group.model_fields}
+    try:
+        return group(**mine)
+    except ValidationError as exc:
+        problems = "; ".join(_describe(e) for e in exc.errors(include_input=False))
         raise SettingsError(f"invalid settings: {problems}") from None
 
 

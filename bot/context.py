@@ -23,7 +23,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from aiogram.types import Message
+from aiogram.types import InlineKeyboardButton, Message
 
 from bot.responder import Outbox, Responder
 from bot.sender import Sender
@@ -84,6 +84,8 @@ class TurnAddition:
 
 # a feature's look at a finished turn before its reply is sent (bot/routers/chat.py)
 AfterTurn = Callable[[Message, TurnReply, "UpdateContext"], Awaitable[TurnAddition | None]]
+# a feature's buttons for its offers under an answer in a private chat (bot/turn_view.py)
+OfferRows = Callable[[TurnReply, Texts], list[list[InlineKeyboardButton]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +97,8 @@ class HandlerDeps:
     `max_input_chars`: MAX_INPUT_CHARS; `feedback_buttons`: FEEDBACK_ENABLED (👍/👎 under
     AI answers). From the features (bot/features/): `drafts` (streamed answers; none by
     default), `after_turn` (their parts in a turn's reply, in order), `person_button` (a
-    feature answers the "talk to a person" button: shown after a failed turn or a 👎);
-    `order_updates`: ORDER_UPDATES_ENABLED ("notify me" under a customer's own order).
+    feature answers the "talk to a person" button: shown after a failed turn or a 👎),
+    `offer_rows` (their offers' buttons under an answer, e.g. "notify me").
     """
 
     chat_service: ChatService
@@ -112,7 +114,7 @@ class HandlerDeps:
     drafts: AnswerDrafts = NO_DRAFTS
     after_turn: tuple[AfterTurn, ...] = ()
     person_button: bool = False
-    order_updates: bool = False  # ORDER_UPDATES_ENABLED: "notify me" under own orders
+    offer_rows: tuple[OfferRows, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

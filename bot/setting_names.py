@@ -33,8 +33,13 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def known_names() -> frozenset[str]:
-    """Every setting of the bot, upper case, and the names compose reads from `.env`."""
-    return frozenset(name.upper() for name in Settings.model_fields) | COMPOSE_NAMES
+    """Every setting of the bot (the features' groups too), upper case, and the names
+    compose reads from `.env`."""
+    from bot.features.registry import FEATURES  # the feature modules: only when asked
+
+    groups = [spec.settings.model_fields for spec in FEATURES]
+    names = {name for fields in (Settings.model_fields, *groups) for name in fields}
+    return frozenset(name.upper() for name in names) | COMPOSE_NAMES
 
 
 def closest_name(name: str, known: Iterable[str], cutoff: float) -> str | None:

@@ -29,14 +29,23 @@ import argparse
 import asyncio
 import shlex
 import sys
-import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from bot.config import Settings, SettingsError, load_database_choice, load_settings
 from bot.exit_codes import ExitCode
-from bot.features.actions import action_parts
+from bot.features.actions import ACTIONS
+from bot.features.catalog import (
+    FeatureSpec,
+    Needs,
+    build_chat_parts,
+    own_of,
+    system_prompt,
+    tools_of,
+)
+from bot.features.registry import FEATURES
 from bot.replies import customer_text
 from bot.routers.actions import result_words
 from bot.texts import TextsError, TextTable, load_text_table
@@ -49,7 +58,6 @@ from bot.wiring.core import (
     build_turn_slots,
 )
 from services.actions import Outcome
-from services.handoff import HandoffService
 from services.llm.client import OpenAIChatModel
 from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ChatModel
@@ -71,15 +79,14 @@ from services.simulation.scenario import (
     load_scenarios,
 )
 from services.stats import Prices
-from storage.conversations import ConversationRepository
 from storage.database import Database, DatabaseOpenError, open_database
 from storage.feedback import disliked_conversations
-from storage.handoffs import HandoffRepository
 from storage.migrations import MigrationError
-from tools.request_human import request_human_tool
 
 # the simulation never talks to Telegram: any well-formed token will do
 UNUSED_BOT_TOKEN = "0:simulation-needs-no-telegram-token"
+# request_human is always offered, as with OPERATOR_CHAT_ID set (never written to)
+SIMULATED_OPERATOR_CHAT_ID = -1000000000000
 
 
 def add_parser(sub: Any) -> None:
@@ -177,30 +184,32 @@ def _prices(settings: Settings) -> Prices | None:
 
 
 class BotWiring:
-    """Builds the bot's chat service over a throwaway database, as bot/wiring does."""
+    """Builds the bot's chat service over a throwaway database from the bot's own feature
+    list (bot/features/registry.py): the features' parts in a turn, never Telegram's."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, specs: Sequence[FeatureSpec[Any, Any]] = FEATURES
+    ) -> None:
         self._settings = settings
+        self._specs = specs
         self._retry = build_storage_retry(settings)
 
-    def __call__(self, db: Database, model: ChatModel, settings: ScenarioSettings) -> SimulatedBot:
+    def settings_for(self, settings: ScenarioSettings) -> Settings:
+        """The bot's settings as a scenario runs them: its own changes, the throwaway
+        database's orders (never a live shop), and handoff on."""
         changes = {k: v for k, v in settings.model_dump().items() if v is not None}
         if "actions_enabled" in changes:
             changes["actions_enabled"] = tuple(changes["actions_enabled"])
-        # the throwaway database's orders, never a live shop (SHOP_BACKEND is ignored here)
-        bot = self._settings.model_copy(update={**changes, "shop_backend": "local"})
-        handoffs = HandoffService(
-            HandoffRepository(db),
-            ConversationRepository(db),
-            storage_retry=self._retry,
-            clock=time.time,
+        operator = self._settings.operator_chat_id or SIMULATED_OPERATOR_CHAT_ID
+        return self._settings.model_copy(
+            update={**changes, "shop_backend": "local", "operator_chat_id": operator}
         )
+
+    def __call__(self, db: Database, model: ChatModel, settings: ScenarioSettings) -> SimulatedBot:
+        bot = self.settings_for(settings)
         shop = build_shop_directory(bot, db)
-        # with actions on the model may propose them as in the bot (a proposal is stored
-        # pending in the throwaway database; the scenario's customer may press the card)
-        actions = action_parts(bot, db, shop, storage_retry=self._retry)
-        extra = (request_human_tool(handoffs), *(actions.tools if actions else ()))
-        registry = build_tools(bot, extra=extra, shop=shop)
+        built = build_chat_parts(self._specs, Needs(bot, db, shop, self._retry))
+        registry = build_tools(bot, extra=tools_of(built), shop=shop)
         core = build_core(
             bot,
             db,
@@ -210,9 +219,10 @@ class BotWiring:
             storage_retry=self._retry,
             record_observer=None,
             shop=shop,
-            actions_on=actions is not None,
+            system_prompt=system_prompt(built),
         )
-        return SimulatedBot(core.chat_service, actions.service if actions else None)
+        # with actions on, a scenario's customer may press the card (bot's ActionService)
+        return SimulatedBot(core.chat_service, own_of(built, ACTIONS))
 
 
 def _shown(texts: TextTable) -> Any:

@@ -34,13 +34,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Literal, get_args
 
 from bot.formatting import TELEGRAM_TEXT_LIMIT, markdown_to_messages
 
-Language = Literal["ru", "en"]
-LANGUAGES: tuple[Language, ...] = get_args(Language)
-DEFAULT_LANGUAGE: Language = "ru"  # the shop's own language unless DEFAULT_LANGUAGE says
+# re-exported: the texts' users name the languages from here
+from bot.languages import DEFAULT_LANGUAGE as DEFAULT_LANGUAGE
+from bot.languages import LANGUAGES as LANGUAGES
+from bot.languages import Language as Language
 
 # An override file is a few kilobytes of words; anything far larger is a mistake.
 MAX_TEXTS_FILE_BYTES = 64 * 1024

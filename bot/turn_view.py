@@ -16,8 +16,9 @@ wins:
 3. 👍/👎: an AI answer with text (our own texts are not rated);
 4. none.
 
-Below 2-4, in a private chat with order updates on, one "notify me when order N moves"
-row per own order the answer showed (`NotifyWhenItMoves`).
+Below 2-4, in a private chat, the rows the features draw for their offers (`offer_rows`:
+with order updates on, one "notify me when order N moves" row per own order the answer
+showed, bot/features/order_updates.py).
 
 The words: the answer (or our polite text, bot/replies.py), then the notice of a handoff
 the turn opened (`PersonWillAnswer`, worded by bot/handoff.py), then the hint that goes
@@ -28,10 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aiogram.types import InlineKeyboardButton
-
+from bot.context import OfferRows
 from bot.keyboards import (
-    OrderUpdatesButton,
     action_keyboard,
     feedback_keyboard,
     operator_keyboard,
@@ -42,7 +41,7 @@ from bot.replies import customer_text
 from bot.sender import ReplyMarkup
 from bot.texts import Texts
 from services.loop_types import TurnReply
-from services.offers import ConfirmAction, NotifyWhenItMoves, PersonWillAnswer, SharePhone
+from services.offers import ConfirmAction, PersonWillAnswer, SharePhone
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +60,7 @@ class ChatSide:
     feedback_buttons: bool  # 👍/👎 under AI answers (FEEDBACK_ENABLED)
     person_button: bool  # a person can be called (handoff to operators is on)
     language: str = "ru"  # the reply's language (an action card's words are per language)
-    order_updates: bool = False  # "notify me when it moves" (ORDER_UPDATES_ENABLED)
+    offer_rows: tuple[OfferRows, ...] = ()  # the features' offers' buttons (e.g. notify me)
 
 
 def turn_view(
@@ -107,20 +106,6 @@ def _markup(reply: TurnReply, texts: Texts, side: ChatSide, *, share: bool) -> R
     rated = None
     if side.feedback_buttons and reply.answered and reply.text:
         rated = feedback_keyboard(reply.turn_id)
-    return with_rows(rated, _notify_rows(reply, texts, side))
-
-
-def _notify_rows(
-    reply: TurnReply, texts: Texts, side: ChatSide
-) -> list[list[InlineKeyboardButton]]:
-    if not (side.order_updates and side.private_chat and reply.answered):
-        return []
-    rows = []
-    for offer in reply.offers:
-        if isinstance(offer, NotifyWhenItMoves):
-            number = offer.order_number
-            text = texts.for_order("order_updates_button", number)
-            button = OrderUpdatesButton.button("on", number, text)
-            if button is not None:
-                rows.append([button])
-    return rows
+    if not (side.private_chat and reply.answered):
+        return with_rows(rated, [])
+    return with_rows(rated, [row for rows in side.offer_rows for row in rows(reply, texts)])

@@ -36,8 +36,8 @@ The whole turn has a deadline; on expiry in-flight work is cancelled and what wa
 keeps its records.
 
 Streaming and stop: with a `listener`, each step is streamed where the model supports it
-(`StreamingChatModel.stream_complete`) and the listener sees the step's text as it is
-generated (a step that turns into tool calls tells it so). With a `stop` event, setting
+(it has `stream_complete`, as the real client) and the listener sees the step's text as
+it is generated (a step that turns into tool calls tells it so). With a `stop` event, setting
 it cancels the turn's model and tool work at once; the text of the step being streamed
 so far (empty in a tool step) comes back as the answer with stop reason `stopped`, and
 the cancelled call keeps its record (error code "cancelled").
@@ -169,6 +169,11 @@ class BoundedToolLoop:
     @property
     def max_steps(self) -> int:
         return self._max_steps
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools the model is offered, in registration order."""
+        return self._registry.names
 
     async def run(
         self,

@@ -286,28 +286,27 @@ class StatsRepository:
         for b in buckets:
             statuses = by_tool.setdefault(b.tool_name, dict.fromkeys(TOOL_STATUSES, 0))
             statuses[b.status] += b.calls
-        tools = []
-        for name in sorted(by_tool):
-            counts = by_tool[name]
-            business = await self._error_codes(name, "business_error", low, until, counts)
-            rejected = await self._error_codes(name, "rejected", low, until, counts)
-            ran = sum(counts.values()) - counts["rejected"]
-            p50 = await self._tool_duration_at(name, low, until, 50, ran)
-            p95 = await self._tool_duration_at(name, low, until, 95, ran)
-            tools.append(
-                ToolFigures(
-                    tool_name=name,
-                    calls=sum(counts.values()),
-                    success=counts["success"],
-                    business_errors=business,
-                    rejected=rejected,
-                    timeouts=counts["timeout"],
-                    technical_errors=counts["technical_error"],
-                    p50_ms=p50,
-                    p95_ms=p95,
-                )
-            )
+        tools = [await self._figures(n, by_tool[n], low, until) for n in sorted(by_tool)]
         return ToolUsage(tools=tools, buckets=buckets)
+
+    async def _figures(
+        self, name: str, counts: dict[str, int], low: float, until: float
+    ) -> ToolFigures:
+        """One tool's row: its calls by status, error codes and durations."""
+        business = await self._error_codes(name, "business_error", low, until, counts)
+        rejected = await self._error_codes(name, "rejected", low, until, counts)
+        ran = sum(counts.values()) - counts["rejected"]
+        return ToolFigures(
+            tool_name=name,
+            calls=sum(counts.values()),
+            success=counts["success"],
+            business_errors=business,
+            rejected=rejected,
+            timeouts=counts["timeout"],
+            technical_errors=counts["technical_error"],
+            p50_ms=await self._tool_duration_at(name, low, until, 50, ran),
+            p95_ms=await self._tool_duration_at(name, low, until, 95, ran),
+        )
 
     async def _error_codes(
         self, tool: str, status: str, low: float, until: float, counts: dict[str, int]

@@ -1,9 +1,10 @@
-"""Optional features as units: what each adds to the bot, through one seam (`Feature`).
+"""Optional features as units: what each adds to the bot's Telegram side (`Feature`).
 
-A feature is built by functions in its module (`bot/features/handoff.py`, `voice.py`,
-`streaming.py`, `instances.py`); where its setting leaves it off they return None and
-the wiring (bot/wiring/) adds nothing of it: no tool, no router, no command, no check, no
-gauge, no /stats section, no part in the core's work. The core classes take what a
+A feature is declared in its module (`FeatureSpec`, bot/features/catalog.py: its part in
+a turn — tools, prompt fragments — and this Telegram side) and listed once in
+bot/features/registry.py; where its setting leaves it off the wiring (bot/wiring/) adds
+nothing of it: no tool, no router, no command, no check, no gauge, no /stats section, no
+part in the core's work. The core classes take what a
 feature adds there as typed collaborators whose default is "nothing" (the intake's
 signals and scheduler, the inbox's fence, the responder's lost-topic fallback, the chat
 path's drafts and after-turn parts); the wiring fills them from the features, and what
@@ -19,14 +20,13 @@ from typing import Any
 from aiogram import Router
 from aiohttp import web
 
-from bot.context import AfterTurn, AnswerDrafts, HandlerDeps
+from bot.context import AfterTurn, AnswerDrafts, HandlerDeps, OfferRows
 from bot.intake import SchedulerFactory, SignalHook
 from bot.menu import MenuEntry
 from bot.metrics import Metrics
 from bot.responder import TopicLost
 from bot.routers.admin import StatsSection
 from storage.coordination import InboxFence
-from tools.base import Tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +70,14 @@ class Feature:
     Its part in the core's work (bot/wiring/telegram.py hands these over): `drafts`: the
     chat path streams answers through it (`HandlerDeps.drafts`, one feature at most);
     `after_turn`: its part in a turn's reply (`HandlerDeps.after_turn`); `person_button`:
-    it answers the "talk to a person" button; `on_stored`: sees each update as soon as it
-    is stored (`Intake` signals); `topic_lost`: where a part goes whose forum topic was
-    deleted (`Responder`); `chats`: the scheduler and inbox fence of several instances.
+    it answers the "talk to a person" button; `offer_rows`: the buttons of its offers
+    under an answer in a private chat (bot/turn_view.py); `on_stored`: sees each update
+    as soon as it is stored (`Intake` signals); `topic_lost`: where a part goes whose
+    forum topic was deleted (`Responder`); `chats`: the scheduler and inbox fence of
+    several instances.
     """
 
     name: str
-    tools: tuple[Tool[Any, Any], ...] = ()
     routers: Callable[[HandlerDeps], FeatureRouters] = _no_routers
     menu: tuple[MenuEntry, ...] = ()
     start_check: Callable[[int], Awaitable[None]] | None = None
@@ -86,6 +87,7 @@ class Feature:
     drafts: AnswerDrafts | None = None
     after_turn: AfterTurn | None = None
     person_button: bool = False
+    offer_rows: OfferRows | None = None
     on_stored: SignalHook | None = None
     topic_lost: TopicLost | None = None
     chats: ChatOwnership | None = None

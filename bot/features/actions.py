@@ -17,14 +17,16 @@ import time
 from dataclasses import dataclass
 from typing import Any, cast
 
-from bot.config import Settings
+from bot.config import NoSettings, Settings
 from bot.context import HandlerDeps
 from bot.features import Feature, FeatureRouters
+from bot.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
 from bot.routers.actions import build_action_router
 from bot.stats_view.actions import actions_block
 from bot.stats_view.table import TableSection
 from bot.texts import Language
 from services.actions import ActionService
+from services.prompts.support_chat import ORDER_ACTIONS_V1
 from services.stats import StatsReport
 from storage.actions import ActionRepository, LocalActionStore
 from storage.database import Database, StorageRetry
@@ -101,23 +103,20 @@ def action_parts(
     return ActionParts(service, tools)
 
 
-def actions_feature(
-    settings: Settings,
-    db: Database,
-    directory: ShopDirectory,
-    *,
-    storage_retry: StorageRetry,
-    operator_chat_id: int | None,
-    definitions: tuple[ActionDefinition[Any], ...] | None = None,
-) -> Feature | None:
-    """The feature, or None when no action is on. `definitions`: a shop's own actions
-    (default: the built-in ones ACTIONS_ENABLED names)."""
-    parts = action_parts(
-        settings, db, directory, storage_retry=storage_retry, definitions=definitions
-    )
+def actions_in_turns(needs: Needs, _conf: NoSettings) -> ChatPart[ActionService] | None:
+    """The proposing tools and the rule that lets the model propose (in place of the
+    read-only one), or None when no action is on."""
+    parts = action_parts(needs.settings, needs.db, needs.shop, storage_retry=needs.storage_retry)
     if parts is None:
         return None
-    service = parts.service
+    return ChatPart(parts.service, tools=parts.tools, prompt=(ORDER_ACTIONS_V1,))
+
+
+def actions_on_telegram(
+    needs: Needs, _telegram: TelegramNeeds, service: ActionService, _conf: NoSettings
+) -> Feature:
+    """The ✅/✖ router among the commands and the /stats block."""
+    operator_chat_id = needs.settings.operator_chat_id
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         return FeatureRouters(
@@ -132,6 +131,9 @@ def actions_feature(
 
         return lines
 
-    return Feature(
-        name="actions", tools=parts.tools, routers=routers, stats_sections=(stats_section,)
-    )
+    return Feature(name="actions", routers=routers, stats_sections=(stats_section,))
+
+
+ACTIONS: FeatureSpec[ActionService, NoSettings] = FeatureSpec(
+    name="actions", chat=actions_in_turns, telegram=actions_on_telegram
+)

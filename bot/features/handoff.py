@@ -16,9 +16,10 @@ import time
 
 from aiogram.types import Message
 
-from bot.config import Settings
+from bot.config import NoSettings
 from bot.context import AfterTurn, HandlerDeps, TurnAddition, UpdateContext
 from bot.features import Feature, FeatureRouters
+from bot.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
 from bot.handoff import HandoffDesk, HandoffSetupError
 from bot.metrics import Metrics
 from bot.routers.handoff import (
@@ -28,41 +29,45 @@ from bot.routers.handoff import (
     build_handoff_commands_router,
     build_operator_router,
 )
-from bot.sender import Sender
 from bot.startup import CannotStart
 from bot.stats_view.handoff import handoff_block
 from bot.stats_view.table import TableSection
-from bot.texts import Language, TextTable
+from bot.texts import Language
 from services.handoff import HandoffService
 from services.loop_types import TurnReply
 from services.stats import StatsReport, handoff_stats
 from storage.conversations import ConversationRepository
-from storage.database import Database, StorageRetry
 from storage.handoffs import HandoffRepository
 from tools.request_human import request_human_tool
 
 
-def build_handoff_desk(
-    settings: Settings,
-    db: Database,
-    *,
-    storage_retry: StorageRetry,
-    sender: Sender,
-    texts: TextTable,
-) -> HandoffDesk | None:
-    """The desk, or None without OPERATOR_CHAT_ID (then there is no handoff at all)."""
+def handoff_in_turns(needs: Needs, _conf: NoSettings) -> ChatPart[HandoffService] | None:
+    """The service and `request_human`, or None without OPERATOR_CHAT_ID (no handoff)."""
+    settings = needs.settings
     if settings.operator_chat_id is None:
         return None
     service = HandoffService(
-        HandoffRepository(db),
-        ConversationRepository(db),
+        HandoffRepository(needs.db),
+        ConversationRepository(needs.db),
         hours=settings.handoff_hours,
-        storage_retry=storage_retry,
+        storage_retry=needs.storage_retry,
         clock=time.time,
     )
-    return HandoffDesk(
-        operator_chat_id=settings.operator_chat_id, service=service, sender=sender, texts=texts
+    return ChatPart(service, tools=(request_human_tool(service),))
+
+
+def handoff_on_telegram(
+    needs: Needs, telegram: TelegramNeeds, service: HandoffService, _conf: NoSettings
+) -> Feature:
+    operator_chat_id = needs.settings.operator_chat_id
+    assert operator_chat_id is not None  # the part in turns is built only with it
+    desk = HandoffDesk(
+        operator_chat_id=operator_chat_id,
+        service=service,
+        sender=telegram.sender,
+        texts=telegram.texts,
     )
+    return handoff_feature(desk)
 
 
 def announce_handoff(desk: HandoffDesk) -> AfterTurn:
@@ -121,7 +126,6 @@ def handoff_feature(desk: HandoffDesk) -> Feature:
 
     return Feature(
         name="handoff",
-        tools=(request_human_tool(desk.service),),
         routers=routers,
         menu=MENU,
         start_check=check_operator_chat,
@@ -131,3 +135,8 @@ def handoff_feature(desk: HandoffDesk) -> Feature:
         person_button=True,
         topic_lost=desk.topic_lost,
     )
+
+
+HANDOFF: FeatureSpec[HandoffService, NoSettings] = FeatureSpec(
+    name="handoff", chat=handoff_in_turns, telegram=handoff_on_telegram
+)

@@ -15,8 +15,9 @@ import logging
 from dataclasses import dataclass
 
 from bot.claimed import Coordination, send_budget_share
-from bot.config import BotMode, Settings
+from bot.config import BotMode, NoSettings, Settings
 from bot.features import ChatOwnership, Feature
+from bot.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
 from bot.leadership import Leadership, polling_leadership
 from bot.metrics import Metrics
 from bot.sender import Sender, guard_requests
@@ -71,3 +72,18 @@ def instances_feature(instances: Instances) -> Feature:
         )
 
     return Feature(name="instances", gauges=gauges, chats=instances.chats)
+
+
+def instances_on_telegram(
+    _needs: Needs, telegram: TelegramNeeds, _own: None, _conf: NoSettings
+) -> Feature | None:
+    # built with the transport (the sender's guard needs it first): bot/wiring/telegram.py
+    return instances_feature(telegram.instances) if telegram.instances is not None else None
+
+
+# Telegram only (the claims and the poller's election); on with PostgreSQL
+INSTANCES: FeatureSpec[None, NoSettings] = FeatureSpec(
+    name="instances",
+    chat=lambda needs, _conf: on(needs.db.dialect.name == "postgres"),
+    telegram=instances_on_telegram,
+)

@@ -13,10 +13,11 @@ from __future__ import annotations
 from aiogram import Router
 from aiogram.types import MessageGenerationStopped
 
-from bot.config import Settings
+from bot.config import NoSettings, Settings
 from bot.context import HandlerDeps, UpdateContext
 from bot.drafts import Drafts
 from bot.features import Feature, FeatureRouters
+from bot.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
 from bot.sender import Sender
 from services.limits import TurnSlots
 
@@ -50,3 +51,18 @@ def streaming_feature(drafts: Drafts) -> Feature:
         return FeatureRouters(messages=(build_stop_router(),))
 
     return Feature(name="streaming", routers=routers, drafts=drafts, on_stored=drafts.signal)
+
+
+def streaming_on_telegram(
+    needs: Needs, telegram: TelegramNeeds, _own: None, _conf: NoSettings
+) -> Feature | None:
+    drafts = build_drafts(needs.settings, telegram.sender, telegram.turn_slots)
+    return streaming_feature(drafts) if drafts is not None else None
+
+
+# Telegram only: nothing of it in a turn's tools or words
+STREAMING: FeatureSpec[None, NoSettings] = FeatureSpec(
+    name="streaming",
+    chat=lambda needs, _conf: on(needs.settings.stream_answers),
+    telegram=streaming_on_telegram,
+)

@@ -8,9 +8,10 @@ reply, as any other non-text message. Its /stats block is part of the report
 
 from __future__ import annotations
 
-from bot.config import Settings
+from bot.config import NoSettings, Settings
 from bot.context import HandlerDeps
 from bot.features import Feature, FeatureRouters
+from bot.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
 from bot.routers.voice import build_voice_router
 from services.llm.client import OpenAIChatModel
 from services.voice import VoiceTranscription
@@ -40,3 +41,18 @@ def voice_feature(voice: VoiceTranscription) -> Feature:
 
     # transcripts of notes whose reply was stored before the last stop
     return Feature(name="voice", routers=routers, on_start=voice.forget_answered)
+
+
+def voice_on_telegram(
+    needs: Needs, telegram: TelegramNeeds, _own: None, _conf: NoSettings
+) -> Feature:
+    voice = build_voice(
+        needs.settings, telegram.model, telegram.voice_notes, storage_retry=needs.storage_retry
+    )
+    return voice_feature(voice)
+
+
+# always there (a voice note gets "text only" without TRANSCRIPTION_MODEL); Telegram only
+VOICE: FeatureSpec[None, NoSettings] = FeatureSpec(
+    name="voice", chat=lambda _needs, _conf: on(True), telegram=voice_on_telegram
+)

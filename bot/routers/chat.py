@@ -89,7 +89,7 @@ async def send_answer(
         feedback_buttons=deps.feedback_buttons,
         person_button=deps.person_button,
         language=ctx.language,
-        order_updates=deps.order_updates,
+        offer_rows=deps.offer_rows,
     )
     view = turn_view(
         reply, ctx.texts, side, handoff_notice="\n\n".join(notices) if notices else None

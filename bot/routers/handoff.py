@@ -40,7 +40,7 @@ from bot.responder import Outbox
 from bot.routers.chat import refusal_of, request_key
 from bot.texts import Texts
 from services.chat import ChatService
-from storage.handoffs import HandoffSource
+from storage.handoffs import Handoff, HandoffSource
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ def build_customer_handoff_router(deps: HandlerDeps, handoff: HandoffDesk) -> Ro
     router.message.filter(InOpenHandoff(handoff, deps.chat_service))
 
     @router.message()
-    async def mirror(message: Message, ctx: UpdateContext, open_handoff: Any) -> None:
+    async def mirror(message: Message, ctx: UpdateContext, open_handoff: Handoff) -> None:
         if not await within_limits(message, ctx, deps.limiter):
             return
         outbox = ctx.outbox

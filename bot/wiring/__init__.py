@@ -13,18 +13,24 @@ loop bot/app.py.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aiogram import Bot, Dispatcher
 
 from bot.config import Settings
 from bot.features import Feature
-from bot.features.actions import actions_feature
-from bot.features.handoff import build_handoff_desk, handoff_feature
-from bot.features.instances import instances_feature
-from bot.features.order_updates import order_updates_feature
-from bot.features.streaming import build_drafts, streaming_feature
-from bot.features.voice import build_voice, voice_feature
+from bot.features.catalog import (
+    FeatureSpec,
+    Needs,
+    TelegramNeeds,
+    build_chat_parts,
+    system_prompt,
+    telegram_features,
+    tools_of,
+)
+from bot.features.registry import FEATURES
 from bot.health import Health
 from bot.intake import Intake
 from bot.leadership import Leadership
@@ -67,40 +73,28 @@ class Application:
 
 
 async def build_application(
-    settings: Settings, db: Database, texts: TextTable = BUILT_IN
+    settings: Settings,
+    db: Database,
+    texts: TextTable = BUILT_IN,
+    *,
+    specs: Sequence[FeatureSpec[Any, Any]] = FEATURES,
 ) -> Application:
-    """Wire every object; nothing here talks to Telegram or the model yet."""
+    """Wire every object; nothing here talks to Telegram or the model yet. `specs`: the
+    features (bot/features/registry.py)."""
     retry = core.build_storage_retry(settings)
     model = core.build_model(settings)
     transport = telegram.build_transport(settings, db)
     turn_slots = core.build_turn_slots(settings)
 
-    desk = build_handoff_desk(
-        settings, db, storage_retry=retry, sender=transport.sender, texts=texts
-    )
-    voice_notes = VoiceNoteRepository(db)
-    voice = build_voice(settings, model, voice_notes, storage_retry=retry)
-    drafts = build_drafts(settings, transport.sender, turn_slots)
-    instances = transport.instances
     shop = core.build_shop_directory(settings, db)
-    actions = actions_feature(
-        settings,
-        db,
-        shop,
-        storage_retry=retry,
-        operator_chat_id=desk.operator_chat_id if desk else None,
-    )
-    order_updates = order_updates_feature(settings, db, transport.sender, texts, shop)
-    features = (
-        *((handoff_feature(desk),) if desk else ()),
-        voice_feature(voice),
-        *((streaming_feature(drafts),) if drafts else ()),
-        *((instances_feature(instances),) if instances else ()),
-        *((actions,) if actions else ()),
-        *((order_updates,) if order_updates else ()),
-    )
+    needs = Needs(settings, db, shop, retry)
+    built = build_chat_parts(specs, needs)  # the same list simulate builds from
+    voice_notes = VoiceNoteRepository(db)
+    instances = transport.instances
+    on_telegram = TelegramNeeds(transport.sender, texts, model, turn_slots, voice_notes, instances)
+    features = telegram_features(built, needs, on_telegram)
 
-    registry = core.build_tools(settings, [t for f in features for t in f.tools], shop=shop)
+    registry = core.build_tools(settings, tools_of(built), shop=shop)
     metrics = operations.build_metrics(settings, registry.names)
     chat = core.build_core(
         settings,
@@ -111,7 +105,7 @@ async def build_application(
         storage_retry=retry,
         record_observer=metrics,
         shop=shop,
-        actions_on=actions is not None,
+        system_prompt=system_prompt(built),
     )
     pipeline = telegram.build_pipeline(
         settings, db, transport, core=chat, texts=texts, features=features, voice_notes=voice_notes

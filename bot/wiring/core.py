@@ -9,8 +9,8 @@ from typing import Any
 from bot.config import Settings
 from bot.wiring.shop_platforms import PLATFORMS, build_platform_backend
 from services.chat import (
-    CHAT_PROMPT_ID,
     DEFAULT_SHOP_NAME,
+    PLAIN_SYSTEM_PROMPT,
     ChatOptions,
     ChatService,
     build_chat_service,
@@ -19,7 +19,8 @@ from services.limits import TurnSlots
 from services.llm.client import OpenAIChatModel
 from services.llm.types import ChatModel
 from services.loop import BoundedToolLoop
-from services.prompts import SUPPORT_CHAT_ACTIONS_ID, build_prompt_registry
+from services.prompts import build_prompt_registry
+from services.prompts.composed import SystemPrompt
 from storage.database import Database, StorageRetry
 from storage.records import RecordObserver
 from storage.shop import ShopRepository
@@ -120,10 +121,11 @@ def build_core(
     storage_retry: StorageRetry,
     record_observer: RecordObserver | None,
     shop: ShopDirectory | None = None,
-    actions_on: bool = False,
+    system_prompt: SystemPrompt = PLAIN_SYSTEM_PROMPT,
 ) -> Core:
     """The loop over `registry` and the chat service that runs it, turn by turn;
-    `actions_on`: the instruction that lets the model propose actions (ACTIONS_ENABLED)."""
+    `system_prompt`: composed from the fragments of the features that are on
+    (bot/features/catalog.py:system_prompt)."""
     loop = BoundedToolLoop(
         model,
         registry,
@@ -146,7 +148,7 @@ def build_core(
             history_token_budget=settings.history_token_budget,
             summary_max_tokens=settings.summary_max_tokens,
             draft_interval_s=settings.draft_interval_s,
-            prompt_id=SUPPORT_CHAT_ACTIONS_ID if actions_on else CHAT_PROMPT_ID,
+            system_prompt=system_prompt,
         ),
         storage_retry=storage_retry,
         record_observer=record_observer,

@@ -218,7 +218,7 @@ def build_handler_deps(
         drafts=drafts or NO_DRAFTS,
         after_turn=tuple(f.after_turn for f in features if f.after_turn is not None),
         person_button=any(f.person_button for f in features),
-        order_updates=settings.order_updates_enabled,
+        offer_rows=tuple(f.offer_rows for f in features if f.offer_rows is not None),
     )
 
 

@@ -66,20 +66,6 @@ class StepListener(Protocol):
         """The step asks for a tool: it is not an answer, whatever text it had."""
 
 
-class StreamingChatModel(ChatModel, Protocol):
-    """A `ChatModel` that can also stream a step (the real client does; doubles may not)."""
-
-    async def stream_complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        listener: StepListener,
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: ToolChoice | None = None,
-        parallel_tool_calls: bool | None = None,
-    ) -> LLMResponse: ...
-
-
 @dataclass(frozen=True, slots=True)
 class ModelCheck:
     """The start-up check of the model endpoint (`OpenAIChatModel.check`).

@@ -17,6 +17,7 @@ the guard is a courtesy, not a secrecy control.
 
 from __future__ import annotations
 
+from services.prompts.composed import PromptFragment, PromptFrame, Slot
 from services.prompts.template import PromptTemplate
 
 SUPPORT_CHAT_ID = "support_chat"
@@ -122,4 +123,32 @@ SUPPORT_CHAT_ACTIONS_V2 = PromptTemplate(
     version="2",
     required_variables=frozenset({"shop_name"}),
     body=SUPPORT_CHAT_V3.body.replace(_READ_ONLY_RULE, _ACTIONS_RULE),
+)
+
+# Since the composition from features' fragments (services/prompts/composed.py): the
+# frame every configuration shares. With no fragment its text is support_chat@3's, word
+# for word, hence its version; a feature's fragment fills a slot (tests pin both).
+_FACTS_RULE = """\
+- Use only facts from this conversation and from tool results."""
+_TOOLS_END = SUPPORT_CHAT_V3.body.index(_FACTS_RULE)
+_CHANGES_AT = SUPPORT_CHAT_V3.body.index(_READ_ONLY_RULE)
+_CHANGES_END = _CHANGES_AT + len(_READ_ONLY_RULE) + 1  # with its line's end
+
+SUPPORT_CHAT_FRAME = PromptFrame(
+    prompt_id=SUPPORT_CHAT_ID,
+    version="3",
+    parts=(
+        SUPPORT_CHAT_V3.body[:_TOOLS_END],
+        Slot.TOOLS,
+        SUPPORT_CHAT_V3.body[_TOOLS_END:_CHANGES_AT],
+        Slot.ORDER_CHANGES,
+        SUPPORT_CHAT_V3.body[_CHANGES_END:],
+    ),
+    defaults={Slot.ORDER_CHANGES: _READ_ONLY_RULE},
+)
+
+# The actions feature's rule (bot/features/actions.py), in place of the read-only one:
+# with it the frame says what support_chat_actions@2 said.
+ORDER_ACTIONS_V1 = PromptFragment(
+    fragment_id="order_actions", version="1", slot=Slot.ORDER_CHANGES, body=_ACTIONS_RULE
 )

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from bot.features.order_updates import notify_rows
 from bot.keyboards import ActionButton, ActionChoice, HandoffButton, markup_to_json
 from bot.texts import EN
 from bot.turn_view import ChatSide, TurnView, turn_view
@@ -130,7 +131,9 @@ def test_only_exactly_our_action_data_is_read(data: str | None) -> None:
 
 
 NOTIFY = NotifyWhenItMoves(order_number="8041")
-UPDATES = ChatSide(private_chat=True, feedback_buttons=True, person_button=True, order_updates=True)
+UPDATES = ChatSide(
+    private_chat=True, feedback_buttons=True, person_button=True, offer_rows=(notify_rows,)
+)
 
 
 def rows(view: TurnView) -> list[list[str]]:
@@ -147,14 +150,20 @@ def rows(view: TurnView) -> list[list[str]]:
         (
             offering(ANSWER, NOTIFY),
             ChatSide(
-                private_chat=False, feedback_buttons=True, person_button=True, order_updates=True
+                private_chat=False,
+                feedback_buttons=True,
+                person_button=True,
+                offer_rows=(notify_rows,),
             ),
             [[f"fb:{TURN}:u", f"fb:{TURN}:d"]],
         ),
         (
             offering(ANSWER, NOTIFY),
             ChatSide(
-                private_chat=True, feedback_buttons=False, person_button=True, order_updates=True
+                private_chat=True,
+                feedback_buttons=False,
+                person_button=True,
+                offer_rows=(notify_rows,),
             ),
             [["ou:on:8041"]],
         ),

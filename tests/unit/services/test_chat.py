@@ -94,7 +94,6 @@ def _service(
     )
     service = ChatService(
         loop=loop,
-        prompts=prompts,
         conversations=conversations,
         recorder=recorder,
         summarizer=summarizer,
@@ -591,7 +590,6 @@ async def test_a_turn_answered_while_a_summary_runs_is_still_summarised(db: Data
     )
     service = ChatService(
         loop=FakeLoop(answer=lambda messages, context: "a" * 200),
-        prompts=prompts,
         conversations=ConversationRepository(db),
         recorder=recorder,
         summarizer=summarizer,
@@ -638,7 +636,6 @@ async def test_a_storage_failure_does_not_hide_the_outcome_from_the_customer(
     )
     service = ChatService(
         loop=FakeLoop(answer=fail),
-        prompts=prompts,
         conversations=conversations,
         recorder=recorder,
         summarizer=summarizer,

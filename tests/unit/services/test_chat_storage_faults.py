@@ -62,7 +62,6 @@ def service_with(db: Database, loop: FakeLoop, recorder: TurnRecorder, retry: St
     conversations = ConversationRepository(db)
     return ChatService(
         loop=loop,
-        prompts=prompts,
         conversations=conversations,
         recorder=recorder,
         summarizer=ConversationSummarizer(

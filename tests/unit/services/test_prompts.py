@@ -7,9 +7,18 @@ import re
 import pytest
 
 from services.prompts import PromptError, PromptTemplate, build_prompt_registry
+from services.prompts.composed import (
+    PromptFragment,
+    PromptFrame,
+    Slot,
+    compose,
+    tool_references,
+    unregistered,
+)
 from services.prompts.conversation_summary import CONVERSATION_SUMMARY_V1
 from services.prompts.support_chat import (
     SUPPORT_CHAT_ACTIONS_V2,
+    SUPPORT_CHAT_FRAME,
     SUPPORT_CHAT_V1,
     SUPPORT_CHAT_V2,
     SUPPORT_CHAT_V3,
@@ -129,3 +138,34 @@ def test_the_system_instructions_hold_nothing_secret() -> None:
     assert CONVERSATION_SUMMARY_V1.required_variables == frozenset({"max_words"})
     rendered = registry.render("support_chat", shop_name="Кофейный двор").text
     assert rendered == SUPPORT_CHAT_V3.body.replace("{{shop_name}}", "Кофейный двор")
+
+
+def test_a_fragment_goes_in_its_slot_and_the_ref_names_it() -> None:
+    """A feature's rule for its tools lands after the shop's tools' rules; the read-only
+    rule gives way to a fragment for order changes; the ref lists what was used."""
+    hours = PromptFragment("hours", "2", Slot.TOOLS, "- For opening hours, call get_hours.")
+    changes = PromptFragment("changes", "1", Slot.ORDER_CHANGES, "- Orders change by magic.")
+    composed = compose(SUPPORT_CHAT_FRAME, (hours, changes))
+    text = composed.render(shop_name="X").text
+    assert composed.ref == "support_chat@3+hours@2+changes@1"
+    assert text.index("get_shop_info") < text.index("get_hours") < text.index("Use only facts")
+    assert "The tools only read data" not in text and "by magic" in text
+    alone = compose(SUPPORT_CHAT_FRAME, ()).render(shop_name="X")
+    assert alone.text == SUPPORT_CHAT_V3.render(shop_name="X").text
+
+
+def test_a_fragment_given_twice_or_without_a_place_is_refused() -> None:
+    one = PromptFragment("one", "1", Slot.TOOLS, "- a rule")
+    with pytest.raises(PromptError, match="twice"):
+        compose(SUPPORT_CHAT_FRAME, (one, one))
+    with pytest.raises(PromptError, match="no place"):
+        compose(PromptFrame("p", "1", parts=("Hi",)), (one,))
+    with pytest.raises(PromptError):
+        PromptFragment("bad", "1", Slot.TOOLS, "- hello {{shop_name}}")
+
+
+def test_the_tools_a_text_names_are_its_snake_case_words() -> None:
+    text = "call get_order_status or the propose_* tools; <conversation_summary> {{shop_name}}"
+    assert tool_references(text) == {"get_order_status", "propose_*"}
+    assert unregistered(text, ("get_order_status", "propose_cancel_order")) == []
+    assert unregistered(text, ("get_order_status",)) == ["propose_*"]

@@ -1,0 +1,101 @@
+"""The one feature list: the prompt the model sees, and simulate built like the bot.
+
+The system instruction is composed from the frame and the fragments of the features
+that are on; for the configurations that existed before the composition it is the old
+whole prompt word for word (support_chat@3; support_chat_actions@2 with actions on), only
+its ref names the parts now. `support-bot simulate` builds from the same list, so for the
+same settings it offers the model the same tools under the same instruction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from bot.features.lint import check
+from bot.features.registry import FEATURES
+from bot.simulate import BotWiring
+from bot.wiring import Application, build_application
+from services.chat import ChatService
+from services.prompts.support_chat import SUPPORT_CHAT_ACTIONS_V2, SUPPORT_CHAT_V3
+from services.simulation.scenario import ScenarioSettings
+from storage.database import Database
+from tests.doubles.scripted_llm import ScriptedLLM, text_response
+from tests.unit.test_config import make
+
+SHOP = "Кофейный двор"
+WITH_ACTIONS = "support_chat@3+order_actions@1"
+# the configurations of before, and the whole prompt the model saw in each
+BEFORE = [
+    ({}, SUPPORT_CHAT_V3, "support_chat@3"),
+    ({"OPERATOR_CHAT_ID": "-1001234"}, SUPPORT_CHAT_V3, "support_chat@3"),
+    ({"ACTIONS_ENABLED": "cancel_order"}, SUPPORT_CHAT_ACTIONS_V2, WITH_ACTIONS),
+    (
+        {
+            "OPERATOR_CHAT_ID": "-1001234",
+            "ACTIONS_ENABLED": "cancel_order,request_return",
+            "ORDER_UPDATES_ENABLED": "true",
+            "STREAM_ANSWERS": "false",
+        },
+        SUPPORT_CHAT_ACTIONS_V2,
+        WITH_ACTIONS,
+    ),
+]
+
+
+@pytest.fixture
+async def wired(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, db: Database
+) -> AsyncIterator[Application]:
+    app = await build_application(make(monkeypatch, SHOP_NAME=SHOP, **request.param), db)
+    yield app
+    await app.bot.session.close()
+    await app.model.aclose()
+    await app.chat_service.aclose()
+
+
+@pytest.mark.parametrize(("wired", "whole", "ref"), BEFORE, indirect=["wired"])
+async def test_the_model_sees_the_whole_prompt_of_before(
+    wired: Application, whole: object, ref: str
+) -> None:
+    instruction = wired.chat_service.instruction
+    assert instruction.text == whole.render(shop_name=SHOP).text  # type: ignore[attr-defined]
+    assert instruction.ref == ref
+
+
+async def _simulated(app: Application, db: Database) -> ChatService:
+    wiring = BotWiring(app.settings)
+    model = ScriptedLLM(lambda _messages, _choice: text_response("-"))
+    return wiring(db, model, ScenarioSettings()).chat
+
+
+@pytest.mark.parametrize(("wired", "whole", "ref"), [BEFORE[1], BEFORE[3]], indirect=["wired"])
+async def test_simulate_offers_the_tools_and_instruction_the_bot_does(
+    wired: Application, whole: object, ref: str, db: Database
+) -> None:
+    simulated = await _simulated(wired, db)
+    try:
+        assert simulated.tool_names == wired.tool_names
+        assert simulated.instruction == wired.chat_service.instruction
+    finally:
+        await simulated.aclose()
+
+
+@pytest.mark.parametrize("wired", [{}], indirect=True)
+async def test_simulate_differs_only_by_always_offering_a_person(
+    wired: Application, db: Database
+) -> None:
+    """Handoff scenarios are judged with OPERATOR_CHAT_ID unset too (never sent to)."""
+    simulated = await _simulated(wired, db)
+    try:
+        assert "request_human" not in wired.tool_names
+        assert simulated.tool_names == (*wired.tool_names, "request_human")
+        assert simulated.instruction == wired.chat_service.instruction
+    finally:
+        await simulated.aclose()
+
+
+async def test_the_features_words_name_only_their_own_tools() -> None:
+    """What `make check` runs (bot/features/lint.py), on the real list."""
+    assert await check(FEATURES) == []
