@@ -272,7 +272,7 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
     prices = _prices(settings)
     model_scores = scores(results, prices)
     print(terminal_table(model_scores, prices))
-    command = "support-bot simulate " + shlex.join(
+    command = "./support-bot simulate " + shlex.join(
         sys.argv[2:] if sys.argv[1:2] == ["simulate"] else sys.argv[1:]
     )
     if interrupted:
