@@ -160,6 +160,14 @@ class ShopRepository:
             aliases=tuple(a["alias"] for a in aliases),
         )
 
+    async def first_return_policy(self) -> ReturnPolicyRecord | None:
+        """The policy of the first product by its stored name (byte order), or None."""
+        row = await self._db.fetch_one(
+            "SELECT product FROM return_policies"
+            f" ORDER BY product{self._db.dialect.collate_binary} LIMIT 1"
+        )
+        return None if row is None else await self.find_return_policy(str(row["product"]))
+
     async def get_text(self, key: str) -> str | None:
         row = await self._db.fetch_one("SELECT value FROM shop_texts WHERE key = ?", (key,))
         return None if row is None else str(row["value"])
