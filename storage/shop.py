@@ -36,6 +36,9 @@ __all__ = [
 ]
 
 
+# the stored columns of an order, as `_order_record` reads them
+_ORDER_READ = ", ".join(ORDER_COLUMNS)
+
 # the advisory lock key of every write that reads the shop tables to decide what to write
 SHOP_DATA_LOCK = "shop-data"
 
@@ -50,8 +53,7 @@ class ShopRepository:
 
     async def get_order(self, order_id: str) -> OrderRecord | None:
         row = await self._db.fetch_one(
-            "SELECT order_id, status, owner_telegram_id, owner_phone, updated_at, pickup_point,"
-            " expected_date FROM orders WHERE order_id = ?",
+            f"SELECT order_id, {_ORDER_READ} FROM orders WHERE order_id = ?",
             (order_id,),
         )
         if row is None:
@@ -61,8 +63,7 @@ class ShopRepository:
     async def orders_for_phone(self, phone: str, *, limit: int) -> list[OrderRecord]:
         """Orders whose `owner_phone` is this E.164 phone, the latest update first."""
         rows = await self._db.fetch_all(
-            "SELECT order_id, status, owner_telegram_id, owner_phone, updated_at, pickup_point,"
-            " expected_date FROM orders WHERE owner_phone = ?"
+            f"SELECT order_id, {_ORDER_READ} FROM orders WHERE owner_phone = ?"
             " ORDER BY updated_at DESC, order_id DESC LIMIT ?",
             (phone, limit),
         )
@@ -359,15 +360,7 @@ _DEMO_DATA_SQL = "SELECT " + " OR ".join(
 
 
 def _order_record(row: Row) -> OrderRecord:
-    return OrderRecord(
-        order_id=row["order_id"],
-        status=row["status"],
-        owner_telegram_id=row["owner_telegram_id"],
-        owner_phone=row["owner_phone"],
-        updated_at=row["updated_at"],
-        pickup_point=row["pickup_point"],
-        expected_date=row["expected_date"],
-    )
+    return OrderRecord(order_id=row["order_id"], **{name: row[name] for name in ORDER_COLUMNS})
 
 
 async def _holds_own_data(tx: Tx) -> bool:
@@ -398,20 +391,11 @@ async def _remove_demo(tx: Tx, now: float) -> DemoRemoved:
 
 
 async def _insert_orders(tx: Tx, orders: Sequence[OrderRecord], *, demo: bool) -> None:
+    marks = ", ".join("?" for _ in ORDER_COLUMNS)
     await tx.executemany(
-        "INSERT INTO orders(order_id, status, owner_telegram_id, owner_phone,"
-        " updated_at, pickup_point, expected_date, demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO orders(order_id, {_ORDER_READ}, demo) VALUES (?, {marks}, ?)",
         [
-            (
-                order.order_id,
-                order.status,
-                order.owner_telegram_id,
-                order.owner_phone,
-                order.updated_at,
-                order.pickup_point,
-                order.expected_date,
-                int(demo),
-            )
+            (order.order_id, *(getattr(order, name) for name in ORDER_COLUMNS), int(demo))
             for order in orders
         ],
     )
