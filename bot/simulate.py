@@ -4,11 +4,14 @@ Runs scenarios (services/simulation; the default suite when no file is named) th
 the bot's own chat service, tool loop, tools, prompts and output guard, wired here
 exactly as the running bot wires them (bot/wiring/core.py), against the configured
 model endpoint (OPENAI_BASE_URL, OPENAI_API_KEY; `--model` to override, several to
-compare), each run on a throwaway SQLite copy of the demo shop plus the scenario's own
-data: never the shop's database, never Telegram. `request_human` is always offered, as
-with OPERATOR_CHAT_ID set, so handoff scenarios can be judged. Actions (ACTIONS_ENABLED,
-or a scenario's own `actions_enabled`) are offered as in the bot; a scenario's customer
-may press the card, carried out by the bot's own ActionService on the throwaway orders.
+compare), each run on a throwaway SQLite copy of the shop plus the scenario's own data —
+the shop's own data from its database (DATABASE_PATH / DATABASE_URL, read once, never
+written: `read_own_shop`) when it has some, else the demo — never the shop's database
+itself, never a live shop (SHOP_BACKEND is ignored), never Telegram. `request_human` is
+always offered, as with OPERATOR_CHAT_ID set, so handoff scenarios can be judged. Actions
+(ACTIONS_ENABLED, or a scenario's own `actions_enabled`) are offered as in the bot; a
+scenario's customer may press the card, carried out by the bot's own ActionService on
+the throwaway orders.
 
 `--from-feedback` writes scenario drafts from the answers rated 👎 in the bot's database
 (DATABASE_PATH / DATABASE_URL; read only) instead.
@@ -29,6 +32,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bot.config import Settings, SettingsError, load_database_choice, load_settings
+from bot.data_import import describe_target
 from bot.exit_codes import ExitCode
 from bot.features.actions import action_parts
 from bot.replies import customer_text
@@ -49,6 +53,7 @@ from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ChatModel
 from services.loop_types import TurnReply
 from services.simulation.drafts import drafts_document
+from services.simulation.own_shop import OwnShop, read_own_shop
 from services.simulation.report import below, markdown_report, scores, terminal_table
 from services.simulation.runner import ModelTarget, Progress, SimulatedBot, Simulator
 from services.simulation.scenario import (
@@ -60,11 +65,13 @@ from services.simulation.scenario import (
 )
 from services.stats import Prices
 from storage.conversations import ConversationRepository
-from storage.database import Database, DatabaseOpenError, open_database
+from storage.database import Database, DatabaseOpenError, is_database_error, open_database
 from storage.feedback import disliked_conversations
 from storage.handoffs import HandoffRepository
 from storage.migrations import MigrationError
+from storage.shop import ShopRepository
 from tools.request_human import request_human_tool
+from tools.shop.orders import FOUR_DIGITS
 
 # the simulation never talks to Telegram: any well-formed token will do
 UNUSED_BOT_TOKEN = "0:simulation-needs-no-telegram-token"
@@ -234,11 +241,38 @@ async def endpoint_problem(models: dict[str, OpenAIChatModel], settings: Setting
     return None
 
 
+async def own_shop(settings: Settings) -> tuple[OwnShop | None, str]:
+    """The shop's own data in the bot's database (read only), and one line saying which
+    shop the scenarios run on; DatabaseOpenError when the database cannot be read."""
+    choice = settings.database
+    path = Path(choice.target)
+    if choice.setting == "DATABASE_PATH" and not await asyncio.to_thread(path.exists):
+        return None, f"shop: the demo (no database at {describe_target(choice)} yet)"
+    db = await open_database(choice.target, migrate=False, pool_size=1)
+    try:
+        own = await read_own_shop(ShopRepository(db))
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        raise DatabaseOpenError(f"cannot be read: {exc}") from None
+    finally:
+        await db.close()
+    if own is None:
+        return None, f"shop: the demo ({describe_target(choice)} holds no data of your shop)"
+    return own, f"shop: a copy of your data in {describe_target(choice)}: {own.describe()}"
+
+
 async def run_simulation(args: argparse.Namespace, settings: Settings, texts: TextTable) -> int:
     try:
         scenarios = _scenarios(args)
     except ScenarioError as exc:
         return _error(str(exc))
+    own, shop_line = None, "shop: the demo"
+    if any(scenario.shop == "own" for scenario in scenarios):
+        try:
+            own, shop_line = await own_shop(settings)
+        except (DatabaseOpenError, MigrationError) as exc:
+            return _error(f"{settings.database.setting} {settings.database.shown}: {exc}")
     names = list(dict.fromkeys(args.model or [settings.openai_model]))
     models = {name: _model(settings, name) for name in names}
     customer_name = args.customer_model or names[0]
@@ -254,7 +288,10 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         action_words=_action_words(texts),
         customer_model=customer,
         progress=_progress,
+        own_shop=own,
+        number_rule=settings.order_number_rule() or FOUR_DIGITS,
     )
+    print(shop_line, file=sys.stderr)
     print(
         f"simulating {len(scenarios)} scenarios × {len(names)} model(s) × {args.trials} trial(s)",
         file=sys.stderr,
@@ -284,6 +321,7 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         min_pass=args.min_pass,
         prices=prices,
         command=command,
+        shop=shop_line,
     )
     try:
         args.report.write_text(report, encoding="utf-8")

@@ -69,6 +69,15 @@ class ShopRepository:
         )
         return [_order_record(row) for row in rows]
 
+    async def latest_orders(self, limit: int) -> list[OrderRecord]:
+        """Up to `limit` orders, the latest update first (a simulation's copy of the shop)."""
+        rows = await self._db.fetch_all(
+            f"SELECT order_id, {_ORDER_READ} FROM orders"
+            f" ORDER BY updated_at DESC, order_id{self._db.dialect.collate_binary} LIMIT ?",
+            (limit,),
+        )
+        return [_order_record(row) for row in rows]
+
     async def record_order_lookup(
         self, *, user_id: int, order_id: str, now: float, since: float, max_distinct: int
     ) -> bool:
@@ -169,6 +178,30 @@ class ShopRepository:
         )
         return None if row is None else await self.find_return_policy(str(row["product"]))
 
+    async def return_policies(self, limit: int) -> list[ReturnPolicyRecord]:
+        """Up to `limit` policies with their aliases, by product (byte order)."""
+        rows = await self._db.fetch_all(
+            "SELECT product, display_name, return_days, conditions FROM return_policies"
+            f" ORDER BY product{self._db.dialect.collate_binary} LIMIT ?",
+            (limit,),
+        )
+        aliases: dict[str, list[str]] = {}
+        for alias in await self._db.fetch_all(
+            "SELECT alias, product FROM return_policy_aliases"
+            f" ORDER BY alias{self._db.dialect.collate_binary}"
+        ):
+            aliases.setdefault(alias["product"], []).append(alias["alias"])
+        return [
+            ReturnPolicyRecord(
+                product=row["product"],
+                display_name=row["display_name"],
+                return_days=row["return_days"],
+                conditions=row["conditions"],
+                aliases=tuple(aliases.get(row["product"], ())),
+            )
+            for row in rows
+        ]
+
     async def get_text(self, key: str) -> str | None:
         row = await self._db.fetch_one("SELECT value FROM shop_texts WHERE key = ?", (key,))
         return None if row is None else str(row["value"])
@@ -196,6 +229,27 @@ class ShopRepository:
             row["matched"]: FaqRecord(key=row["key"], topic=row["topic"], answer=row["answer"])
             for row in rows
         }
+
+    async def faq_entries(self) -> list[FaqRecord]:
+        """The whole FAQ with its aliases, in the order the shop listed it."""
+        rows = await self._db.fetch_all(
+            "SELECT key, topic, answer FROM faq_entries"
+            f" ORDER BY position, key{self._db.dialect.collate_binary}"
+        )
+        aliases: dict[str, list[str]] = {}
+        for alias in await self._db.fetch_all(
+            f"SELECT alias, key FROM faq_aliases ORDER BY alias{self._db.dialect.collate_binary}"
+        ):
+            aliases.setdefault(alias["key"], []).append(alias["alias"])
+        return [
+            FaqRecord(
+                key=row["key"],
+                topic=row["topic"],
+                answer=row["answer"],
+                aliases=tuple(aliases.get(row["key"], ())),
+            )
+            for row in rows
+        ]
 
     async def faq_topics(self, limit: int) -> list[str]:
         """The first `limit` topics, in the order the shop listed them."""

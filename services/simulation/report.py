@@ -192,12 +192,15 @@ def markdown_report(
     min_pass: float,
     prices: Prices | None = None,
     command: str = "",
+    shop: str = "",
 ) -> str:
     """The whole report: the scores, then every failing run with what failed and its
-    transcript."""
+    transcript. `shop`: which shop the scenarios ran on (one line)."""
     lines = ["# Simulation report", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
+    if shop:
+        lines += [shop[:1].upper() + shop[1:], ""]
     lines += [f"Trials per scenario: {trials}; required pass^1 per scenario: {min_pass:.2f}", ""]
     lines += [
         "| model | scenarios | pass^1 | pass^k | model calls | tokens (prompt + completion) "
