@@ -185,12 +185,7 @@ class ShopRepository:
             f" ORDER BY product{self._db.dialect.collate_binary} LIMIT ?",
             (limit,),
         )
-        aliases: dict[str, list[str]] = {}
-        for alias in await self._db.fetch_all(
-            "SELECT alias, product FROM return_policy_aliases"
-            f" ORDER BY alias{self._db.dialect.collate_binary}"
-        ):
-            aliases.setdefault(alias["product"], []).append(alias["alias"])
+        aliases = await self._aliases("return_policy_aliases", "product")
         return [
             ReturnPolicyRecord(
                 product=row["product"],
@@ -236,11 +231,7 @@ class ShopRepository:
             "SELECT key, topic, answer FROM faq_entries"
             f" ORDER BY position, key{self._db.dialect.collate_binary}"
         )
-        aliases: dict[str, list[str]] = {}
-        for alias in await self._db.fetch_all(
-            f"SELECT alias, key FROM faq_aliases ORDER BY alias{self._db.dialect.collate_binary}"
-        ):
-            aliases.setdefault(alias["key"], []).append(alias["alias"])
+        aliases = await self._aliases("faq_aliases", "key")
         return [
             FaqRecord(
                 key=row["key"],
@@ -250,6 +241,16 @@ class ShopRepository:
             )
             for row in rows
         ]
+
+    async def _aliases(self, table: str, owner: str) -> dict[str, list[str]]:
+        """Every alias of `table` by the row it names (`owner`), in byte order."""
+        rows = await self._db.fetch_all(
+            f"SELECT alias, {owner} FROM {table} ORDER BY alias{self._db.dialect.collate_binary}"
+        )
+        aliases: dict[str, list[str]] = {}
+        for row in rows:
+            aliases.setdefault(row[owner], []).append(row["alias"])
+        return aliases
 
     async def faq_topics(self, limit: int) -> list[str]:
         """The first `limit` topics, in the order the shop listed them."""

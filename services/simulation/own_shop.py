@@ -15,21 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.shop import ShopRepository
-from storage.shop_records import FaqRecord, OrderRecord, ReturnPolicyRecord
+from storage.shop_records import ORDER_COLUMNS, FaqRecord, OrderRecord, ReturnPolicyRecord
 from tools.shop.import_document import MAX_FILE_ITEMS, MAX_ORDERS, MAX_RETURN_POLICIES
 from tools.shop.rules import GENERAL_RETURN_POLICY_KEY
 
-# the orders' columns an import document names as they are stored
-_ORDER_FIELDS = (
-    "status",
-    "owner_telegram_id",
-    "owner_phone",
-    "updated_at",
-    "pickup_point",
-    "expected_date",
-    "carrier",
-    "tracking_number",
-    "tracking_url",
+# the orders' columns an import document names as they are stored (the items and the
+# total are stored in their own form and written back as the document's)
+_ORDER_FIELDS = tuple(
+    c for c in ORDER_COLUMNS if c not in ("items", "total_amount", "total_currency")
 )
 
 
