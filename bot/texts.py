@@ -753,7 +753,9 @@ def describe_table(table: TextTable) -> str:
         f"Customers whose Telegram language is neither {others} read the {default} texts.",
         "Texts are shown as written (Markdown: *bold* reaches customers in bold); "
         "{limit} is MAX_INPUT_CHARS (in voice_too_long: VOICE_MAX_SECONDS); "
-        "{commands} in help is the list of the commands in the menu.",
+        "{commands} in help is the list of the commands in the menu; {examples} in start "
+        "is what the assistant can do and example questions, made from the shop's data "
+        "at each /start.",
     ]
     order = [default, *(language for language in LANGUAGES if language != default)]
     for language in order:
