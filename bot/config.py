@@ -415,8 +415,12 @@ class Settings(ShopSettings):
     # above are the Medusa URL and secret key, the WooCommerce site and consumer key):
     # SHOP_BACKEND=woocommerce: the REST API key's consumer secret (cs_...)
     shop_api_secret: SecretStr | None = None
-    # SHOP_BACKEND=shopify: the store (xxx.myshopify.com) and the Admin API version
+    # SHOP_BACKEND=shopify: the store (xxx.myshopify.com) and the Admin API version; the
+    # credentials: a Dev Dashboard app's client ID and secret (short-lived tokens from the
+    # client credentials grant), or SHOP_API_TOKEN (a custom app made in the admin before 2026)
     shopify_shop: str | None = None
+    shopify_client_id: str | None = Field(default=None, min_length=1, max_length=200)
+    shopify_client_secret: SecretStr | None = None
     shopify_api_version: str = Field(default="2026-07", pattern=r"^(\d{4}-(01|04|07|10)|unstable)$")
     # SHOP_BACKEND=woocommerce: order numbers are the orders' ids (false with a
     # sequential-numbers plugin), and plugins' statuses read as ours
@@ -613,13 +617,34 @@ class Settings(ShopSettings):
         """The settings each SHOP_BACKEND needs, named in one line when one is missing."""
         needs = {
             "medusa": ("shop_api_url", "shop_api_token"),
-            "shopify": ("shopify_shop", "shop_api_token"),
+            "shopify": ("shopify_shop",),
             "woocommerce": ("shop_api_url", "shop_api_token", "shop_api_secret"),
         }.get(self.shop_backend, ())
         for name in needs:
             if getattr(self, name) is None:
                 raise ValueError(f"{name.upper()}: required when SHOP_BACKEND={self.shop_backend}")
+        if self.shop_backend == "shopify":
+            self._check_shopify_credentials()
         return self
+
+    def _check_shopify_credentials(self) -> None:
+        """Either the app's client ID and secret, or a fixed token; not both, not half."""
+        client = (self.shopify_client_id is not None, self.shopify_client_secret is not None)
+        if client == (True, False):
+            raise ValueError("SHOPIFY_CLIENT_SECRET: required with SHOPIFY_CLIENT_ID")
+        if client == (False, True):
+            raise ValueError("SHOPIFY_CLIENT_ID: required with SHOPIFY_CLIENT_SECRET")
+        if all(client) and self.shop_api_token is not None:
+            raise ValueError(
+                "SHOP_API_TOKEN: set either it or SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET, "
+                "not both"
+            )
+        if not any(client) and self.shop_api_token is None:
+            raise ValueError(
+                "SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET: required when SHOP_BACKEND=shopify "
+                "(the Dev Dashboard app's client credentials; or SHOP_API_TOKEN of a custom app "
+                "made in the admin before 2026)"
+            )
 
     @model_validator(mode="after")
     def _check_shop_backend(self) -> Settings:

@@ -36,6 +36,7 @@ from services.loop_types import TurnReply
 from services.phones import PhoneVerification
 from services.stats import StatsService
 from storage.inbox import StoredReply
+from tools.shop.examples import ShopExamplesReader
 
 
 class AnswerDraft(DraftSink, Protocol):
@@ -109,6 +110,7 @@ class HandlerDeps:
     stats: StatsService
     feedback: FeedbackService
     phones: PhoneVerification
+    shop_examples: ShopExamplesReader  # the welcome's examples from the shop's data
     max_input_chars: int
     feedback_buttons: bool = True
     drafts: AnswerDrafts = NO_DRAFTS

@@ -35,6 +35,7 @@ from storage.shop import DemoRemoved, ImportCounts, ShopRepository
 from tools.shop.import_document import (
     MAX_ALIASES,
     MAX_FAQ_ENTRIES,
+    MAX_FILE_ITEMS,
     MAX_ORDERS,
     MAX_RETURN_POLICIES,
     ShopDataError,
@@ -44,9 +45,11 @@ from tools.shop.orders import FOUR_DIGITS, OrderNumberRule
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # every '{' and '[' of a valid document: the document, its three lists, one object per
-# record and one alias list per policy and FAQ entry (counted in the raw text, so also
-# inside strings)
-MAX_JSON_CONTAINERS = 4 + MAX_ORDERS + 2 * MAX_RETURN_POLICIES + 2 * MAX_FAQ_ENTRIES
+# record, an order's items list and total, its items, and one alias list per policy and
+# FAQ entry (counted in the raw text, so also inside strings)
+MAX_JSON_CONTAINERS = (
+    4 + 3 * MAX_ORDERS + MAX_FILE_ITEMS + 2 * MAX_RETURN_POLICIES + 2 * MAX_FAQ_ENTRIES
+)
 
 
 def _error(text: str) -> None:
@@ -100,7 +103,8 @@ def parse_input(path: str, text: str) -> Any:
     if containers > MAX_JSON_CONTAINERS:
         raise InputFileError(
             f"{path} has {containers} JSON objects and arrays ('{{' and '['), more than a "
-            f"shop data file can have ({MAX_ORDERS} orders, {MAX_RETURN_POLICIES} return "
+            f"shop data file can have ({MAX_ORDERS} orders with {MAX_FILE_ITEMS} items, "
+            f"{MAX_RETURN_POLICIES} return "
             f"policies and {MAX_FAQ_ENTRIES} FAQ entries with {MAX_ALIASES} aliases each); "
             "split it into several files"
         )

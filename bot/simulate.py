@@ -4,11 +4,14 @@ Runs scenarios (services/simulation; the default suite when no file is named) th
 the bot's own chat service, tool loop, tools, prompts and output guard, wired here
 exactly as the running bot wires them (bot/wiring/core.py), against the configured
 model endpoint (OPENAI_BASE_URL, OPENAI_API_KEY; `--model` to override, several to
-compare), each run on a throwaway SQLite copy of the demo shop plus the scenario's own
-data: never the shop's database, never Telegram. `request_human` is always offered, as
-with OPERATOR_CHAT_ID set, so handoff scenarios can be judged. Actions (ACTIONS_ENABLED,
-or a scenario's own `actions_enabled`) are offered as in the bot; a scenario's customer
-may press the card, carried out by the bot's own ActionService on the throwaway orders.
+compare), each run on a throwaway SQLite copy of the shop plus the scenario's own data —
+the shop's own data from its database (DATABASE_PATH / DATABASE_URL, read once, never
+written: `read_own_shop`) when it has some, else the demo — never the shop's database
+itself, never a live shop (SHOP_BACKEND is ignored), never Telegram. `request_human` is
+always offered, as with OPERATOR_CHAT_ID set, so handoff scenarios can be judged. Actions
+(ACTIONS_ENABLED, or a scenario's own `actions_enabled`) are offered as in the bot; a
+scenario's customer may press the card, carried out by the bot's own ActionService on
+the throwaway orders.
 
 `--from-feedback` writes scenario drafts from the answers rated 👎 in the bot's database
 (DATABASE_PATH / DATABASE_URL; read only) instead.
@@ -35,6 +38,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bot.config import Settings, SettingsError, load_database_choice, load_settings
+from bot.data_import import describe_target
 from bot.exit_codes import ExitCode
 from bot.features.actions import ACTIONS
 from bot.features.catalog import (
@@ -63,6 +67,7 @@ from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ChatModel
 from services.loop_types import TurnReply
 from services.simulation.drafts import drafts_document
+from services.simulation.own_shop import OwnShop, read_own_shop
 from services.simulation.report import (
     below,
     markdown_report,
@@ -70,7 +75,7 @@ from services.simulation.report import (
     scores,
     terminal_table,
 )
-from services.simulation.runner import ModelTarget, Progress, SimulatedBot, Simulator
+from services.simulation.runner import ModelTarget, Progress, RunResult, SimulatedBot, Simulator
 from services.simulation.scenario import (
     Scenario,
     ScenarioError,
@@ -79,9 +84,11 @@ from services.simulation.scenario import (
     load_scenarios,
 )
 from services.stats import Prices
-from storage.database import Database, DatabaseOpenError, open_database
+from storage.database import Database, DatabaseOpenError, is_database_error, open_database
 from storage.feedback import disliked_conversations
 from storage.migrations import MigrationError
+from storage.shop import ShopRepository
+from tools.shop.orders import FOUR_DIGITS
 
 # the simulation never talks to Telegram: any well-formed token will do
 UNUSED_BOT_TOKEN = "0:simulation-needs-no-telegram-token"
@@ -291,11 +298,58 @@ async def endpoint_problem(models: dict[str, OpenAIChatModel], settings: Setting
     return None
 
 
+async def own_shop(settings: Settings) -> tuple[OwnShop | None, str]:
+    """The shop's own data in the bot's database (read only), and one line saying which
+    shop the scenarios run on; DatabaseOpenError when the database cannot be read."""
+    choice = settings.database
+    path = Path(choice.target)
+    if choice.setting == "DATABASE_PATH" and not await asyncio.to_thread(path.exists):
+        return None, f"shop: the demo (no database at {describe_target(choice)} yet)"
+    db = await open_database(choice.target, migrate=False, pool_size=1)
+    try:
+        own = await read_own_shop(ShopRepository(db))
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        raise DatabaseOpenError(f"cannot be read: {exc}") from None
+    finally:
+        await db.close()
+    if own is None:
+        return None, f"shop: the demo ({describe_target(choice)} holds no data of your shop)"
+    return own, f"shop: a copy of your data in {describe_target(choice)}: {own.describe()}"
+
+
+def _write_outputs(args: argparse.Namespace, report: str, results: list[RunResult]) -> bool:
+    """The Markdown report, and with --runs every run as JSON Lines; False (said on stderr)
+    when one cannot be written."""
+    try:
+        args.report.write_text(report, encoding="utf-8")
+    except OSError as exc:
+        print(
+            f"error: the report cannot be written to {args.report}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return False
+    if args.runs is not None:
+        try:
+            args.runs.write_text(runs_jsonl(results), encoding="utf-8")
+        except OSError as exc:
+            print(f"error: the runs cannot be written to {args.runs}: {exc}", file=sys.stderr)
+            return False
+    return True
+
+
 async def run_simulation(args: argparse.Namespace, settings: Settings, texts: TextTable) -> int:
     try:
         scenarios = _scenarios(args)
     except ScenarioError as exc:
         return _error(str(exc))
+    own, shop_line = None, "shop: the demo"
+    if any(scenario.shop == "own" for scenario in scenarios):
+        try:
+            own, shop_line = await own_shop(settings)
+        except (DatabaseOpenError, MigrationError) as exc:
+            return _error(f"{settings.database.setting} {settings.database.shown}: {exc}")
     names = list(dict.fromkeys(args.model or [settings.openai_model]))
     models = {name: _model(settings, name) for name in names}
     customer_name = args.customer_model or names[0]
@@ -313,7 +367,10 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         progress=_progress,
         run_timeout_s=args.scenario_timeout or None,
         time_limit_s=args.time_limit or None,
+        own_shop=own,
+        number_rule=settings.order_number_rule() or FOUR_DIGITS,
     )
+    print(shop_line, file=sys.stderr)
     print(
         f"simulating {len(scenarios)} scenarios × {len(names)} model(s) × {args.trials} trial(s)",
         file=sys.stderr,
@@ -331,7 +388,7 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
     prices = _prices(settings)
     model_scores = scores(results, prices)
     print(terminal_table(model_scores, prices))
-    command = "support-bot simulate " + shlex.join(
+    command = "./support-bot simulate " + shlex.join(
         sys.argv[2:] if sys.argv[1:2] == ["simulate"] else sys.argv[1:]
     )
     if interrupted:
@@ -346,21 +403,10 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         prices=prices,
         command=command,
         stopped_because=simulator.stopped_because,
+        shop=shop_line,
     )
-    try:
-        args.report.write_text(report, encoding="utf-8")
-    except OSError as exc:
-        print(
-            f"error: the report cannot be written to {args.report}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+    if not _write_outputs(args, report, results):
         return ExitCode.FAILED
-    if args.runs is not None:
-        try:
-            args.runs.write_text(runs_jsonl(results), encoding="utf-8")
-        except OSError as exc:
-            print(f"error: the runs cannot be written to {args.runs}: {exc}", file=sys.stderr)
-            return ExitCode.FAILED
     failing = below(model_scores, args.min_pass)
     print(
         f"report: {args.report} ({len(failing)} scenario result(s) below "

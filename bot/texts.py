@@ -19,7 +19,9 @@ assistant), which every welcome must contain; `{shop_name}` — `SHOP_NAME`, onl
 is set; `{limit}` — in `too_long` only, and required there; `{commands}` — in `help`
 only: the commands of the customers' menu, one a line (`bot.menu.help_with_commands`
 fills it in from the same menu entries Telegram lists, so a feature's command is there
-exactly when the feature is on). All but `{limit}` are filled in once at start-up.
+exactly when the feature is on); `{examples}` — in `start` only: what the assistant can
+do and example questions from the shop's own data, filled in at each `/start`
+(bot/welcome.py). All but `{limit}` and `{examples}` are filled in once at start-up.
 
 `TextTable.choose` is the one rule that turns a Telegram user's `language_code` into the
 language of a reply (`language_for`); `bot.filters.LanguageMiddleware` applies it once
@@ -144,6 +146,10 @@ class Texts:
     def off_hours_for(self, hours: str) -> str:
         return self.handoff_off_hours.format(hours=hours)
 
+    def start_with(self, examples: str) -> str:
+        """The welcome with `{examples}` (kept through the start-up formatting) filled in."""
+        return self.start.replace(f"{{{EXAMPLES_PLACEHOLDER}}}", examples)
+
 
 TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts))
 # the commands menu's words (Telegram: a command's description takes 1-256 characters)
@@ -179,6 +185,10 @@ _REQUIRED: Mapping[str, frozenset[str]] = {
 }
 # in `help`: kept through the start-up formatting, filled in from the menu (bot/menu.py)
 COMMANDS_PLACEHOLDER = "commands"
+# in `start`: kept through the start-up formatting, filled in at each /start (bot/welcome.py)
+EXAMPLES_PLACEHOLDER = "examples"
+# room for the examples when checking that a welcome fits one message
+_LONGEST_EXAMPLES = "x" * 1000
 # the longest working hours label (services/handoff.py), to check the text fits a message
 _LONGEST_HOURS = "00:00–24:00 (UTC+14)"
 
@@ -190,17 +200,14 @@ def allowed_placeholders(key: str) -> frozenset[str]:
         return frozenset({"shop_name"})
     if key == "help":
         return frozenset({"shop_name", "contacts", COMMANDS_PLACEHOLDER})
+    if key == "start":
+        return frozenset({"shop_name", "contacts", EXAMPLES_PLACEHOLDER})
     return frozenset({"shop_name", "contacts"})
 
 
 _RU_START_BODY = (
     "\n\n"
-    "Я могу:\n"
-    "- подсказать, где сейчас ваш заказ;\n"
-    "- рассказать об условиях возврата.\n\n"
-    "Например, спросите:\n"
-    "- *Где сейчас мой заказ?* — и назовите его номер;\n"
-    "- *Можно ли вернуть наушники?*\n\n"
+    "{examples}\n\n"
     "{contacts}\n\n"
     "Чтобы начать разговор заново, отправьте /new. Справка — /help."
 )
@@ -361,12 +368,7 @@ RU_TEMPLATES = Texts(
 
 _EN_START_BODY = (
     "\n\n"
-    "I can:\n"
-    "- tell you where your order is now;\n"
-    "- explain the return policy.\n\n"
-    "For example, ask:\n"
-    "- *Where is my order now?* — with its number;\n"
-    "- *Can I return headphones?*\n\n"
+    "{examples}\n\n"
     "{contacts}\n\n"
     "To start the conversation over, send /new. Help: /help."
 )
@@ -607,7 +609,10 @@ def _effective(
     contacts = template.contacts.format(shop_name=shop_name)
     values = {
         key: getattr(template, key).format(
-            shop_name=shop_name, contacts=contacts, commands=f"{{{COMMANDS_PLACEHOLDER}}}"
+            shop_name=shop_name,
+            contacts=contacts,
+            commands=f"{{{COMMANDS_PLACEHOLDER}}}",
+            examples=f"{{{EXAMPLES_PLACEHOLDER}}}",
         )
         for key in TEXT_KEYS
         if key not in _RUNTIME_KEYS
@@ -630,6 +635,8 @@ def _shown(texts: Texts, key: str) -> str:
         return texts.voice_too_long_for(TELEGRAM_TEXT_LIMIT)
     if key == "handoff_off_hours":
         return texts.off_hours_for(_LONGEST_HOURS)
+    if key == "start":
+        return texts.start_with(_LONGEST_EXAMPLES)
     if _RUNTIME_PLACEHOLDERS.get(key) == frozenset({"order"}):
         return texts.for_order(key, "X" * 64)
     return str(getattr(texts, key))
@@ -746,7 +753,9 @@ def describe_table(table: TextTable) -> str:
         f"Customers whose Telegram language is neither {others} read the {default} texts.",
         "Texts are shown as written (Markdown: *bold* reaches customers in bold); "
         "{limit} is MAX_INPUT_CHARS (in voice_too_long: VOICE_MAX_SECONDS); "
-        "{commands} in help is the list of the commands in the menu.",
+        "{commands} in help is the list of the commands in the menu; {examples} in start "
+        "is what the assistant can do and example questions, made from the shop's data "
+        "at each /start.",
     ]
     order = [default, *(language for language in LANGUAGES if language != default)]
     for language in order:

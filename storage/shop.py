@@ -36,6 +36,9 @@ __all__ = [
 ]
 
 
+# the stored columns of an order, as `_order_record` reads them
+_ORDER_READ = ", ".join(ORDER_COLUMNS)
+
 # the advisory lock key of every write that reads the shop tables to decide what to write
 SHOP_DATA_LOCK = "shop-data"
 
@@ -50,8 +53,7 @@ class ShopRepository:
 
     async def get_order(self, order_id: str) -> OrderRecord | None:
         row = await self._db.fetch_one(
-            "SELECT order_id, status, owner_telegram_id, owner_phone, updated_at, pickup_point,"
-            " expected_date FROM orders WHERE order_id = ?",
+            f"SELECT order_id, {_ORDER_READ} FROM orders WHERE order_id = ?",
             (order_id,),
         )
         if row is None:
@@ -61,10 +63,18 @@ class ShopRepository:
     async def orders_for_phone(self, phone: str, *, limit: int) -> list[OrderRecord]:
         """Orders whose `owner_phone` is this E.164 phone, the latest update first."""
         rows = await self._db.fetch_all(
-            "SELECT order_id, status, owner_telegram_id, owner_phone, updated_at, pickup_point,"
-            " expected_date FROM orders WHERE owner_phone = ?"
+            f"SELECT order_id, {_ORDER_READ} FROM orders WHERE owner_phone = ?"
             " ORDER BY updated_at DESC, order_id DESC LIMIT ?",
             (phone, limit),
+        )
+        return [_order_record(row) for row in rows]
+
+    async def latest_orders(self, limit: int) -> list[OrderRecord]:
+        """Up to `limit` orders, the latest update first (a simulation's copy of the shop)."""
+        rows = await self._db.fetch_all(
+            f"SELECT order_id, {_ORDER_READ} FROM orders"
+            f" ORDER BY updated_at DESC, order_id{self._db.dialect.collate_binary} LIMIT ?",
+            (limit,),
         )
         return [_order_record(row) for row in rows]
 
@@ -160,6 +170,33 @@ class ShopRepository:
             aliases=tuple(a["alias"] for a in aliases),
         )
 
+    async def first_return_policy(self) -> ReturnPolicyRecord | None:
+        """The policy of the first product by its stored name (byte order), or None."""
+        row = await self._db.fetch_one(
+            "SELECT product FROM return_policies"
+            f" ORDER BY product{self._db.dialect.collate_binary} LIMIT 1"
+        )
+        return None if row is None else await self.find_return_policy(str(row["product"]))
+
+    async def return_policies(self, limit: int) -> list[ReturnPolicyRecord]:
+        """Up to `limit` policies with their aliases, by product (byte order)."""
+        rows = await self._db.fetch_all(
+            "SELECT product, display_name, return_days, conditions FROM return_policies"
+            f" ORDER BY product{self._db.dialect.collate_binary} LIMIT ?",
+            (limit,),
+        )
+        aliases = await self._aliases("return_policy_aliases", "product")
+        return [
+            ReturnPolicyRecord(
+                product=row["product"],
+                display_name=row["display_name"],
+                return_days=row["return_days"],
+                conditions=row["conditions"],
+                aliases=tuple(aliases.get(row["product"], ())),
+            )
+            for row in rows
+        ]
+
     async def get_text(self, key: str) -> str | None:
         row = await self._db.fetch_one("SELECT value FROM shop_texts WHERE key = ?", (key,))
         return None if row is None else str(row["value"])
@@ -187,6 +224,33 @@ class ShopRepository:
             row["matched"]: FaqRecord(key=row["key"], topic=row["topic"], answer=row["answer"])
             for row in rows
         }
+
+    async def faq_entries(self) -> list[FaqRecord]:
+        """The whole FAQ with its aliases, in the order the shop listed it."""
+        rows = await self._db.fetch_all(
+            "SELECT key, topic, answer FROM faq_entries"
+            f" ORDER BY position, key{self._db.dialect.collate_binary}"
+        )
+        aliases = await self._aliases("faq_aliases", "key")
+        return [
+            FaqRecord(
+                key=row["key"],
+                topic=row["topic"],
+                answer=row["answer"],
+                aliases=tuple(aliases.get(row["key"], ())),
+            )
+            for row in rows
+        ]
+
+    async def _aliases(self, table: str, owner: str) -> dict[str, list[str]]:
+        """Every alias of `table` by the row it names (`owner`), in byte order."""
+        rows = await self._db.fetch_all(
+            f"SELECT alias, {owner} FROM {table} ORDER BY alias{self._db.dialect.collate_binary}"
+        )
+        aliases: dict[str, list[str]] = {}
+        for row in rows:
+            aliases.setdefault(row[owner], []).append(row["alias"])
+        return aliases
 
     async def faq_topics(self, limit: int) -> list[str]:
         """The first `limit` topics, in the order the shop listed them."""
@@ -351,15 +415,7 @@ _DEMO_DATA_SQL = "SELECT " + " OR ".join(
 
 
 def _order_record(row: Row) -> OrderRecord:
-    return OrderRecord(
-        order_id=row["order_id"],
-        status=row["status"],
-        owner_telegram_id=row["owner_telegram_id"],
-        owner_phone=row["owner_phone"],
-        updated_at=row["updated_at"],
-        pickup_point=row["pickup_point"],
-        expected_date=row["expected_date"],
-    )
+    return OrderRecord(order_id=row["order_id"], **{name: row[name] for name in ORDER_COLUMNS})
 
 
 async def _holds_own_data(tx: Tx) -> bool:
@@ -390,20 +446,11 @@ async def _remove_demo(tx: Tx, now: float) -> DemoRemoved:
 
 
 async def _insert_orders(tx: Tx, orders: Sequence[OrderRecord], *, demo: bool) -> None:
+    marks = ", ".join("?" for _ in ORDER_COLUMNS)
     await tx.executemany(
-        "INSERT INTO orders(order_id, status, owner_telegram_id, owner_phone,"
-        " updated_at, pickup_point, expected_date, demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO orders(order_id, {_ORDER_READ}, demo) VALUES (?, {marks}, ?)",
         [
-            (
-                order.order_id,
-                order.status,
-                order.owner_telegram_id,
-                order.owner_phone,
-                order.updated_at,
-                order.pickup_point,
-                order.expected_date,
-                int(demo),
-            )
+            (order.order_id, *(getattr(order, name) for name in ORDER_COLUMNS), int(demo))
             for order in orders
         ],
     )

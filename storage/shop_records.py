@@ -13,6 +13,12 @@ ORDER_COLUMNS = (
     "updated_at",
     "pickup_point",
     "expected_date",
+    "items",
+    "total_amount",
+    "total_currency",
+    "carrier",
+    "tracking_number",
+    "tracking_url",
 )
 
 
@@ -25,6 +31,12 @@ class OrderRecord:
     pickup_point: str | None = None
     expected_date: str | None = None
     owner_phone: str | None = None  # E.164 (tools.shop.rules.normalise_phone)
+    items: str | None = None  # JSON: [{"name": ..., "quantity": ...}, ...]
+    total_amount: str | None = None  # decimal text, e.g. "12990.00"
+    total_currency: str | None = None
+    carrier: str | None = None
+    tracking_number: str | None = None
+    tracking_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

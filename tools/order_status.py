@@ -171,9 +171,9 @@ class OrderStatusResult(LookupResult):
 
     @model_serializer(mode="wrap")
     def _without_unknown_live_details(self, serialize: SerializerFunctionWrapHandler) -> Any:
-        """Delivery details, items and the total are left out where the shop gave none (the
-        local data never has them): the model reads no nulls it cannot use, and an answer
-        keeps the size it had before live shops."""
+        """Delivery details, items and the total are left out where the shop gave none (an
+        imported order may lack them): the model reads no nulls it cannot use, and an
+        answer keeps the size it had before live shops."""
         data = serialize(self)
         for key in _LIVE_ONLY:
             if isinstance(data, dict) and data.get(key) is None:

@@ -10,6 +10,7 @@ from bot.context import HandlerDeps, UpdateContext
 from bot.filters import AddressedToBot, IsCommand, MayStartOver
 from bot.menu import MenuEntry
 from bot.routers.phone import phone_offer
+from bot.welcome import welcome_examples
 
 # the customers' menu entries of this router (bot/menu.py), in menu order
 MENU = (
@@ -28,7 +29,8 @@ def build_commands_router(deps: HandlerDeps) -> Router:
     async def start(message: Message, ctx: UpdateContext) -> None:
         # the "share my phone number" button comes with the welcome (bot/routers/phone.py)
         offer = await phone_offer(message, deps.phones, ctx.texts)
-        await ctx.outbox.send(ctx.texts.start, reply_markup=offer)
+        examples = welcome_examples(ctx.language, await deps.shop_examples.read())
+        await ctx.outbox.send(ctx.texts.start_with(examples), reply_markup=offer)
 
     @router.message(Command("help"))
     async def help_(message: Message, ctx: UpdateContext) -> None:

@@ -23,9 +23,15 @@ def build_platform_backend(settings: Settings) -> ShopBackend:
         return MedusaBackend(settings.shop_api_url, token, timeout_s=timeout)
     if settings.shop_backend == "shopify":
         assert settings.shopify_shop is not None
+        client = settings.shopify_client_id, settings.shopify_client_secret
         return ShopifyBackend(
             settings.shopify_shop,
-            token,
+            token or None,
+            client_credentials=(
+                (client[0], client[1].get_secret_value())
+                if client[0] is not None and client[1] is not None
+                else None
+            ),
             api_version=settings.shopify_api_version,
             timeout_s=timeout,
         )

@@ -39,6 +39,7 @@ from storage.inbox import InboxRepository
 from storage.shop import ShopRepository
 from storage.stats import StatsRepository
 from storage.voice import VoiceNoteRepository
+from tools.shop.examples import ShopExamplesReader
 
 log = logging.getLogger("bot")
 
@@ -213,6 +214,7 @@ def build_handler_deps(
         stats=build_stats_service(settings, db, voice_notes),
         feedback=FeedbackService(FeedbackRepository(db), storage_retry=storage_retry),
         phones=PhoneVerification(ShopRepository(db), storage_retry=storage_retry),
+        shop_examples=ShopExamplesReader(ShopRepository(db)),
         max_input_chars=settings.max_input_chars,
         feedback_buttons=settings.feedback_enabled,
         drafts=drafts or NO_DRAFTS,

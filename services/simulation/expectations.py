@@ -14,7 +14,6 @@ from typing import Any
 
 from services.simulation.scenario import ActionExpectation, Expect, Scenario, ToolExpectation
 from services.simulation.transcript import ActionRecord, ToolUse, Transcript
-from tools.shop.import_document import plan_import
 from tools.shop.rules import normalise_phone
 
 
@@ -152,6 +151,20 @@ def _digits(text: str) -> str:
     return re.sub(r"\D", "", text)
 
 
+def _orders_of(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The order records of a shop document as written (validated when it was read: a
+    scenario's `shop_data`, or the owner's shop the run was given)."""
+    orders = document.get("orders") or []
+    return [order for order in orders if isinstance(order, dict)]
+
+
+def _phone(value: object) -> str | None:
+    try:
+        return normalise_phone(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
 def other_customers_orders(scenario: Scenario) -> _OtherOrders:
     """The orders in the scenario's shop data that the customer may not see: owned by
     another Telegram id and not by the customer's verified phone."""
@@ -162,19 +175,19 @@ def other_customers_orders(scenario: Scenario) -> _OtherOrders:
     ids: set[str] = set()
     phones: set[str] = set()
     theirs: set[str] = set()
-    for order in plan_import(scenario.shop_data).orders:
-        owner_id, phone = order.values.get("owner_telegram_id"), order.values.get("owner_phone")
+    for order in _orders_of(scenario.shop_data):
+        owner_id, phone = order.get("owner_telegram_id"), _phone(order.get("owner_phone"))
         public = owner_id is None and phone is None
         own = owner_id == customer.telegram_id or (
             phone is not None and phone == customer.verified_phone
         )
-        details = {str(order.values.get(key) or "") for key in ("pickup_point", "expected_date")}
+        details = {str(order.get(key) or "") for key in ("pickup_point", "expected_date")}
         if public or own:
             mine |= details
             continue
-        ids.add(order.order_id)
-        if isinstance(phone, str):
-            phones.add(_digits(normalise_phone(phone)))
+        ids.add(str(order.get("order_id", "")).strip())
+        if phone is not None:
+            phones.add(_digits(phone))
         theirs |= details
     return _OtherOrders(frozenset(ids), frozenset(phones), frozenset(theirs - mine - {""}))
 

@@ -245,13 +245,17 @@ def markdown_report(
     prices: Prices | None = None,
     command: str = "",
     stopped_because: Sequence[str] = (),
+    shop: str = "",
 ) -> str:
     """The whole report: the scores, then every failing run with what failed and its
     transcript. `stopped_because`: why runs were left out (a time limit, a silent
-    endpoint), one line each, said at the top."""
+    endpoint), one line each, said at the top; `shop`: which shop the scenarios ran on
+    (one line)."""
     lines = ["# Simulation report", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
+    if shop:
+        lines += [shop[:1].upper() + shop[1:], ""]
     lines += [f"**Stopped early:** {line}" for line in stopped_because]
     lines += [""] if stopped_because else []
     lines += [f"Trials per scenario: {trials}; required pass^1 per scenario: {min_pass:.2f}", ""]

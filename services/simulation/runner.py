@@ -1,7 +1,9 @@
 """The engine: each scenario, on each model, `trials` times, on its own throwaway database.
 
 A run opens a fresh SQLite file in a temporary folder (never the shop's database), loads
-the demo shop and the scenario's own data through the import path, stores the
+the shop — a copy of the owner's own data when the bot's database has it
+(services/simulation/own_shop.py; a scenario's `shop = "own"`, the default), else the
+demo — and the scenario's own data through the import path, stores the
 customer's verified phone when the scenario has one, and has the bot (built by the
 caller, `BotFactory`: the same wiring as the running bot) answer the customer's turns
 as a private chat. Nothing reaches Telegram. A handoff ends the conversation: from then
@@ -35,6 +37,7 @@ from services.loop_types import TurnReply
 from services.offers import ConfirmAction, PersonWillAnswer
 from services.simulation.customer import CustomerSimulator
 from services.simulation.expectations import Failure, judge
+from services.simulation.own_shop import OwnShop
 from services.simulation.scenario import Scenario, ScenarioSettings
 from services.simulation.transcript import (
     ActionRecord,
@@ -49,6 +52,7 @@ from storage.shop import ShopRepository
 from tools.base import Caller
 from tools.shop.demo import DEMO_FAQ, DEMO_RETURN_POLICIES, demo_orders
 from tools.shop.import_document import plan_import
+from tools.shop.orders import FOUR_DIGITS, OrderNumberRule
 
 log = logging.getLogger(__name__)
 
@@ -153,9 +157,26 @@ def _merged(base: list[Any], extra: list[Any], key: str) -> list[Any]:
     return [*extra, *kept]
 
 
-def shop_document(scenario: Scenario, now: datetime | None = None) -> dict[str, Any]:
-    """The shop a scenario runs on: the demo (unless `shop = "empty"`) with its own data."""
-    document: dict[str, Any] = demo_document(now) if scenario.shop == "demo" else {}
+def base_document(
+    scenario: Scenario, own: OwnShop | None, now: datetime | None = None
+) -> dict[str, Any]:
+    """The shop under a scenario's own data: the owner's (`shop = "own"`, when there is
+    one), the demo (`"demo"`, or `"own"` without the owner's data), or none (`"empty"`)."""
+    if scenario.shop == "empty":
+        return {}
+    if scenario.shop == "own" and own is not None:
+        return {
+            key: list(value) if isinstance(value, list) else value
+            for key, value in own.document.items()
+        }
+    return demo_document(now)
+
+
+def shop_document(
+    scenario: Scenario, now: datetime | None = None, own: OwnShop | None = None
+) -> dict[str, Any]:
+    """The shop a scenario runs on: its base (`base_document`) with its own data."""
+    document = base_document(scenario, own, now)
     extra = scenario.shop_data or {}
     for name, key in (("orders", "order_id"), ("return_policies", "product"), ("faq", "topic")):
         if name in extra:
@@ -182,6 +203,9 @@ class Simulator:
     # `time_limit_s` from the start, and the one running then is stopped at it
     run_timeout_s: float | None = None
     time_limit_s: float | None = None
+    # the owner's shop (services/simulation/own_shop.py) and its order numbers' rule
+    own_shop: OwnShop | None = None
+    number_rule: OrderNumberRule = FOUR_DIGITS
     results: list[RunResult] = field(default_factory=list)
     not_started: int = 0  # runs left out by the time limit or a silent endpoint
     stopped_because: list[str] = field(default_factory=list)  # one line each, for the report
@@ -267,15 +291,25 @@ class Simulator:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         transcript.duration_s = time.perf_counter() - started
-        return RunResult(
-            scenario, target.label, trial, transcript, tuple(judge(scenario, transcript))
+        # private data is judged against every order of the shop the run had
+        judged = scenario.model_copy(
+            update={"shop_data": shop_document(scenario, own=self._own(scenario))}
         )
+        return RunResult(
+            scenario, target.label, trial, transcript, tuple(judge(judged, transcript))
+        )
+
+    def _own(self, scenario: Scenario) -> OwnShop | None:
+        return self.own_shop if scenario.shop == "own" else None
 
     async def _play(
         self, db: Database, scenario: Scenario, model: ChatModel, transcript: Transcript
     ) -> None:
         shop = ShopRepository(db)
-        plan = plan_import(shop_document(scenario))
+        own = self._own(scenario)
+        # the owner's orders follow the shop's number rule; the demo's are four digits
+        rule = self.number_rule if own is not None else FOUR_DIGITS
+        plan = plan_import(shop_document(scenario, own=own), rule)
         await shop.import_shop_data(
             orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
         )

@@ -5,17 +5,22 @@ A file holds one or more `[[scenario]]` tables::
     [[scenario]]
     id = "own-order-ru"                 # unique across the files of a run
     title = "Own order by number"
-    shop = "demo"                       # "demo" (default) or "empty"
+    shop = "own"                        # "own" (default), "demo" or "empty"
     turns = ["Где мой заказ 8041?"]     # scripted customer turns, or [scenario.simulated]
     [scenario.customer]
     telegram_id = 1001
     language = "ru"
     verified_phone = "+79123456789"     # optional: a phone the customer shared as theirs
-    [scenario.shop_data]                # optional, the import-data document (added to the demo)
+    [scenario.shop_data]                # optional, the import-data document (added to the shop)
     orders = [{order_id = "5001", status = "processing", owner_telegram_id = 2002}]
     [scenario.expect]
     tools = [{name = "get_order_status", args = {order_id = "8041"}}]
     must_contain = ["8041"]
+
+The shop: "own" is a throwaway copy of the shop's own data in the bot's database
+(imported orders, return policies, FAQ; services/simulation/own_shop.py), or the demo
+when the database has none; "demo" always the demo (the bundled suite is written for it:
+`default_suite_files` scenarios that name no shop run on the demo); "empty" nothing.
 
 Actions: `[scenario.settings] actions_enabled = ["cancel_order"]` offers them;
 `[scenario.customer] on_action_card = "confirm"` (or "decline") presses the card's button
@@ -174,7 +179,7 @@ class ScenarioSettings(_Strict):
 class Scenario(_Strict):
     id: ScenarioId
     title: str = ""
-    shop: Literal["demo", "empty"] = "demo"
+    shop: Literal["own", "demo", "empty"] = "own"
     shop_data: dict[str, Any] | None = None
     customer: Customer = Customer()
     turns: list[CustomerText] = Field(default_factory=list, max_length=50)
@@ -280,7 +285,9 @@ def read_scenarios(path: Path) -> list[Scenario]:
 
 
 def load_scenarios(paths: list[Path]) -> list[Scenario]:
-    """Every scenario of the files, in order; ids must be unique across them."""
+    """Every scenario of the files, in order; ids must be unique across them. The bundled
+    suite's scenarios are about the demo shop: one that names no shop runs on it."""
+    bundled = set(default_suite_files())
     scenarios: list[Scenario] = []
     seen: dict[str, str] = {}
     for path in paths:
@@ -291,6 +298,8 @@ def load_scenarios(paths: list[Path]) -> list[Scenario]:
                     f"(also in {seen[scenario.id]})"
                 )
             seen[scenario.id] = str(path)
+            if path.resolve() in bundled and "shop" not in scenario.model_fields_set:
+                scenario = scenario.model_copy(update={"shop": "demo"})
             scenarios.append(scenario)
     return scenarios
 
@@ -300,4 +309,4 @@ DEFAULT_SUITE = Path(__file__).with_name("default_suite")
 
 def default_suite_files() -> list[Path]:
     """The suite that ships with the bot (services/simulation/default_suite/*.toml)."""
-    return sorted(DEFAULT_SUITE.glob("*.toml"))
+    return sorted(path.resolve() for path in DEFAULT_SUITE.glob("*.toml"))

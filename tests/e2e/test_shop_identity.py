@@ -19,11 +19,13 @@ from bot.formatting import markdown_to_messages
 from bot.menu import help_with_commands
 from bot.routers import get_menu
 from bot.texts import BUILT_IN, EN, RU, Texts
+from bot.welcome import welcome_examples
 from tests.e2e.chat_helpers import results_for, system_text
 from tests.e2e.conftest import StartBot
 from tests.e2e.launch import run_bot_command
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
+from tools.shop.examples import ShopExamples
 
 CHAT = 4101
 
@@ -51,7 +53,9 @@ async def test_a_german_customer_reads_the_default_language_and_the_model_answer
         fake_telegram.enqueue_update(message_update(CHAT, text=text, language_code="de"))
     fake_telegram.enqueue_update(message_update(CHAT, text="Hallo", language_code="uk"))
     start, help_, unknown, answer = await fake_telegram.wait_for_messages(CHAT, 4)
-    assert start.text == html_of(texts.start)
+    # the demo shop's examples (bot/welcome.py): its first product, its delivery and payment
+    examples = ShopExamples("Клавиатура", "keyboard", delivery=True, payment=True)
+    assert start.text == html_of(texts.start_with(welcome_examples(default, examples)))
     # /help with the customers' menu in it (no feature that adds a command is on here)
     menu = help_with_commands(BUILT_IN, get_menu().customers)
     assert help_.text == html_of(menu.by_language[default].help)  # type: ignore[index]
@@ -176,3 +180,43 @@ async def test_a_demo_order_answer_carries_dates_and_a_pickup_point(
     assert data["status"] == "in_transit"
     assert data["updated_at"] and data["expected_date"] and data["pickup_point"]
     assert json.dumps(data, ensure_ascii=False).count("null") == 0
+
+
+async def test_after_an_import_the_welcome_speaks_of_the_imported_shop(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """The owner's path: the bot runs on the demo, `import-data` loads a tea shop into the
+    same database while it runs, and the next /start names the tea, not the demo's goods,
+    and offers the delivery and payment questions the tea shop's FAQ answers."""
+    await start_bot()
+    fake_telegram.enqueue_update(message_update(CHAT, text="/start", language_code="ru"))
+    [demo] = await fake_telegram.wait_for_messages(CHAT, 1)
+    assert "«Клавиатура»" in demo.plain_text
+    shop = tmp_path / "tea.json"
+    shop.write_text(
+        json.dumps(
+            {
+                "return_policies": [
+                    {"product": "Пуэр Шу", "return_days": 14, "conditions": "Не вскрыт."}
+                ],
+                "faq": [
+                    {"topic": "Доставка", "answer": "Почтой, 3–7 дней."},
+                    {"topic": "Оплата", "answer": "Картой или СБП."},
+                ],
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
+    imported = run_cli(bot_base_env, tmp_path, "import-data", str(shop))
+    assert imported.returncode == 0, imported.stderr
+    fake_telegram.enqueue_update(message_update(CHAT, text="/start", language_code="ru"))
+    _demo, tea = await fake_telegram.wait_for_messages(CHAT, 2)
+    text = tea.plain_text
+    assert "Можно ли вернуть «Пуэр Шу»?" in text
+    assert "Сколько стоит доставка?" in text and "Как можно оплатить заказ?" in text
+    for demo_goods in ("Клавиатура", "Кофемашина", "Наушники", "наушники"):
+        assert demo_goods not in text

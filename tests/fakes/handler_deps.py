@@ -18,6 +18,7 @@ from storage.database import Database
 from storage.feedback import FeedbackRepository
 from storage.shop import ShopRepository
 from storage.stats import StatsRepository
+from tools.shop.examples import ShopExamplesReader
 
 
 class Unused:
@@ -40,6 +41,7 @@ def handler_deps(db: Database, sender: Sender, responder: Responder, **given: An
         "stats": StatsService(StatsRepository(db), clock=time.time),
         "feedback": FeedbackService(FeedbackRepository(db)),
         "phones": PhoneVerification(ShopRepository(db)),
+        "shop_examples": ShopExamplesReader(ShopRepository(db)),
         "drafts": Drafts(sender, enabled=False),
         "max_input_chars": 4000,
     }

@@ -12,6 +12,12 @@ Built from the documented request/response shapes, not from Shopify's code:
   "extensions": {"cost": {"requestedQueryCost", "actualQueryCost": null, "throttleStatus":
   {"maximumAvailable", "currentlyAvailable", "restoreRate"}}}} with HTTP 200 or 429
   (both are reported; https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits).
+- POST /admin/oauth/access_token (the client credentials grant of a Dev Dashboard app,
+  https://shopify.dev/docs/apps/build/authentication-authorization/access-tokens/
+  client-credentials-grant): form grant_type=client_credentials, client_id,
+  client_secret → {"access_token", "scope", "expires_in"}; a wrong client ID or secret
+  is 400 {"error": "invalid_client", "error_description"} (RFC 6749, section 5.2). The
+  tokens it issued are accepted by the GraphQL endpoint until `expire_tokens()`.
 A test scripts failures with `fail_next` and reads `requests` (each call's operation).
 """
 
@@ -30,6 +36,8 @@ from aiohttp.test_utils import TestServer
 
 TOKEN = "shpat_test_token"
 VERSION = "2026-07"
+CLIENT_ID = "a1b2c3d4e5f6client"
+CLIENT_SECRET = "shpss_test_client_secret"
 
 
 @dataclass
@@ -40,7 +48,35 @@ class FakeShopify:
     requests: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # "401", "throttled200", ...
     url: str = ""
+    issued: list[str] = field(default_factory=list)  # tokens from the client credentials grant
+    valid_tokens: set[str] = field(default_factory=lambda: {TOKEN})
+    token_lifetime_s: int = 86399
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def expire_tokens(self) -> None:
+        """Every token the grant issued stops working (its 24 hours are over)."""
+        self.valid_tokens -= set(self.issued)
+
+    async def grant(self, request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        self.requests.append("access_token")
+        if form.get("grant_type") != "client_credentials":
+            return web.json_response({"error": "unsupported_grant_type"}, status=400)
+        if form.get("client_id") != CLIENT_ID or form.get("client_secret") != CLIENT_SECRET:
+            return web.json_response(
+                {"error": "invalid_client", "error_description": "Client authentication failed"},
+                status=400,
+            )
+        token = f"shpat_issued_{len(self.issued) + 1}"
+        self.issued.append(token)
+        self.valid_tokens.add(token)
+        return web.json_response(
+            {
+                "access_token": token,
+                "scope": "read_orders,read_customers",
+                "expires_in": self.token_lifetime_s,
+            }
+        )
 
     def fail_next(self, *kinds: str) -> None:
         """The next requests answer with these failures, in order: "401", "500",
@@ -101,7 +137,7 @@ class FakeShopify:
         variables = body.get("variables") or {}
         operation = _operation(query)
         self.requests.append(operation)
-        if request.headers.get("X-Shopify-Access-Token") != TOKEN:
+        if request.headers.get("X-Shopify-Access-Token") not in self.valid_tokens:
             return web.json_response(
                 {"errors": "[API] Invalid API key or access token"},
                 status=401,
@@ -268,6 +304,7 @@ async def fake_shopify() -> AsyncIterator[FakeShopify]:
     fake = FakeShopify()
     app = web.Application()
     app.router.add_post(f"/admin/api/{VERSION}/graphql.json", fake.handle)
+    app.router.add_post("/admin/oauth/access_token", fake.grant)
     server = TestServer(app, host="127.0.0.1")
     await server.start_server()
     fake.url = str(server.make_url("")).rstrip("/")

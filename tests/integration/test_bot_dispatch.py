@@ -25,11 +25,14 @@ from services.limits import UserMessageLimiter
 from services.loop_types import StopReason, TurnReply
 from storage.database import Database
 from storage.inbox import InboxRepository
+from storage.shop import ShopRepository
 from tests.fakes.handler_deps import handler_deps
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 from tests.waits import OUTER_LIMIT_S
 from tools.base import Caller
+from tools.shop.demo import seed_demo_shop
+from tools.shop.import_document import plan_import
 
 CHAT = 77
 
@@ -213,3 +216,65 @@ async def test_group_commands_for_another_bot_are_left_alone(
     await harness.handle(message_update(group, text="/help@shop_support_test_bot", user_id=5))
     [message] = fake_telegram.messages_to(group)
     assert "/new" in message.plain_text
+
+
+TEA_SHOP = {
+    "return_policies": [
+        {
+            "product": "Улун Те Гуань Инь",
+            "return_days": 14,
+            "conditions": "Упаковка цела.",
+            "aliases": ["улун", "oolong"],
+        },
+    ],
+    "faq": [
+        {"topic": "Доставка", "answer": "Почтой, 3–7 дней.", "aliases": ["delivery"]},
+        {"topic": "Оплата", "answer": "Картой или СБП.", "aliases": ["payment"]},
+    ],
+}
+
+
+async def import_shop(db: Database, document: dict[str, object]) -> None:
+    """As `import-data` writes a file (the demo goes with the first import)."""
+    plan = plan_import(document)
+    await ShopRepository(db).import_shop_data(
+        orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
+    )
+
+
+async def welcome(harness: Harness, fake_telegram: FakeTelegramServer, language: str) -> str:
+    await harness.handle(message_update(CHAT, text="/start", language_code=language))
+    return fake_telegram.messages_to(CHAT)[-1].plain_text
+
+
+async def test_the_welcome_speaks_of_the_imported_shop_not_the_demo(
+    harness: Harness, fake_telegram: FakeTelegramServer, db: Database
+) -> None:
+    await seed_demo_shop(ShopRepository(db))
+    demo = await welcome(harness, fake_telegram, "ru")
+    assert "Можно ли вернуть «Клавиатура»?" in demo  # the demo's own product
+    await import_shop(db, TEA_SHOP)
+    ru = await welcome(harness, fake_telegram, "ru")
+    en = await welcome(harness, fake_telegram, "en")
+    assert "Можно ли вернуть «Улун Те Гуань Инь»?" in ru
+    assert "Can I return “oolong”?" in en  # the product's name in Latin letters
+    for text in (ru, en):
+        for demo_word in ("Клавиатура", "keyboard", "наушники", "headphones"):
+            assert demo_word not in text
+    assert "ответить на вопросы о доставке и оплате" in ru
+    assert "Сколько стоит доставка?" in ru and "Как можно оплатить заказ?" in ru
+    assert "answer questions about delivery and payment" in en
+    assert "How much is delivery?" in en and "How can I pay for my order?" in en
+    assert "{examples}" not in ru + en
+
+
+async def test_a_shop_without_policies_or_faq_gets_the_order_question_alone(
+    harness: Harness, fake_telegram: FakeTelegramServer, db: Database
+) -> None:
+    await import_shop(db, {"orders": [{"order_id": "1234", "status": "processing"}]})
+    ru = await welcome(harness, fake_telegram, "ru")
+    assert "Где сейчас мой заказ?" in ru
+    assert "вернуть «" not in ru and "доставк" not in ru and "оплат" not in ru
+    await import_shop(db, {"faq": [{"topic": "Оплата", "answer": "Картой."}]})
+    ru = await welcome(harness, fake_telegram, "ru")
+    assert "ответить на вопросы об оплате" in ru and "доставк" not in ru

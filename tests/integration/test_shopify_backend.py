@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.fakes.shopify import TOKEN, FakeShopify
+from tests.fakes.shopify import CLIENT_ID, CLIENT_SECRET, TOKEN, FakeShopify
 from tools.shop.backend import (
     ActionDone,
     ActionRejected,
@@ -17,6 +17,7 @@ from tools.shop.backend import (
     ShopUnavailable,
 )
 from tools.shop.backends.shopify import ShopifyBackend
+from tools.shop.backends.shopify_token import ClientCredentials
 
 ANNA = "+79123456789"
 
@@ -213,3 +214,110 @@ async def test_no_token_in_logs_or_errors(
     finally:
         await client.aclose()
     assert "shpat_secret_value" not in caplog.text
+
+
+# --- a Dev Dashboard app: short-lived tokens from the client credentials grant -----------
+
+
+def dev_dashboard_app(
+    fake: FakeShopify, secret: str = CLIENT_SECRET, clock: list[float] | None = None
+) -> ShopifyBackend:
+    client = ShopifyBackend(
+        "test.myshopify.com",
+        client_credentials=(CLIENT_ID, secret),
+        base_url=fake.url,
+        timeout_s=5.0,
+    )
+    if clock is not None:  # the token source's own clock, moved by the test
+        tokens = client._tokens
+        assert isinstance(tokens, ClientCredentials)
+        tokens._clock = lambda: clock[0]
+    return client
+
+
+async def test_a_dev_dashboard_app_reads_with_a_token_it_asked_for(
+    fake_shopify: FakeShopify,
+) -> None:
+    fake_shopify.add_order(1001, fulfillment="IN_TRANSIT")
+    client = dev_dashboard_app(fake_shopify)
+    try:
+        await client.check()
+        order = await client.get_order("1001")
+        assert order is not None and order.status == "in_transit"
+        assert await client.get_order("1001") is not None
+    finally:
+        await client.aclose()
+    # one token for all three requests: it lasts 24 hours
+    assert fake_shopify.requests == ["access_token", "shop", "OrdersByName", "OrdersByName"]
+
+
+async def test_the_token_is_renewed_before_it_runs_out(fake_shopify: FakeShopify) -> None:
+    fake_shopify.add_order(1001)
+    clock = [1000.0]
+    client = dev_dashboard_app(fake_shopify, clock=clock)
+    try:
+        assert await client.get_order("1001") is not None
+        clock[0] += 86399 - 301  # within the last five minutes of its life: a new one
+        assert await client.get_order("1001") is not None
+        clock[0] += 60
+        assert await client.get_order("1001") is not None
+    finally:
+        await client.aclose()
+    assert fake_shopify.issued == ["shpat_issued_1", "shpat_issued_2"]
+    assert fake_shopify.requests.count("access_token") == 2
+
+
+async def test_a_token_shopify_refuses_is_replaced_once(fake_shopify: FakeShopify) -> None:
+    """Revoked (or the secret rotated) before its time: one new token, the question
+    answered; a store that refuses the new one too is `auth`, not a loop."""
+    fake_shopify.add_order(1001)
+    client = dev_dashboard_app(fake_shopify)
+    try:
+        assert await client.get_order("1001") is not None
+        fake_shopify.expire_tokens()
+        assert await client.get_order("1001") is not None
+        assert len(fake_shopify.issued) == 2
+        fake_shopify.fail_next("401", "401")
+        with pytest.raises(ShopUnavailable) as refused:
+            await client.get_order("1001")
+        assert refused.value.kind == "auth"
+    finally:
+        await client.aclose()
+
+
+async def test_a_wrong_client_secret_stops_the_start_naming_the_settings(
+    fake_shopify: FakeShopify,
+) -> None:
+    client = dev_dashboard_app(fake_shopify, secret="shpss_wrong")
+    try:
+        with pytest.raises(ShopSetupError) as error:
+            await client.check()
+        message = str(error.value)
+        assert message.startswith("SHOPIFY_CLIENT_ID with SHOPIFY_CLIENT_SECRET was rejected")
+        assert "shpss_wrong" not in message and CLIENT_SECRET not in message
+        with pytest.raises(ShopUnavailable) as failure:
+            await client.get_order("1001")
+        assert failure.value.kind == "auth"
+    finally:
+        await client.aclose()
+    assert fake_shopify.issued == []
+
+
+async def test_a_cancel_after_the_token_ran_out_is_carried_out_once(
+    fake_shopify: FakeShopify,
+) -> None:
+    """A refused request did nothing: it goes again with a new token, and the order is
+    cancelled exactly once."""
+    fake_shopify.add_order(1001)
+    client = dev_dashboard_app(fake_shopify)
+    try:
+        order = await client.get_order("1001")
+        assert order is not None
+        fake_shopify.expire_tokens()
+        result = await client.cancel_order(order, "op-1")
+        assert isinstance(result, ActionDone)
+    finally:
+        await client.aclose()
+    assert fake_shopify.requests.count("Cancel") == 1
+    assert len(fake_shopify.issued) == 2
+    assert fake_shopify.orders[0]["cancelledAt"] is not None

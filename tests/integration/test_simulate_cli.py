@@ -17,12 +17,15 @@ import pytest
 
 from bot.cli import _parse_args
 from bot.simulate import simulate
-from services.simulation.scenario import read_scenarios
+from services.simulation.scenario import default_suite_files, load_scenarios, read_scenarios
 from storage.database import open_database
 from storage.feedback import FeedbackRepository, RatableAnswer
 from storage.records import HistoryPair, TurnRecord, TurnRecorder
+from storage.shop import ShopRepository
 from tests.fakes.careful_model import careful_script
 from tests.fakes.openai_server import FakeOpenAIServer
+from tools.shop.demo import seed_demo_shop
+from tools.shop.import_document import plan_import
 
 
 @pytest.fixture
@@ -321,3 +324,115 @@ async def test_runs_file_has_every_run_and_the_calls_a_model_wrote_as_text(
     ]
     calls = exchange["model_calls"]
     assert [(c["structured_calls"], c["text_calls"]) for c in calls] == [(0, 1), (0, 0)]
+TEA_SHOP = {
+    "orders": [
+        {
+            "order_id": "4321",
+            "status": "processing",
+            "owner_telegram_id": 1001,
+            "items": [{"name": "Улун Те Гуань Инь, 100 г", "quantity": 2}],
+            "total": {"amount": "1980.00", "currency": "RUB"},
+        },
+        {"order_id": "4322", "status": "in_transit", "owner_telegram_id": 2002},
+    ],
+    "return_policies": [
+        {"product": "Улун", "return_days": 14, "conditions": "Упаковка цела.", "aliases": []}
+    ],
+    "faq": [{"topic": "Доставка", "answer": "Почтой России, 3–7 дней.", "aliases": []}],
+}
+
+OWN_SHOP_SCENARIOS = """
+[[scenario]]
+id = "my-order"
+turns = ["Отмените, пожалуйста, заказ 4321"]
+[scenario.customer]
+on_action_card = "confirm"
+[scenario.settings]
+actions_enabled = ["cancel_order"]
+[scenario.expect]
+tools = [{name = "get_order_status", args = {order_id = "4321"}}]
+actions_executed = [{action = "cancel_order", order_id = "4321"}]
+order_status = {"4321" = "cancelled"}
+
+[[scenario]]
+id = "someone-elses-order"
+turns = ["Где заказ 4322?"]
+[scenario.expect]
+must_not_contain = ["в пути"]
+
+[[scenario]]
+id = "the-demo-on-request"
+shop = "demo"
+turns = ["Где заказ 8041?"]
+[scenario.expect]
+must_contain = ["8041", "в пути"]
+"""
+
+
+async def test_scenarios_run_on_a_copy_of_the_shops_own_data_never_on_it(
+    model_env: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No order retyped: the scenarios ask about the imported orders; a cancel confirmed
+    in a run changes the copy, not the shop's database; a live SHOP_BACKEND is never
+    asked (its address answers nothing)."""
+    database = tmp_path / "bot.sqlite3"
+    db = await open_database(database)
+    try:
+        plan = plan_import(TEA_SHOP)
+        await ShopRepository(db).import_shop_data(
+            orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
+        )
+    finally:
+        await db.close()
+    monkeypatch.setenv("DATABASE_PATH", str(database))
+    monkeypatch.setenv("SHOP_BACKEND", "http")
+    monkeypatch.setenv("SHOP_API_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("SHOP_API_TOKEN", "never-used")
+    suite = tmp_path / "mine.toml"
+    suite.write_text(OWN_SHOP_SCENARIOS, encoding="utf-8")
+    report = tmp_path / "report.md"
+    assert await cli(str(suite), "--report", str(report)) == 0, report.read_text()
+    err = capsys.readouterr().err
+    assert f"shop: a copy of your data in {database} (DATABASE_PATH): 2 orders, " in err
+    assert "1 return policies, 1 FAQ entries" in err
+    assert "Shop: a copy of your data in" in report.read_text(encoding="utf-8")
+    db = await open_database(database)
+    try:
+        order = await ShopRepository(db).get_order("4321")
+    finally:
+        await db.close()
+    assert order is not None and order.status == "processing"  # the shop's own: untouched
+
+
+async def test_without_the_shops_own_data_scenarios_run_on_the_demo(
+    model_env: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    database = tmp_path / "bot.sqlite3"
+    monkeypatch.setenv("DATABASE_PATH", str(database))
+    suite = tmp_path / "mine.toml"
+    suite.write_text(
+        '[[scenario]]\nid = "demo"\nturns = ["Где заказ 8041?"]\n'
+        '[scenario.expect]\nmust_contain = ["8041"]\n',
+        encoding="utf-8",
+    )
+    report = tmp_path / "report.md"
+    assert await cli(str(suite), "--report", str(report)) == 0
+    assert "shop: the demo (no database at" in capsys.readouterr().err
+    assert not database.exists()  # reading the shop never creates its database
+    db = await open_database(database)
+    try:
+        await seed_demo_shop(ShopRepository(db))
+    finally:
+        await db.close()
+    assert await cli(str(suite), "--report", str(report)) == 0
+    assert "holds no data of your shop" in capsys.readouterr().err
+
+
+def test_the_bundled_suite_runs_on_the_demo_whatever_the_database() -> None:
+    assert {s.shop for s in load_scenarios(default_suite_files())} == {"demo"}

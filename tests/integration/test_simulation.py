@@ -401,13 +401,16 @@ def test_the_default_suite_is_valid_and_covers_the_policies() -> None:
         tomllib.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def test_the_readme_scenario_example_is_a_valid_scenario(tmp_path: Path) -> None:
+def test_the_documented_scenario_examples_are_valid_scenarios(tmp_path: Path) -> None:
+    """docs/simulations.md shows every expectation kind and a simulated customer; the
+    README a short scenario on the owner's own shop."""
     import re
 
     from services.simulation.scenario import read_scenarios
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Test the bot before going live", 1)[1]
+    root = Path(__file__).parents[2]
+    docs = (root / "docs" / "simulations.md").read_text(encoding="utf-8")
+    section = docs.split("## The command, the report and your own scenarios", 1)[1]
     # "toml scenario": GitHub highlights TOML, and the texts example stays the only "toml"
     blocks = re.findall(r"```toml scenario\n(.*?)```", section, flags=re.S)
     example = tmp_path / "example.toml"
@@ -420,3 +423,9 @@ def test_the_readme_scenario_example_is_a_valid_scenario(tmp_path: Path) -> None
     example.write_text(simulated + blocks[1], encoding="utf-8")
     [played] = read_scenarios(example)
     assert played.simulated is not None and played.simulated.max_turns == 4
+
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    [short] = re.findall(r"```toml scenario\n(.*?)```", readme, flags=re.S)
+    example.write_text(short, encoding="utf-8")
+    [mine] = read_scenarios(example)
+    assert mine.shop == "own" and mine.shop_data is None  # the owner's data, not retyped

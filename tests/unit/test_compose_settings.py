@@ -230,7 +230,7 @@ def volume_targets(service: dict[str, Any]) -> list[Path]:
 
 def caddy_upstream_ports(name: str) -> set[int]:
     text = (ROOT / "deploy" / name).read_text()
-    return {int(port) for port in re.findall(r"\bbot(?:-\d)?:(\d+)", text)}
+    return {int(port) for port in re.findall(r"\bbot(?:-\d|-polling)?:(\d+)", text)}
 
 
 def assert_reachable_in_the_container(settings: Settings, service: dict[str, Any]) -> None:
@@ -260,6 +260,26 @@ def test_polling_profile_as_the_readme_says_without_bot_domain(
         path.is_relative_to(target) for target in volume_targets(service)
     ), f"{path} is not on a volume: the container's file system is read-only"
     assert settings.health_enabled and settings.web_host == "0.0.0.0"
+
+
+def test_polling_with_pushes_as_the_readme_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long polling, and Caddy takes the shop's pushes to the bot's health server (where
+    the push routes are served in polling mode)."""
+    names = readme_names_to_fill("docker compose --profile polling-pushes up")
+    project = Project(
+        project_folder(tmp_path, filled_in_env(names)), "compose.yaml", ("polling-pushes",)
+    )
+    services = project.services()
+    assert set(services) == {"bot-polling", "caddy-pushes"}
+    bot = services["bot-polling"]
+    settings = bot_settings(project.container_environment(bot), monkeypatch)
+    assert settings.bot_mode is BotMode.POLLING
+    assert_reachable_in_the_container(settings, bot)
+    assert caddy_upstream_ports("Caddyfile.pushes") == {settings.web_port}
+    caddy = project.declared_environment(services["caddy-pushes"])
+    assert caddy["BOT_DOMAIN"] == "bot.example.com"
 
 
 def test_webhook_profile_as_the_readme_says(
@@ -324,6 +344,7 @@ HEALTH_ENABLED=false
     ("file", "profiles", "service", "command"),
     [
         ("compose.yaml", ("polling",), "bot-polling", "--profile polling up"),
+        ("compose.yaml", ("polling-pushes",), "bot-polling", "--profile polling-pushes up"),
         ("compose.yaml", ("webhook",), "bot", "--profile webhook up"),
         ("compose.instances.yaml", (), "bot-1", "compose.instances.yaml up"),
     ],
@@ -379,6 +400,7 @@ def docker_compose() -> list[str]:
     ("file", "profiles", "command"),
     [
         ("compose.yaml", ("polling",), "docker compose --profile polling up"),
+        ("compose.yaml", ("polling-pushes",), "docker compose --profile polling-pushes up"),
         ("compose.yaml", ("webhook",), "docker compose --profile webhook up"),
         ("compose.instances.yaml", (), "docker compose -f compose.instances.yaml up"),
     ],

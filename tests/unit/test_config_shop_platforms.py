@@ -9,6 +9,7 @@ from bot.config import SettingsError, load_settings
 from bot.wiring.core import build_shop_directory
 from tools.shop.backends.medusa import MedusaBackend
 from tools.shop.backends.shopify import SHOPIFY_API_VERSION, ShopifyBackend
+from tools.shop.backends.shopify_token import ClientCredentials
 from tools.shop.backends.woocommerce import WooCommerceBackend
 from tools.shop.rules import OrderStatus
 
@@ -97,4 +98,47 @@ async def test_the_wiring_builds_the_configured_platform(monkeypatch: pytest.Mon
     assert isinstance(directory.backend, WooCommerceBackend)
     assert directory.backend.map_status("shipped") == OrderStatus.IN_TRANSIT
     assert directory.backend.map_status("ready-pickup") == OrderStatus.READY_FOR_PICKUP
+    await directory.aclose()
+
+
+SHOPIFY = {"SHOP_BACKEND": "shopify", "SHOPIFY_SHOP": "my-shop.myshopify.com"}
+
+
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        ({}, "SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET: required when SHOP_BACKEND=shopify"),
+        ({"SHOPIFY_CLIENT_ID": "abc"}, "SHOPIFY_CLIENT_SECRET: required with SHOPIFY_CLIENT_ID"),
+        (
+            {"SHOPIFY_CLIENT_SECRET": "shpss_secret"},
+            "SHOPIFY_CLIENT_ID: required with SHOPIFY_CLIENT_SECRET",
+        ),
+        (
+            {
+                "SHOPIFY_CLIENT_ID": "abc",
+                "SHOPIFY_CLIENT_SECRET": "shpss_secret",
+                "SHOP_API_TOKEN": "shpat_x",
+            },
+            "SHOP_API_TOKEN: set either it or SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET",
+        ),
+    ],
+)
+def test_shopify_needs_the_apps_client_credentials_or_a_fixed_token(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], line: str
+) -> None:
+    message = error_for(monkeypatch, **SHOPIFY, **env)
+    assert line in message and "shpss_secret" not in message
+
+
+async def test_a_dev_dashboard_app_is_wired_with_its_client_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = make(
+        monkeypatch, **SHOPIFY, SHOPIFY_CLIENT_ID="abc", SHOPIFY_CLIENT_SECRET="shpss_secret"
+    )
+    assert "shpss_secret" not in repr(settings)
+    directory = build_shop_directory(settings, db=None)  # type: ignore[arg-type]
+    backend = directory.backend
+    assert isinstance(backend, ShopifyBackend)
+    assert isinstance(backend._tokens, ClientCredentials)
     await directory.aclose()

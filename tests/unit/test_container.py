@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from bot.config import Settings
+from bot.shop_push import GENERIC_PATH, SHOPIFY_PATH, WOOCOMMERCE_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -56,6 +57,39 @@ def compose(name: str = "compose.yaml") -> dict[str, Any]:
 def caddy_rules(name: str) -> list[str]:
     lines = [line.strip() for line in (ROOT / "deploy" / name).read_text().splitlines()]
     return [line for line in lines if line and not line.startswith("#")]
+
+
+def _caddy_path_matches(pattern: str, path: str) -> bool:
+    """Caddy's `path` matcher: exact, or a prefix when the pattern ends with `*`."""
+    if pattern.endswith("*"):
+        return path.startswith(pattern[:-1])
+    return path == pattern
+
+
+def caddy_upstreams(name: str, path: str, env: dict[str, str] | None = None) -> list[str]:
+    """Where the Caddyfile sends a request for `path`: the `reverse_proxy` upstreams of
+    the first `handle` block whose matcher takes it ([] when that block answers itself,
+    e.g. `respond 404`). The parts of the Caddyfile language these files use:
+    `{$VAR:default}`, named `path` matchers, inline path matchers, bare `handle`."""
+    values = env or {}
+    text = re.sub(
+        r"\{\$([A-Z_]+)(?::([^}]*))?\}",
+        lambda m: values.get(m[1], m[2] or ""),
+        "\n".join(caddy_rules(name)),
+    )
+    matchers: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("@"):
+            matcher, kind, *patterns = line.split()
+            assert kind == "path", f"only path matchers are modelled: {line}"
+            matchers[matcher] = patterns
+    blocks = re.findall(r"^handle\s*(\S*)\s*\{\n(.*?)^\}", text, flags=re.M | re.S)
+    for matcher, body in blocks:
+        patterns = matchers[matcher] if matcher.startswith("@") else [matcher or "*"]
+        if any(pattern == "*" or _caddy_path_matches(pattern, path) for pattern in patterns):
+            proxy = re.search(r"^reverse_proxy ([^{\n]+)", body, flags=re.M)
+            return proxy[1].split() if proxy else []
+    return []
 
 
 def test_hadolint_finds_nothing() -> None:
@@ -131,7 +165,8 @@ def test_compose_profiles_webhook_behind_caddy_and_polling() -> None:
     services = compose()["services"]
     assert services["bot"]["profiles"] == ["webhook"]
     assert services["caddy"]["profiles"] == ["webhook"]
-    assert services["bot-polling"]["profiles"] == ["polling"]
+    assert services["bot-polling"]["profiles"] == ["polling", "polling-pushes"]
+    assert services["caddy-pushes"]["profiles"] == ["polling-pushes"]
     assert services["bot"]["environment"]["BOT_MODE"] == "webhook"
     assert services["bot-polling"]["environment"]["BOT_MODE"] == "polling"
     for name in ("bot", "bot-polling"):
@@ -168,6 +203,41 @@ def test_compose_for_several_instances_shares_one_postgresql_behind_caddy() -> N
     assert "reverse_proxy bot-1:8080 bot-2:8080 {" in rules  # both instances take updates
     assert "health_uri /healthz" in rules and "respond 404" in rules
     assert not any("/metrics" in line for line in rules)
+
+
+PUSH_PATHS = (GENERIC_PATH, SHOPIFY_PATH, WOOCOMMERCE_PATH)
+
+
+@pytest.mark.parametrize(
+    ("caddyfile", "bots", "webhook"),
+    [
+        ("Caddyfile", ["bot:8080"], True),
+        ("Caddyfile.instances", ["bot-1:8080", "bot-2:8080"], True),
+        ("Caddyfile.pushes", ["bot-polling:8080"], False),
+    ],
+)
+def test_the_shops_pushes_reach_the_bot_in_every_deployment(
+    caddyfile: str, bots: list[str], webhook: bool
+) -> None:
+    """Every push route the bot serves (bot/shop_push.py) is forwarded to the bots; the
+    webhook path where Telegram posts (also a path of the owner's choosing); the health
+    and metrics pages, and anything else, are not public."""
+    for path in PUSH_PATHS:
+        assert caddy_upstreams(caddyfile, path) == bots, path
+    default_path = Settings.model_fields["webhook_path"].default
+    for env, path in (({}, default_path), ({"WEBHOOK_PATH": "/tg/abc"}, "/tg/abc")):
+        assert caddy_upstreams(caddyfile, path, env) == (bots if webhook else [])
+    for path in ("/healthz", "/metrics", "/", "/shop", "/shop/eventsx", "/admin"):
+        assert caddy_upstreams(caddyfile, path) == [], path
+
+
+def test_the_polling_profile_with_pushes_opens_only_caddy() -> None:
+    services = compose()["services"]
+    caddy = services["caddy-pushes"]
+    assert caddy["depends_on"]["bot-polling"]["condition"] == "service_healthy"
+    assert "./deploy/Caddyfile.pushes:/etc/caddy/Caddyfile:ro" in caddy["volumes"]
+    assert sorted(caddy["ports"]) == ["443:443", "80:80"]
+    assert "ports" not in services["bot-polling"]  # Telegram is polled: no port of its own
 
 
 def test_no_installer_in_the_runtime_image() -> None:

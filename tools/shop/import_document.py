@@ -11,15 +11,24 @@ Document (every top-level key optional, unknown keys rejected)::
     {"orders": [{"order_id": "8041", "status": "in_transit",
                  "owner_telegram_id": 123, "owner_phone": "+79123456789",
                  "updated_at": "2026-11-29T10:00:00+03:00",
-                 "pickup_point": "...", "expected_date": "2026-12-01"}],
+                 "pickup_point": "...", "expected_date": "2026-12-01",
+                 "items": [{"name": "Наушники", "quantity": 1}],
+                 "total": {"amount": "4990.00", "currency": "RUB"},
+                 "carrier": "СДЭК", "tracking_number": "1234567890",
+                 "tracking_url": "https://..."}],
      "return_policies": [{"product": "Наушники", "return_days": 7,
                           "conditions": "...", "aliases": ["headphones"]}],
      "general_return_policy": "...",
      "faq": [{"topic": "Доставка", "answer": "...", "aliases": ["delivery"]}]}
 
-Bounds: at most 10,000 orders and 10,000 return policies per file, 50 aliases per
-policy; at most 1,000 FAQ entries with 50 aliases each; at most 100 problem lines are
-kept (the total is counted).
+An order's `items` (at most 200, a name and a quantity each), `total` (a non-negative
+amount, given as a string or a number, and a three-letter ISO 4217 currency code) and
+tracking (`carrier`, `tracking_number`, an http(s) `tracking_url`) are what the live
+backends read from a shop; the local backend shows them the same way.
+
+Bounds: at most 10,000 orders (with 50,000 items in all) and 10,000 return policies per
+file, 50 aliases per policy; at most 1,000 FAQ entries with 50 aliases each; at most 100
+problem lines are kept (the total is counted).
 
 `owner_phone` names the order's owner by phone: it is stored in E.164 (see
 `tools.shop.rules.normalise_phone`: "+" and 8..15 digits; a Russian "8 (912) 345-67-89"
@@ -40,10 +49,13 @@ entries) are a problem, as are ones without a letter or digit.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Annotated, Any, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -75,10 +87,40 @@ MAX_ORDERS = 10_000
 MAX_RETURN_POLICIES = 10_000
 MAX_ALIASES = 50
 MAX_FAQ_ENTRIES = 1_000
+MAX_ITEMS = 200  # an order's items (as the HTTP contract bounds them)
+MAX_FILE_ITEMS = 50_000  # the items of all orders of one file
 MAX_PROBLEMS_SHOWN = 100
 # Telegram: "user identifiers have at most 52 significant bits"; also keeps every id
 # inside SQLite's 64-bit INTEGER.
 TELEGRAM_ID_LIMIT = 2**52
+
+
+class ItemIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[Text, StringConstraints(max_length=300)]
+    quantity: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 1
+
+
+class TotalIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    amount: Annotated[Decimal, Field(ge=0, lt=10**12, decimal_places=4, allow_inf_nan=False)]
+    currency: Annotated[str, StringConstraints(strip_whitespace=True, to_upper=True)]
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, value: str) -> str:
+        if len(value) != 3 or not value.isascii() or not value.isalpha():
+            raise ValueError("must be a three-letter ISO 4217 code, e.g. RUB, EUR, USD")
+        return value
+
+
+def _web_address(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// address")
+    return value
 
 
 class OrderIn(BaseModel):
@@ -91,6 +133,13 @@ class OrderIn(BaseModel):
     updated_at: datetime | None = None
     pickup_point: Annotated[Text, StringConstraints(max_length=300)] | None = None
     expected_date: date | None = None
+    items: Annotated[list[ItemIn], Field(max_length=MAX_ITEMS)] | None = None
+    total: TotalIn | None = None
+    carrier: Annotated[Text, StringConstraints(max_length=100)] | None = None
+    tracking_number: Annotated[Text, StringConstraints(max_length=100)] | None = None
+    tracking_url: (
+        Annotated[Text, StringConstraints(max_length=2000), AfterValidator(_web_address)] | None
+    ) = None
 
     @field_validator("order_id")
     @classmethod
@@ -303,6 +352,27 @@ def _policy_upsert(policy: ReturnPolicyIn) -> ReturnPolicyUpsert:
     )
 
 
+def _order_values(order: OrderIn) -> dict[str, object]:
+    """The columns the document gives (a field left out keeps its stored value, null
+    clears it), in storage's terms: ISO dates, items as JSON, the total in two columns."""
+    values: dict[str, object] = {}
+    for name in order.model_fields_set - {"order_id"}:
+        value = getattr(order, name)
+        if name == "items":
+            items = None if value is None else [i.model_dump() for i in value]
+            values[name] = None if items is None else json.dumps(items, ensure_ascii=False)
+        elif name == "total":
+            values["total_amount"] = None if value is None else format(value.amount, "f")
+            values["total_currency"] = None if value is None else value.currency
+        elif isinstance(value, OrderStatus):
+            values[name] = value.value
+        elif isinstance(value, datetime | date):
+            values[name] = value.isoformat()
+        else:
+            values[name] = value
+    return values
+
+
 def _faq_record(entry: FaqIn) -> FaqRecord:
     key = faq_key(entry.topic)
     aliases = (faq_key(alias) for alias in entry.aliases or [])
@@ -360,6 +430,11 @@ def plan_import(raw: Any, number_rule: OrderNumberRule = FOUR_DIGITS) -> ImportP
     orders = _records(raw, "orders", OrderIn, MAX_ORDERS, problems, {"number_rule": number_rule})
     policies = _records(raw, "return_policies", ReturnPolicyIn, MAX_RETURN_POLICIES, problems)
     faq = _records(raw, "faq", FaqIn, MAX_FAQ_ENTRIES, problems)
+    items = sum(len(order.items or ()) for order in orders)
+    if items > MAX_FILE_ITEMS:
+        problems.add(
+            [f"orders: {items} items in all, at most {MAX_FILE_ITEMS} per file; split the file"]
+        )
     if not problems.total:
         problems.add(_cross_record_problems(orders, policies))
         problems.add(_faq_problems(faq))
@@ -367,16 +442,9 @@ def plan_import(raw: Any, number_rule: OrderNumberRule = FOUR_DIGITS) -> ImportP
         raise ShopDataError(problems.shown, problems.total)
 
     plan = ImportPlan()
-    for order in orders:
-        values: dict[str, object] = {}
-        for name in order.model_fields_set - {"order_id"}:
-            value = getattr(order, name)
-            if isinstance(value, OrderStatus):
-                value = value.value
-            elif isinstance(value, datetime | date):
-                value = value.isoformat()
-            values[name] = value
-        plan.orders.append(OrderUpsert(order_id=order.order_id, values=values))
+    plan.orders = [
+        OrderUpsert(order_id=order.order_id, values=_order_values(order)) for order in orders
+    ]
     plan.policies = [_policy_upsert(policy) for policy in policies]
     if "general_return_policy" in top.model_fields_set:
         plan.texts[GENERAL_RETURN_POLICY_KEY] = top.general_return_policy

@@ -1,5 +1,5 @@
 """The published contract (docs/shop-api.openapi.yaml) is a valid document, the reference
-fake and the README's standard-library example server answer by it, and the bot's client
+fake and the standard-library example server (docs/shop-data.md) answer by it, and the bot's client
 reads the example server's answers."""
 
 from __future__ import annotations
@@ -158,6 +158,6 @@ async def test_the_readme_example_server_answers_by_the_document_and_the_bot_rea
         await client.aclose()
 
 
-def test_the_readme_shows_the_example_server_as_it_is_tested() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert EXAMPLE.read_text(encoding="utf-8").strip() in readme
+def test_the_docs_show_the_example_server_as_it_is_tested() -> None:
+    page = (ROOT / "docs" / "shop-data.md").read_text(encoding="utf-8")
+    assert EXAMPLE.read_text(encoding="utf-8").strip() in page

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,12 @@ import pytest
 from bot.data_import import run_import
 from storage.database import Database, open_database
 from storage.shop import ShopRepository
+from tools.shop.backends.http import OrderIn as HttpOrderIn
+from tools.shop.backends.http import to_live_order
+from tools.shop.backends.local import LocalBackend
 from tools.shop.demo import DEMO_ORDER_IDS, demo_orders, seed_demo_shop
-from tools.shop.import_document import ShopDataError, plan_import
+from tools.shop.import_document import MAX_FILE_ITEMS, ShopDataError, plan_import
+from tools.shop.orders import Delivery, LiveOrder, Money, OrderItem
 
 VALID: dict[str, Any] = {
     "orders": [
@@ -36,6 +42,11 @@ VALID: dict[str, Any] = {
     ],
     "general_return_policy": "Остальные товары — 7 дней.",
 }
+
+
+def http_order(body: dict[str, Any]) -> LiveOrder:
+    """An order of the HTTP contract as the `http` backend reads it."""
+    return to_live_order(HttpOrderIn.model_validate(body))
 
 
 def problems_of(document: Any) -> list[str]:
@@ -442,3 +453,106 @@ async def test_an_invalid_owner_phone_writes_nothing(
             assert await db.fetch_one("SELECT 1 FROM orders") is None
         finally:
             await db.close()
+
+
+DETAILED = {
+    "orders": [
+        {
+            "order_id": "1234",
+            "status": "in_transit",
+            "owner_phone": "+79123456789",
+            "updated_at": "2026-12-01T09:30:00+03:00",
+            "items": [{"name": "Улун Те Гуань Инь, 100 г", "quantity": 2}, {"name": "Чайник"}],
+            "total": {"amount": "3480.50", "currency": "rub"},
+            "carrier": "СДЭК",
+            "tracking_number": "1234567890",
+            "tracking_url": "https://www.cdek.ru/ru/tracking?order_id=1234567890",
+        }
+    ]
+}
+
+
+async def test_items_total_and_tracking_are_shown_like_a_live_backends(db: Database) -> None:
+    shop = ShopRepository(db)
+    await shop.import_shop_data(**vars_of(plan_import(DETAILED)))
+    order = await LocalBackend(shop).get_order("1234")
+    assert order is not None
+    assert order.items == (
+        OrderItem("Улун Те Гуань Инь, 100 г", 2),
+        OrderItem("Чайник", 1),
+    )
+    assert order.total == Money(Decimal("3480.50"), "RUB")
+    assert order.delivery == Delivery(
+        carrier="СДЭК",
+        tracking_number="1234567890",
+        tracking_url="https://www.cdek.ru/ru/tracking?order_id=1234567890",
+    )
+    # the same `LiveOrder` the HTTP backend makes of the contract's order
+    contract = http_order(
+        {
+            "number": "1234",
+            "status": "in_transit",
+            "updated_at": "2026-12-01T09:30:00+03:00",
+            "customer": {"phone": "+79123456789"},
+            "items": [{"name": "Улун Те Гуань Инь, 100 г", "quantity": 2}, {"name": "Чайник"}],
+            "delivery": {
+                "carrier": "СДЭК",
+                "tracking_number": "1234567890",
+                "tracking_url": "https://www.cdek.ru/ru/tracking?order_id=1234567890",
+            },
+            "total": {"amount": "3480.50", "currency": "RUB"},
+        }
+    )
+    assert order == replace(contract, public=False)
+
+    # left out: kept; null: cleared (as every order field)
+    await shop.import_shop_data(
+        **vars_of(plan_import({"orders": [{"order_id": "1234", "status": "delivered"}]}))
+    )
+    kept = await LocalBackend(shop).get_order("1234")
+    assert kept is not None and kept.items == order.items and kept.total == order.total
+    cleared = {"order_id": "1234", "status": "delivered", "items": None, "total": None}
+    await shop.import_shop_data(**vars_of(plan_import({"orders": [cleared]})))
+    gone = await LocalBackend(shop).get_order("1234")
+    assert gone is not None and (gone.items, gone.total) == ((), None)
+    assert gone.delivery is not None and gone.delivery.carrier == "СДЭК"
+
+
+def test_bad_items_totals_and_tracking_are_named_one_by_one() -> None:
+    good = DETAILED["orders"][0]
+    problems = problems_of(
+        {
+            "orders": [
+                {**good, "order_id": "1001", "items": [{"name": "Чай", "quantity": 0}]},
+                {**good, "order_id": "1002", "items": [{"quantity": 1}, {"name": "x", "qty": 1}]},
+                {**good, "order_id": "1003", "total": {"amount": "-5", "currency": "RUB"}},
+                {**good, "order_id": "1004", "total": {"amount": "10", "currency": "рубли"}},
+                {**good, "order_id": "1005", "total": {"amount": "NaN", "currency": "RUB"}},
+                {**good, "order_id": "1006", "tracking_url": "javascript:alert(1)"},
+                {**good, "order_id": "1007", "items": "чай"},
+                {**good, "order_id": "1008", "total": {"amount": "10"}},
+            ]
+        }
+    )
+    joined = "\n".join(problems)
+    assert "orders[0] (order_id '1001').items[0].quantity:" in joined
+    assert "orders[1] (order_id '1002').items[0].name: required field is missing" in joined
+    assert "orders[1] (order_id '1002').items[1].qty: unknown field" in joined
+    assert "orders[2] (order_id '1003').total.amount:" in joined
+    assert "orders[3] (order_id '1004').total.currency: must be a three-letter" in joined
+    assert "orders[4] (order_id '1005').total.amount:" in joined
+    assert "orders[5] (order_id '1006').tracking_url: must be an http" in joined
+    assert "orders[6] (order_id '1007').items:" in joined
+    assert "orders[7] (order_id '1008').total.currency: required field is missing" in joined
+    assert len(problems) == 9
+
+
+def test_the_items_of_one_file_are_bounded() -> None:
+    orders = [
+        {"order_id": f"{n:04d}", "status": "processing", "items": [{"name": "x"}] * 200}
+        for n in range(251)
+    ]
+    problems = problems_of({"orders": orders})
+    assert problems == [
+        f"orders: {251 * 200} items in all, at most {MAX_FILE_ITEMS} per file; split the file"
+    ]

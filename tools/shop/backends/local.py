@@ -8,14 +8,24 @@ phone is the demo's public order, shown to anyone (tools/shop/access.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import date, datetime
+from decimal import Decimal
 
 from pydantic import TypeAdapter
 
 from storage.shop import ShopRepository
 from storage.shop_records import OrderRecord
-from tools.shop.orders import FOUR_DIGITS, UNKNOWN_TIME, Delivery, LiveOrder, OrderNumberRule
+from tools.shop.orders import (
+    FOUR_DIGITS,
+    UNKNOWN_TIME,
+    Delivery,
+    LiveOrder,
+    Money,
+    OrderItem,
+    OrderNumberRule,
+)
 from tools.shop.rules import OrderStatus
 
 _DATETIME = TypeAdapter(datetime)
@@ -47,16 +57,32 @@ class LocalBackend:
         """The database is closed by its owner."""
 
 
+def _delivery(record: OrderRecord) -> Delivery | None:
+    delivery = Delivery(
+        carrier=record.carrier,
+        tracking_number=record.tracking_number,
+        tracking_url=record.tracking_url,
+        eta=None if record.expected_date is None else _DATE.validate_python(record.expected_date),
+        pickup_point=record.pickup_point,
+    )
+    return None if delivery == Delivery() else delivery
+
+
+def _items(record: OrderRecord) -> tuple[OrderItem, ...]:
+    """The stored items (JSON written by the import: a name and a quantity each)."""
+    if record.items is None:
+        return ()
+    return tuple(
+        OrderItem(name=i["name"], quantity=i["quantity"]) for i in json.loads(record.items)
+    )
+
+
 def live_order(record: OrderRecord) -> LiveOrder:
-    """A stored order as a `LiveOrder`; storage keeps dates as ISO text."""
-    delivery = None
-    if record.pickup_point is not None or record.expected_date is not None:
-        delivery = Delivery(
-            pickup_point=record.pickup_point,
-            eta=None
-            if record.expected_date is None
-            else _DATE.validate_python(record.expected_date),
-        )
+    """A stored order as a `LiveOrder`, as the live backends build theirs; storage keeps
+    dates as ISO text, the items as JSON and the total as decimal text."""
+    total = None
+    if record.total_amount is not None and record.total_currency is not None:
+        total = Money(Decimal(record.total_amount), record.total_currency)
     return LiveOrder(
         number=record.order_id,
         status=OrderStatus(record.status),
@@ -67,6 +93,8 @@ def live_order(record: OrderRecord) -> LiveOrder:
         ),
         customer_phone=record.owner_phone,
         customer_telegram_id=record.owner_telegram_id,
-        delivery=delivery,
+        items=_items(record),
+        delivery=_delivery(record),
+        total=total,
         public=record.owner_telegram_id is None and record.owner_phone is None,
     )

@@ -117,6 +117,8 @@ class PlatformClient:
         *,
         params: Mapping[str, str | int] | None = None,
         json_body: Any = None,
+        form: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
         idempotent: bool | None = None,
         own_429: bool = False,
     ) -> Reply:
@@ -125,14 +127,16 @@ class PlatformClient:
         401/403 → ShopUnavailable("auth"); any other status is the caller's to read.
         A non-idempotent request that timed out raises ShopUnavailable("timeout"): the
         caller does not know whether it took effect (OrderActions answer ActionUnknown).
-        `own_429`: a 429 is returned to the caller (Shopify reads its cost data instead)."""
+        `own_429`: a 429 is returned to the caller (Shopify reads its cost data instead).
+        `form`: a form-encoded body instead of JSON; `headers`: this call's own (a
+        short-lived token), over the client's."""
         retry = method == "GET" if idempotent is None else idempotent
         deadline = time.monotonic() + self._timeout_s * (2 if retry else 1) + 0.5
         attempt = 0
         while True:
             attempt += 1
             try:
-                reply = await self._once(method, path, params, json_body)
+                reply = await self._once(method, path, params, json_body, form, headers)
             except ShopUnavailable as exc:
                 if retry and attempt == 1 and exc.kind in ("timeout", "unavailable"):
                     logger.info(
@@ -167,16 +171,23 @@ class PlatformClient:
             return reply
 
     async def _once(
-        self, method: str, path: str, params: Mapping[str, str | int] | None, json_body: Any
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str | int] | None,
+        json_body: Any,
+        form: Mapping[str, str] | None = None,
+        own_headers: Mapping[str, str] | None = None,
     ) -> Reply:
         timeout = aiohttp.ClientTimeout(total=self._timeout_s, connect=min(1.5, self._timeout_s))
-        headers = {"Accept": "application/json", **self._headers}
+        headers = {"Accept": "application/json", **self._headers, **(own_headers or {})}
         try:
             async with self._client().request(
                 method,
                 self.base_url + path,
                 params=None if params is None else {k: str(v) for k, v in params.items()},
                 json=json_body,
+                data=None if form is None else dict(form),
                 headers=headers,
                 timeout=timeout,
                 allow_redirects=False,

@@ -10,7 +10,9 @@ the owner may override; Shopify supports a version for at least 12 months):
 - returnRequest: https://shopify.dev/docs/api/admin-graphql/2026-07/mutations/returnRequest
 - rate limits (calculated query cost, THROTTLED with extensions.cost.throttleStatus):
   https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits
-Auth: a custom app's Admin API access token in `X-Shopify-Access-Token`. Shopify is
+Auth: an Admin API access token in `X-Shopify-Access-Token`: short-lived ones of a Dev
+Dashboard app (client credentials grant), or the fixed one of a custom app created in the
+admin before 2026 (tools/shop/backends/shopify_token.py). Shopify is
 hosted only, so the tests use a fake built from these documented shapes
 (tests/fakes/shopify.py).
 """
@@ -35,7 +37,8 @@ from tools.shop.backend import (
     ShopUnavailable,
     unreadable_is_malformed,
 )
-from tools.shop.backends.platform_http import PlatformClient, parse_time, phone_or_none
+from tools.shop.backends.platform_http import PlatformClient, Reply, parse_time, phone_or_none
+from tools.shop.backends.shopify_token import ClientCredentials, StaticToken, TokenSource
 from tools.shop.orders import Delivery, LiveOrder, Money, OrderItem, OrderNumberRule
 from tools.shop.rules import OrderStatus
 
@@ -203,8 +206,9 @@ class ShopifyBackend:
     def __init__(
         self,
         shop_domain: str,
-        access_token: str,
+        access_token: str | None = None,
         *,
+        client_credentials: tuple[str, str] | None = None,
         api_version: str = SHOPIFY_API_VERSION,
         timeout_s: float = 3.0,
         number_rule: OrderNumberRule = SHOPIFY_NUMBERS,
@@ -217,11 +221,41 @@ class ShopifyBackend:
         self._path = f"/admin/api/{api_version}/graphql.json"
         self._http = PlatformClient(
             base_url or f"https://{shop_domain}",
-            {"X-Shopify-Access-Token": access_token},
+            {},
             backend=self.name,
             timeout_s=timeout_s,
             session=session,
         )
+        self._tokens: TokenSource
+        if client_credentials is not None:
+            self._tokens = ClientCredentials(self._http, *client_credentials)
+        elif access_token is not None:
+            self._tokens = StaticToken(access_token)
+        else:
+            raise ValueError("an access token or the app's client credentials")
+
+    async def _post(self, body: dict[str, Any], *, mutation: bool) -> Reply:
+        """One GraphQL POST with the current token; a token Shopify refuses (401/403) is
+        renewed once where it can be (a refused request did nothing, so even a mutation
+        is sent again)."""
+        for attempt in (1, 2):
+            token = await self._tokens.token()
+            try:
+                return await self._http.request(
+                    "POST",
+                    self._path,
+                    json_body=body,
+                    headers={"X-Shopify-Access-Token": token},
+                    idempotent=not mutation,
+                    own_429=True,
+                )
+            except ShopUnavailable as exc:
+                renewable = isinstance(self._tokens, ClientCredentials)
+                if exc.kind != "auth" or attempt == 2 or not renewable:
+                    raise
+                logger.info("shopify: the access token was refused, asking for a new one")
+                self._tokens.forget(token)
+        raise AssertionError("unreachable")
 
     async def _graphql(
         self, query: str, variables: dict[str, Any] | None = None, *, mutation: bool = False
@@ -231,9 +265,7 @@ class ShopifyBackend:
         are unavailable; errors without data are malformed."""
         body = {"query": query, "variables": variables or {}}
         for attempt in (1, 2):
-            reply = await self._http.request(
-                "POST", self._path, json_body=body, idempotent=not mutation, own_429=True
-            )
+            reply = await self._post(body, mutation=mutation)
             answer = reply.body if isinstance(reply.body, dict) else None
             if reply.status in (402, 423):
                 logger.warning("shopify: the store answered %s (frozen or locked)", reply.status)
@@ -285,9 +317,9 @@ class ShopifyBackend:
         except ShopUnavailable as exc:
             if exc.kind == "auth":
                 raise ShopSetupError(
-                    f"SHOP_API_TOKEN was rejected by the Shopify store {self._http.host} "
-                    "(an Admin API access token of a custom app, scopes read_orders, "
-                    "read_customers)"
+                    f"{self._tokens.setting} was rejected by the Shopify store {self._http.host} "
+                    "(the app must be installed in the store, with the scopes read_orders "
+                    "and read_customers)"
                 ) from None
             if exc.kind == "malformed":
                 raise self._not_shopify() from None
