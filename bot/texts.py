@@ -103,7 +103,9 @@ class Texts:
     action_decline_button: str
     action_working: str  # the press's short note while the shop is asked
     action_not_yours: str  # the press's note: the card was sent to someone else
-    action_already: str  # the press's note: this card was already answered
+    action_already: str  # the press's note: what this card offered is already done
+    action_answered: str  # the press's note: the card was answered, nothing more to do
+    action_no_longer_offered: str  # the press's note: not an offer of this chat (any more)
     action_declined: str
     action_expired: str  # the card is too old, or a newer card for the order replaced it
     action_state_changed: str  # on ✅ the order no longer allows it (e.g. shipped)
@@ -313,13 +315,14 @@ RU_TEMPLATES = Texts(
     action_working="Выполняю…",
     action_not_yours="Эта кнопка — не для вас.",
     action_already="Это уже сделано.",
+    action_answered="На эту карточку уже ответили.",
+    action_no_longer_offered="Это предложение больше не действует.",
     action_declined="Хорошо, ничего не меняю.",
     action_expired=(
         "Это подтверждение устарело — ничего не изменено. Если нужно, попросите ещё раз."
     ),
     action_state_changed=(
-        "Не получилось: заказ за это время изменился, и сделать это уже нельзя. "
-        "Ничего не изменено."
+        "Не получилось: заказ за это время изменился, и сделать это уже нельзя. Ничего не изменено."
     ),
     action_failed=(
         "Не получилось: магазин не смог это выполнить, ничего не изменено. "
@@ -475,7 +478,9 @@ EN_TEMPLATES = Texts(
     action_decline_button="✖ No, thanks",
     action_working="Working on it…",
     action_not_yours="This button is not for you.",
-    action_already="This has already been handled.",
+    action_already="This has already been done.",
+    action_answered="This card has already been answered.",
+    action_no_longer_offered="This offer is no longer available.",
     action_declined="All right, nothing was changed.",
     action_expired=(
         "This confirmation has expired, nothing was changed. Ask again if you still need it."

@@ -21,6 +21,11 @@ it stopped instead of being taken for a second press:
   keeps its buttons and the customer is asked to press ✅ again later: that press asks
   the shop once more with the same id (`retake`: one press at a time).
 - `record`: the result and its line in the chat's history, in one transaction.
+- `press`: the one path of a press — claim → carry out → record — for the Telegram
+  button (bot/routers/actions.py) and `simulate` alike. Whatever fails while the order is
+  re-checked ends the action `failed` (nothing was done); whatever fails once the shop
+  was asked leaves it `executing`/`unknown`, asked again with the same id (never a row
+  stuck `confirmed` with nothing to move it on).
 
 The log says who, which order, the decision, the operation id, the duration and the
 result; never the customer's words (a return's reason).
@@ -31,7 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -44,7 +49,7 @@ from storage.actions import (
     ActionRow,
     ActionStatus,
 )
-from storage.database import StorageRetry
+from storage.database import StorageRetry, StorageUnavailable
 from storage.shop import ShopRepository
 from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
 from tools.shop.backend import ActionDone, ActionRejected, ShopUnavailable
@@ -57,7 +62,7 @@ UNKNOWN_ATTEMPTS = 3  # ask the backend again this often (same operation id) whe
 
 
 class ClaimKind(StrEnum):
-    NO_SUCH_CARD = "no_such_card"  # not an action of this chat
+    NO_SUCH_CARD = "no_such_card"  # not an action of this chat, or no longer offered
     NOT_YOURS = "not_yours"  # the card was sent to someone else
     ALREADY = "already"  # answered before (by another press)
     EXPIRED = "expired"  # too old, or replaced by a newer card
@@ -87,6 +92,32 @@ class Outcome:
     reason: str | None = None
     reference: str | None = None
     words: Mapping[str, str] | None = None  # DONE: the result's words per language
+
+
+@dataclass(frozen=True, slots=True)
+class Press:
+    """What a press came to: the claim's kind, the row, and the outcome recorded (None:
+    nothing was recorded — someone else's card, one already answered, expired, unknown)."""
+
+    kind: ClaimKind
+    row: ActionRow | None
+    outcome: Outcome | None = None
+
+
+async def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PressSteps:
+    """What the front end does on the way: `working` before the shop is asked (the
+    press's note), `settled` once the card is answered (its buttons removed)."""
+
+    working: Callable[[], Awaitable[None]] = _nothing
+    settled: Callable[[], Awaitable[None]] = _nothing
+
+
+QUIET = PressSteps()
 
 
 def _words(stored: str) -> dict[str, str]:
@@ -183,15 +214,69 @@ class ActionService:
             return Claim(ClaimKind.DECLINED, row)
         return Claim(ClaimKind.PROCEED, row, recheck=True)
 
+    async def press(
+        self,
+        operation_id: str,
+        *,
+        chat_id: int,
+        user_id: int,
+        update_id: int,
+        confirm: bool,
+        history: Callable[[ActionRow, Outcome], str],
+        steps: PressSteps = QUIET,
+    ) -> Press:
+        """One press, start to end: claim, carry out, record. `history` gives the line
+        the chat's history keeps (the card's words and the result's, in the customer's
+        language)."""
+        claim = await self.claim(
+            operation_id, chat_id=chat_id, user_id=user_id, update_id=update_id, confirm=confirm
+        )
+        row = claim.row
+        if row is None:
+            return Press(claim.kind, None)
+        if claim.kind is ClaimKind.PROCEED:
+            await steps.working()
+            outcome = await self.carry_out(row, recheck=claim.recheck)
+            if outcome.kind is not ResultKind.CHECKING:  # unknown: ✅ stays to ask again
+                await steps.settled()
+        elif claim.kind is ClaimKind.DECLINED:
+            outcome = Outcome(ResultKind.DECLINED)
+            await steps.settled()
+        elif claim.kind is ClaimKind.FINISHED:  # handled before a crash cut its reply off
+            outcome = outcome_of(row)
+        else:
+            if claim.kind is ClaimKind.EXPIRED:
+                await steps.settled()
+            return Press(claim.kind, row)
+        await self.record(row, outcome, said=history(row, outcome))
+        return Press(claim.kind, row, outcome)
+
     async def carry_out(self, row: ActionRow, *, recheck: bool) -> Outcome:
         """Re-check (a fresh confirmation), then execute with the operation id. Nothing
         is stored here but the move to `executing` (see `record`)."""
         started = time.perf_counter()
-        outcome = await self._carry_out(row, recheck=recheck)
+        asked = [not recheck]  # set once the shop may have been asked
+        try:
+            outcome = await self._carry_out(row, recheck=recheck, asked=asked)
+        except StorageUnavailable:
+            raise  # the press stays pending in the inbox and is handled again
+        except Exception as exc:
+            log.error(
+                "action %s op %s: carrying out failed unexpectedly (%s)",
+                row.action,
+                row.operation_id,
+                type(exc).__name__,
+            )
+            log.debug("the failure", exc_info=True)
+            outcome = (
+                Outcome(ResultKind.CHECKING, reason="unknown")
+                if asked[0]
+                else Outcome(ResultKind.FAILED, reason="error")
+            )
         self._log(row, outcome.kind.value, (time.perf_counter() - started) * 1000, outcome.reason)
         return outcome
 
-    async def _carry_out(self, row: ActionRow, *, recheck: bool) -> Outcome:
+    async def _carry_out(self, row: ActionRow, *, recheck: bool, asked: list[bool]) -> Outcome:
         definition = self._definitions.get(row.action)
         if definition is None:  # switched off (ACTIONS_ENABLED) since it was proposed
             return Outcome(ResultKind.FAILED, reason="action_off")
@@ -220,6 +305,7 @@ class ActionService:
             status=OrderStatus.PROCESSING,
             updated_at=datetime.fromtimestamp(row.created_at, UTC),
         )
+        asked[0] = True
         for _attempt in range(UNKNOWN_ATTEMPTS):
             try:
                 result = await definition.execute(self._shop, target, arguments, row.operation_id)

@@ -595,3 +595,68 @@ async def test_the_demo_supports_both_actions(db: Database, clock: FakeClock) ->
     assert (await world.propose(REQUEST_RETURN, give_back, world.context(STRANGER))).proposed
     shipped = await world.propose(CANCEL_ORDER, {"order_id": "8041"}, world.context(STRANGER))
     assert shipped.refused == "not_cancellable"
+
+
+# -- one press path; any failure ends in a defined state --------------------------------
+
+
+class Exploding(UnknownFirst):
+    """A shop whose answer cannot be read in a way nobody planned for (deeply nested
+    JSON: RecursionError) — on the re-check's read, or on the action's call."""
+
+    def __init__(self, inner: DirectoryActions, *, on_read: bool) -> None:
+        super().__init__(inner, lost=0)
+        self.on_read = on_read
+
+    async def read_fresh(self, number: str) -> LiveOrder | None:
+        if self.on_read:
+            raise RecursionError("maximum recursion depth exceeded")
+        return await self.inner.read_fresh(number)
+
+    async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
+        self.operation_ids.append(operation_id)
+        raise RecursionError("maximum recursion depth exceeded")
+
+
+def _history(row: Any, outcome: Outcome) -> str:
+    return f"{row.order_number}: {outcome.kind}"
+
+
+async def test_a_failure_while_rechecking_ends_the_action_failed_and_told(world: World) -> None:
+    op = await world.card()
+    service = world.service_over(Exploding(world.local, on_read=True))
+    press = await service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=31, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.FAILED
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.FAILED
+    assert await world.status("1001") == "processing"
+    # a second press is told the card was answered; nothing stays `confirmed`
+    again = await service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=32, confirm=True, history=_history
+    )
+    assert again.kind is ClaimKind.ALREADY and again.outcome is None
+
+
+async def test_a_failure_once_the_shop_was_asked_stays_unknown_and_is_asked_again(
+    world: World,
+) -> None:
+    op = await world.card()
+    shop = Exploding(world.local, on_read=False)
+    press = await world.service_over(shop).press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=33, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.CHECKING
+    row = await world.repo.get(op)
+    assert row is not None and (row.status, row.reason) == (ActionStatus.EXECUTING, "unknown")
+    # the next ✅ asks again with the same operation id, and this time the shop answers
+    again = await world.service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=34, confirm=True, history=_history
+    )
+    assert again.outcome is not None and again.outcome.kind is ResultKind.DONE
+    assert await world.status("1001") == "cancelled" and await world.cancellations() == 1
+    history = await world.db.fetch_all(
+        "SELECT content FROM messages WHERE turn_id = ?", (f"action:{op}",)
+    )
+    assert [h[0] for h in history] == ["1001: done"]
