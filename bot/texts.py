@@ -106,6 +106,7 @@ class Texts:
     action_already: str  # the press's note: what this card offered is already done
     action_answered: str  # the press's note: the card was answered, nothing more to do
     action_no_longer_offered: str  # the press's note: not an offer of this chat (any more)
+    action_not_supported: str  # the shop answered that it does not do this; nothing changed
     action_declined: str
     action_expired: str  # the card is too old, or a newer card for the order replaced it
     action_state_changed: str  # on ✅ the order no longer allows it (e.g. shipped)
@@ -317,6 +318,10 @@ RU_TEMPLATES = Texts(
     action_already="Это уже сделано.",
     action_answered="На эту карточку уже ответили.",
     action_no_longer_offered="Это предложение больше не действует.",
+    action_not_supported=(
+        "К сожалению, магазин не выполняет это действие через бота, ничего не изменилось. "
+        "Если нужно, пожалуйста, свяжитесь с магазином напрямую."
+    ),
     action_declined="Хорошо, ничего не меняю.",
     action_expired=(
         "Это подтверждение устарело — ничего не изменено. Если нужно, попросите ещё раз."
@@ -481,6 +486,10 @@ EN_TEMPLATES = Texts(
     action_already="This has already been done.",
     action_answered="This card has already been answered.",
     action_no_longer_offered="This offer is no longer available.",
+    action_not_supported=(
+        "Sorry, the shop does not do this through the bot; nothing was changed. "
+        "If you need it, please contact the shop directly."
+    ),
     action_declined="All right, nothing was changed.",
     action_expired=(
         "This confirmation has expired, nothing was changed. Ask again if you still need it."

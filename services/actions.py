@@ -51,8 +51,9 @@ from storage.actions import (
 )
 from storage.database import StorageRetry, StorageUnavailable
 from storage.shop import ShopRepository
+from tools.actions.capabilities import ActionCapabilities
 from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
-from tools.shop.backend import ActionDone, ActionRejected, ShopUnavailable
+from tools.shop.backend import NOT_SUPPORTED, ActionDone, ActionRejected, ShopUnavailable
 from tools.shop.orders import LiveOrder
 from tools.shop.rules import OrderStatus
 
@@ -66,6 +67,7 @@ class ClaimKind(StrEnum):
     NOT_YOURS = "not_yours"  # the card was sent to someone else
     ALREADY = "already"  # answered before (by another press)
     EXPIRED = "expired"  # too old, or replaced by a newer card
+    NOT_OFFERED = "not_offered"  # the action is off, or the shop no longer does it
     DECLINED = "declined"  # ✖ recorded now
     PROCEED = "proceed"  # ✅ recorded now (or resumed): carry it out
     FINISHED = "finished"  # this very press was handled before a crash: its result
@@ -149,8 +151,10 @@ class ActionService:
         definitions: Sequence[ActionDefinition[Any]],
         *,
         storage_retry: StorageRetry,
+        capabilities: ActionCapabilities | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self._capabilities = capabilities
         self._repo = repo
         self._shop = shop
         self._policies = policies
@@ -161,6 +165,12 @@ class ActionService:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self._definitions)
+
+    def offers(self, action: str) -> bool:
+        """On (a definition) and, as far as the bot knows, done by the connected shop."""
+        if action not in self._definitions:
+            return False
+        return self._capabilities is None or self._capabilities.supports(action)
 
     async def claim(
         self, operation_id: str, *, chat_id: int, user_id: int, update_id: int, confirm: bool
@@ -174,32 +184,23 @@ class ActionService:
             if row.status in FINISHED:
                 return Claim(ClaimKind.FINISHED, row)
             return Claim(ClaimKind.PROCEED, row, recheck=row.status is ActionStatus.CONFIRMED)
+        return await self._claim_new(row, update_id=update_id, confirm=confirm)
+
+    async def _claim_new(self, row: ActionRow, *, update_id: int, confirm: bool) -> Claim:
+        """A press the row has not seen yet, by the customer the card was sent to."""
+        operation_id = row.operation_id
         if row.status is ActionStatus.EXPIRED:
             return Claim(ClaimKind.EXPIRED, row)
         if row.status is ActionStatus.EXECUTING and row.reason == "unknown" and confirm:
             # the shop's answer stayed unknown: a new ✅ asks it again, same operation id
-            retaken = await self._retry.run(
-                "retaking an action",
-                lambda: self._repo.retake(
-                    operation_id, old_press=row.press_update, new_press=update_id
-                ),
-            )
-            if retaken:
+            if await self._retake(row, update_id):
                 return Claim(ClaimKind.PROCEED, row, recheck=False)
         if row.status is not ActionStatus.PENDING:
             return Claim(ClaimKind.ALREADY, row)
+        if not self.offers(row.action):
+            return await self._close(row, ClaimKind.NOT_OFFERED, reason="not_offered")
         if self._clock() >= row.expires_at:
-            await self._retry.run(
-                "expiring an action",
-                lambda: self._repo.move(
-                    operation_id,
-                    from_=[ActionStatus.PENDING],
-                    to=ActionStatus.EXPIRED,
-                    reason="timeout",
-                ),
-            )
-            self._log(row, "expired", 0.0)
-            return Claim(ClaimKind.EXPIRED, row)
+            return await self._close(row, ClaimKind.EXPIRED, reason="timeout")
         target = ActionStatus.CONFIRMED if confirm else ActionStatus.DECLINED
         moved = await self._retry.run(
             "recording a press",
@@ -245,11 +246,33 @@ class ActionService:
         elif claim.kind is ClaimKind.FINISHED:  # handled before a crash cut its reply off
             outcome = outcome_of(row)
         else:
-            if claim.kind is ClaimKind.EXPIRED:
+            if claim.kind in (ClaimKind.EXPIRED, ClaimKind.NOT_OFFERED):
                 await steps.settled()
             return Press(claim.kind, row)
         await self.record(row, outcome, said=history(row, outcome))
         return Press(claim.kind, row, outcome)
+
+    async def _retake(self, row: ActionRow, update_id: int) -> bool:
+        return await self._retry.run(
+            "retaking an action",
+            lambda: self._repo.retake(
+                row.operation_id, old_press=row.press_update, new_press=update_id
+            ),
+        )
+
+    async def _close(self, row: ActionRow, kind: ClaimKind, *, reason: str) -> Claim:
+        """A pending card that can no longer be confirmed: expired, with the reason."""
+        await self._retry.run(
+            "expiring an action",
+            lambda: self._repo.move(
+                row.operation_id,
+                from_=[ActionStatus.PENDING],
+                to=ActionStatus.EXPIRED,
+                reason=reason,
+            ),
+        )
+        self._log(row, kind.value, 0.0)
+        return Claim(kind, row)
 
     async def carry_out(self, row: ActionRow, *, recheck: bool) -> Outcome:
         """Re-check (a fresh confirmation), then execute with the operation id. Nothing
@@ -315,6 +338,8 @@ class ActionService:
                 words = definition.done(target, arguments, result.reference)
                 return Outcome(ResultKind.DONE, reference=result.reference, words=words)
             if isinstance(result, ActionRejected):
+                if result.reason == NOT_SUPPORTED and self._capabilities is not None:
+                    self._capabilities.withdraw(row.action)
                 return Outcome(ResultKind.FAILED, reason=result.reason)
         return Outcome(ResultKind.CHECKING, reason="unknown")
 

@@ -12,10 +12,12 @@ backend without actions leaves the feature off, with a warning.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from bot.config import Settings
 from bot.context import HandlerDeps
@@ -30,14 +32,19 @@ from storage.actions import ActionRepository, LocalActionStore
 from storage.database import Database, StorageRetry
 from storage.shop import ShopRepository
 from tools.actions.builtin import BUILT_IN_ACTIONS
+from tools.actions.capabilities import ActionCapabilities
 from tools.actions.definition import ActionDefinition, ActionShop
 from tools.actions.propose import proposing_tool
 from tools.base import Tool
-from tools.shop.backend import OrderActions
+from tools.shop.backend import CANCEL_ORDER, REQUEST_RETURN, OrderActions
 from tools.shop.backends.local_actions import DirectoryActions, LocalOrderActions
 from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger("bot")
+
+LOCAL_ACTIONS = frozenset({CANCEL_ORDER, REQUEST_RETURN})
+CAPABILITIES_RETRY_S = 30.0  # the shop could not say yet
+CAPABILITIES_REFRESH_S = 600.0  # the shop said: ask again now and then
 
 
 def enabled_actions(settings: Settings) -> tuple[ActionDefinition[Any], ...]:
@@ -45,12 +52,13 @@ def enabled_actions(settings: Settings) -> tuple[ActionDefinition[Any], ...]:
 
 
 def backend_actions(directory: ShopDirectory, db: Database) -> OrderActions | None:
-    """The configured backend's actions: the local one's, or the backend's own."""
+    """The configured backend's actions: the backend's own (it declares them:
+    `ShopBackend.order_actions`), or the bot's over its database for the local one."""
+    own = directory.backend.order_actions()
+    if own is not None:
+        return own
     if directory.backend_name == "local":
         return LocalOrderActions(LocalActionStore(db))
-    backend: Any = directory.backend
-    if hasattr(backend, "cancel_order") and hasattr(backend, "request_return"):
-        return cast(OrderActions, backend)
     return None
 
 
@@ -60,6 +68,7 @@ class ActionParts:
 
     service: ActionService
     tools: tuple[Tool[Any, Any], ...]
+    capabilities: ActionCapabilities
 
 
 def action_parts(
@@ -84,9 +93,18 @@ def action_parts(
         return None
     policies = ShopRepository(db)
     actual: ActionShop = DirectoryActions(directory, actions)
+    # the bot's own (local) actions are known now; a live shop's are learnt at start
+    known = LOCAL_ACTIONS if isinstance(actions, LocalOrderActions) else None
+    capabilities = ActionCapabilities(actions, known)
     repo = ActionRepository(db, clock=time.time)
     service = ActionService(
-        repo, actual, policies, chosen, storage_retry=storage_retry, clock=time.time
+        repo,
+        actual,
+        policies,
+        chosen,
+        storage_retry=storage_retry,
+        capabilities=capabilities,
+        clock=time.time,
     )
     tools = tuple(
         proposing_tool(
@@ -95,10 +113,40 @@ def action_parts(
             repo,
             expiry_s=settings.action_confirm_ttl_s,
             lookups_per_hour=settings.order_lookups_per_hour,
+            offered=functools.partial(capabilities.supports, definition.name),
         )
         for definition in chosen
     )
-    return ActionParts(service, tools)
+    return ActionParts(service, tools, capabilities)
+
+
+async def learn_capabilities(parts: ActionParts, chosen: tuple[str, ...]) -> None:
+    """At start: ask the shop which actions it does; a WARNING when it does none of the
+    actions on (or cannot say yet: asked again in the background)."""
+    known = await parts.capabilities.learn()
+    if known is None:
+        log.warning(
+            "ACTIONS_ENABLED is set, but the shop could not say yet which actions it "
+            "carries out; none is offered until it does (asked again every %d s)",
+            int(CAPABILITIES_RETRY_S),
+        )
+        return
+    missing = [name for name in chosen if name not in known]
+    if len(missing) == len(chosen):
+        log.warning(
+            "ACTIONS_ENABLED is set, but the shop carries out none of %s; no action is offered",
+            ", ".join(chosen),
+        )
+    elif missing:
+        log.warning("the shop does not carry out %s; not offered", ", ".join(missing))
+
+
+async def keep_capabilities(parts: ActionParts) -> None:
+    """Ask the shop again now and then: soon while it could not say, seldom after."""
+    while True:
+        unknown = parts.capabilities.known is None
+        await asyncio.sleep(CAPABILITIES_RETRY_S if unknown else CAPABILITIES_REFRESH_S)
+        await parts.capabilities.learn()
 
 
 def actions_feature(
@@ -118,6 +166,10 @@ def actions_feature(
     if parts is None:
         return None
     service = parts.service
+    chosen = service.names
+
+    async def on_start() -> None:
+        await learn_capabilities(parts, chosen)
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         return FeatureRouters(
@@ -133,5 +185,10 @@ def actions_feature(
         return lines
 
     return Feature(
-        name="actions", tools=parts.tools, routers=routers, stats_sections=(stats_section,)
+        name="actions",
+        tools=parts.tools,
+        routers=routers,
+        stats_sections=(stats_section,),
+        on_start=on_start,
+        background=functools.partial(keep_capabilities, parts),
     )

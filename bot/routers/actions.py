@@ -45,6 +45,7 @@ from services.actions import (
 )
 from storage.actions import ActionRow, ActionStatus
 from storage.inbox import StoredReply
+from tools.shop.backend import NOT_SUPPORTED
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,6 +63,8 @@ class IsActionPress(Filter):
 def result_words(outcome: Outcome, texts: Texts, language: str) -> str:
     if outcome.kind is ResultKind.DONE and outcome.words:
         return words_in(outcome.words, language)
+    if outcome.kind is ResultKind.FAILED and outcome.reason == NOT_SUPPORTED:
+        return texts.action_not_supported
     return {
         ResultKind.DONE: texts.action_already,
         ResultKind.DECLINED: texts.action_declined,

@@ -25,6 +25,7 @@ from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,
     import_shop,
+    last_user_text,
     query,
     results_for,
     seen_text,
@@ -428,3 +429,51 @@ async def test_stats_count_the_questions_an_action_resolved_in_both_languages(
         fake_telegram.enqueue_update(message_update(admin, text="/stats", language_code=language))
         table = (await fake_telegram.wait_for_messages(admin, 1, within=WAIT_S))[0]
         assert re.search(rf"{words}\s+1\b", table.plain_text), table.plain_text
+
+
+def _offered_tools(openai: FakeOpenAIServer, user_text: str) -> set[str]:
+    bodies = [b for b in openai.chat_requests if b.get("tools") and last_user_text(b) == user_text]
+    assert bodies, f"the model never saw {user_text!r} with tools"
+    return {t["function"]["name"] for t in bodies[0]["tools"]}
+
+
+async def test_http_shop_that_declares_no_actions_is_offered_none_and_a_501_ends_politely(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+) -> None:
+    """SHOP_BACKEND=http. A shop that serves no `GET /capabilities` (like the README's
+    example server) declares no action: the model is never offered one, no card, and a
+    WARNING at start says so. A shop that declares cancelling but answers 501 when asked:
+    one polite answer, the action ends failed (nothing stuck), and it is offered no more."""
+    fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
+    fake_shop_api.capabilities = None
+    fake_openai.handler = tool_step(_calls, _model)
+    env = {"SHOP_BACKEND": "http", "SHOP_API_URL": fake_shop_api.base_url, "SHOP_API_TOKEN": TOKEN}
+    bot = await start_bot(**ACTIONS, **env)
+    first = f"Отмените заказ {MINE}"
+    answer = await say(fake_telegram, first)
+    assert card_buttons(answer) == [] and "propose_cancel_order" not in _offered_tools(
+        fake_openai, first
+    )
+    await bot.wait_for_line("carries out none of cancel_order, request_return")
+    assert fake_shop_api.cancellations == []
+    await bot.terminate()
+
+    fake_shop_api.capabilities = ["cancel_order"]
+    fake_shop_api.not_supported = {"cancel"}
+    await start_bot(**ACTIONS, **env)
+    second = f"Пожалуйста, отмените заказ {MINE}"
+    card = await say(fake_telegram, second)
+    offered = _offered_tools(fake_openai, second)
+    assert "propose_cancel_order" in offered and "propose_request_return" not in offered
+    await press(fake_telegram, card)
+    messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    assert messages[-1].plain_text == RU.action_not_supported
+    assert fake_shop_api.cancellations == []
+    third = f"А всё-таки отмените заказ {MINE}"
+    again = await say(fake_telegram, third)  # no longer offered: no card
+    assert card_buttons(again) == [] and "propose_cancel_order" not in _offered_tools(
+        fake_openai, third
+    )

@@ -174,8 +174,10 @@ def proposing_tool(
     *,
     expiry_s: float,
     lookups_per_hour: int,
+    offered: Callable[[], bool] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Tool[Any, ProposalResult]:
+    """`offered`: whether the model is offered it now (the connected shop does it)."""
     return Tool(
         name=definition.tool_name,
         description=definition.description,
@@ -191,4 +193,5 @@ def proposing_tool(
         ),
         timeout_s=10.0,
         read_only=False,
+        offered=offered,
     )

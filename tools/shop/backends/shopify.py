@@ -26,10 +26,13 @@ from typing import Any
 import aiohttp
 
 from tools.shop.backend import (
+    CANCEL_ORDER,
+    REQUEST_RETURN,
     ActionDone,
     ActionRejected,
     ActionResult,
     ActionUnknown,
+    OrderActions,
     ReturnLine,
     ShopSetupError,
     ShopUnavailable,
@@ -317,6 +320,12 @@ class ShopifyBackend:
         data = await self._graphql(ORDER_STATE, {"id": order_id})
         state = data.get("order")
         return state if isinstance(state, dict) else None
+
+    def order_actions(self) -> OrderActions:
+        return self
+
+    async def supported_actions(self) -> frozenset[str]:
+        return frozenset({CANCEL_ORDER, REQUEST_RETURN})
 
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         """orderCancel (full refund to the original payment, restock, notify), the
