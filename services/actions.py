@@ -53,13 +53,32 @@ from storage.database import StorageRetry, StorageUnavailable
 from storage.shop import ShopRepository
 from tools.actions.capabilities import ActionCapabilities
 from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
-from tools.shop.backend import NOT_SUPPORTED, ActionDone, ActionRejected, ShopUnavailable
+from tools.shop.backend import (
+    NOT_SUPPORTED,
+    ActionDone,
+    ActionRejected,
+    ActionUnknown,
+    ShopUnavailable,
+)
 from tools.shop.orders import LiveOrder
 from tools.shop.rules import OrderStatus
 
 log = logging.getLogger(__name__)
 
 UNKNOWN_ATTEMPTS = 3  # ask the backend again this often (same operation id) when unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """How confirmed actions nobody moves on end: untouched for `quiet_for_s` (a press that
+    died, an outcome that stayed unknown), the shop is asked again with the same operation
+    id, `attempts` times at most, waiting `first_wait_s`, then twice as long each time;
+    still unknown, the action needs a person's attention (at most
+    quiet + first_wait × (2^attempts − 1) after the press, plus the asks themselves)."""
+
+    quiet_for_s: float = 60.0
+    first_wait_s: float = 30.0
+    attempts: int = 5
 
 
 class ClaimKind(StrEnum):
@@ -85,6 +104,7 @@ class ResultKind(StrEnum):
     STATE_CHANGED = "state_changed"  # on ✅ the order no longer allowed it
     FAILED = "failed"  # the shop refused, or could not be reached before acting
     CHECKING = "checking"  # unknown after asking again: still executing
+    NEEDS_ATTENTION = "needs_attention"  # still unknown after the sweeper's asks: a person
     DECLINED = "declined"
 
 
@@ -94,6 +114,7 @@ class Outcome:
     reason: str | None = None
     reference: str | None = None
     words: Mapping[str, str] | None = None  # DONE: the result's words per language
+    detail: str | None = None  # CHECKING / NEEDS_ATTENTION: the shop's last answer (a code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +158,8 @@ def outcome_of(row: ActionRow) -> Outcome:
         return Outcome(ResultKind.DONE, reference=row.reference, words=_words(row.done_words))
     if row.status is ActionStatus.DECLINED:
         return Outcome(ResultKind.DECLINED)
+    if row.status is ActionStatus.NEEDS_ATTENTION:
+        return Outcome(ResultKind.NEEDS_ATTENTION, reason=row.reason, detail=row.last_answer)
     if row.reason and row.reason.startswith("state:"):
         return Outcome(ResultKind.STATE_CHANGED, reason=row.reason)
     return Outcome(ResultKind.FAILED, reason=row.reason)
@@ -152,8 +175,10 @@ class ActionService:
         *,
         storage_retry: StorageRetry,
         capabilities: ActionCapabilities | None = None,
+        sweep: Sweep = Sweep(),
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self._sweep = sweep
         self._capabilities = capabilities
         self._repo = repo
         self._shop = shop
@@ -173,7 +198,14 @@ class ActionService:
         return self._capabilities is None or self._capabilities.supports(action)
 
     async def claim(
-        self, operation_id: str, *, chat_id: int, user_id: int, update_id: int, confirm: bool
+        self,
+        operation_id: str,
+        *,
+        chat_id: int,
+        user_id: int,
+        update_id: int,
+        confirm: bool,
+        language: str | None = None,
     ) -> Claim:
         row = await self._retry.run("reading an action", lambda: self._repo.get(operation_id))
         if row is None or row.chat_id != chat_id:
@@ -184,9 +216,11 @@ class ActionService:
             if row.status in FINISHED:
                 return Claim(ClaimKind.FINISHED, row)
             return Claim(ClaimKind.PROCEED, row, recheck=row.status is ActionStatus.CONFIRMED)
-        return await self._claim_new(row, update_id=update_id, confirm=confirm)
+        return await self._claim_new(row, update_id=update_id, confirm=confirm, language=language)
 
-    async def _claim_new(self, row: ActionRow, *, update_id: int, confirm: bool) -> Claim:
+    async def _claim_new(
+        self, row: ActionRow, *, update_id: int, confirm: bool, language: str | None
+    ) -> Claim:
         """A press the row has not seen yet, by the customer the card was sent to."""
         operation_id = row.operation_id
         if row.status is ActionStatus.EXPIRED:
@@ -205,7 +239,11 @@ class ActionService:
         moved = await self._retry.run(
             "recording a press",
             lambda: self._repo.move(
-                operation_id, from_=[ActionStatus.PENDING], to=target, press_update=update_id
+                operation_id,
+                from_=[ActionStatus.PENDING],
+                to=target,
+                press_update=update_id,
+                language=language,
             ),
         )
         if not moved:
@@ -225,12 +263,18 @@ class ActionService:
         confirm: bool,
         history: Callable[[ActionRow, Outcome], str],
         steps: PressSteps = QUIET,
+        language: str | None = None,
     ) -> Press:
         """One press, start to end: claim, carry out, record. `history` gives the line
         the chat's history keeps (the card's words and the result's, in the customer's
         language)."""
         claim = await self.claim(
-            operation_id, chat_id=chat_id, user_id=user_id, update_id=update_id, confirm=confirm
+            operation_id,
+            chat_id=chat_id,
+            user_id=user_id,
+            update_id=update_id,
+            confirm=confirm,
+            language=language,
         )
         row = claim.row
         if row is None:
@@ -292,7 +336,7 @@ class ActionService:
             )
             log.debug("the failure", exc_info=True)
             outcome = (
-                Outcome(ResultKind.CHECKING, reason="unknown")
+                Outcome(ResultKind.CHECKING, reason="unknown", detail=type(exc).__name__)
                 if asked[0]
                 else Outcome(ResultKind.FAILED, reason="error")
             )
@@ -311,12 +355,9 @@ class ActionService:
                 return Outcome(ResultKind.FAILED, reason="unavailable")
             order = None
         if recheck:
-            if order is None:
-                return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
-            policy = Policy(shop=self._policies, now=datetime.fromtimestamp(self._clock(), UTC))
-            decision = await definition.check(order, arguments, policy)
-            if not isinstance(decision, Allowed):
-                return Outcome(ResultKind.STATE_CHANGED, reason=f"state:{decision.code}")
+            refused = await self._recheck(definition, row, order, arguments)
+            if refused is not None:
+                return refused
             await self._retry.run(
                 "starting an action",
                 lambda: self._repo.move(
@@ -329,11 +370,41 @@ class ActionService:
             updated_at=datetime.fromtimestamp(row.created_at, UTC),
         )
         asked[0] = True
+        return await self._execute(definition, row, target, arguments)
+
+    async def _recheck(
+        self,
+        definition: ActionDefinition[Any],
+        row: ActionRow,
+        order: LiveOrder | None,
+        arguments: Any,
+    ) -> Outcome | None:
+        """On a fresh confirmation: may it still happen to this order? None: yes."""
+        if order is None:
+            return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
+        policy = Policy(shop=self._policies, now=datetime.fromtimestamp(self._clock(), UTC))
+        decision = await definition.check(order, arguments, policy)
+        if not isinstance(decision, Allowed):
+            return Outcome(ResultKind.STATE_CHANGED, reason=f"state:{decision.code}")
+        return None
+
+    async def _execute(
+        self,
+        definition: ActionDefinition[Any],
+        row: ActionRow,
+        target: LiveOrder,
+        arguments: Any,
+    ) -> Outcome:
+        """The backend call with the operation id; an unknown outcome asked again."""
+        last = None
         for _attempt in range(UNKNOWN_ATTEMPTS):
             try:
                 result = await definition.execute(self._shop, target, arguments, row.operation_id)
-            except ShopUnavailable:
+            except ShopUnavailable as exc:
+                last = str(exc)[:200]
                 continue  # may or may not have reached the shop: ask again, same id
+            if isinstance(result, ActionUnknown):
+                last = result.detail[:200] or "unknown"
             if isinstance(result, ActionDone):
                 words = definition.done(target, arguments, result.reference)
                 return Outcome(ResultKind.DONE, reference=result.reference, words=words)
@@ -341,28 +412,25 @@ class ActionService:
                 if result.reason == NOT_SUPPORTED and self._capabilities is not None:
                     self._capabilities.withdraw(row.action)
                 return Outcome(ResultKind.FAILED, reason=result.reason)
-        return Outcome(ResultKind.CHECKING, reason="unknown")
+        return Outcome(ResultKind.CHECKING, reason="unknown", detail=last)
 
-    async def record(self, row: ActionRow, outcome: Outcome, *, said: str) -> None:
+    async def record(self, row: ActionRow, outcome: Outcome, *, said: str) -> bool:
         """The outcome and `said` (the customer's result message, after the card's words)
-        in the chat's history, in one transaction; CHECKING stays `executing`."""
+        in the chat's history, in one transaction; CHECKING stays `executing` (the shop's
+        last answer noted). False: another press or sweeper recorded it first."""
         if outcome.kind is ResultKind.CHECKING:
             await self._retry.run(
                 "noting an unknown outcome",
-                lambda: self._repo.move(
-                    row.operation_id,
-                    from_=[ActionStatus.EXECUTING],
-                    to=ActionStatus.EXECUTING,
-                    reason="unknown",
-                ),
+                lambda: self._repo.note_unknown(row.operation_id, outcome.detail),
             )
-            return
+            return False
         status = {
             ResultKind.DONE: ActionStatus.DONE,
             ResultKind.DECLINED: ActionStatus.DECLINED,
+            ResultKind.NEEDS_ATTENTION: ActionStatus.NEEDS_ATTENTION,
         }.get(outcome.kind, ActionStatus.FAILED)
         done_words = json.dumps(dict(outcome.words), ensure_ascii=False) if outcome.words else None
-        await self._retry.run(
+        return await self._retry.run(
             "recording an action's result",
             lambda: self._repo.finish(
                 row.operation_id,
@@ -371,8 +439,51 @@ class ActionService:
                 reference=outcome.reference,
                 done_words=done_words,
                 history=(row.chat_id, said),
+                last_answer=outcome.detail,
             ),
         )
+
+    async def sweep(self, history: Callable[[ActionRow, Outcome], str]) -> list[Press]:
+        """Move on every confirmed action nobody has moved on (`Sweep`): ask the shop
+        again with the same operation id; a result is recorded like a press's (`history`:
+        its line); still unknown after the last ask, it needs a person's attention. The
+        actions that ended now, for the front end to tell the customer (and, needing
+        attention, the shop's people) — once: only the sweeper whose record won."""
+        stranded = await self._retry.run(
+            "reading stranded actions",
+            lambda: self._repo.stranded(quiet_for_s=self._sweep.quiet_for_s),
+        )
+        ended: list[Press] = []
+        for row in stranded:
+            outcome = await self._ask_again(row)
+            if outcome is None:
+                continue
+            if outcome.kind is ResultKind.CHECKING:
+                if row.attempts + 1 < self._sweep.attempts:
+                    await self.record(row, outcome, said="")  # asked again later
+                    continue
+                outcome = Outcome(
+                    ResultKind.NEEDS_ATTENTION, reason="needs_attention", detail=outcome.detail
+                )
+                self._log(row, "needs attention", 0.0, outcome.detail)
+            if await self.record(row, outcome, said=history(row, outcome)):
+                ended.append(Press(ClaimKind.PROCEED, row, outcome))
+        return ended
+
+    async def _ask_again(self, row: ActionRow) -> Outcome | None:
+        """One more ask for a stranded action, if this sweeper takes it (None: another
+        did). A `confirmed` one was never asked: its order is re-checked first."""
+        wait = self._sweep.first_wait_s * 2**row.attempts
+        taken = await self._retry.run(
+            "taking a stranded action",
+            lambda: self._repo.take_for_retry(row, next_try_at=self._clock() + wait),
+        )
+        if not taken:
+            return None
+        return await self.carry_out(row, recheck=row.status is ActionStatus.CONFIRMED)
+
+    async def needing_attention(self) -> list[ActionRow]:
+        return await self._repo.needing_attention()
 
     async def counts(self, since: float | None, until: float) -> ActionCounts:
         return await self._repo.counts(since, until)

@@ -19,14 +19,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from bot.action_sweeper import ActionSweeper
 from bot.config import Settings
 from bot.context import HandlerDeps
 from bot.features import Feature, FeatureRouters
 from bot.routers.actions import build_action_router
+from bot.sender import Sender
 from bot.stats_view.actions import actions_block
 from bot.stats_view.table import TableSection
-from bot.texts import Language
-from services.actions import ActionService
+from bot.texts import Language, TextTable
+from services.actions import ActionService, Sweep
 from services.stats import StatsReport
 from storage.actions import ActionRepository, LocalActionStore
 from storage.database import Database, StorageRetry
@@ -104,6 +106,7 @@ def action_parts(
         chosen,
         storage_retry=storage_retry,
         capabilities=capabilities,
+        sweep=sweep_of(settings),
         clock=time.time,
     )
     tools = tuple(
@@ -149,6 +152,11 @@ async def keep_capabilities(parts: ActionParts) -> None:
         await parts.capabilities.learn()
 
 
+def sweep_of(settings: Settings) -> Sweep:
+    first = settings.action_retry_first_s
+    return Sweep(quiet_for_s=2 * first, first_wait_s=first, attempts=settings.action_retry_attempts)
+
+
 def actions_feature(
     settings: Settings,
     db: Database,
@@ -156,6 +164,8 @@ def actions_feature(
     *,
     storage_retry: StorageRetry,
     operator_chat_id: int | None,
+    sender: Sender,
+    texts: TextTable,
     definitions: tuple[ActionDefinition[Any], ...] | None = None,
 ) -> Feature | None:
     """The feature, or None when no action is on. `definitions`: a shop's own actions
@@ -171,6 +181,18 @@ def actions_feature(
     async def on_start() -> None:
         await learn_capabilities(parts, chosen)
 
+    sweeper = ActionSweeper(
+        service,
+        sender,
+        texts,
+        staff_chats=sorted(settings.admin_ids),
+        operator_chat_id=operator_chat_id,
+        every_s=min(settings.action_retry_first_s, 15.0),
+    )
+
+    async def background() -> None:
+        await asyncio.gather(keep_capabilities(parts), sweeper.run())
+
     def routers(deps: HandlerDeps) -> FeatureRouters:
         return FeatureRouters(
             commands=(build_action_router(deps, service, operator_chat_id=operator_chat_id),)
@@ -178,9 +200,10 @@ def actions_feature(
 
     async def stats_section(report: StatsReport) -> TableSection:
         counts = await service.counts(report.since, report.until)
+        waiting = await service.needing_attention()
 
         def lines(language: Language) -> list[str]:
-            return actions_block(counts, language)
+            return actions_block(counts, language, waiting)
 
         return lines
 
@@ -190,5 +213,5 @@ def actions_feature(
         routers=routers,
         stats_sections=(stats_section,),
         on_start=on_start,
-        background=functools.partial(keep_capabilities, parts),
+        background=background,
     )

@@ -71,6 +71,7 @@ def result_words(outcome: Outcome, texts: Texts, language: str) -> str:
         ResultKind.STATE_CHANGED: texts.action_state_changed,
         ResultKind.FAILED: texts.action_failed,
         ResultKind.CHECKING: texts.action_checking,
+        ResultKind.NEEDS_ATTENTION: texts.action_needs_attention,
     }[outcome.kind]
 
 
@@ -131,6 +132,7 @@ def build_action_router(
             confirm=parsed.choice is ActionChoice.CONFIRM,
             history=history,
             steps=PressSteps(working=working, settled=settled),
+            language=ctx.language,
         )
         if press.kind is ClaimKind.EXPIRED:
             await _ack(sender, query, None)

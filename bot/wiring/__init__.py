@@ -89,6 +89,8 @@ async def build_application(
         shop,
         storage_retry=retry,
         operator_chat_id=desk.operator_chat_id if desk else None,
+        sender=transport.sender,
+        texts=texts,
     )
     order_updates = order_updates_feature(settings, db, transport.sender, texts, shop)
     features = (

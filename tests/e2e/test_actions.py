@@ -477,3 +477,50 @@ async def test_http_shop_that_declares_no_actions_is_offered_none_and_a_501_ends
     assert card_buttons(again) == [] and "propose_cancel_order" not in _offered_tools(
         fake_openai, third
     )
+
+
+async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+    database_path: Path,
+) -> None:
+    """The shop dies for good after the card was shown: its action requests are never
+    answered. The press says the shop has not confirmed yet; the bot asks again in the
+    background within its bound, then the action needs attention: the customer hears
+    once that a person will check, the admin gets one line with the order and the
+    shop's last answer, /stats lists it, and nothing stays `executing`."""
+    admin = 7695
+    fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
+    fake_openai.handler = tool_step(_calls, _model)
+    await start_bot(
+        **ACTIONS,
+        SHOP_BACKEND="http",
+        SHOP_API_URL=fake_shop_api.base_url,
+        SHOP_API_TOKEN=TOKEN,
+        SHOP_TIMEOUT_S="0.5",
+        ACTION_RETRY_ATTEMPTS="2",
+        ACTION_RETRY_FIRST_S="0.5",
+        ADMIN_IDS=str(admin),
+    )
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    fake_shop_api.actions_hang = True
+    await press(fake_telegram, card)
+    await wait_for_db(
+        database_path,
+        "SELECT status, last_answer FROM pending_actions",
+        [("needs_attention", "timeout")],
+    )
+    messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    assert [m.plain_text for m in messages[1:]] == [RU.action_checking, RU.action_needs_attention]
+    [line] = await fake_telegram.wait_for_messages(admin, 1, within=WAIT_S)
+    assert f"order {MINE} needs a person's check" in line.plain_text
+    assert "timeout" in line.plain_text
+    fake_telegram.enqueue_update(message_update(admin, text="/stats", language_code="ru"))
+    table = (await fake_telegram.wait_for_messages(admin, 2, within=WAIT_S))[1]
+    assert re.search(rf"сейчас ждёт проверки: заказ {MINE}\s+cancel_order", table.plain_text)
+    assert await settled(fake_telegram, 3)  # nothing more to the customer
+    told = [m for m in fake_telegram.messages_to(admin) if "person's check" in m.plain_text]
+    assert len(told) == 1  # told once
+    assert fake_shop_api.cancellations == []

@@ -79,6 +79,7 @@ class FakeShopApi:
         # GET /capabilities: the actions declared (None: no such route, a 404)
         self.capabilities: list[str] | None = ["cancel_order", "request_return"]
         self.not_supported: set[str] = set()  # paths' last part answered 501: "cancel", ...
+        self.actions_hang = False  # an action's request is never answered (a dead shop)
 
     @property
     def base_url(self) -> str:
@@ -175,6 +176,9 @@ class FakeShopApi:
         scripted = await self._scripted(request)
         if scripted is not None:
             return scripted
+        if self.actions_hang:
+            await self._closing.wait()
+            return web.Response(status=503)
         if request.path.rsplit("/", 1)[-1] in self.not_supported:
             return web.json_response({"error": "not_implemented"}, status=501)
         key = request.headers.get("Idempotency-Key", "")

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from services.actions import UNKNOWN_ATTEMPTS, ActionService, ClaimKind, Outcome, ResultKind
+from services.actions import (
+    UNKNOWN_ATTEMPTS,
+    ActionService,
+    ClaimKind,
+    Outcome,
+    ResultKind,
+    Sweep,
+)
 from storage.actions import ActionRepository, ActionStatus, LocalActionStore
 from storage.database import Database, StorageRetry, open_database
 from storage.shop import OrderUpsert, ReturnPolicyUpsert, ShopRepository
@@ -660,3 +667,66 @@ async def test_a_failure_once_the_shop_was_asked_stays_unknown_and_is_asked_agai
         "SELECT content FROM messages WHERE turn_id = ?", (f"action:{op}",)
     )
     assert [h[0] for h in history] == ["1001: done"]
+
+
+# -- unknown outcomes end: the sweeper ---------------------------------------------------
+
+
+def _sweeping(world: World, backend: Any, attempts: int = 3) -> ActionService:
+    return ActionService(
+        world.repo,
+        backend,
+        world.shop,
+        [CANCEL_ORDER, REQUEST_RETURN],
+        storage_retry=RETRY,
+        sweep=Sweep(quiet_for_s=60, first_wait_s=30, attempts=attempts),
+        clock=world.clock,
+    )
+
+
+async def test_an_outcome_that_stays_unknown_ends_needing_attention_once(world: World) -> None:
+    """A shop that never answers: the press leaves the action unknown; the sweeper asks
+    again with the same operation id, at most `attempts` times, then the action needs a
+    person — reported once, counted, and a later press is told it was answered."""
+    op = await world.card()
+    shop = UnknownFirst(world.local, lost=10_000)
+    service = _sweeping(world, shop)
+    press = await service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=41, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.CHECKING
+    assert await service.sweep(_history) == []  # not quiet long enough yet
+    ended: list[Any] = []
+    for _ in range(20):  # well past the bound
+        world.clock.advance(1000)
+        ended += await service.sweep(_history)
+    [attention] = ended
+    assert attention.outcome.kind is ResultKind.NEEDS_ATTENTION
+    assert attention.outcome.detail == "timeout"
+    assert set(shop.operation_ids) == {op}
+    assert len(shop.operation_ids) == UNKNOWN_ATTEMPTS * (1 + 3)  # the press, 3 sweeps
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.NEEDS_ATTENTION
+    assert row.last_answer == "timeout"
+    assert [r.operation_id for r in await service.needing_attention()] == [op]
+    assert (await world.repo.counts(None, world.clock() + 1)).needs_attention == 1
+    later = await service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=42, confirm=True, history=_history
+    )
+    assert later.kind is ClaimKind.ALREADY and later.outcome is None
+
+
+async def test_a_press_that_died_before_the_shop_was_asked_is_carried_out_once(
+    world: World,
+) -> None:
+    op = await world.card()
+    claim = await world.press(op, update=43)  # confirmed ... and the process died
+    assert claim.kind is ClaimKind.PROCEED
+    service = _sweeping(world, world.local)
+    world.clock.advance(61)
+    ended = await asyncio.gather(service.sweep(_history), service.sweep(_history))
+    [done] = [p for batch in ended for p in batch]
+    assert done.outcome is not None and done.outcome.kind is ResultKind.DONE
+    assert await world.cancellations() == 1 and await world.status("1001") == "cancelled"
+    world.clock.advance(1000)
+    assert await service.sweep(_history) == []
