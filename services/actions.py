@@ -53,6 +53,8 @@ from storage.database import StorageRetry, StorageUnavailable
 from storage.shop import ShopRepository
 from tools.actions.capabilities import ActionCapabilities
 from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
+from tools.actions.propose import may_act
+from tools.base import Caller
 from tools.shop.backend import (
     NOT_SUPPORTED,
     ActionDone,
@@ -379,8 +381,16 @@ class ActionService:
         order: LiveOrder | None,
         arguments: Any,
     ) -> Outcome | None:
-        """On a fresh confirmation: may it still happen to this order? None: yes."""
+        """On a fresh confirmation: may it still happen to this order, for this customer
+        (the proposal's own rule: `may_act`, the verified phone read again — an order moved
+        to someone else, or a phone forgotten since, acts on nothing)? None: yes."""
         if order is None:
+            return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
+        phone = await self._retry.run(
+            "reading a verified phone", lambda: self._policies.get_verified_phone(row.user_id)
+        )
+        presser = Caller(key=row.user_id, chat_id=row.chat_id, private_chat=True)
+        if not may_act(order, presser, phone):  # told as a missing order is: no detail
             return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
         policy = Policy(shop=self._policies, now=datetime.fromtimestamp(self._clock(), UTC))
         decision = await definition.check(order, arguments, policy)

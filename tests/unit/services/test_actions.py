@@ -730,3 +730,37 @@ async def test_a_press_that_died_before_the_shop_was_asked_is_carried_out_once(
     assert await world.cancellations() == 1 and await world.status("1001") == "cancelled"
     world.clock.advance(1000)
     assert await service.sweep(_history) == []
+
+
+# -- the owner is re-checked at ✅ with the proposal's rule ------------------------------
+
+
+async def test_an_order_moved_to_another_customer_is_not_cancelled_by_the_old_card(
+    world: World,
+) -> None:
+    op = await world.card()
+    await world.db.write(
+        "UPDATE orders SET owner_telegram_id = ? WHERE order_id = '1001'", (STRANGER,)
+    )
+    press = await world.service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=51, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.STATE_CHANGED
+    assert await world.status("1001") == "processing" and await world.cancellations() == 0
+
+
+async def test_a_customer_who_forgot_their_phone_cannot_cancel_by_it(world: World) -> None:
+    """Owned through the verified phone at proposal; /forget_phone before the ✅."""
+    phone = "+79990001122"
+    await world.db.write(
+        "UPDATE orders SET owner_telegram_id = NULL, owner_phone = ? WHERE order_id = '1001'",
+        (phone,),
+    )
+    await world.shop.set_verified_phone(OWNER, phone, now=world.clock())
+    op = await world.card()
+    assert await world.shop.delete_verified_phone(OWNER)
+    press = await world.service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=52, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.STATE_CHANGED
+    assert await world.status("1001") == "processing" and await world.cancellations() == 0
