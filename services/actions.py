@@ -51,12 +51,14 @@ from storage.actions import (
 )
 from storage.database import StorageRetry, StorageUnavailable
 from storage.shop import ShopRepository
+from tools.actions.builtin import being_returned
 from tools.actions.capabilities import ActionCapabilities
 from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
 from tools.actions.propose import may_act
 from tools.base import Caller
 from tools.shop.backend import (
     NOT_SUPPORTED,
+    REQUEST_RETURN,
     ActionDone,
     ActionRejected,
     ActionUnknown,
@@ -392,7 +394,20 @@ class ActionService:
         presser = Caller(key=row.user_id, chat_id=row.chat_id, private_chat=True)
         if not may_act(order, presser, phone):  # told as a missing order is: no detail
             return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
-        policy = Policy(shop=self._policies, now=datetime.fromtimestamp(self._clock(), UTC))
+        async def returning(number: str) -> Mapping[str, int]:
+            confirmed = await self._retry.run(
+                "reading an order's returns",
+                lambda: self._repo.confirmed_arguments(
+                    number, REQUEST_RETURN, excluding=row.operation_id
+                ),
+            )
+            return being_returned(confirmed)
+
+        policy = Policy(
+            shop=self._policies,
+            now=datetime.fromtimestamp(self._clock(), UTC),
+            returning=returning,
+        )
         decision = await definition.check(order, arguments, policy)
         if not isinstance(decision, Allowed):
             return Outcome(ResultKind.STATE_CHANGED, reason=f"state:{decision.code}")

@@ -284,6 +284,20 @@ class ActionRepository:
                 await _add_history(tx, chat_id, words, key=f"action:{operation_id}", now=now)
         return True
 
+    async def confirmed_arguments(
+        self, order_number: str, action: str, *, excluding: str | None = None
+    ) -> list[str]:
+        """The arguments (JSON) of every `action` on this order a customer confirmed that
+        did not fail — done, running, unknown or waiting for a person — whichever card
+        it came from (`excluding`: the one being checked)."""
+        rows = await self._db.fetch_all(
+            "SELECT arguments FROM pending_actions WHERE order_number = ?"
+            " AND action = ? AND operation_id <> ?"
+            " AND status IN ('confirmed', 'executing', 'done', 'needs_attention')",
+            (order_number, action, excluding or ""),
+        )
+        return [str(r["arguments"]) for r in rows]
+
     async def of_chat(self, chat_id: int) -> list[ActionRow]:
         """Every action proposed in a chat, oldest first (the simulation's verdicts)."""
         rows = await self._db.fetch_all(

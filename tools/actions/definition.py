@@ -16,7 +16,7 @@ execution, the audit, /stats) is shared; a definition supplies only what differs
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -65,12 +65,20 @@ class Refused:
 Decision = Allowed | Refused
 
 
+async def _nothing_returning(_order: str) -> Mapping[str, int]:
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """What a check may consult besides the order: the shop's policies, and the time."""
+    """What a check may consult besides the order: the shop's policies, the time, and
+    what of an order is already being returned (`returning(order number)`: normalised
+    product name → quantity, over the returns confirmed — done, running or unknown —
+    other than the one being checked)."""
 
     shop: ShopRepository
     now: datetime
+    returning: Callable[[str], Awaitable[Mapping[str, int]]] = _nothing_returning
 
 
 @dataclass(frozen=True, slots=True)

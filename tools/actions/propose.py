@@ -19,11 +19,12 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from storage.actions import ActionRepository, NewAction
+from tools.actions.builtin import being_returned
 from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
 from tools.base import (
     ActionProposed,
@@ -40,7 +41,7 @@ from tools.order_status import (
     charge_lookup,
 )
 from tools.shop.access import Visibility, may_see
-from tools.shop.backend import ShopUnavailable
+from tools.shop.backend import REQUEST_RETURN, ShopUnavailable
 from tools.shop.orders import LiveOrder
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,16 @@ class ProposingHandler:
             if phone is None:
                 context.notes.append(OrderMissedNoPhone(order_id=number))
             return ProposalResult(order_id=number, found=False, message=NOT_FOUND_MESSAGE)
-        policy = Policy(shop=context.shop, now=datetime.fromtimestamp(now, UTC))
+        async def returning(order_number: str) -> Mapping[str, int]:
+            confirmed = await store.run(
+                "reading an order's returns",
+                lambda: self._actions.confirmed_arguments(order_number, REQUEST_RETURN),
+            )
+            return being_returned(confirmed)
+
+        policy = Policy(
+            shop=context.shop, now=datetime.fromtimestamp(now, UTC), returning=returning
+        )
         decision = await self._definition.check(order, arguments, policy)
         if not isinstance(decision, Allowed):
             return ProposalResult(

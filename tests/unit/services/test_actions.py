@@ -764,3 +764,102 @@ async def test_a_customer_who_forgot_their_phone_cannot_cancel_by_it(world: Worl
     )
     assert press.outcome is not None and press.outcome.kind is ResultKind.STATE_CHANGED
     assert await world.status("1001") == "processing" and await world.cancellations() == 0
+
+
+# -- returns exactly once across proposals ----------------------------------------------
+
+HEADPHONES = {"order_id": "1002", "items": [{"name": "headphones", "quantity": 1}], "reason": "x"}
+
+
+async def test_a_return_left_unknown_is_not_opened_again_by_a_new_card(world: World) -> None:
+    """After an unknown outcome the customer asks again: the new proposal sees the item
+    already being returned (the local backend's orders list no items: any second return
+    of the product is refused), so the shop never gets a second return."""
+    context = world.context()
+    assert (await world.propose(REQUEST_RETURN, HEADPHONES, context)).proposed
+    [note] = [n for n in context.notes if isinstance(n, ActionProposed)]
+    service = world.service_over(UnknownLocalReturn(world.local))
+    press = await service.press(
+        note.operation_id,
+        chat_id=OWNER,
+        user_id=OWNER,
+        update_id=61,
+        confirm=True,
+        history=_history,
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.CHECKING
+    again = await world.propose(REQUEST_RETURN, HEADPHONES, world.context())
+    assert (again.proposed, again.refused) == (False, "already_returning")
+
+
+async def test_a_second_card_for_the_same_item_is_refused_at_its_press(world: World) -> None:
+    """Two cards for one item (the second proposed before the first was confirmed, e.g.
+    a public order): the second ✅ finds the item already returned and does nothing."""
+    first, second = world.context(), world.context(STRANGER)
+    await world.db.write("UPDATE orders SET owner_telegram_id = NULL WHERE order_id = '1002'")
+    assert (await world.propose(REQUEST_RETURN, HEADPHONES, first)).proposed
+    assert (await world.propose(REQUEST_RETURN, HEADPHONES, second)).proposed
+    ops = [
+        n.operation_id for c in (first, second) for n in c.notes if isinstance(n, ActionProposed)
+    ]
+    done = await world.service.press(
+        ops[0], chat_id=OWNER, user_id=OWNER, update_id=62, confirm=True, history=_history
+    )
+    assert done.outcome is not None and done.outcome.kind is ResultKind.DONE
+    late = await world.service.press(
+        ops[1], chat_id=STRANGER, user_id=STRANGER, update_id=63, confirm=True, history=_history
+    )
+    assert late.outcome is not None and late.outcome.kind is ResultKind.STATE_CHANGED
+    assert late.outcome.reason == "state:already_returning"
+    rows = await world.db.fetch_all("SELECT count(*) FROM order_returns")
+    assert rows[0][0] == 1
+
+
+async def test_what_is_already_being_returned_is_subtracted_from_the_order(
+    world: World,
+) -> None:
+    from tools.actions.builtin import ReturnArguments, being_returned
+    from tools.shop.orders import OrderItem
+    from tools.shop.rules import OrderStatus
+
+    now = datetime.fromtimestamp(world.clock(), UTC)
+    order = LiveOrder(
+        number="1002",
+        status=OrderStatus.DELIVERED,
+        updated_at=now - timedelta(days=1),
+        items=(OrderItem("Наушники", 2),),
+    )
+    earlier = ReturnArguments.model_validate(
+        {"order_id": "1002", "items": [{"name": "наушники", "quantity": 1}], "reason": "x"}
+    ).model_dump_json()
+
+    async def returning(_order: str) -> dict[str, int]:
+        return being_returned([earlier])
+
+    policy = Policy(shop=world.shop, now=now, returning=returning)
+
+    def wanting(quantity: int) -> ReturnArguments:
+        return ReturnArguments.model_validate(
+            {
+                "order_id": "1002",
+                "items": [{"name": "Наушники", "quantity": quantity}],
+                "reason": "y",
+            }
+        )
+
+    assert isinstance(await REQUEST_RETURN.check(order, wanting(1), policy), Allowed)
+    refused = await REQUEST_RETURN.check(order, wanting(2), policy)
+    assert isinstance(refused, Refused) and refused.code == "already_returning"
+
+
+class UnknownLocalReturn(UnknownFirst):
+    """A shop whose answers to returns are all lost (after it opened one)."""
+
+    def __init__(self, inner: DirectoryActions) -> None:
+        super().__init__(inner, lost=0)
+
+    async def request_return(
+        self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult:
+        await self.inner.request_return(order, lines, reason, operation_id)
+        return ActionUnknown("timeout")
