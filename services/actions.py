@@ -212,9 +212,9 @@ class ActionService:
         language: str | None = None,
     ) -> Claim:
         row = await self._retry.run("reading an action", lambda: self._repo.get(operation_id))
-        if row is None or row.chat_id != chat_id:
+        if row is None:
             return Claim(ClaimKind.NO_SUCH_CARD)
-        if row.user_id != user_id:
+        if row.chat_id != chat_id or row.user_id != user_id:  # another chat's, or person's
             return Claim(ClaimKind.NOT_YOURS, row)
         if row.press_update == update_id:  # this press, handled again after a crash
             if row.status in FINISHED:

@@ -23,7 +23,7 @@ from bot.action_sweeper import ActionSweeper
 from bot.config import Settings
 from bot.context import HandlerDeps
 from bot.features import Feature, FeatureRouters
-from bot.routers.actions import build_action_router
+from bot.routers.actions import build_action_router, build_actions_off_router
 from bot.sender import Sender
 from bot.stats_view.actions import actions_block
 from bot.stats_view.table import TableSection
@@ -150,6 +150,15 @@ async def keep_capabilities(parts: ActionParts) -> None:
         unknown = parts.capabilities.known is None
         await asyncio.sleep(CAPABILITIES_RETRY_S if unknown else CAPABILITIES_REFRESH_S)
         await parts.capabilities.learn()
+
+
+def actions_off_feature() -> Feature:
+    """With no action on: only the answer to a press on an old card ("no longer offered")."""
+
+    def routers(deps: HandlerDeps) -> FeatureRouters:
+        return FeatureRouters(commands=(build_actions_off_router(deps),))
+
+    return Feature(name="actions_off", routers=routers)
 
 
 def sweep_of(settings: Settings) -> Sweep:

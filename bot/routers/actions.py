@@ -155,6 +155,19 @@ def build_action_router(
     return router
 
 
+def build_actions_off_router(deps: HandlerDeps) -> Router:
+    """Actions off (ACTIONS_ENABLED empty, or the shop does none): a press on a card sent
+    while they were on gets the honest note, so the customer's client stops waiting."""
+    router = Router(name="actions_off")
+
+    @router.callback_query(IsActionPress())
+    async def on_old_card(query: CallbackQuery, ctx: UpdateContext) -> None:
+        await _ack(deps.sender, query, ctx.texts.action_no_longer_offered)
+        await ctx.outbox.ignore("action_off")
+
+    return router
+
+
 async def _ack(sender: Sender, query: CallbackQuery, text: str | None) -> None:
     await _cosmetic(sender, AnswerCallbackQuery(callback_query_id=query.id, text=text))
 

@@ -19,7 +19,7 @@ from aiogram import Bot, Dispatcher
 
 from bot.config import Settings
 from bot.features import Feature
-from bot.features.actions import actions_feature
+from bot.features.actions import actions_feature, actions_off_feature
 from bot.features.handoff import build_handoff_desk, handoff_feature
 from bot.features.instances import instances_feature
 from bot.features.order_updates import order_updates_feature
@@ -98,7 +98,7 @@ async def build_application(
         voice_feature(voice),
         *((streaming_feature(drafts),) if drafts else ()),
         *((instances_feature(instances),) if instances else ()),
-        *((actions,) if actions else ()),
+        actions or actions_off_feature(),
         *((order_updates,) if order_updates else ()),
     )
 

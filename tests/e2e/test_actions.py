@@ -524,3 +524,32 @@ async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
     told = [m for m in fake_telegram.messages_to(admin) if "person's check" in m.plain_text]
     assert len(told) == 1  # told once
     assert fake_shop_api.cancellations == []
+
+
+async def test_presses_get_an_honest_note_even_once_actions_are_off(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    """A press in another chat is "not for you"; after ACTIONS_ENABLED is emptied and the
+    bot restarted, a press on the old card is answered "no longer offered" (the client
+    stops waiting) and nothing is done."""
+    bot = await setup(start_bot, bot_base_env, tmp_path, fake_openai)
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    data = card_buttons(card)[0]["callback_data"]
+    group = callback_update(-100777, data=data, message_id=card.message_id, user_id=CUSTOMER)
+    fake_telegram.enqueue_update(group)
+    note = await fake_telegram.wait_for_call(
+        "answerCallbackQuery",
+        lambda c: c.params.get("callback_query_id") == group["callback_query"]["id"],
+        within=WAIT_S,
+    )
+    assert note.params.get("text") == RU.action_not_yours
+    await bot.terminate()
+    await start_bot()  # ACTIONS_ENABLED unset: actions off
+    assert await press(fake_telegram, card) == RU.action_no_longer_offered
+    assert status_of(database_path, MINE) == "processing"
+    assert await settled(fake_telegram, 1)

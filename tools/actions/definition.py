@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -101,22 +100,28 @@ class ActionDefinition(Generic[ArgsT]):
 _CURRENCY_SIGNS = {"RUB": "₽", "USD": "$", "EUR": "€"}
 
 
-def money_words(money: Money) -> str:
-    """1990 RUB → "1 990 ₽" (a no-break space between thousands)."""
-    amount = (
-        money.amount.quantize(Decimal(1))
-        if money.amount == money.amount.to_integral()
-        else money.amount
-    )
-    whole = f"{amount:,}".replace(",", "\u00a0")
-    return f"{whole}\u00a0{_CURRENCY_SIGNS.get(money.currency.upper(), money.currency)}"
+NBSP = "\u00a0"
+MAX_MONEY_DIGITS = 40  # a total with more digits than this is not shown on a card
+
+
+def money_words(money: Money) -> str | None:
+    """1990 RUB → "1 990 ₽" (a no-break space between thousands); None for an amount no
+    card should show (not finite, or beyond `MAX_MONEY_DIGITS` digits). Formatting, not
+    arithmetic: any size the shop sends is written without the decimal context's limit."""
+    amount = money.amount
+    if not amount.is_finite() or amount.adjusted() >= MAX_MONEY_DIGITS:
+        return None
+    whole = format(amount, ",.0f") if amount == amount.to_integral_value() else f"{amount:,}"
+    sign = _CURRENCY_SIGNS.get(money.currency.upper(), money.currency)
+    return whole.replace(",", NBSP) + NBSP + sign
 
 
 def items_words(order: LiveOrder) -> str:
     """ "USB-C cable ×2, Charger ×1, 1 990 ₽" — or "" when the shop gave neither."""
     parts = [f"{item.name} ×{item.quantity}" for item in order.items]
-    if order.total is not None:
-        parts.append(money_words(order.total))
+    total = None if order.total is None else money_words(order.total)
+    if total is not None:
+        parts.append(total)
     return ", ".join(parts)
 
 

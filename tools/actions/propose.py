@@ -56,6 +56,11 @@ PROPOSED_MESSAGE = (
     "ask them to check it and press a button. Do not say it is done."
 )
 UNAVAILABLE_MESSAGE = "The shop's system is not answering right now; try again later."
+ONE_AT_A_TIME_MESSAGE = (
+    "Not proposed: one change per reply. The customer gets the card of the change you "
+    "already proposed in this reply; ask them to check it and press a button, and offer "
+    "this one in a later reply."
+)
 
 
 class ProposalResult(LookupResult):
@@ -121,6 +126,11 @@ class ProposingHandler:
         except ValueError as exc:
             raise ToolBusinessError(ErrorCode.INVALID_ARGUMENTS, f"order_id: {exc}") from None
         arguments = arguments.model_copy(update={"order_id": number})
+        if any(isinstance(note, ActionProposed) for note in context.notes):
+            # a reply carries one card: a second proposal would be stored with none
+            return ProposalResult(
+                order_id=number, found=False, refused="one_at_a_time", message=ONE_AT_A_TIME_MESSAGE
+            )
         now = self._clock()
         await charge_lookup(context, number, limit=self._limit, now=now)
         if not caller.private_chat or caller.is_chat:
@@ -141,6 +151,7 @@ class ProposingHandler:
             if phone is None:
                 context.notes.append(OrderMissedNoPhone(order_id=number))
             return ProposalResult(order_id=number, found=False, message=NOT_FOUND_MESSAGE)
+
         async def returning(order_number: str) -> Mapping[str, int]:
             confirmed = await store.run(
                 "reading an order's returns",

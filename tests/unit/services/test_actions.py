@@ -863,3 +863,48 @@ class UnknownLocalReturn(UnknownFirst):
     ) -> ActionResult:
         await self.inner.request_return(order, lines, reason, operation_id)
         return ActionUnknown("timeout")
+
+
+# -- smaller ones ------------------------------------------------------------------------
+
+
+def test_a_huge_total_is_written_on_the_card_not_a_failure() -> None:
+    from decimal import Decimal
+
+    from tools.actions.builtin import CancelArguments
+    from tools.shop.orders import Money
+    from tools.shop.rules import OrderStatus
+
+    def effect(amount: str) -> str:
+        order = LiveOrder(
+            number="1001",
+            status=OrderStatus.PROCESSING,
+            updated_at=datetime.now(UTC),
+            total=Money(Decimal(amount), "RUB"),
+        )
+        return CANCEL_ORDER.effect(order, CancelArguments(order_id="1001"))["en"]
+
+    nbsp = "\u00a0"
+    thousands = nbsp.join(["10"] + ["000"] * 9)
+    assert effect("1e28") == f"Cancel order 1001: {thousands}{nbsp}₽?"
+    assert effect("1E+100000") == "Cancel order 1001?"  # beyond any real total: not shown
+
+
+async def test_one_proposal_per_reply_so_no_card_is_stranded(world: World) -> None:
+    context = world.context()
+    first = await world.propose(CANCEL_ORDER, {"order_id": "1001"}, context)
+    second = await world.propose(CANCEL_ORDER, {"order_id": "1006"}, context)
+    assert first.proposed and (second.proposed, second.refused) == (False, "one_at_a_time")
+    assert [type(n) for n in context.notes] == [ActionProposed]
+    rows = await world.db.fetch_all("SELECT order_number FROM pending_actions")
+    assert [r[0] for r in rows] == ["1001"]
+
+
+async def test_a_press_from_another_chat_is_not_yours_and_changes_nothing(world: World) -> None:
+    op = await world.card()
+    claim = await world.service.claim(
+        op, chat_id=-100123, user_id=OWNER, update_id=71, confirm=True
+    )
+    assert claim.kind is ClaimKind.NOT_YOURS
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.PENDING
