@@ -553,3 +553,39 @@ async def test_presses_get_an_honest_note_even_once_actions_are_off(
     assert await press(fake_telegram, card) == RU.action_no_longer_offered
     assert status_of(database_path, MINE) == "processing"
     assert await settled(fake_telegram, 1)
+
+
+async def test_an_answer_no_parser_can_read_leaves_nothing_stranded(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+    database_path: Path,
+) -> None:
+    """The shop cancels but answers with JSON nested deeper than any parser goes (a
+    RecursionError in the body's parsing). The press ends in a defined state (the shop's
+    answer unknown), the customer is told it is being checked, and — across a restart —
+    the background asks again with the same operation id: one cancellation, one result."""
+    fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
+    fake_openai.handler = tool_step(_calls, _model)
+    env = {
+        **ACTIONS,
+        "SHOP_BACKEND": "http",
+        "SHOP_API_URL": fake_shop_api.base_url,
+        "SHOP_API_TOKEN": TOKEN,
+    }
+    bot = await start_bot(**env, ACTION_RETRY_FIRST_S="3600")  # no background ask yet
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    fake_shop_api.nested_answers = 1_000_000
+    await press(fake_telegram, card)
+    messages = await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
+    assert messages[1].plain_text == RU.action_checking
+    assert query(database_path, "SELECT status FROM pending_actions") == [("executing",)]
+    await bot.terminate()
+    fake_shop_api.nested_answers = 0  # the shop's answers readable again
+    await start_bot(**env, ACTION_RETRY_FIRST_S="0.5")
+    await wait_for_db(database_path, "SELECT status FROM pending_actions", [("done",)])
+    result = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    assert result[2].plain_text == f"Заказ {MINE} отменён."
+    assert fake_shop_api.cancellations == [MINE]
+    assert await settled(fake_telegram, 3)

@@ -80,6 +80,7 @@ class FakeShopApi:
         self.capabilities: list[str] | None = ["cancel_order", "request_return"]
         self.not_supported: set[str] = set()  # paths' last part answered 501: "cancel", ...
         self.actions_hang = False  # an action's request is never answered (a dead shop)
+        self.nested_answers = 0  # acted, but answered with JSON nested past any parser
 
     @property
     def base_url(self) -> str:
@@ -187,6 +188,10 @@ class FakeShopApi:
         if key not in self._answers:
             self._answers[key] = await do(request)
         status, body = self._answers[key]
+        if self.nested_answers > 0:
+            self.nested_answers -= 1
+            depth = 100_000
+            return web.Response(text="[" * depth + "]" * depth, content_type="application/json")
         if self.lose_answers > 0:
             self.lose_answers -= 1
             return web.json_response({"error": "gateway"}, status=504)
