@@ -189,6 +189,11 @@ def actions_feature(
 
     async def on_start() -> None:
         await learn_capabilities(parts, chosen)
+        if directory.backend_name == "local":
+            log.warning(
+                "ACTIONS_ENABLED with SHOP_BACKEND=local: actions change only the bot's own "
+                "copy of the orders; the shop itself is not told (README: Actions)"
+            )
 
     sweeper = ActionSweeper(
         service,
