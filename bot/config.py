@@ -367,6 +367,10 @@ class Settings(ShopSettings):
     actions_enabled: Annotated[tuple[str, ...], NoDecode] = ()
     # how long a confirmation card can be pressed (seconds)
     action_confirm_ttl_s: float = Field(default=900.0, ge=10, le=7 * 24 * 3600)
+    # an outcome the shop left unknown: asked again in the background this many times,
+    # the first after ACTION_RETRY_FIRST_S, then twice as long each time; then a person
+    action_retry_attempts: int = Field(default=5, ge=1, le=20)
+    action_retry_first_s: float = Field(default=30.0, ge=0.5, le=3600)
 
     # Order updates (README "Order updates"): "notify me when it moves" under an
     # answer that showed a customer their own order, /updates, the shop's pushes and the

@@ -229,7 +229,8 @@ class BotWiring:
             system_prompt=system_prompt(built),
         )
         # with actions on, a scenario's customer may press the card (bot's ActionService)
-        return SimulatedBot(core.chat_service, own_of(built, ACTIONS))
+        actions = own_of(built, ACTIONS)
+        return SimulatedBot(core.chat_service, actions.service if actions else None)
 
 
 def _shown(texts: TextTable) -> Any:

@@ -21,6 +21,11 @@ it stopped instead of being taken for a second press:
   keeps its buttons and the customer is asked to press ✅ again later: that press asks
   the shop once more with the same id (`retake`: one press at a time).
 - `record`: the result and its line in the chat's history, in one transaction.
+- `press`: the one path of a press — claim → carry out → record — for the Telegram
+  button (bot/routers/actions.py) and `simulate` alike. Whatever fails while the order is
+  re-checked ends the action `failed` (nothing was done); whatever fails once the shop
+  was asked leaves it `executing`/`unknown`, asked again with the same id (never a row
+  stuck `confirmed` with nothing to move it on).
 
 The log says who, which order, the decision, the operation id, the duration and the
 result; never the customer's words (a return's reason).
@@ -31,7 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -44,10 +49,21 @@ from storage.actions import (
     ActionRow,
     ActionStatus,
 )
-from storage.database import StorageRetry
+from storage.database import StorageRetry, StorageUnavailable
 from storage.shop import ShopRepository
+from tools.actions.builtin import being_returned
+from tools.actions.capabilities import ActionCapabilities
 from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
-from tools.shop.backend import ActionDone, ActionRejected, ShopUnavailable
+from tools.actions.propose import may_act
+from tools.base import Caller
+from tools.shop.backend import (
+    NOT_SUPPORTED,
+    REQUEST_RETURN,
+    ActionDone,
+    ActionRejected,
+    ActionUnknown,
+    ShopUnavailable,
+)
 from tools.shop.orders import LiveOrder
 from tools.shop.rules import OrderStatus
 
@@ -56,11 +72,25 @@ log = logging.getLogger(__name__)
 UNKNOWN_ATTEMPTS = 3  # ask the backend again this often (same operation id) when unknown
 
 
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """How confirmed actions nobody moves on end: untouched for `quiet_for_s` (a press that
+    died, an outcome that stayed unknown), the shop is asked again with the same operation
+    id, `attempts` times at most, waiting `first_wait_s`, then twice as long each time;
+    still unknown, the action needs a person's attention (at most
+    quiet + first_wait × (2^attempts − 1) after the press, plus the asks themselves)."""
+
+    quiet_for_s: float = 60.0
+    first_wait_s: float = 30.0
+    attempts: int = 5
+
+
 class ClaimKind(StrEnum):
-    NO_SUCH_CARD = "no_such_card"  # not an action of this chat
+    NO_SUCH_CARD = "no_such_card"  # not an action of this chat, or no longer offered
     NOT_YOURS = "not_yours"  # the card was sent to someone else
     ALREADY = "already"  # answered before (by another press)
     EXPIRED = "expired"  # too old, or replaced by a newer card
+    NOT_OFFERED = "not_offered"  # the action is off, or the shop no longer does it
     DECLINED = "declined"  # ✖ recorded now
     PROCEED = "proceed"  # ✅ recorded now (or resumed): carry it out
     FINISHED = "finished"  # this very press was handled before a crash: its result
@@ -78,6 +108,7 @@ class ResultKind(StrEnum):
     STATE_CHANGED = "state_changed"  # on ✅ the order no longer allowed it
     FAILED = "failed"  # the shop refused, or could not be reached before acting
     CHECKING = "checking"  # unknown after asking again: still executing
+    NEEDS_ATTENTION = "needs_attention"  # still unknown after the sweeper's asks: a person
     DECLINED = "declined"
 
 
@@ -87,6 +118,33 @@ class Outcome:
     reason: str | None = None
     reference: str | None = None
     words: Mapping[str, str] | None = None  # DONE: the result's words per language
+    detail: str | None = None  # CHECKING / NEEDS_ATTENTION: the shop's last answer (a code)
+
+
+@dataclass(frozen=True, slots=True)
+class Press:
+    """What a press came to: the claim's kind, the row, and the outcome recorded (None:
+    nothing was recorded — someone else's card, one already answered, expired, unknown)."""
+
+    kind: ClaimKind
+    row: ActionRow | None
+    outcome: Outcome | None = None
+
+
+async def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PressSteps:
+    """What the front end does on the way: `working` before the shop is asked (the
+    press's note), `settled` once the card is answered (its buttons removed)."""
+
+    working: Callable[[], Awaitable[None]] = _nothing
+    settled: Callable[[], Awaitable[None]] = _nothing
+
+
+QUIET = PressSteps()
 
 
 def _words(stored: str) -> dict[str, str]:
@@ -104,6 +162,8 @@ def outcome_of(row: ActionRow) -> Outcome:
         return Outcome(ResultKind.DONE, reference=row.reference, words=_words(row.done_words))
     if row.status is ActionStatus.DECLINED:
         return Outcome(ResultKind.DECLINED)
+    if row.status is ActionStatus.NEEDS_ATTENTION:
+        return Outcome(ResultKind.NEEDS_ATTENTION, reason=row.reason, detail=row.last_answer)
     if row.reason and row.reason.startswith("state:"):
         return Outcome(ResultKind.STATE_CHANGED, reason=row.reason)
     return Outcome(ResultKind.FAILED, reason=row.reason)
@@ -118,8 +178,12 @@ class ActionService:
         definitions: Sequence[ActionDefinition[Any]],
         *,
         storage_retry: StorageRetry,
+        capabilities: ActionCapabilities | None = None,
+        sweep: Sweep = Sweep(),
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self._sweep = sweep
+        self._capabilities = capabilities
         self._repo = repo
         self._shop = shop
         self._policies = policies
@@ -131,49 +195,59 @@ class ActionService:
     def names(self) -> tuple[str, ...]:
         return tuple(self._definitions)
 
+    def offers(self, action: str) -> bool:
+        """On (a definition) and, as far as the bot knows, done by the connected shop."""
+        if action not in self._definitions:
+            return False
+        return self._capabilities is None or self._capabilities.supports(action)
+
     async def claim(
-        self, operation_id: str, *, chat_id: int, user_id: int, update_id: int, confirm: bool
+        self,
+        operation_id: str,
+        *,
+        chat_id: int,
+        user_id: int,
+        update_id: int,
+        confirm: bool,
+        language: str | None = None,
     ) -> Claim:
         row = await self._retry.run("reading an action", lambda: self._repo.get(operation_id))
-        if row is None or row.chat_id != chat_id:
+        if row is None:
             return Claim(ClaimKind.NO_SUCH_CARD)
-        if row.user_id != user_id:
+        if row.chat_id != chat_id or row.user_id != user_id:  # another chat's, or person's
             return Claim(ClaimKind.NOT_YOURS, row)
         if row.press_update == update_id:  # this press, handled again after a crash
             if row.status in FINISHED:
                 return Claim(ClaimKind.FINISHED, row)
             return Claim(ClaimKind.PROCEED, row, recheck=row.status is ActionStatus.CONFIRMED)
+        return await self._claim_new(row, update_id=update_id, confirm=confirm, language=language)
+
+    async def _claim_new(
+        self, row: ActionRow, *, update_id: int, confirm: bool, language: str | None
+    ) -> Claim:
+        """A press the row has not seen yet, by the customer the card was sent to."""
+        operation_id = row.operation_id
         if row.status is ActionStatus.EXPIRED:
             return Claim(ClaimKind.EXPIRED, row)
         if row.status is ActionStatus.EXECUTING and row.reason == "unknown" and confirm:
             # the shop's answer stayed unknown: a new ✅ asks it again, same operation id
-            retaken = await self._retry.run(
-                "retaking an action",
-                lambda: self._repo.retake(
-                    operation_id, old_press=row.press_update, new_press=update_id
-                ),
-            )
-            if retaken:
+            if await self._retake(row, update_id):
                 return Claim(ClaimKind.PROCEED, row, recheck=False)
         if row.status is not ActionStatus.PENDING:
             return Claim(ClaimKind.ALREADY, row)
+        if not self.offers(row.action):
+            return await self._close(row, ClaimKind.NOT_OFFERED, reason="not_offered")
         if self._clock() >= row.expires_at:
-            await self._retry.run(
-                "expiring an action",
-                lambda: self._repo.move(
-                    operation_id,
-                    from_=[ActionStatus.PENDING],
-                    to=ActionStatus.EXPIRED,
-                    reason="timeout",
-                ),
-            )
-            self._log(row, "expired", 0.0)
-            return Claim(ClaimKind.EXPIRED, row)
+            return await self._close(row, ClaimKind.EXPIRED, reason="timeout")
         target = ActionStatus.CONFIRMED if confirm else ActionStatus.DECLINED
         moved = await self._retry.run(
             "recording a press",
             lambda: self._repo.move(
-                operation_id, from_=[ActionStatus.PENDING], to=target, press_update=update_id
+                operation_id,
+                from_=[ActionStatus.PENDING],
+                to=target,
+                press_update=update_id,
+                language=language,
             ),
         )
         if not moved:
@@ -183,15 +257,97 @@ class ActionService:
             return Claim(ClaimKind.DECLINED, row)
         return Claim(ClaimKind.PROCEED, row, recheck=True)
 
+    async def press(
+        self,
+        operation_id: str,
+        *,
+        chat_id: int,
+        user_id: int,
+        update_id: int,
+        confirm: bool,
+        history: Callable[[ActionRow, Outcome], str],
+        steps: PressSteps = QUIET,
+        language: str | None = None,
+    ) -> Press:
+        """One press, start to end: claim, carry out, record. `history` gives the line
+        the chat's history keeps (the card's words and the result's, in the customer's
+        language)."""
+        claim = await self.claim(
+            operation_id,
+            chat_id=chat_id,
+            user_id=user_id,
+            update_id=update_id,
+            confirm=confirm,
+            language=language,
+        )
+        row = claim.row
+        if row is None:
+            return Press(claim.kind, None)
+        if claim.kind is ClaimKind.PROCEED:
+            await steps.working()
+            outcome = await self.carry_out(row, recheck=claim.recheck)
+            if outcome.kind is not ResultKind.CHECKING:  # unknown: ✅ stays to ask again
+                await steps.settled()
+        elif claim.kind is ClaimKind.DECLINED:
+            outcome = Outcome(ResultKind.DECLINED)
+            await steps.settled()
+        elif claim.kind is ClaimKind.FINISHED:  # handled before a crash cut its reply off
+            outcome = outcome_of(row)
+        else:
+            if claim.kind in (ClaimKind.EXPIRED, ClaimKind.NOT_OFFERED):
+                await steps.settled()
+            return Press(claim.kind, row)
+        await self.record(row, outcome, said=history(row, outcome))
+        return Press(claim.kind, row, outcome)
+
+    async def _retake(self, row: ActionRow, update_id: int) -> bool:
+        return await self._retry.run(
+            "retaking an action",
+            lambda: self._repo.retake(
+                row.operation_id, old_press=row.press_update, new_press=update_id
+            ),
+        )
+
+    async def _close(self, row: ActionRow, kind: ClaimKind, *, reason: str) -> Claim:
+        """A pending card that can no longer be confirmed: expired, with the reason."""
+        await self._retry.run(
+            "expiring an action",
+            lambda: self._repo.move(
+                row.operation_id,
+                from_=[ActionStatus.PENDING],
+                to=ActionStatus.EXPIRED,
+                reason=reason,
+            ),
+        )
+        self._log(row, kind.value, 0.0)
+        return Claim(kind, row)
+
     async def carry_out(self, row: ActionRow, *, recheck: bool) -> Outcome:
         """Re-check (a fresh confirmation), then execute with the operation id. Nothing
         is stored here but the move to `executing` (see `record`)."""
         started = time.perf_counter()
-        outcome = await self._carry_out(row, recheck=recheck)
+        asked = [not recheck]  # set once the shop may have been asked
+        try:
+            outcome = await self._carry_out(row, recheck=recheck, asked=asked)
+        except StorageUnavailable:
+            raise  # the press stays pending in the inbox and is handled again
+        except Exception as exc:
+            log.error(
+                "action %s op %s: carrying out failed unexpectedly (%s)",
+                row.action,
+                row.operation_id,
+                type(exc).__name__,
+            )
+            log.debug("the failure", exc_info=True)
+            outcome = (
+                Outcome(ResultKind.CHECKING, reason="unknown", detail=type(exc).__name__)
+                if asked[0]
+                else Outcome(ResultKind.FAILED, reason="error")
+            )
         self._log(row, outcome.kind.value, (time.perf_counter() - started) * 1000, outcome.reason)
         return outcome
 
-    async def _carry_out(self, row: ActionRow, *, recheck: bool) -> Outcome:
+    async def _carry_out(self, row: ActionRow, *, recheck: bool, asked: list[bool]) -> Outcome:
         definition = self._definitions.get(row.action)
         if definition is None:  # switched off (ACTIONS_ENABLED) since it was proposed
             return Outcome(ResultKind.FAILED, reason="action_off")
@@ -203,12 +359,9 @@ class ActionService:
                 return Outcome(ResultKind.FAILED, reason="unavailable")
             order = None
         if recheck:
-            if order is None:
-                return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
-            policy = Policy(shop=self._policies, now=datetime.fromtimestamp(self._clock(), UTC))
-            decision = await definition.check(order, arguments, policy)
-            if not isinstance(decision, Allowed):
-                return Outcome(ResultKind.STATE_CHANGED, reason=f"state:{decision.code}")
+            refused = await self._recheck(definition, row, order, arguments)
+            if refused is not None:
+                return refused
             await self._retry.run(
                 "starting an action",
                 lambda: self._repo.move(
@@ -220,38 +373,89 @@ class ActionService:
             status=OrderStatus.PROCESSING,
             updated_at=datetime.fromtimestamp(row.created_at, UTC),
         )
+        asked[0] = True
+        return await self._execute(definition, row, target, arguments)
+
+    async def _recheck(
+        self,
+        definition: ActionDefinition[Any],
+        row: ActionRow,
+        order: LiveOrder | None,
+        arguments: Any,
+    ) -> Outcome | None:
+        """On a fresh confirmation: may it still happen to this order, for this customer
+        (the proposal's own rule: `may_act`, the verified phone read again — an order moved
+        to someone else, or a phone forgotten since, acts on nothing)? None: yes."""
+        if order is None:
+            return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
+        phone = await self._retry.run(
+            "reading a verified phone", lambda: self._policies.get_verified_phone(row.user_id)
+        )
+        presser = Caller(key=row.user_id, chat_id=row.chat_id, private_chat=True)
+        if not may_act(order, presser, phone):  # told as a missing order is: no detail
+            return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
+        async def returning(number: str) -> Mapping[str, int]:
+            confirmed = await self._retry.run(
+                "reading an order's returns",
+                lambda: self._repo.confirmed_arguments(
+                    number, REQUEST_RETURN, excluding=row.operation_id
+                ),
+            )
+            return being_returned(confirmed)
+
+        policy = Policy(
+            shop=self._policies,
+            now=datetime.fromtimestamp(self._clock(), UTC),
+            returning=returning,
+        )
+        decision = await definition.check(order, arguments, policy)
+        if not isinstance(decision, Allowed):
+            return Outcome(ResultKind.STATE_CHANGED, reason=f"state:{decision.code}")
+        return None
+
+    async def _execute(
+        self,
+        definition: ActionDefinition[Any],
+        row: ActionRow,
+        target: LiveOrder,
+        arguments: Any,
+    ) -> Outcome:
+        """The backend call with the operation id; an unknown outcome asked again."""
+        last = None
         for _attempt in range(UNKNOWN_ATTEMPTS):
             try:
                 result = await definition.execute(self._shop, target, arguments, row.operation_id)
-            except ShopUnavailable:
+            except ShopUnavailable as exc:
+                last = str(exc)[:200]
                 continue  # may or may not have reached the shop: ask again, same id
+            if isinstance(result, ActionUnknown):
+                last = result.detail[:200] or "unknown"
             if isinstance(result, ActionDone):
                 words = definition.done(target, arguments, result.reference)
                 return Outcome(ResultKind.DONE, reference=result.reference, words=words)
             if isinstance(result, ActionRejected):
+                if result.reason == NOT_SUPPORTED and self._capabilities is not None:
+                    self._capabilities.withdraw(row.action)
                 return Outcome(ResultKind.FAILED, reason=result.reason)
-        return Outcome(ResultKind.CHECKING, reason="unknown")
+        return Outcome(ResultKind.CHECKING, reason="unknown", detail=last)
 
-    async def record(self, row: ActionRow, outcome: Outcome, *, said: str) -> None:
+    async def record(self, row: ActionRow, outcome: Outcome, *, said: str) -> bool:
         """The outcome and `said` (the customer's result message, after the card's words)
-        in the chat's history, in one transaction; CHECKING stays `executing`."""
+        in the chat's history, in one transaction; CHECKING stays `executing` (the shop's
+        last answer noted). False: another press or sweeper recorded it first."""
         if outcome.kind is ResultKind.CHECKING:
             await self._retry.run(
                 "noting an unknown outcome",
-                lambda: self._repo.move(
-                    row.operation_id,
-                    from_=[ActionStatus.EXECUTING],
-                    to=ActionStatus.EXECUTING,
-                    reason="unknown",
-                ),
+                lambda: self._repo.note_unknown(row.operation_id, outcome.detail),
             )
-            return
+            return False
         status = {
             ResultKind.DONE: ActionStatus.DONE,
             ResultKind.DECLINED: ActionStatus.DECLINED,
+            ResultKind.NEEDS_ATTENTION: ActionStatus.NEEDS_ATTENTION,
         }.get(outcome.kind, ActionStatus.FAILED)
         done_words = json.dumps(dict(outcome.words), ensure_ascii=False) if outcome.words else None
-        await self._retry.run(
+        return await self._retry.run(
             "recording an action's result",
             lambda: self._repo.finish(
                 row.operation_id,
@@ -260,8 +464,51 @@ class ActionService:
                 reference=outcome.reference,
                 done_words=done_words,
                 history=(row.chat_id, said),
+                last_answer=outcome.detail,
             ),
         )
+
+    async def sweep(self, history: Callable[[ActionRow, Outcome], str]) -> list[Press]:
+        """Move on every confirmed action nobody has moved on (`Sweep`): ask the shop
+        again with the same operation id; a result is recorded like a press's (`history`:
+        its line); still unknown after the last ask, it needs a person's attention. The
+        actions that ended now, for the front end to tell the customer (and, needing
+        attention, the shop's people) — once: only the sweeper whose record won."""
+        stranded = await self._retry.run(
+            "reading stranded actions",
+            lambda: self._repo.stranded(quiet_for_s=self._sweep.quiet_for_s),
+        )
+        ended: list[Press] = []
+        for row in stranded:
+            outcome = await self._ask_again(row)
+            if outcome is None:
+                continue
+            if outcome.kind is ResultKind.CHECKING:
+                if row.attempts + 1 < self._sweep.attempts:
+                    await self.record(row, outcome, said="")  # asked again later
+                    continue
+                outcome = Outcome(
+                    ResultKind.NEEDS_ATTENTION, reason="needs_attention", detail=outcome.detail
+                )
+                self._log(row, "needs attention", 0.0, outcome.detail)
+            if await self.record(row, outcome, said=history(row, outcome)):
+                ended.append(Press(ClaimKind.PROCEED, row, outcome))
+        return ended
+
+    async def _ask_again(self, row: ActionRow) -> Outcome | None:
+        """One more ask for a stranded action, if this sweeper takes it (None: another
+        did). A `confirmed` one was never asked: its order is re-checked first."""
+        wait = self._sweep.first_wait_s * 2**row.attempts
+        taken = await self._retry.run(
+            "taking a stranded action",
+            lambda: self._repo.take_for_retry(row, next_try_at=self._clock() + wait),
+        )
+        if not taken:
+            return None
+        return await self.carry_out(row, recheck=row.status is ActionStatus.CONFIRMED)
+
+    async def needing_attention(self) -> list[ActionRow]:
+        return await self._repo.needing_attention()
 
     async def counts(self, since: float | None, until: float) -> ActionCounts:
         return await self._repo.counts(since, until)

@@ -26,15 +26,23 @@ class ActionStatus(StrEnum):
     FAILED = "failed"
     DECLINED = "declined"
     EXPIRED = "expired"
+    NEEDS_ATTENTION = "needs_attention"  # the outcome stayed unknown: a person checks
 
 
 FINISHED = frozenset(
-    {ActionStatus.DONE, ActionStatus.FAILED, ActionStatus.DECLINED, ActionStatus.EXPIRED}
+    {
+        ActionStatus.DONE,
+        ActionStatus.FAILED,
+        ActionStatus.DECLINED,
+        ActionStatus.EXPIRED,
+        ActionStatus.NEEDS_ATTENTION,
+    }
 )
-_COLUMNS = (
+_INSERTED = (
     "operation_id, action, order_number, chat_id, user_id, arguments, effect, done_words,"
     " status, reason, reference, press_update, turn_id, created_at, expires_at, updated_at"
 )
+_COLUMNS = f"{_INSERTED}, attempts, next_try_at, last_answer, language"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +63,10 @@ class ActionRow:
     created_at: float
     expires_at: float
     updated_at: float
+    attempts: int = 0  # the sweeper's asks of the shop after the press
+    next_try_at: float | None = None
+    last_answer: str | None = None  # the shop's last answer while unknown (a short code)
+    language: str | None = None  # the customer's, noted at the press
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +93,7 @@ class ActionCounts:
     expired: int = 0  # replaced, or never pressed in time
     done: int = 0
     failed: int = 0
+    needs_attention: int = 0  # the outcome stayed unknown: a person checks
     resolved_questions: int = 0  # turns whose proposal ended done (two orders cancelled: one)
 
 
@@ -102,6 +115,10 @@ def _row(row: Row) -> ActionRow:
         created_at=float(row["created_at"]),
         expires_at=float(row["expires_at"]),
         updated_at=float(row["updated_at"]),
+        attempts=int(row["attempts"]),
+        next_try_at=None if row["next_try_at"] is None else float(row["next_try_at"]),
+        last_answer=row["last_answer"],
+        language=row["language"],
     )
 
 
@@ -132,7 +149,7 @@ class ActionRepository:
                     (now, operation_id),
                 )
             await tx.execute(
-                f"INSERT INTO pending_actions({_COLUMNS}) VALUES "
+                f"INSERT INTO pending_actions({_INSERTED}) VALUES "
                 "(?, ?, ?, ?, ?, ?, ?, ?, 'pending', NULL, NULL, NULL, ?, ?, ?, ?)",
                 (
                     new.operation_id,
@@ -165,16 +182,58 @@ class ActionRepository:
         to: ActionStatus,
         press_update: int | None = None,
         reason: str | None = None,
+        language: str | None = None,
     ) -> bool:
         """One conditional transition; True when this call made it."""
         marks = ", ".join("?" * len(from_))
         changed = await self._db.write(
             "UPDATE pending_actions SET status = ?, updated_at = ?,"
-            " press_update = COALESCE(?, press_update), reason = COALESCE(?, reason)"
+            " press_update = COALESCE(?, press_update), reason = COALESCE(?, reason),"
+            " language = COALESCE(?, language)"
             f" WHERE operation_id = ? AND status IN ({marks})",
-            (to.value, self._clock(), press_update, reason, operation_id, *from_),
+            (to.value, self._clock(), press_update, reason, language, operation_id, *from_),
         )
         return changed == 1
+
+    async def stranded(self, *, quiet_for_s: float) -> list[ActionRow]:
+        """Confirmed actions nobody has moved on for `quiet_for_s` (a press that died, an
+        outcome that stayed unknown) whose next try is due: the sweeper's work."""
+        now = self._clock()
+        rows = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM pending_actions WHERE status IN ('confirmed', 'executing')"
+            " AND updated_at <= ? AND (next_try_at IS NULL OR next_try_at <= ?)"
+            " ORDER BY updated_at",
+            (now - quiet_for_s, now),
+        )
+        return [_row(r) for r in rows]
+
+    async def take_for_retry(self, row: ActionRow, *, next_try_at: float) -> bool:
+        """The sweeper takes a stranded action for one more ask: one conditional update
+        on the attempts it saw, so of two sweepers (two instances) one asks."""
+        changed = await self._db.write(
+            "UPDATE pending_actions SET attempts = attempts + 1, next_try_at = ?,"
+            " updated_at = ? WHERE operation_id = ? AND attempts = ?"
+            " AND status IN ('confirmed', 'executing')",
+            (next_try_at, self._clock(), row.operation_id, row.attempts),
+        )
+        return changed == 1
+
+    async def note_unknown(self, operation_id: str, last_answer: str | None) -> None:
+        """Still unknown after an ask: `executing`, reason `unknown`, the shop's answer."""
+        await self._db.write(
+            "UPDATE pending_actions SET status = 'executing', reason = 'unknown',"
+            " last_answer = COALESCE(?, last_answer), updated_at = ?"
+            " WHERE operation_id = ? AND status IN ('confirmed', 'executing')",
+            (last_answer, self._clock(), operation_id),
+        )
+
+    async def needing_attention(self) -> list[ActionRow]:
+        """Every action a person must check (any age), oldest first (/stats)."""
+        rows = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM pending_actions WHERE status = 'needs_attention'"
+            " ORDER BY updated_at",
+        )
+        return [_row(r) for r in rows]
 
     async def retake(self, operation_id: str, *, old_press: int | None, new_press: int) -> bool:
         """A new press takes over an action whose outcome stayed unknown (`executing`,
@@ -192,11 +251,17 @@ class ActionRepository:
         self,
         operation_id: str,
         *,
-        status: Literal[ActionStatus.DONE, ActionStatus.FAILED, ActionStatus.DECLINED],
+        status: Literal[
+            ActionStatus.DONE,
+            ActionStatus.FAILED,
+            ActionStatus.DECLINED,
+            ActionStatus.NEEDS_ATTENTION,
+        ],
         reason: str | None,
         reference: str | None,
         done_words: str | None = None,
         history: tuple[int, str] | None,
+        last_answer: str | None = None,
     ) -> bool:
         """The action's result and (`history`: chat id, words) its line in the chat's
         history, once, in one transaction. A confirmed action becomes done or failed; a
@@ -207,9 +272,10 @@ class ActionRepository:
         async with self._db.transaction() as tx:
             changed = await tx.execute(
                 "UPDATE pending_actions SET status = ?, reason = COALESCE(?, reason),"
-                " reference = ?, done_words = COALESCE(?, done_words), updated_at = ?"
+                " reference = ?, done_words = COALESCE(?, done_words), updated_at = ?,"
+                " last_answer = COALESCE(?, last_answer)"
                 f" WHERE operation_id = ? AND status IN {before}",
-                (status.value, reason, reference, done_words, now, operation_id),
+                (status.value, reason, reference, done_words, now, last_answer, operation_id),
             )
             if changed != 1:
                 return False
@@ -217,6 +283,20 @@ class ActionRepository:
                 chat_id, words = history
                 await _add_history(tx, chat_id, words, key=f"action:{operation_id}", now=now)
         return True
+
+    async def confirmed_arguments(
+        self, order_number: str, action: str, *, excluding: str | None = None
+    ) -> list[str]:
+        """The arguments (JSON) of every `action` on this order a customer confirmed that
+        did not fail — done, running, unknown or waiting for a person — whichever card
+        it came from (`excluding`: the one being checked)."""
+        rows = await self._db.fetch_all(
+            "SELECT arguments FROM pending_actions WHERE order_number = ?"
+            " AND action = ? AND operation_id <> ?"
+            " AND status IN ('confirmed', 'executing', 'done', 'needs_attention')",
+            (order_number, action, excluding or ""),
+        )
+        return [str(r["arguments"]) for r in rows]
 
     async def of_chat(self, chat_id: int) -> list[ActionRow]:
         """Every action proposed in a chat, oldest first (the simulation's verdicts)."""
@@ -242,7 +322,10 @@ class ActionRepository:
             (start, until),
         )
         now = self._clock()
-        counts = {name: 0 for name in ("confirmed", "declined", "expired", "done", "failed")}
+        counts = {
+            name: 0
+            for name in ("confirmed", "declined", "expired", "done", "failed", "needs_attention")
+        }
         resolved: set[str] = set()
         for row in rows:
             status = ActionStatus(row["status"])
@@ -254,7 +337,7 @@ class ActionRepository:
                 continue
             if status in (ActionStatus.CONFIRMED, ActionStatus.EXECUTING):
                 counts["confirmed"] += 1
-            elif status in (ActionStatus.DONE, ActionStatus.FAILED):
+            elif status in (ActionStatus.DONE, ActionStatus.FAILED, ActionStatus.NEEDS_ATTENTION):
                 counts["confirmed"] += 1
                 counts[status.value] += 1
             else:

@@ -217,3 +217,5 @@ class Tool(Generic[ArgsT, ResultT]):
     handler: Handler[ArgsT, ResultT]
     timeout_s: float = 5.0
     read_only: bool = True
+    # offered to the model now? (an action the connected shop does not do: no); None: always
+    offered: Callable[[], bool] | None = None

@@ -25,6 +25,10 @@ class ToolRegistryError(ValueError):
     """A tool definition is not acceptable (bad name, duplicate, empty description...)."""
 
 
+def _offered(tool: Tool[Any, Any]) -> bool:
+    return tool.offered is None or tool.offered()
+
+
 class ToolRegistry:
     """Registered tools by name, plus their strict Chat Completions schemas."""
 
@@ -61,8 +65,10 @@ class ToolRegistry:
         self._schema_json[tool.name] = json.dumps(schema, ensure_ascii=False)
 
     def get(self, name: str) -> Tool[Any, Any] | None:
-        """The tool with this exact name, or None when it is not on the allow-list."""
-        return self._tools.get(name)
+        """The tool with this exact name, or None when it is not on the allow-list (or
+        not offered now: `Tool.offered`)."""
+        tool = self._tools.get(name)
+        return tool if tool is None or _offered(tool) else None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -75,7 +81,11 @@ class ToolRegistry:
         The copy is decoded from JSON kept at registration: the loop asks for the list on
         every model call, and `copy.deepcopy` of the schemas was ~0.17 ms of it (bench).
         """
-        return [json.loads(self._schema_json[name]) for name in self._tools]
+        return [
+            json.loads(self._schema_json[name])
+            for name, tool in self._tools.items()
+            if _offered(tool)
+        ]
 
     def __len__(self) -> int:
         return len(self._tools)

@@ -12,34 +12,42 @@ backend without actions leaves the feature off, with a warning.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
+from bot.action_sweeper import ActionSweeper
 from bot.config import NoSettings, Settings
 from bot.context import HandlerDeps
 from bot.features import Feature, FeatureRouters
 from bot.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
-from bot.routers.actions import build_action_router
+from bot.routers.actions import build_action_router, build_actions_off_router
 from bot.stats_view.actions import actions_block
 from bot.stats_view.table import TableSection
 from bot.texts import Language
-from services.actions import ActionService
+from services.actions import ActionService, Sweep
 from services.prompts.support_chat import ORDER_ACTIONS_V1
 from services.stats import StatsReport
 from storage.actions import ActionRepository, LocalActionStore
 from storage.database import Database, StorageRetry
 from storage.shop import ShopRepository
 from tools.actions.builtin import BUILT_IN_ACTIONS
+from tools.actions.capabilities import ActionCapabilities
 from tools.actions.definition import ActionDefinition, ActionShop
 from tools.actions.propose import proposing_tool
 from tools.base import Tool
-from tools.shop.backend import OrderActions
+from tools.shop.backend import CANCEL_ORDER, REQUEST_RETURN, OrderActions
 from tools.shop.backends.local_actions import DirectoryActions, LocalOrderActions
 from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger("bot")
+
+LOCAL_ACTIONS = frozenset({CANCEL_ORDER, REQUEST_RETURN})
+CAPABILITIES_RETRY_S = 30.0  # the shop could not say yet
+CAPABILITIES_REFRESH_S = 600.0  # the shop said: ask again now and then
 
 
 def enabled_actions(settings: Settings) -> tuple[ActionDefinition[Any], ...]:
@@ -47,12 +55,13 @@ def enabled_actions(settings: Settings) -> tuple[ActionDefinition[Any], ...]:
 
 
 def backend_actions(directory: ShopDirectory, db: Database) -> OrderActions | None:
-    """The configured backend's actions: the local one's, or the backend's own."""
+    """The configured backend's actions: the backend's own (it declares them:
+    `ShopBackend.order_actions`), or the bot's over its database for the local one."""
+    own = directory.backend.order_actions()
+    if own is not None:
+        return own
     if directory.backend_name == "local":
         return LocalOrderActions(LocalActionStore(db))
-    backend: Any = directory.backend
-    if hasattr(backend, "cancel_order") and hasattr(backend, "request_return"):
-        return cast(OrderActions, backend)
     return None
 
 
@@ -62,6 +71,7 @@ class ActionParts:
 
     service: ActionService
     tools: tuple[Tool[Any, Any], ...]
+    capabilities: ActionCapabilities
 
 
 def action_parts(
@@ -86,9 +96,19 @@ def action_parts(
         return None
     policies = ShopRepository(db)
     actual: ActionShop = DirectoryActions(directory, actions)
+    # the bot's own (local) actions are known now; a live shop's are learnt at start
+    known = LOCAL_ACTIONS if isinstance(actions, LocalOrderActions) else None
+    capabilities = ActionCapabilities(actions, known)
     repo = ActionRepository(db, clock=time.time)
     service = ActionService(
-        repo, actual, policies, chosen, storage_retry=storage_retry, clock=time.time
+        repo,
+        actual,
+        policies,
+        chosen,
+        storage_retry=storage_retry,
+        capabilities=capabilities,
+        sweep=sweep_of(settings),
+        clock=time.time,
     )
     tools = tuple(
         proposing_tool(
@@ -97,26 +117,94 @@ def action_parts(
             repo,
             expiry_s=settings.action_confirm_ttl_s,
             lookups_per_hour=settings.order_lookups_per_hour,
+            offered=functools.partial(capabilities.supports, definition.name),
         )
         for definition in chosen
     )
-    return ActionParts(service, tools)
+    return ActionParts(service, tools, capabilities)
 
 
-def actions_in_turns(needs: Needs, _conf: NoSettings) -> ChatPart[ActionService] | None:
+async def learn_capabilities(parts: ActionParts, chosen: tuple[str, ...]) -> None:
+    """At start: ask the shop which actions it does; a WARNING when it does none of the
+    actions on (or cannot say yet: asked again in the background)."""
+    known = await parts.capabilities.learn()
+    if known is None:
+        log.warning(
+            "ACTIONS_ENABLED is set, but the shop could not say yet which actions it "
+            "carries out; none is offered until it does (asked again every %d s)",
+            int(CAPABILITIES_RETRY_S),
+        )
+        return
+    missing = [name for name in chosen if name not in known]
+    if len(missing) == len(chosen):
+        log.warning(
+            "ACTIONS_ENABLED is set, but the shop carries out none of %s; no action is offered",
+            ", ".join(chosen),
+        )
+    elif missing:
+        log.warning("the shop does not carry out %s; not offered", ", ".join(missing))
+
+
+async def keep_capabilities(parts: ActionParts) -> None:
+    """Ask the shop again now and then: soon while it could not say, seldom after."""
+    while True:
+        unknown = parts.capabilities.known is None
+        await asyncio.sleep(CAPABILITIES_RETRY_S if unknown else CAPABILITIES_REFRESH_S)
+        await parts.capabilities.learn()
+
+
+def actions_off_feature() -> Feature:
+    """With no action on: only the answer to a press on an old card ("no longer offered")."""
+
+    def routers(deps: HandlerDeps) -> FeatureRouters:
+        return FeatureRouters(commands=(build_actions_off_router(deps),))
+
+    return Feature(name="actions_off", routers=routers)
+
+
+def sweep_of(settings: Settings) -> Sweep:
+    first = settings.action_retry_first_s
+    return Sweep(quiet_for_s=2 * first, first_wait_s=first, attempts=settings.action_retry_attempts)
+
+
+def actions_in_turns(needs: Needs, _conf: NoSettings) -> ChatPart[ActionParts] | None:
     """The proposing tools and the rule that lets the model propose (in place of the
     read-only one), or None when no action is on."""
     parts = action_parts(needs.settings, needs.db, needs.shop, storage_retry=needs.storage_retry)
     if parts is None:
         return None
-    return ChatPart(parts.service, tools=parts.tools, prompt=(ORDER_ACTIONS_V1,))
+    return ChatPart(parts, tools=parts.tools, prompt=(ORDER_ACTIONS_V1,))
 
 
 def actions_on_telegram(
-    needs: Needs, _telegram: TelegramNeeds, service: ActionService, _conf: NoSettings
+    needs: Needs, telegram: TelegramNeeds, parts: ActionParts, _conf: NoSettings
 ) -> Feature:
-    """The ✅/✖ router among the commands and the /stats block."""
-    operator_chat_id = needs.settings.operator_chat_id
+    """The ✅/✖ router among the commands, the /stats block, the shop's capabilities learnt
+    at start and the sweeper that ends unknown outcomes (background)."""
+    settings = needs.settings
+    operator_chat_id = settings.operator_chat_id
+    service = parts.service
+    chosen = service.names
+
+    async def on_start() -> None:
+        await learn_capabilities(parts, chosen)
+        if needs.shop.backend_name == "local":
+            log.warning(
+                "ACTIONS_ENABLED with SHOP_BACKEND=local: actions change only the bot's own "
+                "copy of the orders; the shop itself is not told (README: Actions)"
+            )
+
+    sweeper = ActionSweeper(
+        service,
+        telegram.sender,
+        telegram.texts,
+        staff_chats=sorted(settings.admin_ids),
+        operator_chat_id=operator_chat_id,
+        every_s=min(settings.action_retry_first_s, 15.0),
+    )
+
+    async def background() -> None:
+        await asyncio.gather(keep_capabilities(parts), sweeper.run())
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         return FeatureRouters(
@@ -125,15 +213,22 @@ def actions_on_telegram(
 
     async def stats_section(report: StatsReport) -> TableSection:
         counts = await service.counts(report.since, report.until)
+        waiting = await service.needing_attention()
 
         def lines(language: Language) -> list[str]:
-            return actions_block(counts, language)
+            return actions_block(counts, language, waiting)
 
         return lines
 
-    return Feature(name="actions", routers=routers, stats_sections=(stats_section,))
+    return Feature(
+        name="actions",
+        routers=routers,
+        stats_sections=(stats_section,),
+        on_start=on_start,
+        background=background,
+    )
 
 
-ACTIONS: FeatureSpec[ActionService, NoSettings] = FeatureSpec(
+ACTIONS: FeatureSpec[ActionParts, NoSettings] = FeatureSpec(
     name="actions", chat=actions_in_turns, telegram=actions_on_telegram
 )

@@ -4,16 +4,18 @@ A press is a `callback_query` update, stored in the inbox before it is handled a
 handled again after a crash until its reply is stored; services/actions.py makes that
 safe (the row remembers the press). In order:
 
-1. `claim`: someone else's card, a card already answered or an unknown one get a short
-   note on the button (answerCallbackQuery) and nothing else; an expired one the
+`ActionService.press` runs the one path (claim → carry out → record, the same for
+`simulate`); this router adds what is Telegram's:
+
+1. someone else's card, a card already answered or one no longer offered get the honest
+   short note on the button (answerCallbackQuery: "not for you", "already done",
+   "already answered", "no longer offered") and nothing else; an expired one the
    "expired" message;
 2. on ✅ the press is acknowledged ("working on it") *before* the shop is asked;
-3. `carry_out` (state re-check, the backend call with the operation id);
-4. the card's buttons are removed (cosmetic) — after the shop acted, before the result
+3. the card's buttons are removed (cosmetic) — after the shop acted, before the result
    is stored;
-5. `record` (the result and its history line, one transaction), then the result message
-   in the customer's language is stored and sent like any reply; with handoff on, the
-   operators' group gets a one-line note of an executed action.
+4. the result message in the customer's language is stored and sent like any reply;
+   with handoff on, the operators' group gets a one-line note of an executed action.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ from services.actions import (
     ActionService,
     ClaimKind,
     Outcome,
+    Press,
+    PressSteps,
     ResultKind,
-    outcome_of,
     words_in,
 )
-from storage.actions import ActionRow
+from storage.actions import ActionRow, ActionStatus
 from storage.inbox import StoredReply
+from tools.shop.backend import NOT_SUPPORTED
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -59,13 +63,30 @@ class IsActionPress(Filter):
 def result_words(outcome: Outcome, texts: Texts, language: str) -> str:
     if outcome.kind is ResultKind.DONE and outcome.words:
         return words_in(outcome.words, language)
+    if outcome.kind is ResultKind.FAILED and outcome.reason == NOT_SUPPORTED:
+        return texts.action_not_supported
     return {
         ResultKind.DONE: texts.action_already,
         ResultKind.DECLINED: texts.action_declined,
         ResultKind.STATE_CHANGED: texts.action_state_changed,
         ResultKind.FAILED: texts.action_failed,
         ResultKind.CHECKING: texts.action_checking,
+        ResultKind.NEEDS_ATTENTION: texts.action_needs_attention,
     }[outcome.kind]
+
+
+def press_note(press: Press, texts: Texts) -> str:
+    """The button's note for a press that changed nothing: the honest word for it."""
+    if press.kind is ClaimKind.NOT_YOURS:
+        return texts.action_not_yours
+    row = press.row
+    if press.kind is ClaimKind.ALREADY and row is not None:
+        if row.status is ActionStatus.DONE:
+            return texts.action_already
+        if row.status in (ActionStatus.CONFIRMED, ActionStatus.EXECUTING):
+            return texts.action_working  # another press is carrying it out
+        return texts.action_answered
+    return texts.action_no_longer_offered
 
 
 def operators_line(row: ActionRow, outcome: Outcome) -> str:
@@ -89,51 +110,60 @@ def build_action_router(
         parsed = ActionButton.read(query.data)
         message = query.message if isinstance(query.message, Message) else None
         if parsed is None or message is None:
-            await _ack(sender, query, texts.action_already)
+            await _ack(sender, query, texts.action_no_longer_offered)
             await ctx.outbox.ignore("action_no_such_card")
             return
-        claim = await service.claim(
+
+        def history(row: ActionRow, outcome: Outcome) -> str:
+            said = result_words(outcome, texts, ctx.language)
+            return f"{service.card_words(row, ctx.language)}\n{said}"
+
+        async def working() -> None:
+            await _ack(sender, query, texts.action_working)
+
+        async def settled() -> None:
+            await _remove_buttons(sender, message)
+
+        press = await service.press(
             parsed.operation_id,
             chat_id=message.chat.id,
             user_id=query.from_user.id,
             update_id=ctx.update_id,
             confirm=parsed.choice is ActionChoice.CONFIRM,
+            history=history,
+            steps=PressSteps(working=working, settled=settled),
+            language=ctx.language,
         )
-        row = claim.row
-        if claim.kind in (ClaimKind.NO_SUCH_CARD, ClaimKind.ALREADY, ClaimKind.NOT_YOURS):
-            note = (
-                texts.action_not_yours
-                if claim.kind is ClaimKind.NOT_YOURS
-                else texts.action_already
-            )
-            await _ack(sender, query, note)
-            await ctx.outbox.ignore(f"action_{claim.kind}")
-            return
-        assert row is not None
-        if claim.kind is ClaimKind.EXPIRED:
+        if press.kind is ClaimKind.EXPIRED:
             await _ack(sender, query, None)
-            await _remove_buttons(sender, message)
             await ctx.outbox.send(texts.action_expired)
             return
-        if claim.kind is ClaimKind.PROCEED:
-            await _ack(sender, query, texts.action_working)
-            outcome = await service.carry_out(row, recheck=claim.recheck)
-            if outcome.kind is not ResultKind.CHECKING:  # unknown: ✅ stays to ask again
-                await _remove_buttons(sender, message)
-        elif claim.kind is ClaimKind.DECLINED:
+        if press.outcome is None or press.row is None:
+            await _ack(sender, query, press_note(press, texts))
+            await ctx.outbox.ignore(f"action_{press.kind}")
+            return
+        outcome, row = press.outcome, press.row
+        if press.kind is ClaimKind.DECLINED:
             await _ack(sender, query, None)
-            outcome = Outcome(ResultKind.DECLINED)
-            await _remove_buttons(sender, message)
-        else:  # FINISHED: this press was handled before a crash cut its reply off
-            outcome = outcome_of(row)
         said = result_words(outcome, texts, ctx.language)
-        card = service.card_words(row, ctx.language)
-        await service.record(row, outcome, said=f"{card}\n{said}")
         also: tuple[StoredReply, ...] = ()
         if outcome.kind is ResultKind.DONE and operator_chat_id is not None:
             line = operators_line(row, outcome)
             also = (StoredReply(html=html.escape(line), plain=line, chat_id=operator_chat_id),)
         await ctx.outbox.send(said, also=also)
+
+    return router
+
+
+def build_actions_off_router(deps: HandlerDeps) -> Router:
+    """Actions off (ACTIONS_ENABLED empty, or the shop does none): a press on a card sent
+    while they were on gets the honest note, so the customer's client stops waiting."""
+    router = Router(name="actions_off")
+
+    @router.callback_query(IsActionPress())
+    async def on_old_card(query: CallbackQuery, ctx: UpdateContext) -> None:
+        await _ack(deps.sender, query, ctx.texts.action_no_longer_offered)
+        await ctx.outbox.ignore("action_off")
 
     return router
 

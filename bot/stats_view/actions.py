@@ -4,10 +4,12 @@ section."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from bot.stats_view.table import kv
 from bot.stats_view.wording import format_int
 from bot.texts import Language
-from storage.actions import ActionCounts
+from storage.actions import ActionCounts, ActionRow
 
 _WORDS: dict[Language, dict[str, str]] = {
     "ru": {
@@ -18,6 +20,8 @@ _WORDS: dict[Language, dict[str, str]] = {
         "declined": "отклонено",
         "expired": "истекло",
         "failed": "не удалось",
+        "needs_attention": "ждёт проверки человеком",
+        "open": "сейчас ждёт проверки: заказ",
         "resolved_questions": "вопросов решено действием",
     },
     "en": {
@@ -28,20 +32,29 @@ _WORDS: dict[Language, dict[str, str]] = {
         "declined": "declined",
         "expired": "expired",
         "failed": "failed",
+        "needs_attention": "needs a person's check",
+        "open": "waiting for a person now: order",
         "resolved_questions": "questions resolved by an action",
     },
 }
 
 
-def actions_block(counts: ActionCounts, language: Language) -> list[str]:
-    """The block's monospace lines, laid out like the rest of the owner's table; the last
-    one: customers' questions (turns) an action answered — what the feature is for."""
+OPEN_SHOWN = 10  # actions waiting for a person listed by order, at most
+
+
+def actions_block(
+    counts: ActionCounts, language: Language, waiting: Sequence[ActionRow] = ()
+) -> list[str]:
+    """The block's monospace lines, laid out like the rest of the owner's table; then
+    customers' questions (turns) an action answered — what the feature is for; then the
+    actions waiting for a person's check now (whatever the period), by order."""
     w = _WORDS[language]
     return [
         kv(w["title"], format_int(counts.proposed, language), indent=0),
         *(
             kv(w[name], format_int(getattr(counts, name), language))
-            for name in ("confirmed", "done", "declined", "expired", "failed")
+            for name in ("confirmed", "done", "declined", "expired", "failed", "needs_attention")
         ),
         kv(w["resolved_questions"], format_int(counts.resolved_questions, language)),
+        *(kv(f"{w['open']} {row.order_number}", row.action) for row in waiting[:OPEN_SHOWN]),
     ]

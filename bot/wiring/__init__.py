@@ -21,6 +21,7 @@ from aiogram import Bot, Dispatcher
 
 from bot.config import Settings
 from bot.features import Feature
+from bot.features.actions import actions_off_feature
 from bot.features.catalog import (
     FeatureSpec,
     Needs,
@@ -93,6 +94,8 @@ async def build_application(
     instances = transport.instances
     on_telegram = TelegramNeeds(transport.sender, texts, model, turn_slots, voice_notes, instances)
     features = telegram_features(built, needs, on_telegram)
+    if not any(feature.name == "actions" for feature in features):
+        features = (*features, actions_off_feature())  # old cards' presses get an answer
 
     registry = core.build_tools(settings, tools_of(built), shop=shop)
     metrics = operations.build_metrics(settings, registry.names)

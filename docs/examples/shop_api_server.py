@@ -2,6 +2,9 @@
 
 Run: SHOP_API_TOKEN=change-me python3 shop_api_server.py, then set SHOP_API_URL to
 http://127.0.0.1:8081 (https in production). Replace ORDERS with a read of your shop.
+It serves no actions: ACTIONS is empty, so the bot offers customers none. To let them
+cancel or return through the bot, add the POST routes of docs/shop-api.openapi.yaml and
+name them in ACTIONS ("cancel_order", "request_return").
 """
 
 import json
@@ -21,6 +24,7 @@ ORDERS = {
         "total": {"amount": "12990.00", "currency": "RUB"},
     },
 }
+ACTIONS: list[str] = []  # the actions this server carries out (GET /capabilities)
 
 
 class ShopApi(BaseHTTPRequestHandler):
@@ -28,6 +32,8 @@ class ShopApi(BaseHTTPRequestHandler):
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self.answer(401, {"error": "unauthorized"})
         url = urlsplit(self.path)
+        if url.path == "/capabilities":
+            return self.answer(200, {"actions": ACTIONS})
         if url.path.startswith("/orders/"):
             found = ORDERS.get(unquote(url.path.removeprefix("/orders/")))
             return self.answer(200, found) if found else self.answer(404, {"error": "not found"})

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from services.actions import ActionService, ClaimKind, Outcome, ResultKind, words_in
+from services.actions import ActionService, Outcome, words_in
 from services.chat import ChatService
 from services.llm.types import ChatModel
 from services.loop_types import TurnReply
@@ -46,7 +46,7 @@ from services.simulation.transcript import (
     Transcript,
     tool_uses,
 )
-from storage.actions import ActionRepository
+from storage.actions import ActionRepository, ActionRow
 from storage.database import Database, open_database
 from storage.shop import ShopRepository
 from tools.base import Caller
@@ -393,35 +393,35 @@ class Simulator:
         scenario: Scenario,
         transcript: Transcript,
     ) -> Exchange | None:
-        """The customer's press on an action's card, as the bot's ✅/✖ router handles it:
-        claim, carry out (state re-checked, the backend called with the operation id),
-        record the result and its history line. None: the scenario presses nothing."""
+        """The customer's press on an action's card through the bot's own press path
+        (`ActionService.press`: claim, carry out, record). None: the scenario presses
+        nothing."""
         choice = scenario.customer.on_action_card
         if choice is None or bot.actions is None:
             return None
         service, language = bot.actions, scenario.customer.language
         button = "✅" if choice == "confirm" else "✖"
-        claim = await service.claim(
+        effect = card.effect.get(language) or next(iter(card.effect.values()), "")
+        pressed = f"{button} (pressed on the card: {effect})"
+
+        def history(row: ActionRow, outcome: Outcome) -> str:
+            return f"{service.card_words(row, language)}\n{self.action_words(outcome, language)}"
+
+        press = await service.press(
             card.operation_id,
             chat_id=caller.chat_id,
             user_id=scenario.customer.telegram_id,
             update_id=_PRESS_UPDATE_BASE + len(transcript.exchanges),
             confirm=choice == "confirm",
+            history=history,
         )
-        row = claim.row
-        effect = card.effect.get(language) or next(iter(card.effect.values()), "")
-        pressed = f"{button} (pressed on the card: {effect})"
-        if claim.kind is ClaimKind.PROCEED and row is not None:
-            outcome = await service.carry_out(row, recheck=claim.recheck)
-        elif claim.kind is ClaimKind.DECLINED and row is not None:
-            outcome = Outcome(ResultKind.DECLINED)
-        else:
-            shown = f"(the card could not be pressed: {claim.kind.value})"
+        outcome = press.outcome
+        if outcome is None:
+            shown = f"(the card could not be pressed: {press.kind.value})"
             exchange = self._press_exchange(pressed, shown, None)
             transcript.exchanges.append(exchange)
             return exchange
         said = self.action_words(outcome, language)
-        await service.record(row, outcome, said=f"{service.card_words(row, language)}\n{said}")
         exchange = self._press_exchange(pressed, said, outcome.kind.value)
         transcript.exchanges.append(exchange)
         return exchange

@@ -25,6 +25,7 @@ from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,
     import_shop,
+    last_user_text,
     query,
     results_for,
     seen_text,
@@ -428,3 +429,163 @@ async def test_stats_count_the_questions_an_action_resolved_in_both_languages(
         fake_telegram.enqueue_update(message_update(admin, text="/stats", language_code=language))
         table = (await fake_telegram.wait_for_messages(admin, 1, within=WAIT_S))[0]
         assert re.search(rf"{words}\s+1\b", table.plain_text), table.plain_text
+
+
+def _offered_tools(openai: FakeOpenAIServer, user_text: str) -> set[str]:
+    bodies = [b for b in openai.chat_requests if b.get("tools") and last_user_text(b) == user_text]
+    assert bodies, f"the model never saw {user_text!r} with tools"
+    return {t["function"]["name"] for t in bodies[0]["tools"]}
+
+
+async def test_http_shop_that_declares_no_actions_is_offered_none_and_a_501_ends_politely(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+) -> None:
+    """SHOP_BACKEND=http. A shop that serves no `GET /capabilities` (like the README's
+    example server) declares no action: the model is never offered one, no card, and a
+    WARNING at start says so. A shop that declares cancelling but answers 501 when asked:
+    one polite answer, the action ends failed (nothing stuck), and it is offered no more."""
+    fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
+    fake_shop_api.capabilities = None
+    fake_openai.handler = tool_step(_calls, _model)
+    env = {"SHOP_BACKEND": "http", "SHOP_API_URL": fake_shop_api.base_url, "SHOP_API_TOKEN": TOKEN}
+    bot = await start_bot(**ACTIONS, **env)
+    first = f"Отмените заказ {MINE}"
+    answer = await say(fake_telegram, first)
+    assert card_buttons(answer) == [] and "propose_cancel_order" not in _offered_tools(
+        fake_openai, first
+    )
+    await bot.wait_for_line("carries out none of cancel_order, request_return")
+    assert fake_shop_api.cancellations == []
+    await bot.terminate()
+
+    fake_shop_api.capabilities = ["cancel_order"]
+    fake_shop_api.not_supported = {"cancel"}
+    await start_bot(**ACTIONS, **env)
+    second = f"Пожалуйста, отмените заказ {MINE}"
+    card = await say(fake_telegram, second)
+    offered = _offered_tools(fake_openai, second)
+    assert "propose_cancel_order" in offered and "propose_request_return" not in offered
+    await press(fake_telegram, card)
+    messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    assert messages[-1].plain_text == RU.action_not_supported
+    assert fake_shop_api.cancellations == []
+    third = f"А всё-таки отмените заказ {MINE}"
+    again = await say(fake_telegram, third)  # no longer offered: no card
+    assert card_buttons(again) == [] and "propose_cancel_order" not in _offered_tools(
+        fake_openai, third
+    )
+
+
+async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+    database_path: Path,
+) -> None:
+    """The shop dies for good after the card was shown: its action requests are never
+    answered. The press says the shop has not confirmed yet; the bot asks again in the
+    background within its bound, then the action needs attention: the customer hears
+    once that a person will check, the admin gets one line with the order and the
+    shop's last answer, /stats lists it, and nothing stays `executing`."""
+    admin = 7695
+    fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
+    fake_openai.handler = tool_step(_calls, _model)
+    await start_bot(
+        **ACTIONS,
+        SHOP_BACKEND="http",
+        SHOP_API_URL=fake_shop_api.base_url,
+        SHOP_API_TOKEN=TOKEN,
+        SHOP_TIMEOUT_S="0.5",
+        ACTION_RETRY_ATTEMPTS="2",
+        ACTION_RETRY_FIRST_S="0.5",
+        ADMIN_IDS=str(admin),
+    )
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    fake_shop_api.actions_hang = True
+    await press(fake_telegram, card)
+    await wait_for_db(
+        database_path,
+        "SELECT status, last_answer FROM pending_actions",
+        [("needs_attention", "timeout")],
+    )
+    messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    assert [m.plain_text for m in messages[1:]] == [RU.action_checking, RU.action_needs_attention]
+    [line] = await fake_telegram.wait_for_messages(admin, 1, within=WAIT_S)
+    assert f"order {MINE} needs a person's check" in line.plain_text
+    assert "timeout" in line.plain_text
+    fake_telegram.enqueue_update(message_update(admin, text="/stats", language_code="ru"))
+    table = (await fake_telegram.wait_for_messages(admin, 2, within=WAIT_S))[1]
+    assert re.search(rf"сейчас ждёт проверки: заказ {MINE}\s+cancel_order", table.plain_text)
+    assert await settled(fake_telegram, 3)  # nothing more to the customer
+    told = [m for m in fake_telegram.messages_to(admin) if "person's check" in m.plain_text]
+    assert len(told) == 1  # told once
+    assert fake_shop_api.cancellations == []
+
+
+async def test_presses_get_an_honest_note_even_once_actions_are_off(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    """A press in another chat is "not for you"; after ACTIONS_ENABLED is emptied and the
+    bot restarted, a press on the old card is answered "no longer offered" (the client
+    stops waiting) and nothing is done."""
+    bot = await setup(start_bot, bot_base_env, tmp_path, fake_openai)
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    data = card_buttons(card)[0]["callback_data"]
+    group = callback_update(-100777, data=data, message_id=card.message_id, user_id=CUSTOMER)
+    fake_telegram.enqueue_update(group)
+    note = await fake_telegram.wait_for_call(
+        "answerCallbackQuery",
+        lambda c: c.params.get("callback_query_id") == group["callback_query"]["id"],
+        within=WAIT_S,
+    )
+    assert note.params.get("text") == RU.action_not_yours
+    await bot.terminate()
+    await start_bot()  # ACTIONS_ENABLED unset: actions off
+    assert await press(fake_telegram, card) == RU.action_no_longer_offered
+    assert status_of(database_path, MINE) == "processing"
+    assert await settled(fake_telegram, 1)
+
+
+async def test_an_answer_no_parser_can_read_leaves_nothing_stranded(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+    database_path: Path,
+) -> None:
+    """The shop cancels but answers with JSON nested deeper than any parser goes (a
+    RecursionError in the body's parsing). The press ends in a defined state (the shop's
+    answer unknown), the customer is told it is being checked, and — across a restart —
+    the background asks again with the same operation id: one cancellation, one result."""
+    fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
+    fake_openai.handler = tool_step(_calls, _model)
+    env = {
+        **ACTIONS,
+        "SHOP_BACKEND": "http",
+        "SHOP_API_URL": fake_shop_api.base_url,
+        "SHOP_API_TOKEN": TOKEN,
+    }
+    bot = await start_bot(**env, ACTION_RETRY_FIRST_S="3600")  # no background ask yet
+    card = await say(fake_telegram, f"Отмените заказ {MINE}")
+    fake_shop_api.nested_answers = 1_000_000
+    await press(fake_telegram, card)
+    messages = await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
+    assert messages[1].plain_text == RU.action_checking
+    assert query(database_path, "SELECT status FROM pending_actions") == [("executing",)]
+    await bot.terminate()
+    fake_shop_api.nested_answers = 0  # the shop's answers readable again
+    await start_bot(**env, ACTION_RETRY_FIRST_S="0.5")
+    await wait_for_db(database_path, "SELECT status FROM pending_actions", [("done",)])
+    result = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    assert result[2].plain_text == f"Заказ {MINE} отменён."
+    assert fake_shop_api.cancellations == [MINE]
+    assert await settled(fake_telegram, 3)

@@ -76,6 +76,11 @@ class FakeShopApi:
         self._answers: dict[str, tuple[int, Any]] = {}  # Idempotency-Key -> first answer
         self.host = "127.0.0.1"
         self.port = 0
+        # GET /capabilities: the actions declared (None: no such route, a 404)
+        self.capabilities: list[str] | None = ["cancel_order", "request_return"]
+        self.not_supported: set[str] = set()  # paths' last part answered 501: "cancel", ...
+        self.actions_hang = False  # an action's request is never answered (a dead shop)
+        self.nested_answers = 0  # acted, but answered with JSON nested past any parser
 
     @property
     def base_url(self) -> str:
@@ -94,6 +99,7 @@ class FakeShopApi:
         app = web.Application()
         app.router.add_get("/api/orders/{number}", self._one)
         app.router.add_get("/api/orders", self._list)
+        app.router.add_get("/api/capabilities", self._capabilities)
         app.router.add_post("/api/orders/{number}/cancel", self._cancel)
         app.router.add_post("/api/orders/{number}/returns", self._return)
         app.router.add_get("/_fake/stats", self._stats)
@@ -160,16 +166,32 @@ class FakeShopApi:
     async def _return(self, request: web.Request) -> web.Response:
         return await self._act(request, self._do_return)
 
+    async def _capabilities(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != f"Bearer {self.token}":
+            return web.json_response({"error": "unauthorized"}, status=401)
+        if self.capabilities is None:
+            return web.json_response({"error": "not_found"}, status=404)
+        return web.json_response({"actions": self.capabilities})
+
     async def _act(self, request: web.Request, do: Any) -> web.Response:
         scripted = await self._scripted(request)
         if scripted is not None:
             return scripted
+        if self.actions_hang:
+            await self._closing.wait()
+            return web.Response(status=503)
+        if request.path.rsplit("/", 1)[-1] in self.not_supported:
+            return web.json_response({"error": "not_implemented"}, status=501)
         key = request.headers.get("Idempotency-Key", "")
         if not key:
             return web.json_response({"error": "idempotency_key_required"}, status=400)
         if key not in self._answers:
             self._answers[key] = await do(request)
         status, body = self._answers[key]
+        if self.nested_answers > 0:
+            self.nested_answers -= 1
+            depth = 100_000
+            return web.Response(text="[" * depth + "]" * depth, content_type="application/json")
         if self.lose_answers > 0:
             self.lose_answers -= 1
             return web.json_response({"error": "gateway"}, status=504)

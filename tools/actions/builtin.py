@@ -3,6 +3,7 @@ delivered order's items inside the product's return window."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -120,6 +121,39 @@ def _lines(order: LiveOrder, args: ReturnArguments) -> list[ReturnLine] | Refuse
     return lines
 
 
+def being_returned(confirmed: Iterable[str]) -> dict[str, int]:
+    """What confirmed returns (their arguments, JSON) already take back: normalised
+    product name → quantity, whichever card opened them."""
+    taken: dict[str, int] = {}
+    for stored in confirmed:
+        for item in ReturnArguments.model_validate_json(stored).items:
+            key = normalise_product_name(item.name)
+            taken[key] = taken.get(key, 0) + item.quantity
+    return taken
+
+
+def _returned_already(
+    order: LiveOrder, args: ReturnArguments, taken: Mapping[str, int]
+) -> Refused | None:
+    """A return of what is already being returned: each item once, keyed by order and
+    product; where the order lists no items, any second return of a product is refused."""
+    for wanted in args.items:
+        key = normalise_product_name(wanted.name)
+        already = taken.get(key, 0)
+        if not already:
+            continue
+        match = next((i for i in order.items if normalise_product_name(i.name) == key), None)
+        left = 0 if match is None else match.quantity - already
+        if wanted.quantity > left:
+            return Refused(
+                "already_returning",
+                f"{already} × {wanted.name!r} of this order is already being returned (a "
+                f"return the customer confirmed earlier); {max(left, 0)} more can be. Explain "
+                "this; do not open it again.",
+            )
+    return None
+
+
 async def _may_return(order: LiveOrder, args: ReturnArguments, policy: Policy) -> Decision:
     if order.status is not OrderStatus.DELIVERED:
         return Refused(
@@ -129,6 +163,9 @@ async def _may_return(order: LiveOrder, args: ReturnArguments, policy: Policy) -
     lines = _lines(order, args)
     if isinstance(lines, Refused):
         return lines
+    again = _returned_already(order, args, await policy.returning(order.number))
+    if again is not None:
+        return again
     delivered = order.delivered_at or order.updated_at
     for line in lines:
         found = await policy.shop.find_return_policy(normalise_product_name(line.item.name))

@@ -16,10 +16,9 @@ execution, the audit, /stats) is shared; a definition supplies only what differs
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -65,12 +64,20 @@ class Refused:
 Decision = Allowed | Refused
 
 
+async def _nothing_returning(_order: str) -> Mapping[str, int]:
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """What a check may consult besides the order: the shop's policies, and the time."""
+    """What a check may consult besides the order: the shop's policies, the time, and
+    what of an order is already being returned (`returning(order number)`: normalised
+    product name → quantity, over the returns confirmed — done, running or unknown —
+    other than the one being checked)."""
 
     shop: ShopRepository
     now: datetime
+    returning: Callable[[str], Awaitable[Mapping[str, int]]] = _nothing_returning
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,22 +100,28 @@ class ActionDefinition(Generic[ArgsT]):
 _CURRENCY_SIGNS = {"RUB": "₽", "USD": "$", "EUR": "€"}
 
 
-def money_words(money: Money) -> str:
-    """1990 RUB → "1 990 ₽" (a no-break space between thousands)."""
-    amount = (
-        money.amount.quantize(Decimal(1))
-        if money.amount == money.amount.to_integral()
-        else money.amount
-    )
-    whole = f"{amount:,}".replace(",", "\u00a0")
-    return f"{whole}\u00a0{_CURRENCY_SIGNS.get(money.currency.upper(), money.currency)}"
+NBSP = "\u00a0"
+MAX_MONEY_DIGITS = 40  # a total with more digits than this is not shown on a card
+
+
+def money_words(money: Money) -> str | None:
+    """1990 RUB → "1 990 ₽" (a no-break space between thousands); None for an amount no
+    card should show (not finite, or beyond `MAX_MONEY_DIGITS` digits). Formatting, not
+    arithmetic: any size the shop sends is written without the decimal context's limit."""
+    amount = money.amount
+    if not amount.is_finite() or amount.adjusted() >= MAX_MONEY_DIGITS:
+        return None
+    whole = format(amount, ",.0f") if amount == amount.to_integral_value() else f"{amount:,}"
+    sign = _CURRENCY_SIGNS.get(money.currency.upper(), money.currency)
+    return whole.replace(",", NBSP) + NBSP + sign
 
 
 def items_words(order: LiveOrder) -> str:
     """ "USB-C cable ×2, Charger ×1, 1 990 ₽" — or "" when the shop gave neither."""
     parts = [f"{item.name} ×{item.quantity}" for item in order.items]
-    if order.total is not None:
-        parts.append(money_words(order.total))
+    total = None if order.total is None else money_words(order.total)
+    if total is not None:
+        parts.append(total)
     return ", ".join(parts)
 
 

@@ -19,11 +19,12 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from storage.actions import ActionRepository, NewAction
+from tools.actions.builtin import being_returned
 from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
 from tools.base import (
     ActionProposed,
@@ -40,7 +41,7 @@ from tools.order_status import (
     charge_lookup,
 )
 from tools.shop.access import Visibility, may_see
-from tools.shop.backend import ShopUnavailable
+from tools.shop.backend import REQUEST_RETURN, ShopUnavailable
 from tools.shop.orders import LiveOrder
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,11 @@ PROPOSED_MESSAGE = (
     "ask them to check it and press a button. Do not say it is done."
 )
 UNAVAILABLE_MESSAGE = "The shop's system is not answering right now; try again later."
+ONE_AT_A_TIME_MESSAGE = (
+    "Not proposed: one change per reply. The customer gets the card of the change you "
+    "already proposed in this reply; ask them to check it and press a button, and offer "
+    "this one in a later reply."
+)
 
 
 class ProposalResult(LookupResult):
@@ -120,6 +126,11 @@ class ProposingHandler:
         except ValueError as exc:
             raise ToolBusinessError(ErrorCode.INVALID_ARGUMENTS, f"order_id: {exc}") from None
         arguments = arguments.model_copy(update={"order_id": number})
+        if any(isinstance(note, ActionProposed) for note in context.notes):
+            # a reply carries one card: a second proposal would be stored with none
+            return ProposalResult(
+                order_id=number, found=False, refused="one_at_a_time", message=ONE_AT_A_TIME_MESSAGE
+            )
         now = self._clock()
         await charge_lookup(context, number, limit=self._limit, now=now)
         if not caller.private_chat or caller.is_chat:
@@ -140,7 +151,17 @@ class ProposingHandler:
             if phone is None:
                 context.notes.append(OrderMissedNoPhone(order_id=number))
             return ProposalResult(order_id=number, found=False, message=NOT_FOUND_MESSAGE)
-        policy = Policy(shop=context.shop, now=datetime.fromtimestamp(now, UTC))
+
+        async def returning(order_number: str) -> Mapping[str, int]:
+            confirmed = await store.run(
+                "reading an order's returns",
+                lambda: self._actions.confirmed_arguments(order_number, REQUEST_RETURN),
+            )
+            return being_returned(confirmed)
+
+        policy = Policy(
+            shop=context.shop, now=datetime.fromtimestamp(now, UTC), returning=returning
+        )
         decision = await self._definition.check(order, arguments, policy)
         if not isinstance(decision, Allowed):
             return ProposalResult(
@@ -174,8 +195,10 @@ def proposing_tool(
     *,
     expiry_s: float,
     lookups_per_hour: int,
+    offered: Callable[[], bool] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Tool[Any, ProposalResult]:
+    """`offered`: whether the model is offered it now (the connected shop does it)."""
     return Tool(
         name=definition.tool_name,
         description=definition.description,
@@ -191,4 +214,5 @@ def proposing_tool(
         ),
         timeout_s=10.0,
         read_only=False,
+        offered=offered,
     )

@@ -82,6 +82,11 @@ class ShopBackend(Protocol):
         """One cheap request proving the address and the credentials (start-up)."""
         ...
 
+    def order_actions(self) -> OrderActions | None:
+        """The backend's own actions (a live shop carries them out itself), or None: the
+        local backend's are the bot's (tools/shop/backends/local_actions.py)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -116,12 +121,23 @@ class ActionUnknown:
 
 ActionResult = ActionDone | ActionRejected | ActionUnknown
 
+# The built-in actions' names, as a backend declares them (`supported_actions`).
+CANCEL_ORDER = "cancel_order"
+REQUEST_RETURN = "request_return"
+NOT_SUPPORTED = "not_supported"  # an `ActionRejected` reason: the shop does not do this
+
 
 class OrderActions(Protocol):
     """Carries out an action the customer confirmed. Idempotent by `operation_id`: a
     second call with the same id never acts twice and answers as the first did (through
     the platform's Idempotency-Key, or by finding the earlier result before acting), so a
     restart after a crash can simply call again."""
+
+    async def supported_actions(self) -> frozenset[str]:
+        """The actions this shop carries out (by name: `CANCEL_ORDER`, ...): what the
+        backend implements, or what the shop declares (http: `GET /capabilities`).
+        `ShopUnavailable` when the shop cannot tell now."""
+        ...
 
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult: ...
 

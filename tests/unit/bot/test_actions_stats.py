@@ -20,7 +20,7 @@ def test_the_block_names_each_count(language: str, title: str, done: str, resolv
         proposed=9, confirmed=5, declined=2, expired=1, done=4, failed=1, resolved_questions=3
     )
     lines = actions_block(counts, language)  # type: ignore[arg-type]
-    assert len(lines) == 7
+    assert len(lines) == 8
     assert lines[0].startswith(title) and lines[0].rstrip().endswith("9")
     assert any(done in line and line.rstrip().endswith("4") for line in lines)
     assert lines[-1].strip().startswith(resolved) and lines[-1].rstrip().endswith("3")

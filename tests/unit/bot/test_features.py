@@ -45,7 +45,8 @@ async def wired(
 async def test_with_handoff_and_streaming_off_nothing_of_them_is_wired(
     wired: Application, db: Database
 ) -> None:
-    assert [f.name for f in wired.features] == ["voice", *_several_instances(db)]
+    # with actions off only the note for presses on old cards ("actions_off")
+    assert [f.name for f in wired.features] == ["voice", *_several_instances(db), "actions_off"]
     routers = set(_names(wired.dispatcher.sub_routers))
     assert "stop_pressed" not in routers
     assert not any(name.startswith("handoff") or "operator" in name for name in routers)
@@ -57,7 +58,13 @@ async def test_handoff_and_streaming_contribute_their_parts_through_the_seam(
     wired: Application, db: Database
 ) -> None:
     features = {f.name: f for f in wired.features}
-    assert list(features) == ["handoff", "voice", "streaming", *_several_instances(db)]
+    assert list(features) == [
+        "handoff",
+        "voice",
+        "streaming",
+        *_several_instances(db),
+        "actions_off",
+    ]
     streaming, handoff = features["streaming"], features["handoff"]
     assert streaming.drafts is not None and streaming.on_stored is not None
     assert handoff.after_turn is not None and handoff.person_button

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from services.actions import UNKNOWN_ATTEMPTS, ActionService, ClaimKind, Outcome, ResultKind
+from services.actions import (
+    UNKNOWN_ATTEMPTS,
+    ActionService,
+    ClaimKind,
+    Outcome,
+    ResultKind,
+    Sweep,
+)
 from storage.actions import ActionRepository, ActionStatus, LocalActionStore
 from storage.database import Database, StorageRetry, open_database
 from storage.shop import OrderUpsert, ReturnPolicyUpsert, ShopRepository
@@ -595,3 +602,309 @@ async def test_the_demo_supports_both_actions(db: Database, clock: FakeClock) ->
     assert (await world.propose(REQUEST_RETURN, give_back, world.context(STRANGER))).proposed
     shipped = await world.propose(CANCEL_ORDER, {"order_id": "8041"}, world.context(STRANGER))
     assert shipped.refused == "not_cancellable"
+
+
+# -- one press path; any failure ends in a defined state --------------------------------
+
+
+class Exploding(UnknownFirst):
+    """A shop whose answer cannot be read in a way nobody planned for (deeply nested
+    JSON: RecursionError) — on the re-check's read, or on the action's call."""
+
+    def __init__(self, inner: DirectoryActions, *, on_read: bool) -> None:
+        super().__init__(inner, lost=0)
+        self.on_read = on_read
+
+    async def read_fresh(self, number: str) -> LiveOrder | None:
+        if self.on_read:
+            raise RecursionError("maximum recursion depth exceeded")
+        return await self.inner.read_fresh(number)
+
+    async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
+        self.operation_ids.append(operation_id)
+        raise RecursionError("maximum recursion depth exceeded")
+
+
+def _history(row: Any, outcome: Outcome) -> str:
+    return f"{row.order_number}: {outcome.kind}"
+
+
+async def test_a_failure_while_rechecking_ends_the_action_failed_and_told(world: World) -> None:
+    op = await world.card()
+    service = world.service_over(Exploding(world.local, on_read=True))
+    press = await service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=31, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.FAILED
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.FAILED
+    assert await world.status("1001") == "processing"
+    # a second press is told the card was answered; nothing stays `confirmed`
+    again = await service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=32, confirm=True, history=_history
+    )
+    assert again.kind is ClaimKind.ALREADY and again.outcome is None
+
+
+async def test_a_failure_once_the_shop_was_asked_stays_unknown_and_is_asked_again(
+    world: World,
+) -> None:
+    op = await world.card()
+    shop = Exploding(world.local, on_read=False)
+    press = await world.service_over(shop).press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=33, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.CHECKING
+    row = await world.repo.get(op)
+    assert row is not None and (row.status, row.reason) == (ActionStatus.EXECUTING, "unknown")
+    # the next ✅ asks again with the same operation id, and this time the shop answers
+    again = await world.service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=34, confirm=True, history=_history
+    )
+    assert again.outcome is not None and again.outcome.kind is ResultKind.DONE
+    assert await world.status("1001") == "cancelled" and await world.cancellations() == 1
+    history = await world.db.fetch_all(
+        "SELECT content FROM messages WHERE turn_id = ?", (f"action:{op}",)
+    )
+    assert [h[0] for h in history] == ["1001: done"]
+
+
+# -- unknown outcomes end: the sweeper ---------------------------------------------------
+
+
+def _sweeping(world: World, backend: Any, attempts: int = 3) -> ActionService:
+    return ActionService(
+        world.repo,
+        backend,
+        world.shop,
+        [CANCEL_ORDER, REQUEST_RETURN],
+        storage_retry=RETRY,
+        sweep=Sweep(quiet_for_s=60, first_wait_s=30, attempts=attempts),
+        clock=world.clock,
+    )
+
+
+async def test_an_outcome_that_stays_unknown_ends_needing_attention_once(world: World) -> None:
+    """A shop that never answers: the press leaves the action unknown; the sweeper asks
+    again with the same operation id, at most `attempts` times, then the action needs a
+    person — reported once, counted, and a later press is told it was answered."""
+    op = await world.card()
+    shop = UnknownFirst(world.local, lost=10_000)
+    service = _sweeping(world, shop)
+    press = await service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=41, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.CHECKING
+    assert await service.sweep(_history) == []  # not quiet long enough yet
+    ended: list[Any] = []
+    for _ in range(20):  # well past the bound
+        world.clock.advance(1000)
+        ended += await service.sweep(_history)
+    [attention] = ended
+    assert attention.outcome.kind is ResultKind.NEEDS_ATTENTION
+    assert attention.outcome.detail == "timeout"
+    assert set(shop.operation_ids) == {op}
+    assert len(shop.operation_ids) == UNKNOWN_ATTEMPTS * (1 + 3)  # the press, 3 sweeps
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.NEEDS_ATTENTION
+    assert row.last_answer == "timeout"
+    assert [r.operation_id for r in await service.needing_attention()] == [op]
+    assert (await world.repo.counts(None, world.clock() + 1)).needs_attention == 1
+    later = await service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=42, confirm=True, history=_history
+    )
+    assert later.kind is ClaimKind.ALREADY and later.outcome is None
+
+
+async def test_a_press_that_died_before_the_shop_was_asked_is_carried_out_once(
+    world: World,
+) -> None:
+    op = await world.card()
+    claim = await world.press(op, update=43)  # confirmed ... and the process died
+    assert claim.kind is ClaimKind.PROCEED
+    service = _sweeping(world, world.local)
+    world.clock.advance(61)
+    ended = await asyncio.gather(service.sweep(_history), service.sweep(_history))
+    [done] = [p for batch in ended for p in batch]
+    assert done.outcome is not None and done.outcome.kind is ResultKind.DONE
+    assert await world.cancellations() == 1 and await world.status("1001") == "cancelled"
+    world.clock.advance(1000)
+    assert await service.sweep(_history) == []
+
+
+# -- the owner is re-checked at ✅ with the proposal's rule ------------------------------
+
+
+async def test_an_order_moved_to_another_customer_is_not_cancelled_by_the_old_card(
+    world: World,
+) -> None:
+    op = await world.card()
+    await world.db.write(
+        "UPDATE orders SET owner_telegram_id = ? WHERE order_id = '1001'", (STRANGER,)
+    )
+    press = await world.service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=51, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.STATE_CHANGED
+    assert await world.status("1001") == "processing" and await world.cancellations() == 0
+
+
+async def test_a_customer_who_forgot_their_phone_cannot_cancel_by_it(world: World) -> None:
+    """Owned through the verified phone at proposal; /forget_phone before the ✅."""
+    phone = "+79990001122"
+    await world.db.write(
+        "UPDATE orders SET owner_telegram_id = NULL, owner_phone = ? WHERE order_id = '1001'",
+        (phone,),
+    )
+    await world.shop.set_verified_phone(OWNER, phone, now=world.clock())
+    op = await world.card()
+    assert await world.shop.delete_verified_phone(OWNER)
+    press = await world.service.press(
+        op, chat_id=OWNER, user_id=OWNER, update_id=52, confirm=True, history=_history
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.STATE_CHANGED
+    assert await world.status("1001") == "processing" and await world.cancellations() == 0
+
+
+# -- returns exactly once across proposals ----------------------------------------------
+
+HEADPHONES = {"order_id": "1002", "items": [{"name": "headphones", "quantity": 1}], "reason": "x"}
+
+
+async def test_a_return_left_unknown_is_not_opened_again_by_a_new_card(world: World) -> None:
+    """After an unknown outcome the customer asks again: the new proposal sees the item
+    already being returned (the local backend's orders list no items: any second return
+    of the product is refused), so the shop never gets a second return."""
+    context = world.context()
+    assert (await world.propose(REQUEST_RETURN, HEADPHONES, context)).proposed
+    [note] = [n for n in context.notes if isinstance(n, ActionProposed)]
+    service = world.service_over(UnknownLocalReturn(world.local))
+    press = await service.press(
+        note.operation_id,
+        chat_id=OWNER,
+        user_id=OWNER,
+        update_id=61,
+        confirm=True,
+        history=_history,
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.CHECKING
+    again = await world.propose(REQUEST_RETURN, HEADPHONES, world.context())
+    assert (again.proposed, again.refused) == (False, "already_returning")
+
+
+async def test_a_second_card_for_the_same_item_is_refused_at_its_press(world: World) -> None:
+    """Two cards for one item (the second proposed before the first was confirmed, e.g.
+    a public order): the second ✅ finds the item already returned and does nothing."""
+    first, second = world.context(), world.context(STRANGER)
+    await world.db.write("UPDATE orders SET owner_telegram_id = NULL WHERE order_id = '1002'")
+    assert (await world.propose(REQUEST_RETURN, HEADPHONES, first)).proposed
+    assert (await world.propose(REQUEST_RETURN, HEADPHONES, second)).proposed
+    ops = [
+        n.operation_id for c in (first, second) for n in c.notes if isinstance(n, ActionProposed)
+    ]
+    done = await world.service.press(
+        ops[0], chat_id=OWNER, user_id=OWNER, update_id=62, confirm=True, history=_history
+    )
+    assert done.outcome is not None and done.outcome.kind is ResultKind.DONE
+    late = await world.service.press(
+        ops[1], chat_id=STRANGER, user_id=STRANGER, update_id=63, confirm=True, history=_history
+    )
+    assert late.outcome is not None and late.outcome.kind is ResultKind.STATE_CHANGED
+    assert late.outcome.reason == "state:already_returning"
+    rows = await world.db.fetch_all("SELECT count(*) FROM order_returns")
+    assert rows[0][0] == 1
+
+
+async def test_what_is_already_being_returned_is_subtracted_from_the_order(
+    world: World,
+) -> None:
+    from tools.actions.builtin import ReturnArguments, being_returned
+    from tools.shop.orders import OrderItem
+    from tools.shop.rules import OrderStatus
+
+    now = datetime.fromtimestamp(world.clock(), UTC)
+    order = LiveOrder(
+        number="1002",
+        status=OrderStatus.DELIVERED,
+        updated_at=now - timedelta(days=1),
+        items=(OrderItem("Наушники", 2),),
+    )
+    earlier = ReturnArguments.model_validate(
+        {"order_id": "1002", "items": [{"name": "наушники", "quantity": 1}], "reason": "x"}
+    ).model_dump_json()
+
+    async def returning(_order: str) -> dict[str, int]:
+        return being_returned([earlier])
+
+    policy = Policy(shop=world.shop, now=now, returning=returning)
+
+    def wanting(quantity: int) -> ReturnArguments:
+        return ReturnArguments.model_validate(
+            {
+                "order_id": "1002",
+                "items": [{"name": "Наушники", "quantity": quantity}],
+                "reason": "y",
+            }
+        )
+
+    assert isinstance(await REQUEST_RETURN.check(order, wanting(1), policy), Allowed)
+    refused = await REQUEST_RETURN.check(order, wanting(2), policy)
+    assert isinstance(refused, Refused) and refused.code == "already_returning"
+
+
+class UnknownLocalReturn(UnknownFirst):
+    """A shop whose answers to returns are all lost (after it opened one)."""
+
+    def __init__(self, inner: DirectoryActions) -> None:
+        super().__init__(inner, lost=0)
+
+    async def request_return(
+        self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult:
+        await self.inner.request_return(order, lines, reason, operation_id)
+        return ActionUnknown("timeout")
+
+
+# -- smaller ones ------------------------------------------------------------------------
+
+
+def test_a_huge_total_is_written_on_the_card_not_a_failure() -> None:
+    from decimal import Decimal
+
+    from tools.actions.builtin import CancelArguments
+    from tools.shop.orders import Money
+    from tools.shop.rules import OrderStatus
+
+    def effect(amount: str) -> str:
+        order = LiveOrder(
+            number="1001",
+            status=OrderStatus.PROCESSING,
+            updated_at=datetime.now(UTC),
+            total=Money(Decimal(amount), "RUB"),
+        )
+        return CANCEL_ORDER.effect(order, CancelArguments(order_id="1001"))["en"]
+
+    nbsp = "\u00a0"
+    thousands = nbsp.join(["10"] + ["000"] * 9)
+    assert effect("1e28") == f"Cancel order 1001: {thousands}{nbsp}₽?"
+    assert effect("1E+100000") == "Cancel order 1001?"  # beyond any real total: not shown
+
+
+async def test_one_proposal_per_reply_so_no_card_is_stranded(world: World) -> None:
+    context = world.context()
+    first = await world.propose(CANCEL_ORDER, {"order_id": "1001"}, context)
+    second = await world.propose(CANCEL_ORDER, {"order_id": "1006"}, context)
+    assert first.proposed and (second.proposed, second.refused) == (False, "one_at_a_time")
+    assert [type(n) for n in context.notes] == [ActionProposed]
+    rows = await world.db.fetch_all("SELECT order_number FROM pending_actions")
+    assert [r[0] for r in rows] == ["1001"]
+
+
+async def test_a_press_from_another_chat_is_not_yours_and_changes_nothing(world: World) -> None:
+    op = await world.card()
+    claim = await world.service.claim(
+        op, chat_id=-100123, user_id=OWNER, update_id=71, confirm=True
+    )
+    assert claim.kind is ClaimKind.NOT_YOURS
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.PENDING

@@ -47,7 +47,8 @@ def test_the_document_is_openapi_3_1_with_valid_schemas_and_resolvable_refs() ->
     assert set(document["paths"]) == {
         "/orders/{number}",
         "/orders",
-        "/orders/{number}/cancel",  # actions
+        "/capabilities",  # actions
+        "/orders/{number}/cancel",
         "/orders/{number}/returns",
     }
     for name, schema in document["components"]["schemas"].items():
@@ -154,6 +155,7 @@ async def test_the_readme_example_server_answers_by_the_document_and_the_bot_rea
         assert found is not None and found.customer_phone == "+79123456789"
         assert [o.number for o in await client.orders_for_phone("+79123456789")] == ["100234"]
         assert await client.get_order("999") is None
+        assert await client.supported_actions() == frozenset()  # it declares no action
     finally:
         await client.aclose()
 

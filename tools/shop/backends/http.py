@@ -21,10 +21,13 @@ an answer that does not follow the contract, a body over `MAX_BODY_BYTES`, an or
 whose `number` is not the one asked. The token is read only to build the header; logs
 name the shop's host and the HTTP status, never the token, a phone or a query.
 
-Actions (`OrderActions`): `POST /orders/{number}/cancel` and `POST
-/orders/{number}/returns` with `Idempotency-Key: <operation id>`, one attempt each; an
-outcome that may have taken effect (timeout, broken connection, 5xx) is `ActionUnknown`,
-and services/actions.py asks again with the same key, which the contract makes safe.
+Actions (`OrderActions`): the shop declares which it does (`GET /capabilities` →
+`{"actions": [...]}`; none when it serves no such route), and a 501/405 to an action
+means it does not do that one (`NOT_SUPPORTED`, nothing done). `POST
+/orders/{number}/cancel` and `POST /orders/{number}/returns` with `Idempotency-Key:
+<operation id>`, one attempt each; an outcome that may have taken effect (timeout,
+broken connection, 5xx) is `ActionUnknown`, and services/actions.py asks again with the
+same key, which the contract makes safe.
 """
 
 from __future__ import annotations
@@ -50,10 +53,12 @@ from pydantic import (
 )
 
 from tools.shop.backend import (
+    NOT_SUPPORTED,
     ActionDone,
     ActionRejected,
     ActionResult,
     ActionUnknown,
+    OrderActions,
     ReturnLine,
     ShopSetupError,
     ShopUnavailable,
@@ -219,6 +224,20 @@ class HttpBackend:
 
     # -- actions the customer confirmed (`OrderActions`) ----------------------------------
 
+    def order_actions(self) -> OrderActions:
+        return self
+
+    async def supported_actions(self) -> frozenset[str]:
+        """`GET /capabilities` → `{"actions": [...]}`: what the shop declares it does; a
+        shop that serves no capabilities (404) does none."""
+        status, body = await self._get("/capabilities", attempts=1)
+        if status == 404:
+            return frozenset()
+        listed = body.get("actions") if isinstance(body, dict) else None
+        if not isinstance(listed, list):
+            raise ShopUnavailable("malformed", "capabilities without an actions list")
+        return frozenset(name for name in listed if isinstance(name, str))
+
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         """`POST /orders/{number}/cancel` with `Idempotency-Key: <operation id>`."""
         path = f"/orders/{quote(order.number, safe='')}/cancel"
@@ -269,6 +288,8 @@ class HttpBackend:
             return ActionRejected("shop_auth")
         if status == 404:
             return ActionRejected("not_found")
+        if status in (405, 501):  # the shop does not do this: nothing was done
+            return ActionRejected(NOT_SUPPORTED)
         if status in (409, 422):
             return ActionRejected(_refusal_code(raw))
         if status not in (200, 201):

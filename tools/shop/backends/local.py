@@ -53,6 +53,10 @@ class LocalBackend:
     async def check(self) -> None:
         """Nothing to probe: the database is opened (and checked) before the backend."""
 
+    def order_actions(self) -> None:
+        """The bot's own (tools/shop/backends/local_actions.py), over its database."""
+        return None
+
     async def aclose(self) -> None:
         """The database is closed by its owner."""
 

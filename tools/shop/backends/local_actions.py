@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 
 from storage.actions import LocalActionStore
 from tools.shop.backend import (
+    CANCEL_ORDER,
+    REQUEST_RETURN,
     ActionDone,
     ActionRejected,
     ActionResult,
@@ -35,6 +37,9 @@ class LocalOrderActions:
 
     def __init__(self, store: LocalActionStore) -> None:
         self._store = store
+
+    async def supported_actions(self) -> frozenset[str]:
+        return frozenset({CANCEL_ORDER, REQUEST_RETURN})
 
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         now = datetime.now(UTC).isoformat(timespec="minutes")
@@ -75,6 +80,9 @@ class DirectoryActions:
 
     async def read_fresh(self, number: str) -> LiveOrder | None:
         return await self._directory.get_order(number, fresh=True)
+
+    async def supported_actions(self) -> frozenset[str]:
+        return await self._actions.supported_actions()
 
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         try:

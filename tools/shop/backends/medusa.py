@@ -28,10 +28,13 @@ from typing import Any
 import aiohttp
 
 from tools.shop.backend import (
+    CANCEL_ORDER,
+    REQUEST_RETURN,
     ActionDone,
     ActionRejected,
     ActionResult,
     ActionUnknown,
+    OrderActions,
     ReturnLine,
     ShopSetupError,
     ShopUnavailable,
@@ -331,6 +334,12 @@ class MedusaBackend:
         if not isinstance(raw, dict):
             raise ShopUnavailable("malformed", "medusa order: no object")
         return raw
+
+    def order_actions(self) -> OrderActions:
+        return self
+
+    async def supported_actions(self) -> frozenset[str]:
+        return frozenset({CANCEL_ORDER, REQUEST_RETURN})
 
     @unreadable_is_malformed
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:

@@ -28,10 +28,13 @@ from typing import Any
 import aiohttp
 
 from tools.shop.backend import (
+    CANCEL_ORDER,
+    REQUEST_RETURN,
     ActionDone,
     ActionRejected,
     ActionResult,
     ActionUnknown,
+    OrderActions,
     ReturnLine,
     ShopSetupError,
     ShopUnavailable,
@@ -352,6 +355,12 @@ class ShopifyBackend:
         data = await self._graphql(ORDER_STATE, {"id": order_id})
         state = data.get("order")
         return state if isinstance(state, dict) else None
+
+    def order_actions(self) -> OrderActions:
+        return self
+
+    async def supported_actions(self) -> frozenset[str]:
+        return frozenset({CANCEL_ORDER, REQUEST_RETURN})
 
     @unreadable_is_malformed
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:

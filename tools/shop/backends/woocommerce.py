@@ -24,10 +24,13 @@ from typing import Any
 import aiohttp
 
 from tools.shop.backend import (
+    CANCEL_ORDER,
+    REQUEST_RETURN,
     ActionDone,
     ActionRejected,
     ActionResult,
     ActionUnknown,
+    OrderActions,
     ReturnLine,
     ShopSetupError,
     ShopUnavailable,
@@ -271,6 +274,12 @@ class WooCommerceBackend:
             idempotent=False,
         )
         return expect_object(reply, "woocommerce note")
+
+    def order_actions(self) -> OrderActions:
+        return self
+
+    async def supported_actions(self) -> frozenset[str]:
+        return frozenset({CANCEL_ORDER, REQUEST_RETURN})
 
     @unreadable_is_malformed
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
