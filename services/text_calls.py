@@ -18,8 +18,11 @@ customer. `scan` finds all of it in one text and says:
 can be shown before a piece of markup could be starting (a draft is cut at the first
 `{`, fence or tag, since the rest of such a piece has not arrived yet).
 
-Limits: prose that describes a call ("I will now call get_order_status") is not markup;
-JSON that neither names a tool nor has a call's or a schema's shape is left in the text.
+An offered tool's name anywhere in the text ("you can call the `get_order_status`
+function") is marked too (`tool_name`): it is never something to tell a customer.
+
+Limits: prose that describes a call without the tool's name is not markup; JSON that
+neither names a tool nor has a call's or a schema's shape is left in the text.
 """
 
 from __future__ import annotations
@@ -101,6 +104,7 @@ def scan(text: str, tool_names: Collection[str]) -> Scan:
     rest = _FENCE_RE.sub(found.fence, rest)
     rest = found.json_objects(rest)
     rest = found.python_calls(rest)
+    rest = found.tool_names_in(rest)
     clean = re.sub(r"[ \t]+\n", "\n", rest)
     clean = re.sub(r"\n{3,}", "\n\n", clean).strip()
     return Scan(calls=tuple(found.calls), markup=tuple(dict.fromkeys(found.kinds)), clean=clean)
@@ -198,6 +202,17 @@ class _Found:
             position = end + 1
         pieces.append(text[position:])
         return "".join(pieces)
+
+    def tool_names_in(self, text: str) -> str:
+        """An offered tool's name in prose ("call the `get_order_status` function") is
+        the bot's internals, not an answer: marked (the text is left as it is)."""
+        if self.tool_names and re.search(self._names_pattern(), text):
+            self.kinds.append("tool_name")
+        return text
+
+    def _names_pattern(self) -> str:
+        names = "|".join(re.escape(name) for name in sorted(self.tool_names, key=len)[::-1])
+        return rf"(?<![\w-])(?:{names})(?![\w-])"
 
     def _python_call(self, source: str) -> TextCall | None:
         try:
