@@ -135,13 +135,12 @@ class _Found:
         return self.mark("function_tag")
 
     def block(self, match: re.Match[str]) -> str:
-        tag = match[1].lower()
-        if tag in ("tool_call", "tool_calls", "function_call", "functioncall"):
-            before = len(self.calls)
-            self.json_objects(match[2])
-            self.python_calls(match[2])
-            return self.mark("tool_call_tag" if len(self.calls) > before else "internal_tag")
-        return self.mark("internal_tag")
+        """A tagged block: the calls in it are read whatever the tag (Qwen2.5 wrote its
+        calls inside `<tools>` as often as inside `<tool_call>`), the block removed."""
+        before = len(self.calls)
+        self.json_objects(match[2])
+        self.python_calls(match[2])
+        return self.mark("tool_call_tag" if len(self.calls) > before else "internal_tag")
 
     def fence(self, match: re.Match[str]) -> str:
         body = match[1].strip()
@@ -248,6 +247,8 @@ class _Found:
             return "text_call"
         if _is_schema(value):
             return "tool_schema"
+        if _is_tool_result(value):
+            return "tool_result"
         if any(key in self.tool_names for key in value) or any(
             isinstance(v, str) and v in self.tool_names for v in value.values()
         ):
@@ -282,6 +283,12 @@ def _is_schema(value: dict[str, object]) -> bool:
         return "description" in value or "name" in value
     inner = value.get("function")
     return isinstance(inner, dict) and _is_schema(inner)
+
+
+def _is_tool_result(value: dict[str, object]) -> bool:
+    """The shape of a tool result or of the loop's error message (tools/executor.py,
+    services/loop.py): `{"ok": ..., "data" | "error": ...}` — a model echoing it."""
+    return isinstance(value.get("ok"), bool) and ("data" in value or "error" in value)
 
 
 def _json_object(text: str) -> dict[str, object] | None:

@@ -301,6 +301,7 @@ async def test_answer_quoting_the_instruction_is_withheld_and_not_remembered(
         'Проверяю.\n```json\n{"name": "get_order_status", "arguments": {}}\n```',
         "<tool_call>get_order_status</tool_call>",
         "<conversation_summary>Клиент спросил про заказ</conversation_summary>",
+        '{"ok": false, "error": {"code": "text_tool_call", "message": "Your last message"}}',
     ],
 )
 async def test_an_answer_carrying_tool_markup_is_withheld_never_shown(
