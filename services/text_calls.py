@@ -18,11 +18,10 @@ customer. `scan` finds all of it in one text and says:
 can be shown before a piece of markup could be starting (a draft is cut at the first
 `{`, fence or tag, since the rest of such a piece has not arrived yet).
 
-An offered tool's name anywhere in the text ("you can call the `get_order_status`
-function") is marked too (`tool_name`): it is never something to tell a customer.
-
-Limits: prose that describes a call without the tool's name is not markup; JSON that
-neither names a tool nor has a call's or a schema's shape is left in the text.
+Limits: prose that describes a call ("you can call the `get_order_status` function", as
+Qwen2.5-Coder wrote) is not markup — marking it made a model reciting the instruction
+(which names the tools) be asked again instead of withheld at once; JSON that neither
+names a tool nor has a call's, a schema's or an error's shape is left in the text.
 """
 
 from __future__ import annotations
@@ -104,7 +103,6 @@ def scan(text: str, tool_names: Collection[str]) -> Scan:
     rest = _FENCE_RE.sub(found.fence, rest)
     rest = found.json_objects(rest)
     rest = found.python_calls(rest)
-    rest = found.tool_names_in(rest)
     clean = re.sub(r"[ \t]+\n", "\n", rest)
     clean = re.sub(r"\n{3,}", "\n\n", clean).strip()
     return Scan(calls=tuple(found.calls), markup=tuple(dict.fromkeys(found.kinds)), clean=clean)
@@ -202,17 +200,6 @@ class _Found:
         pieces.append(text[position:])
         return "".join(pieces)
 
-    def tool_names_in(self, text: str) -> str:
-        """An offered tool's name in prose ("call the `get_order_status` function") is
-        the bot's internals, not an answer: marked (the text is left as it is)."""
-        if self.tool_names and re.search(self._names_pattern(), text):
-            self.kinds.append("tool_name")
-        return text
-
-    def _names_pattern(self) -> str:
-        names = "|".join(re.escape(name) for name in sorted(self.tool_names, key=len)[::-1])
-        return rf"(?<![\w-])(?:{names})(?![\w-])"
-
     def _python_call(self, source: str) -> TextCall | None:
         try:
             node = ast.parse(source.strip(), mode="eval").body
@@ -286,9 +273,11 @@ def _is_schema(value: dict[str, object]) -> bool:
 
 
 def _is_tool_result(value: dict[str, object]) -> bool:
-    """The shape of a tool result or of the loop's error message (tools/executor.py,
-    services/loop.py): `{"ok": ..., "data" | "error": ...}` — a model echoing it."""
-    return isinstance(value.get("ok"), bool) and ("data" in value or "error" in value)
+    """The shape of a tool's or the loop's error (tools/executor.py, services/loop.py):
+    `{"ok": false, "error": {"code": ...}}` — a model echoing the correction it got.
+    (A successful result's data is shop data the answer may quote; not matched.)"""
+    error = value.get("error")
+    return value.get("ok") is False and isinstance(error, dict) and "code" in error
 
 
 def _json_object(text: str) -> dict[str, object] | None:

@@ -112,13 +112,11 @@ def test_ordinary_answers_are_left_alone(text: str) -> None:
         ),
         ('```json\n{"order_id": "8041"}\n```', "fenced_json"),
         ('<tool_response>{"ok": true}</tool_response>', "internal_tag"),
-        ("Чтобы узнать, вызовите функцию `lookup` с ключом x.", "tool_name"),
         (
             '{"ok": false, "error": {"code": "text_tool_call", "message": "Your last '
             'message was not shown"}}',
             "tool_result",
         ),
-        ('{"ok": true, "data": {"order_id": "8041", "status": "in_transit"}}', "tool_result"),
     ],
 )
 def test_the_bots_own_scaffolding_is_found_and_removed(text: str, kind: str) -> None:
@@ -217,19 +215,6 @@ async def test_an_invalid_call_as_text_gets_a_structured_error_and_runs_nothing(
     assert error["error"]["code"] == code  # type: ignore[index]
     [audit] = result.trace.audit_records
     assert audit.status is AuditStatus.REJECTED
-
-
-async def test_prose_naming_a_tool_is_never_the_answer_the_model_is_told() -> None:
-    """Qwen2.5-Coder told a customer to "call the `get_order_status` function"."""
-
-    def script(messages: list[Message], tool_choice: ToolChoice | None):
-        if messages[-1]["role"] == "system":
-            return text_response("Назовите, пожалуйста, ключ.")
-        return text_response("Вы можете вызвать функцию `lookup` с вашим ключом.")
-
-    llm = ScriptedLLM(script)
-    result = await make_loop(llm, FakeTools()).run(USER, context(), prompt_ref=PROMPT)
-    assert result.text == "Назовите, пожалуйста, ключ."
 
 
 async def test_markup_without_a_call_is_corrected_by_the_model() -> None:
