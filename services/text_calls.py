@@ -18,8 +18,10 @@ customer. `scan` finds all of it in one text and says:
 can be shown before a piece of markup could be starting (a draft is cut at the first
 `{`, fence or tag, since the rest of such a piece has not arrived yet).
 
-Limits: prose that describes a call ("I will now call get_order_status") is not markup;
-JSON that neither names a tool nor has a call's or a schema's shape is left in the text.
+Limits: prose that describes a call ("you can call the `get_order_status` function", as
+Qwen2.5-Coder wrote) is not markup — marking it made a model reciting the instruction
+(which names the tools) be asked again instead of withheld at once; JSON that neither
+names a tool nor has a call's, a schema's or an error's shape is left in the text.
 """
 
 from __future__ import annotations
@@ -131,13 +133,12 @@ class _Found:
         return self.mark("function_tag")
 
     def block(self, match: re.Match[str]) -> str:
-        tag = match[1].lower()
-        if tag in ("tool_call", "tool_calls", "function_call", "functioncall"):
-            before = len(self.calls)
-            self.json_objects(match[2])
-            self.python_calls(match[2])
-            return self.mark("tool_call_tag" if len(self.calls) > before else "internal_tag")
-        return self.mark("internal_tag")
+        """A tagged block: the calls in it are read whatever the tag (Qwen2.5 wrote its
+        calls inside `<tools>` as often as inside `<tool_call>`), the block removed."""
+        before = len(self.calls)
+        self.json_objects(match[2])
+        self.python_calls(match[2])
+        return self.mark("tool_call_tag" if len(self.calls) > before else "internal_tag")
 
     def fence(self, match: re.Match[str]) -> str:
         body = match[1].strip()
@@ -233,6 +234,8 @@ class _Found:
             return "text_call"
         if _is_schema(value):
             return "tool_schema"
+        if _is_tool_result(value):
+            return "tool_result"
         if any(key in self.tool_names for key in value) or any(
             isinstance(v, str) and v in self.tool_names for v in value.values()
         ):
@@ -267,6 +270,14 @@ def _is_schema(value: dict[str, object]) -> bool:
         return "description" in value or "name" in value
     inner = value.get("function")
     return isinstance(inner, dict) and _is_schema(inner)
+
+
+def _is_tool_result(value: dict[str, object]) -> bool:
+    """The shape of a tool's or the loop's error (tools/executor.py, services/loop.py):
+    `{"ok": false, "error": {"code": ...}}` — a model echoing the correction it got.
+    (A successful result's data is shop data the answer may quote; not matched.)"""
+    error = value.get("error")
+    return value.get("ok") is False and isinstance(error, dict) and "code" in error
 
 
 def _json_object(text: str) -> dict[str, object] | None:

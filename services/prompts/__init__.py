@@ -2,7 +2,7 @@
 
 prompts = build_prompt_registry()
 system = prompts.render("support_chat", shop_name="Кофейный двор")
-system.text, system.ref  # ref == "support_chat@3", stored with the turn
+system.text, system.ref  # ref == "support_chat@4", stored with the turn
 """
 
 from services.prompts.conversation_summary import CONVERSATION_SUMMARY_ID, CONVERSATION_SUMMARY_V1
@@ -11,10 +11,12 @@ from services.prompts.support_chat import (
     SUPPORT_CHAT_ACTIONS_ID,
     SUPPORT_CHAT_ACTIONS_V1,
     SUPPORT_CHAT_ACTIONS_V2,
+    SUPPORT_CHAT_ACTIONS_V3,
     SUPPORT_CHAT_ID,
     SUPPORT_CHAT_V1,
     SUPPORT_CHAT_V2,
     SUPPORT_CHAT_V3,
+    SUPPORT_CHAT_V4,
 )
 from services.prompts.template import PromptError, PromptTemplate, RenderedPrompt
 
@@ -24,9 +26,11 @@ def build_prompt_registry() -> PromptRegistry:
     registry = PromptRegistry()
     registry.register(SUPPORT_CHAT_V1)  # kept: turns stored with older versions name them
     registry.register(SUPPORT_CHAT_V2)
-    registry.register(SUPPORT_CHAT_V3, active=True)
+    registry.register(SUPPORT_CHAT_V3)
+    registry.register(SUPPORT_CHAT_V4, active=True)
     registry.register(SUPPORT_CHAT_ACTIONS_V1)
-    registry.register(SUPPORT_CHAT_ACTIONS_V2, active=True)  # with ACTIONS_ENABLED
+    registry.register(SUPPORT_CHAT_ACTIONS_V2)
+    registry.register(SUPPORT_CHAT_ACTIONS_V3, active=True)  # with ACTIONS_ENABLED
     registry.register(CONVERSATION_SUMMARY_V1, active=True)
     return registry
 

@@ -9,7 +9,7 @@ declares its fragments next to its tools (`PromptFragment.tools`: the tools its 
 name), so a new feature adds a fragment, not another whole-prompt variant.
 
 The ref names what the model saw: the frame's ref, then each fragment's, in order
-("support_chat@3" alone, "support_chat@3+order_actions@1" with actions on); it is stored
+("support_chat@4" alone, "support_chat@4+order_actions@1" with actions on); it is stored
 with every turn. A fragment's new wording is a new version, as with whole prompts.
 """
 

@@ -210,6 +210,7 @@ def runs_jsonl(results: Sequence[RunResult]) -> str:
                         "purpose": c.purpose,
                         "finish": c.finish_reason,
                         "error": c.error,
+                        "text": _cut(c.text, 600) if c.text else None,
                         "structured_calls": len(c.tool_calls),
                         "text_calls": len(c.text_calls),
                         "ms": round(c.latency_ms),

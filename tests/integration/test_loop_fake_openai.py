@@ -138,7 +138,7 @@ async def test_order_status_is_answered_from_the_data(bench: Bench) -> None:
     assert result.trace.audit_records[0].status is AuditStatus.SUCCESS
     assert len(result.trace.response_ids) == 2
     assert result.trace.total_tokens == 2 * 19
-    assert result.prompt_ref == "support_chat@3"
+    assert result.prompt_ref == "support_chat@4"
 
 
 async def test_unknown_order_is_found_false(bench: Bench) -> None:
@@ -216,9 +216,9 @@ async def test_a_model_that_always_asks_for_tools_is_bounded(bench: Bench, max_s
     def always_tools(body: Body):
         if body.get("tool_choice") == "none":
             return completion(text="Итог по имеющимся данным.")
-        n = len(body["messages"])
+        n = len(body["messages"])  # a new order each step: a repeat would end the turn
         return completion(
-            tool_calls=[fake_call("get_order_status", {"order_id": "8041"}, id=f"c{n}")]
+            tool_calls=[fake_call("get_order_status", {"order_id": str(8040 + n)}, id=f"c{n}")]
         )
 
     bench.server.handler = always_tools

@@ -2,7 +2,7 @@
 
 The system instruction is composed from the frame and the fragments of the features
 that are on; for the configurations that existed before the composition it is the old
-whole prompt word for word (support_chat@3; support_chat_actions@2 with actions on), only
+whole prompt word for word (support_chat@4; support_chat_actions@3 with actions on), only
 its ref names the parts now. `support-bot simulate` builds from the same list, so for the
 same settings it offers the model the same tools under the same instruction.
 """
@@ -18,19 +18,19 @@ from bot.features.registry import FEATURES
 from bot.simulate import BotWiring
 from bot.wiring import Application, build_application
 from services.chat import ChatService
-from services.prompts.support_chat import SUPPORT_CHAT_ACTIONS_V2, SUPPORT_CHAT_V3
+from services.prompts.support_chat import SUPPORT_CHAT_ACTIONS_V3, SUPPORT_CHAT_V4
 from services.simulation.scenario import ScenarioSettings
 from storage.database import Database
 from tests.doubles.scripted_llm import ScriptedLLM, text_response
 from tests.unit.test_config import make
 
 SHOP = "Кофейный двор"
-WITH_ACTIONS = "support_chat@3+order_actions@1"
+WITH_ACTIONS = "support_chat@4+order_actions@1"
 # the configurations of before, and the whole prompt the model saw in each
 BEFORE = [
-    ({}, SUPPORT_CHAT_V3, "support_chat@3"),
-    ({"OPERATOR_CHAT_ID": "-1001234"}, SUPPORT_CHAT_V3, "support_chat@3"),
-    ({"ACTIONS_ENABLED": "cancel_order"}, SUPPORT_CHAT_ACTIONS_V2, WITH_ACTIONS),
+    ({}, SUPPORT_CHAT_V4, "support_chat@4"),
+    ({"OPERATOR_CHAT_ID": "-1001234"}, SUPPORT_CHAT_V4, "support_chat@4"),
+    ({"ACTIONS_ENABLED": "cancel_order"}, SUPPORT_CHAT_ACTIONS_V3, WITH_ACTIONS),
     (
         {
             "OPERATOR_CHAT_ID": "-1001234",
@@ -38,7 +38,7 @@ BEFORE = [
             "ORDER_UPDATES_ENABLED": "true",
             "STREAM_ANSWERS": "false",
         },
-        SUPPORT_CHAT_ACTIONS_V2,
+        SUPPORT_CHAT_ACTIONS_V3,
         WITH_ACTIONS,
     ),
 ]

@@ -38,7 +38,7 @@ def _done(text: str, trace: LoopTrace | None = None) -> LoopResult:
         text=text,
         stop_reason=StopReason.COMPLETED,
         trace=trace or LoopTrace(model_steps=1),
-        prompt_ref="support_chat@3",
+        prompt_ref="support_chat@4",
     )
 
 
@@ -53,7 +53,7 @@ class FakeLoop:
     async def run(
         self, messages: Sequence[Message], context: ToolContext, *, prompt_ref: str
     ) -> LoopResult:
-        assert prompt_ref == "support_chat@3"
+        assert prompt_ref == "support_chat@4"
         self.requests.append(list(messages))
         self.contexts.append(context)
         outcome = self.answer(list(messages), context)
@@ -210,7 +210,7 @@ async def test_answered_turn_is_remembered_and_recorded(db: Database) -> None:
         "completed",
     )
     assert (turn["model_steps"], turn["tool_calls"], turn["total_tokens"]) == (2, 1, 24)
-    assert turn["prompt"] == "support_chat@3" and turn["error_code"] is None
+    assert turn["prompt"] == "support_chat@4" and turn["error_code"] is None
     audit = await db.fetch_one("SELECT turn_id, session_id, status FROM tool_calls")
     assert audit is not None and tuple(audit) == (reply.turn_id, session, "success")
     calls = await db.fetch_all("SELECT purpose, turn_id FROM llm_calls")
@@ -247,7 +247,7 @@ async def test_failed_turn_adds_no_history_but_keeps_its_records(db: Database) -
     assert not reply.answered and reply.error_code == "rate_limited" and reply.text is None
     turn = await db.fetch_one("SELECT status, stop_reason, error_code, prompt FROM turns")
     assert turn is not None
-    assert tuple(turn) == ("failed", "error", "rate_limited", "support_chat@3")
+    assert tuple(turn) == ("failed", "error", "rate_limited", "support_chat@4")
     usage = await db.fetch_one("SELECT status, error_code, prompt_tokens FROM llm_calls")
     assert usage is not None and tuple(usage) == ("error", "rate_limited", None)
     assert await db.fetch_all("SELECT * FROM messages") == []
@@ -258,7 +258,7 @@ async def test_refused_turn_adds_no_history(db: Database) -> None:
         text="I can't help with that.",
         stop_reason=StopReason.REFUSED,
         trace=LoopTrace(model_steps=1),
-        prompt_ref="support_chat@3",
+        prompt_ref="support_chat@4",
     )
     service, _ = _service(db, FakeLoop(answer=lambda messages, context: refused))
     reply = await service.answer(Caller(key=5, chat_id=1), "something odd")
@@ -300,6 +300,7 @@ async def test_answer_quoting_the_instruction_is_withheld_and_not_remembered(
         'Проверяю.\n```json\n{"name": "get_order_status", "arguments": {}}\n```',
         "<tool_call>get_order_status</tool_call>",
         "<conversation_summary>Клиент спросил про заказ</conversation_summary>",
+        '{"ok": false, "error": {"code": "text_tool_call", "message": "Your last message"}}',
     ],
 )
 async def test_an_answer_carrying_tool_markup_is_withheld_never_shown(

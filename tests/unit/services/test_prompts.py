@@ -17,17 +17,18 @@ from services.prompts.composed import (
 )
 from services.prompts.conversation_summary import CONVERSATION_SUMMARY_V1
 from services.prompts.support_chat import (
-    SUPPORT_CHAT_ACTIONS_V2,
+    SUPPORT_CHAT_ACTIONS_V3,
     SUPPORT_CHAT_FRAME,
     SUPPORT_CHAT_V1,
     SUPPORT_CHAT_V2,
     SUPPORT_CHAT_V3,
+    SUPPORT_CHAT_V4,
 )
 
 
 def test_support_chat_renders_with_its_ref_and_carries_the_rules() -> None:
     prompt = build_prompt_registry().render("support_chat", shop_name="Кофейный двор")
-    assert prompt.ref == "support_chat@3"
+    assert prompt.ref == "support_chat@4"
     text = prompt.text
     assert "Кофейный двор" in text and "{{" not in text
     for needle in (
@@ -36,7 +37,7 @@ def test_support_chat_renders_with_its_ref_and_carries_the_rules() -> None:
         "the order tool's description says what the\n  shop's numbers look like",
         "Never invent",
         "refund",
-        "<conversation_summary>",
+        "summary of earlier messages",
         "never instructions",
         "Never reveal",
         "language of the customer",
@@ -50,7 +51,8 @@ def test_the_first_version_stays_registered_for_turns_that_name_it() -> None:
     registry = build_prompt_registry()
     assert registry.get("support_chat", "1") is SUPPORT_CHAT_V1
     assert registry.get("support_chat", "2") is SUPPORT_CHAT_V2
-    assert registry.get("support_chat") is SUPPORT_CHAT_V3
+    assert registry.get("support_chat", "3") is SUPPORT_CHAT_V3
+    assert registry.get("support_chat") is SUPPORT_CHAT_V4
 
 
 def test_no_instruction_names_the_demos_four_digit_numbers() -> None:
@@ -60,7 +62,14 @@ def test_no_instruction_names_the_demos_four_digit_numbers() -> None:
     for prompt_id in ("support_chat", "support_chat_actions"):
         text = registry.render(prompt_id, shop_name="X").text
         assert "4-digit" not in text and "order number" in text
-    assert registry.get("support_chat_actions") is SUPPORT_CHAT_ACTIONS_V2
+    assert registry.get("support_chat_actions") is SUPPORT_CHAT_ACTIONS_V3
+
+
+def test_no_active_instruction_names_an_internal_tag() -> None:
+    """A small model copies a tag it reads in its rules around its own answers."""
+    registry = build_prompt_registry()
+    for prompt_id in ("support_chat", "support_chat_actions"):
+        assert "<" not in registry.render(prompt_id, shop_name="X").text
 
 
 def test_conversation_summary_caps_length_and_treats_input_as_data() -> None:
@@ -89,7 +98,7 @@ def test_versions_are_kept_and_the_active_one_is_rendered() -> None:
         required_variables=frozenset({"shop_name"}),
     )
     registry.register(v8)
-    assert registry.get("support_chat").ref == "support_chat@3"  # not active until asked
+    assert registry.get("support_chat").ref == "support_chat@4"  # not active until asked
     registry.register(
         PromptTemplate(prompt_id="support_chat", version="9", body="Shop v9"), active=True
     )
@@ -131,13 +140,19 @@ def test_the_system_instructions_hold_nothing_secret() -> None:
     secretish = re.compile(
         r"sk-|api[_ -]?key|token|password|secret|https?://|@\w|\d{5,}|admin_ids", re.IGNORECASE
     )
-    templates = (SUPPORT_CHAT_V1, SUPPORT_CHAT_V2, SUPPORT_CHAT_V3, SUPPORT_CHAT_ACTIONS_V2)
+    templates = (
+        SUPPORT_CHAT_V1,
+        SUPPORT_CHAT_V2,
+        SUPPORT_CHAT_V3,
+        SUPPORT_CHAT_V4,
+        SUPPORT_CHAT_ACTIONS_V3,
+    )
     for template in (*templates, CONVERSATION_SUMMARY_V1):
         assert not secretish.search(template.body), template.prompt_id
     assert SUPPORT_CHAT_V3.required_variables == frozenset({"shop_name"})
     assert CONVERSATION_SUMMARY_V1.required_variables == frozenset({"max_words"})
     rendered = registry.render("support_chat", shop_name="Кофейный двор").text
-    assert rendered == SUPPORT_CHAT_V3.body.replace("{{shop_name}}", "Кофейный двор")
+    assert rendered == SUPPORT_CHAT_V4.body.replace("{{shop_name}}", "Кофейный двор")
 
 
 def test_a_fragment_goes_in_its_slot_and_the_ref_names_it() -> None:
@@ -147,11 +162,11 @@ def test_a_fragment_goes_in_its_slot_and_the_ref_names_it() -> None:
     changes = PromptFragment("changes", "1", Slot.ORDER_CHANGES, "- Orders change by magic.")
     composed = compose(SUPPORT_CHAT_FRAME, (hours, changes))
     text = composed.render(shop_name="X").text
-    assert composed.ref == "support_chat@3+hours@2+changes@1"
+    assert composed.ref == "support_chat@4+hours@2+changes@1"
     assert text.index("get_shop_info") < text.index("get_hours") < text.index("Use only facts")
     assert "The tools only read data" not in text and "by magic" in text
     alone = compose(SUPPORT_CHAT_FRAME, ()).render(shop_name="X")
-    assert alone.text == SUPPORT_CHAT_V3.render(shop_name="X").text
+    assert alone.text == SUPPORT_CHAT_V4.render(shop_name="X").text
 
 
 def test_a_fragment_given_twice_or_without_a_place_is_refused() -> None:

@@ -46,6 +46,7 @@ FORMS = {
     "a list of calls": f"[{CALL}]",
     "tool name as the key": '{"lookup": {"key": "x"}}',
     "tool_call tags": f"<tool_call>\n{CALL}\n</tool_call>",
+    "tools tags": f"<tools>\n{CALL}\n</tools>",
     "unclosed tool_call tag": f"<tool_call>\n{CALL}",
     "function tag": '<function=lookup>{"key": "x"}</function>',
     "function name attribute": '<function name="lookup">{"key": "x"}</function>',
@@ -111,6 +112,11 @@ def test_ordinary_answers_are_left_alone(text: str) -> None:
         ),
         ('```json\n{"order_id": "8041"}\n```', "fenced_json"),
         ('<tool_response>{"ok": true}</tool_response>', "internal_tag"),
+        (
+            '{"ok": false, "error": {"code": "text_tool_call", "message": "Your last '
+            'message was not shown"}}',
+            "tool_result",
+        ),
     ],
 )
 def test_the_bots_own_scaffolding_is_found_and_removed(text: str, kind: str) -> None:
