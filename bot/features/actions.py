@@ -39,13 +39,17 @@ from tools.actions.capabilities import ActionCapabilities
 from tools.actions.definition import ActionDefinition, ActionShop
 from tools.actions.propose import proposing_tool
 from tools.base import Tool
-from tools.shop.backend import CANCEL_ORDER, REQUEST_RETURN, OrderActions
-from tools.shop.backends.local_actions import DirectoryActions, LocalOrderActions
+from tools.shop.backend import OrderActions
+from tools.shop.backends.local_actions import (
+    LOCAL_ACTIONS,
+    DirectoryActions,
+    LocalOrderActions,
+    LocalRequestActions,
+)
 from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger("bot")
 
-LOCAL_ACTIONS = frozenset({CANCEL_ORDER, REQUEST_RETURN})
 CAPABILITIES_RETRY_S = 30.0  # the shop could not say yet
 CAPABILITIES_REFRESH_S = 600.0  # the shop said: ask again now and then
 
@@ -56,12 +60,12 @@ def enabled_actions(settings: Settings) -> tuple[ActionDefinition[Any], ...]:
 
 def backend_actions(directory: ShopDirectory, db: Database) -> OrderActions | None:
     """The configured backend's actions: the backend's own (it declares them:
-    `ShopBackend.order_actions`), or the bot's over its database for the local one."""
+    `ShopBackend.order_actions`), or, for the local one, requests to the shop's people."""
     own = directory.backend.order_actions()
     if own is not None:
         return own
     if directory.backend_name == "local":
-        return LocalOrderActions(LocalActionStore(db))
+        return LocalRequestActions(ActionRepository(db, clock=time.time))
     return None
 
 
@@ -97,9 +101,12 @@ def action_parts(
     policies = ShopRepository(db)
     actual: ActionShop = DirectoryActions(directory, actions)
     # the bot's own (local) actions are known now; a live shop's are learnt at start
-    known = LOCAL_ACTIONS if isinstance(actions, LocalOrderActions) else None
+    local = isinstance(actions, LocalRequestActions)
+    known = LOCAL_ACTIONS if local else None
     capabilities = ActionCapabilities(actions, known)
     repo = ActionRepository(db, clock=time.time)
+    # local: a person's Done on a request changes the bot's own copy of the order
+    people = DirectoryActions(directory, LocalOrderActions(LocalActionStore(db))) if local else None
     service = ActionService(
         repo,
         actual,
@@ -109,6 +116,7 @@ def action_parts(
         capabilities=capabilities,
         sweep=sweep_of(settings),
         clock=time.time,
+        people=people,
     )
     tools = tuple(
         proposing_tool(
