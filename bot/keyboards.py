@@ -224,3 +224,48 @@ def action_keyboard(operation_id: str, texts: Texts) -> InlineKeyboardMarkup:
             ]
         ]
     )
+
+
+class RequestChoice(StrEnum):
+    DONE = "d"
+    REFUSE = "r"
+
+
+class RequestButton(CallbackData, prefix="req"):
+    """✅ Done / ✖ Refuse on a request card to the shop's people: `req:<op id>:d|r`."""
+
+    operation_id: str
+    choice: RequestChoice
+
+    @classmethod
+    def read(cls, data: str | None) -> Self | None:
+        """Exactly this form, naming an operation id; None for anything else."""
+        try:
+            button = cls.unpack(data or "")
+        except (TypeError, ValueError):
+            return None
+        if not _OPERATION_ID.fullmatch(button.operation_id) or button.pack() != data:
+            return None
+        return button
+
+
+def request_keyboard(operation_id: str) -> InlineKeyboardMarkup:
+    """The staff's card's two buttons (the staff's words are English, as their lines)."""
+    return InlineKeyboardMarkup(
+        inline_keyboard=[
+            [
+                InlineKeyboardButton(
+                    text="✅ Done",
+                    callback_data=RequestButton(
+                        operation_id=operation_id, choice=RequestChoice.DONE
+                    ).pack(),
+                ),
+                InlineKeyboardButton(
+                    text="✖ Refuse",
+                    callback_data=RequestButton(
+                        operation_id=operation_id, choice=RequestChoice.REFUSE
+                    ).pack(),
+                ),
+            ]
+        ]
+    )

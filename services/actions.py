@@ -613,6 +613,13 @@ class ActionService:
         )
         return fallback
 
+    async def awaits_reason(self, user_id: int, chat_id: int) -> bool:
+        """This person pressed Refuse in this chat and has not written the reason yet."""
+        request = await self._retry.run(
+            "reading a refusal", lambda: self._repo.refusing_of(user_id, chat_id)
+        )
+        return request is not None
+
     async def due_requests(self, older_than_s: float) -> list[ActionRequest]:
         """Requests nobody answered within `older_than_s`, each returned once (remind)."""
         return await self._retry.run(

@@ -24,7 +24,13 @@ from bot.config import NoSettings, Settings
 from bot.context import HandlerDeps
 from bot.features import Feature, FeatureRouters
 from bot.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
-from bot.routers.actions import build_action_router, build_actions_off_router
+from bot.routers.actions import (
+    Staff,
+    build_action_router,
+    build_actions_off_router,
+    build_refusal_router,
+    build_request_router,
+)
 from bot.stats_view.actions import actions_block
 from bot.stats_view.table import TableSection
 from bot.texts import Language
@@ -194,12 +200,15 @@ def actions_on_telegram(
     service = parts.service
     chosen = service.names
 
+    staff = Staff(settings.admin_ids, operator_chat_id)
+    local = needs.shop.backend_name == "local"
+
     async def on_start() -> None:
         await learn_capabilities(parts, chosen)
-        if needs.shop.backend_name == "local":
+        if local and not staff.chats:
             log.warning(
-                "ACTIONS_ENABLED with SHOP_BACKEND=local: actions change only the bot's own "
-                "copy of the orders; the shop itself is not told (README: Actions)"
+                "ACTIONS_ENABLED with SHOP_BACKEND=local: customers' requests go to the "
+                "shop's people, but neither ADMIN_IDS nor OPERATOR_CHAT_ID is set"
             )
 
     sweeper = ActionSweeper(
@@ -209,22 +218,29 @@ def actions_on_telegram(
         staff_chats=sorted(settings.admin_ids),
         operator_chat_id=operator_chat_id,
         every_s=min(settings.action_retry_first_s, 15.0),
+        staff=staff,
+        escalate_after_s=settings.action_request_escalate_s,
     )
 
     async def background() -> None:
         await asyncio.gather(keep_capabilities(parts), sweeper.run())
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
+        presses = build_action_router(deps, service, operator_chat_id=operator_chat_id, staff=staff)
+        if not local:
+            return FeatureRouters(commands=(presses,))
         return FeatureRouters(
-            commands=(build_action_router(deps, service, operator_chat_id=operator_chat_id),)
+            first=(build_refusal_router(service, staff, telegram.texts),),
+            commands=(presses, build_request_router(deps, service, staff, telegram.texts)),
         )
 
     async def stats_section(report: StatsReport) -> TableSection:
         counts = await service.counts(report.since, report.until)
         waiting = await service.needing_attention()
+        requests = await service.open_requests()
 
         def lines(language: Language) -> list[str]:
-            return actions_block(counts, language, waiting)
+            return actions_block(counts, language, waiting, requests)
 
         return lines
 
