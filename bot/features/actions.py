@@ -5,9 +5,11 @@ It adds one proposing tool per action on (tools/actions/propose.py), the router 
 card's ✅/✖ presses among the commands (limited per user like every button press), and
 the /stats block. The card itself is the turn's `ConfirmAction` offer, shown by
 bot/turn_view.py. Orders are read through the ShopDirectory the order tools use
-(SHOP_BACKEND) and changed through the backend's `OrderActions`: the local backend's
-(tools/shop/backends/local_actions.py), or the one a live backend implements itself. A
-backend without actions leaves the feature off, with a warning.
+(SHOP_BACKEND) and changed through the backend's `OrderActions`: the one a live backend
+implements itself, or, with imported data (local), a request to the shop's people
+(tools/shop/backends/local_actions.py) whose card, Done/Refuse presses and refusal
+reasons this feature's routers handle (bot/routers/actions.py). A backend without actions
+leaves the feature off, with a warning.
 """
 
 from __future__ import annotations
