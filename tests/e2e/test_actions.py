@@ -551,14 +551,13 @@ async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
     fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
     fake_openai.handler = tool_step(_calls, _model)
     await start_bot(
-        **ACTIONS,
+        **{**ACTIONS, "ADMIN_IDS": str(admin)},
         SHOP_BACKEND="http",
         SHOP_API_URL=fake_shop_api.base_url,
         SHOP_API_TOKEN=TOKEN,
         SHOP_TIMEOUT_S="0.5",
         ACTION_RETRY_ATTEMPTS="2",
         ACTION_RETRY_FIRST_S="0.5",
-        ADMIN_IDS=str(admin),
     )
     card = await say(fake_telegram, f"Отмените заказ {MINE}")
     fake_shop_api.actions_hang = True
