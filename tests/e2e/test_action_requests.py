@@ -143,3 +143,38 @@ async def test_a_request_is_done_or_refused_by_a_person_and_the_customer_hears_o
         ("done",),
         ("refused",),
     ]
+
+
+async def test_a_request_nobody_answers_is_reminded_of_once(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    tmp_path: Path,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    await setup(
+        start_bot,
+        bot_base_env,
+        tmp_path,
+        fake_openai,
+        ADMIN_IDS=str(ADMIN),
+        ACTION_REQUEST_ESCALATE_S="1",
+        ACTION_RETRY_FIRST_S="0.5",
+    )
+    await requested(fake_telegram, MINE)
+
+    def reminders() -> list[SentMessage]:
+        return [m for m in fake_telegram.messages_to(ADMIN) if "Reminder" in m.plain_text]
+
+    await fake_telegram.wait_until(lambda: len(reminders()) >= 1, within=WAIT_S)
+    assert f"order {MINE}" in reminders()[0].plain_text
+    await wait_for_db(
+        database_path,
+        "SELECT count(*) FROM action_requests WHERE escalated_at IS NOT NULL",
+        [(1,)],
+    )
+    # a second request, reminded of in its turn: by then the first was not reminded again
+    await requested(fake_telegram, MINE_TOO)
+    await fake_telegram.wait_until(lambda: len(reminders()) >= 2, within=WAIT_S)
+    assert [MINE in m.plain_text for m in reminders()] == [True, False]
