@@ -565,11 +565,16 @@ class ActionService:
             "reading an action", lambda: self._repo.get(request.operation_id)
         )
         reason = text.strip()[:500]
-        refused = await self._retry.run(
-            "refusing a request",
-            lambda: self._repo.refuse(request.operation_id, by=user_id, refusal=reason),
-        )
-        if row is None or not refused:
+        if request.status is RequestStatus.REFUSED:  # refused before a crash, not recorded
+            reason = request.refusal or reason
+        else:
+            refused = await self._retry.run(
+                "refusing a request",
+                lambda: self._repo.refuse(request.operation_id, by=user_id, refusal=reason),
+            )
+            if not refused:
+                return Answer(AnswerKind.ALREADY, row)
+        if row is None or row.status is not ActionStatus.EXECUTING:
             return Answer(AnswerKind.ALREADY, row)
         outcome = Outcome(ResultKind.REFUSED, reason="refused", refusal=reason)
         self._log(row, f"refused by {user_id}", 0.0)

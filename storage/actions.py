@@ -373,10 +373,16 @@ class ActionRepository:
         return changed == 1
 
     async def refusing_of(self, user_id: int, chat_id: int) -> ActionRequest | None:
-        """The request this person is asked the reason of a refusal for, in this chat."""
+        """The request this person is asked the reason of a refusal for, in this chat —
+        also one they refused whose result was never recorded (a crash in between: their
+        message, handled again, finishes it)."""
+        columns = ", ".join(f"r.{c.strip()}" for c in _REQUEST_COLUMNS.split(","))
         row = await self._db.fetch_one(
-            f"SELECT {_REQUEST_COLUMNS} FROM action_requests WHERE status = 'refusing'"
-            " AND refusing_by = ? AND refusing_chat = ? ORDER BY created_at DESC LIMIT 1",
+            f"SELECT {columns} FROM action_requests r"
+            " JOIN pending_actions p ON p.operation_id = r.operation_id"
+            " WHERE r.refusing_by = ? AND r.refusing_chat = ? AND (r.status = 'refusing'"
+            " OR (r.status = 'refused' AND p.status = 'executing' AND p.reason = 'requested'))"
+            " ORDER BY r.created_at DESC LIMIT 1",
             (user_id, chat_id),
         )
         return None if row is None else _request(row)

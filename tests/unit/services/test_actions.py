@@ -1035,3 +1035,23 @@ async def test_an_unanswered_request_is_escalated_once(world: World) -> None:
     assert sorted([r.operation_id for r in due] for due in first) == [[], [op]]  # one reminds
     assert await service.due_requests(3600) == []  # and only once
     assert [r.operation_id for r in await service.open_requests()] == [op]
+
+
+async def test_a_refusal_cut_off_by_a_crash_is_finished_by_the_message_handled_again(
+    world: World,
+) -> None:
+    """The refusal was stored, the process died before the customer's result: the
+    admin's message, handled again from the inbox, records it once, with the first
+    reason."""
+    service = requests_service(world)
+    op = await requested(world, service)
+    await service.answer(op, done=False, by=ADMIN, chat_id=ADMIN, history=said)
+    assert await world.repo.refuse(op, by=ADMIN, refusal="Out of stock")  # then the crash
+    assert await service.awaits_reason(ADMIN, ADMIN)
+    answer = await service.refusal(user_id=ADMIN, chat_id=ADMIN, text="again", history=said)
+    assert answer is not None and answer.kind is AnswerKind.REFUSED
+    assert answer.outcome is not None and answer.outcome.refusal == "Out of stock"
+    assert not await service.awaits_reason(ADMIN, ADMIN)
+    assert await service.refusal(user_id=ADMIN, chat_id=ADMIN, text="x", history=said) is None
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.FAILED
