@@ -7,7 +7,9 @@ and then and sends what ended: the customer gets the result in the language of t
 press (done, refused, or "a person will check"); an action that needs attention is told
 to the admins (ADMIN_IDS, privately) and, with handoff on, the operators' group, with
 the order and the shop's last answer — never the customer's words. Told once: only the
-sweep whose record won reports an action.
+sweep whose record won reports an action. A request to the shop's people (local backend)
+the sweep carried out after a press died gets its request card here; a request nobody
+answered in ACTION_REQUEST_ESCALATE_S is reminded of once.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ import html
 import logging
 from collections.abc import Iterable
 
+from aiogram.types import InlineKeyboardMarkup
+
 from bot.formatting import markdown_to_messages
-from bot.routers.actions import operators_line, result_words
+from bot.keyboards import request_keyboard
+from bot.routers.actions import Staff, operators_line, request_card, result_words
 from bot.sender import Sender
 from bot.texts import TextTable, language_for
 from services.actions import ActionService, Outcome, Press, ResultKind
@@ -47,7 +52,11 @@ class ActionSweeper:
         staff_chats: Iterable[int],
         operator_chat_id: int | None,
         every_s: float,
+        staff: Staff | None = None,
+        escalate_after_s: float | None = None,
     ) -> None:
+        self._requests_staff = staff
+        self._escalate_after_s = escalate_after_s
         self._service = service
         self._sender = sender
         self._texts = texts
@@ -67,7 +76,22 @@ class ActionSweeper:
         ended = await self._service.sweep(self._history)
         for press in ended:
             await self._tell(press)
+        await self._remind()
         return ended
+
+    async def _remind(self) -> None:
+        """One reminder per request nobody answered in time."""
+        if self._escalate_after_s is None or self._requests_staff is None:
+            return
+        for request in await self._service.due_requests(self._escalate_after_s):
+            hours = self._escalate_after_s / 3600
+            line = (
+                f"⏰ Reminder: the request for order {request.order_number} "
+                f"(op {request.operation_id[:8]}) has had no answer for {hours:.1f} h. "
+                "The customer is waiting: press ✅ Done or ✖ Refuse on its card."
+            )
+            for chat in self._requests_staff.chats:
+                await self._send(chat, line, plain=True)
 
     def _words(self, row: ActionRow, outcome: Outcome) -> str:
         language = language_for(row.language)
@@ -82,17 +106,32 @@ class ActionSweeper:
         if row is None or outcome is None:
             return
         await self._send(row.chat_id, self._words(row, outcome))
-        if outcome.kind is ResultKind.NEEDS_ATTENTION:
+        if outcome.kind is ResultKind.REQUESTED and self._requests_staff is not None:
+            card = request_card(row, self._service.card_words(row, "en"))
+            for chat in self._requests_staff.chats:
+                await self._send(chat, card, plain=True, markup=request_keyboard(row.operation_id))
+        elif outcome.kind is ResultKind.NEEDS_ATTENTION:
             line = attention_line(row, outcome)
             for chat in (*self._staff, *((self._operators,) if self._operators else ())):
                 await self._send(chat, line, plain=True)
         elif outcome.kind is ResultKind.DONE and self._operators is not None:
             await self._send(self._operators, operators_line(row, outcome), plain=True)
 
-    async def _send(self, chat_id: int, words: str, *, plain: bool = False) -> None:
+    async def _send(
+        self,
+        chat_id: int,
+        words: str,
+        *,
+        plain: bool = False,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> None:
         if plain:
             result = await self._sender.send_text(
-                chat_id, html.escape(words, quote=False), parse_mode="HTML", plain_text=words
+                chat_id,
+                html.escape(words, quote=False),
+                parse_mode="HTML",
+                plain_text=words,
+                reply_markup=markup,
             )
         else:
             (part, *_) = markdown_to_messages(words)

@@ -371,6 +371,9 @@ class Settings(ShopSettings):
     # the first after ACTION_RETRY_FIRST_S, then twice as long each time; then a person
     action_retry_attempts: int = Field(default=5, ge=1, le=20)
     action_retry_first_s: float = Field(default=30.0, ge=0.5, le=3600)
+    # SHOP_BACKEND=local: a request to the shop's people nobody answered in this time
+    # (seconds) is reminded of once
+    action_request_escalate_s: float = Field(default=4 * 3600.0, ge=1, le=7 * 24 * 3600)
 
     # Order updates (README "Order updates"): "notify me when it moves" under an
     # answer that showed a customer their own order, /updates, the shop's pushes and the

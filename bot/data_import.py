@@ -3,7 +3,9 @@ nothing; `python -m bot remove-demo`: remove the demo shop's rows.
 
 The shop's own data replaces the demo: an import removes every demo row (and says so), and
 the demo is never seeded into that database again. The summary names the database written
-(the SQLite file's absolute path, or the PostgreSQL host and database).
+(the SQLite file's absolute path, or the PostgreSQL host and database), and the orders
+with requests to the shop's people nobody answered yet (actions on imported data: answer
+them with ✅ Done / ✖ Refuse on their cards in Telegram).
 
 Needs only DATABASE_PATH or DATABASE_URL (no bot token or API key), so a shop owner can
 load data before the bot is configured. Exit status: 0 written; 1 the data is invalid (each
@@ -29,6 +31,7 @@ from typing import Any
 from bot.config import DatabaseChoice, SettingsError, load_database_choice, load_shop_settings
 from bot.exit_codes import ExitCode
 from services.input_files import InputFileError, read_text_file
+from storage.actions import ActionRepository, ActionRequest
 from storage.database import Database, DatabaseOpenError, is_database_error, open_database
 from storage.migrations import MigrationError
 from storage.shop import DemoRemoved, ImportCounts, ShopRepository
@@ -71,6 +74,17 @@ def _summary(counts: ImportCounts, *, faq: bool, target: str) -> str:
     if counts.demo_removed.total:
         parts.append(f"demo data removed ({_demo_rows(counts.demo_removed)})")
     return f"imported into {target}: " + "; ".join(parts)
+
+
+def open_requests_line(requests: list[ActionRequest]) -> str | None:
+    """The owner's line about requests nobody answered yet (None: there are none)."""
+    if not requests:
+        return None
+    orders = ", ".join(dict.fromkeys(r.order_number for r in requests))
+    return (
+        f"open requests from customers, waiting for ✅ Done / ✖ Refuse in Telegram: "
+        f"{len(requests)} (orders {orders})"
+    )
 
 
 def _demo_rows(removed: DemoRemoved) -> str:
@@ -194,6 +208,7 @@ async def run_import(path: str) -> ExitCode:
         counts = await ShopRepository(db).import_shop_data(
             orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
         )
+        waiting = await ActionRepository(db).open_requests()
     except Exception as exc:
         if not (isinstance(exc, OverflowError) or is_database_error(exc)):
             raise
@@ -203,6 +218,9 @@ async def run_import(path: str) -> ExitCode:
         await db.close()
     target = describe_target(database, new=new)
     print(_summary(counts, faq=plan.faq is not None, target=target))
+    line = open_requests_line(waiting)
+    if line is not None:
+        print(line)
     return ExitCode.OK
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypeVar
 
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import (
@@ -181,6 +181,20 @@ def markup_from_json(data: dict[str, Any] | None) -> ReplyMarkup | None:
 _OPERATION_ID = re.compile(r"[0-9a-f]{32}")  # tools/actions/propose.py: uuid4().hex
 
 
+_Button = TypeVar("_Button", "ActionButton", "RequestButton")
+
+
+def _exactly(cls: type[_Button], data: str | None) -> _Button | None:
+    """`data` unpacked only when it is exactly the button's form with an operation id."""
+    try:
+        button = cls.unpack(data or "")
+    except (TypeError, ValueError):
+        return None
+    if not _OPERATION_ID.fullmatch(button.operation_id) or button.pack() != data:
+        return None
+    return button
+
+
 class ActionChoice(StrEnum):
     CONFIRM = "y"
     DECLINE = "n"
@@ -193,15 +207,9 @@ class ActionButton(CallbackData, prefix="act"):
     choice: ActionChoice
 
     @classmethod
-    def read(cls, data: str | None) -> Self | None:
+    def read(cls, data: str | None) -> ActionButton | None:
         """Exactly this form, naming an operation id (uuid4 hex); None for anything else."""
-        try:
-            button = cls.unpack(data or "")
-        except (TypeError, ValueError):
-            return None
-        if not _OPERATION_ID.fullmatch(button.operation_id) or button.pack() != data:
-            return None
-        return button
+        return _exactly(cls, data)
 
 
 def action_keyboard(operation_id: str, texts: Texts) -> InlineKeyboardMarkup:
@@ -219,6 +227,45 @@ def action_keyboard(operation_id: str, texts: Texts) -> InlineKeyboardMarkup:
                     text=texts.action_decline_button,
                     callback_data=ActionButton(
                         operation_id=operation_id, choice=ActionChoice.DECLINE
+                    ).pack(),
+                ),
+            ]
+        ]
+    )
+
+
+class RequestChoice(StrEnum):
+    DONE = "d"
+    REFUSE = "r"
+
+
+class RequestButton(CallbackData, prefix="req"):
+    """✅ Done / ✖ Refuse on a request card to the shop's people: `req:<op id>:d|r`."""
+
+    operation_id: str
+    choice: RequestChoice
+
+    @classmethod
+    def read(cls, data: str | None) -> RequestButton | None:
+        """Exactly this form, naming an operation id; None for anything else."""
+        return _exactly(cls, data)
+
+
+def request_keyboard(operation_id: str) -> InlineKeyboardMarkup:
+    """The staff's card's two buttons (the staff's words are English, as their lines)."""
+    return InlineKeyboardMarkup(
+        inline_keyboard=[
+            [
+                InlineKeyboardButton(
+                    text="✅ Done",
+                    callback_data=RequestButton(
+                        operation_id=operation_id, choice=RequestChoice.DONE
+                    ).pack(),
+                ),
+                InlineKeyboardButton(
+                    text="✖ Refuse",
+                    callback_data=RequestButton(
+                        operation_id=operation_id, choice=RequestChoice.REFUSE
                     ).pack(),
                 ),
             ]

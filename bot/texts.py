@@ -115,6 +115,8 @@ class Texts:
     action_state_changed: str  # on ✅ the order no longer allows it (e.g. shipped)
     action_failed: str  # the shop refused or could not be reached; nothing changed
     action_checking: str  # the shop's answer stayed unknown: asked again in the background
+    action_requested: str  # imported data: sent to the shop's people, a person confirms
+    action_refused: str  # a person refused the request; their reason follows
     # order updates (bot/routers/order_updates.py), only with ORDER_UPDATES_ENABLED;
     # {order} (the order's number) is required in each, filled in per message
     order_updates_button: str  # under an answer that showed the customer their own order
@@ -349,6 +351,11 @@ RU_TEMPLATES = Texts(
         "Магазин пока не подтвердил результат. Я проверю ещё раз сам и напишу вам; "
         "повторно ничего не выполняется."
     ),
+    action_requested=(
+        "Запрос передан сотрудникам магазина. Пока ничего не изменилось: сотрудник "
+        "проверит и подтвердит, а я сразу напишу вам здесь."
+    ),
+    action_refused="К сожалению, магазин не может это выполнить. Ответ сотрудника:",
     order_updates_button="🔔 Сообщить, когда заказ {order} сдвинется",
     order_updates_subscribed=(
         "Хорошо: напишу здесь, когда статус заказа {order} изменится. "
@@ -517,6 +524,11 @@ EN_TEMPLATES = Texts(
         "The shop has not confirmed the result yet. I will check again and write to you; "
         "nothing is done twice."
     ),
+    action_requested=(
+        "I have passed your request to the shop's staff. Nothing has changed yet: a person "
+        "will check and confirm, and I will write to you here as soon as they do."
+    ),
+    action_refused="Sorry, the shop cannot do this. The staff's answer:",
     order_updates_button="🔔 Notify me when order {order} moves",
     order_updates_subscribed=(
         "Done: I will write here when the status of order {order} changes. "

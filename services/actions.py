@@ -46,8 +46,10 @@ from storage.actions import (
     FINISHED,
     ActionCounts,
     ActionRepository,
+    ActionRequest,
     ActionRow,
     ActionStatus,
+    RequestStatus,
 )
 from storage.database import StorageRetry, StorageUnavailable
 from storage.shop import ShopRepository
@@ -61,6 +63,7 @@ from tools.shop.backend import (
     REQUEST_RETURN,
     ActionDone,
     ActionRejected,
+    ActionRequested,
     ActionUnknown,
     ShopUnavailable,
 )
@@ -110,6 +113,8 @@ class ResultKind(StrEnum):
     CHECKING = "checking"  # unknown after asking again: still executing
     NEEDS_ATTENTION = "needs_attention"  # still unknown after the sweeper's asks: a person
     DECLINED = "declined"
+    REQUESTED = "requested"  # sent to the shop's people, who answer Done or Refuse
+    REFUSED = "refused"  # a person refused the request (`refusal`: their reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,7 @@ class Outcome:
     reference: str | None = None
     words: Mapping[str, str] | None = None  # DONE: the result's words per language
     detail: str | None = None  # CHECKING / NEEDS_ATTENTION: the shop's last answer (a code)
+    refusal: str | None = None  # REFUSED: the person's reason, told to the customer
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +134,24 @@ class Press:
 
     kind: ClaimKind
     row: ActionRow | None
+    outcome: Outcome | None = None
+
+
+class AnswerKind(StrEnum):
+    DONE = "done"  # a person confirmed it done now: the customer is told
+    REFUSED = "refused"  # a person refused it now, with the reason: the customer is told
+    ASK_REASON = "ask_reason"  # Refuse pressed: the person's next message is the reason
+    ALREADY = "already"  # answered before (another person, another press)
+    NO_SUCH = "no_such"  # not a request the bot knows
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a person's answer to a request came to (`outcome`: what to tell the customer,
+    only for the answer whose record won)."""
+
+    kind: AnswerKind
+    row: ActionRow | None = None
     outcome: Outcome | None = None
 
 
@@ -181,7 +205,9 @@ class ActionService:
         capabilities: ActionCapabilities | None = None,
         sweep: Sweep = Sweep(),
         clock: Callable[[], float] = time.time,
+        people: ActionShop | None = None,
     ) -> None:
+        self._people = people  # the bot's copy a person's Done changes (local backend)
         self._sweep = sweep
         self._capabilities = capabilities
         self._repo = repo
@@ -394,6 +420,7 @@ class ActionService:
         presser = Caller(key=row.user_id, chat_id=row.chat_id, private_chat=True)
         if not may_act(order, presser, phone):  # told as a missing order is: no detail
             return Outcome(ResultKind.STATE_CHANGED, reason="state:order_missing")
+
         async def returning(number: str) -> Mapping[str, int]:
             confirmed = await self._retry.run(
                 "reading an order's returns",
@@ -428,6 +455,8 @@ class ActionService:
             except ShopUnavailable as exc:
                 last = str(exc)[:200]
                 continue  # may or may not have reached the shop: ask again, same id
+            if isinstance(result, ActionRequested):
+                return Outcome(ResultKind.REQUESTED)
             if isinstance(result, ActionUnknown):
                 last = result.detail[:200] or "unknown"
             if isinstance(result, ActionDone):
@@ -439,7 +468,9 @@ class ActionService:
                 return Outcome(ResultKind.FAILED, reason=result.reason)
         return Outcome(ResultKind.CHECKING, reason="unknown", detail=last)
 
-    async def record(self, row: ActionRow, outcome: Outcome, *, said: str) -> bool:
+    async def record(
+        self, row: ActionRow, outcome: Outcome, *, said: str, history_key: str = ""
+    ) -> bool:
         """The outcome and `said` (the customer's result message, after the card's words)
         in the chat's history, in one transaction; CHECKING stays `executing` (the shop's
         last answer noted). False: another press or sweeper recorded it first."""
@@ -449,6 +480,11 @@ class ActionService:
                 lambda: self._repo.note_unknown(row.operation_id, outcome.detail),
             )
             return False
+        if outcome.kind is ResultKind.REQUESTED:
+            return await self._retry.run(
+                "recording a request to people",
+                lambda: self._repo.await_person(row.operation_id, history=(row.chat_id, said)),
+            )
         status = {
             ResultKind.DONE: ActionStatus.DONE,
             ResultKind.DECLINED: ActionStatus.DECLINED,
@@ -465,8 +501,139 @@ class ActionService:
                 done_words=done_words,
                 history=(row.chat_id, said),
                 last_answer=outcome.detail,
+                history_key=history_key,
             ),
         )
+
+    async def answer(
+        self,
+        operation_id: str,
+        *,
+        done: bool,
+        by: int,
+        chat_id: int,
+        history: Callable[[ActionRow, Outcome], str],
+    ) -> Answer:
+        """A person's Done or Refuse on a request (the caller checked they may answer).
+        Done: one conditional update wins; the bot's copy follows and the customer's
+        result is recorded once (a second Done, or a Done after a crash, records
+        nothing new). Refuse: the person is asked the reason (`refusal`)."""
+        request = await self._retry.run(
+            "reading a request", lambda: self._repo.request(operation_id)
+        )
+        row = await self._retry.run("reading an action", lambda: self._repo.get(operation_id))
+        if request is None or row is None:
+            return Answer(AnswerKind.NO_SUCH)
+        if not done:
+            asked = await self._retry.run(
+                "refusing a request",
+                lambda: self._repo.start_refusing(operation_id, by=by, chat_id=chat_id),
+            )
+            return Answer(AnswerKind.ASK_REASON if asked else AnswerKind.ALREADY, row)
+        await self._retry.run(
+            "confirming a request", lambda: self._repo.answer_done(operation_id, by=by)
+        )
+        request = await self._retry.run(
+            "reading a request", lambda: self._repo.request(operation_id)
+        )
+        if request is None or request.status is not RequestStatus.DONE:
+            return Answer(AnswerKind.ALREADY, row)
+        if row.status is not ActionStatus.EXECUTING:
+            return Answer(AnswerKind.ALREADY, row)
+        outcome = await self._confirmed(row)
+        self._log(row, f"done, confirmed by {by}", 0.0)
+        if await self.record(row, outcome, said=history(row, outcome), history_key=":answer"):
+            return Answer(AnswerKind.DONE, row, outcome)
+        return Answer(AnswerKind.ALREADY, row)
+
+    async def refusal(
+        self,
+        *,
+        user_id: int,
+        chat_id: int,
+        text: str,
+        history: Callable[[ActionRow, Outcome], str],
+    ) -> Answer | None:
+        """A message from a person asked for a refusal's reason: the refusal, recorded
+        once. None: this person is asked no reason here (the message is not one)."""
+        request = await self._retry.run(
+            "reading a refusal", lambda: self._repo.refusing_of(user_id, chat_id)
+        )
+        if request is None:
+            return None
+        row = await self._retry.run(
+            "reading an action", lambda: self._repo.get(request.operation_id)
+        )
+        reason = text.strip()[:500]
+        if request.status is RequestStatus.REFUSED:  # refused before a crash, not recorded
+            reason = request.refusal or reason
+        else:
+            refused = await self._retry.run(
+                "refusing a request",
+                lambda: self._repo.refuse(request.operation_id, by=user_id, refusal=reason),
+            )
+            if not refused:
+                return Answer(AnswerKind.ALREADY, row)
+        if row is None or row.status is not ActionStatus.EXECUTING:
+            return Answer(AnswerKind.ALREADY, row)
+        outcome = Outcome(ResultKind.REFUSED, reason="refused", refusal=reason)
+        self._log(row, f"refused by {user_id}", 0.0)
+        if await self.record(row, outcome, said=history(row, outcome), history_key=":answer"):
+            return Answer(AnswerKind.REFUSED, row, outcome)
+        return Answer(AnswerKind.ALREADY, row)
+
+    async def _confirmed(self, row: ActionRow) -> Outcome:
+        """A person confirmed the request done in the shop: the customer hears it done
+        (the person is the authority); the bot's copy of the order follows as well as
+        it can (a failure there is logged, the result stands)."""
+        fallback = Outcome(ResultKind.DONE, words=_words(row.done_words))
+        definition = self._definitions.get(row.action)
+        if definition is None or self._people is None:
+            return fallback
+        try:
+            arguments = definition.arguments_model.model_validate_json(row.arguments)
+            order = await self._people.read_fresh(row.order_number)
+            target = order or LiveOrder(
+                number=row.order_number,
+                status=OrderStatus.PROCESSING,
+                updated_at=datetime.fromtimestamp(row.created_at, UTC),
+            )
+            result = await definition.execute(self._people, target, arguments, row.operation_id)
+        except StorageUnavailable:
+            raise
+        except Exception as exc:
+            log.warning(
+                "action op %s: the bot's copy did not follow a person's Done (%s)",
+                row.operation_id,
+                type(exc).__name__,
+            )
+            return fallback
+        if isinstance(result, ActionDone):
+            words = definition.done(target, arguments, result.reference)
+            return Outcome(ResultKind.DONE, reference=result.reference, words=words)
+        log.warning(
+            "action op %s: the bot's copy did not follow a person's Done (%s)",
+            row.operation_id,
+            type(result).__name__,
+        )
+        return fallback
+
+    async def awaits_reason(self, user_id: int, chat_id: int) -> bool:
+        """This person pressed Refuse in this chat and has not written the reason yet."""
+        request = await self._retry.run(
+            "reading a refusal", lambda: self._repo.refusing_of(user_id, chat_id)
+        )
+        return request is not None
+
+    async def due_requests(self, older_than_s: float) -> list[ActionRequest]:
+        """Requests nobody answered within `older_than_s`, each returned once (remind)."""
+        return await self._retry.run(
+            "reading unanswered requests",
+            lambda: self._repo.escalate(older_than_s=older_than_s),
+        )
+
+    async def open_requests(self) -> list[ActionRequest]:
+        return await self._repo.open_requests()
 
     async def sweep(self, history: Callable[[ActionRow, Outcome], str]) -> list[Press]:
         """Move on every confirmed action nobody has moved on (`Sweep`): ask the shop

@@ -97,6 +97,39 @@ class ActionCounts:
     resolved_questions: int = 0  # turns whose proposal ended done (two orders cancelled: one)
 
 
+class RequestStatus(StrEnum):
+    OPEN = "open"
+    REFUSING = "refusing"  # a person pressed Refuse; their next message is the reason
+    DONE = "done"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRequest:
+    """A confirmed action the shop's people carry out (the local backend)."""
+
+    operation_id: str
+    order_number: str
+    status: RequestStatus
+    created_at: float
+    escalated_at: float | None = None
+    refusal: str | None = None
+
+
+_REQUEST_COLUMNS = "operation_id, order_number, status, created_at, escalated_at, refusal"
+
+
+def _request(row: Row) -> ActionRequest:
+    return ActionRequest(
+        operation_id=row["operation_id"],
+        order_number=row["order_number"],
+        status=RequestStatus(row["status"]),
+        created_at=float(row["created_at"]),
+        escalated_at=None if row["escalated_at"] is None else float(row["escalated_at"]),
+        refusal=row["refusal"],
+    )
+
+
 def _row(row: Row) -> ActionRow:
     return ActionRow(
         operation_id=row["operation_id"],
@@ -201,6 +234,7 @@ class ActionRepository:
         now = self._clock()
         rows = await self._db.fetch_all(
             f"SELECT {_COLUMNS} FROM pending_actions WHERE status IN ('confirmed', 'executing')"
+            " AND COALESCE(reason, '') <> 'requested'"  # waiting for a person, not the shop
             " AND updated_at <= ? AND (next_try_at IS NULL OR next_try_at <= ?)"
             " ORDER BY updated_at",
             (now - quiet_for_s, now),
@@ -262,6 +296,7 @@ class ActionRepository:
         done_words: str | None = None,
         history: tuple[int, str] | None,
         last_answer: str | None = None,
+        history_key: str = "",
     ) -> bool:
         """The action's result and (`history`: chat id, words) its line in the chat's
         history, once, in one transaction. A confirmed action becomes done or failed; a
@@ -281,8 +316,115 @@ class ActionRepository:
                 return False
             if history is not None:
                 chat_id, words = history
-                await _add_history(tx, chat_id, words, key=f"action:{operation_id}", now=now)
+                key = f"action:{operation_id}{history_key}"
+                await _add_history(tx, chat_id, words, key=key, now=now)
         return True
+
+    async def await_person(self, operation_id: str, *, history: tuple[int, str]) -> bool:
+        """A confirmed action became a request to the shop's people: `executing`, reason
+        `requested` (the sweeper leaves it alone: a person answers), and its line in the
+        chat's history, in one transaction. False when it was already finished."""
+        now = self._clock()
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE pending_actions SET status = 'executing', reason = 'requested',"
+                " updated_at = ? WHERE operation_id = ? AND status IN ('confirmed', 'executing')",
+                (now, operation_id),
+            )
+            if changed != 1:
+                return False
+            chat_id, words = history
+            await _add_history(tx, chat_id, words, key=f"action:{operation_id}", now=now)
+        return True
+
+    async def open_request(self, operation_id: str, order_number: str) -> None:
+        """The request to the shop's people for this action, once (asked again with the
+        same operation id: nothing new)."""
+        await self._db.write(
+            "INSERT INTO action_requests(operation_id, order_number, status, created_at)"
+            " VALUES (?, ?, 'open', ?) ON CONFLICT (operation_id) DO NOTHING",
+            (operation_id, order_number, self._clock()),
+        )
+
+    async def request(self, operation_id: str) -> ActionRequest | None:
+        row = await self._db.fetch_one(
+            f"SELECT {_REQUEST_COLUMNS} FROM action_requests WHERE operation_id = ?",
+            (operation_id,),
+        )
+        return None if row is None else _request(row)
+
+    async def answer_done(self, operation_id: str, *, by: int) -> bool:
+        """A person confirmed the request done: one conditional update (of two presses,
+        one wins; a request already refused stays refused)."""
+        changed = await self._db.write(
+            "UPDATE action_requests SET status = 'done', answered_by = ?, answered_at = ?"
+            " WHERE operation_id = ? AND status IN ('open', 'refusing')",
+            (by, self._clock(), operation_id),
+        )
+        return changed == 1
+
+    async def start_refusing(self, operation_id: str, *, by: int, chat_id: int) -> bool:
+        """A person pressed Refuse: their next message in `chat_id` is the reason."""
+        changed = await self._db.write(
+            "UPDATE action_requests SET status = 'refusing', refusing_by = ?, refusing_chat = ?"
+            " WHERE operation_id = ? AND status IN ('open', 'refusing')",
+            (by, chat_id, operation_id),
+        )
+        return changed == 1
+
+    async def refusing_of(self, user_id: int, chat_id: int) -> ActionRequest | None:
+        """The request this person is asked the reason of a refusal for, in this chat —
+        also one they refused whose result was never recorded (a crash in between: their
+        message, handled again, finishes it)."""
+        columns = ", ".join(f"r.{c.strip()}" for c in _REQUEST_COLUMNS.split(","))
+        row = await self._db.fetch_one(
+            f"SELECT {columns} FROM action_requests r"
+            " JOIN pending_actions p ON p.operation_id = r.operation_id"
+            " WHERE r.refusing_by = ? AND r.refusing_chat = ? AND (r.status = 'refusing'"
+            " OR (r.status = 'refused' AND p.status = 'executing' AND p.reason = 'requested'))"
+            " ORDER BY r.created_at DESC LIMIT 1",
+            (user_id, chat_id),
+        )
+        return None if row is None else _request(row)
+
+    async def refuse(self, operation_id: str, *, by: int, refusal: str) -> bool:
+        """The refusal with its reason: only from the person asked for it, once."""
+        changed = await self._db.write(
+            "UPDATE action_requests SET status = 'refused', refusal = ?, answered_by = ?,"
+            " answered_at = ? WHERE operation_id = ? AND status = 'refusing'"
+            " AND refusing_by = ?",
+            (refusal, by, self._clock(), operation_id, by),
+        )
+        return changed == 1
+
+    async def open_requests(self) -> list[ActionRequest]:
+        """Requests nobody has answered yet, oldest first (/stats, import-data)."""
+        rows = await self._db.fetch_all(
+            f"SELECT {_REQUEST_COLUMNS} FROM action_requests"
+            " WHERE status IN ('open', 'refusing') ORDER BY created_at"
+        )
+        return [_request(r) for r in rows]
+
+    async def escalate(self, *, older_than_s: float) -> list[ActionRequest]:
+        """Unanswered requests older than `older_than_s`, not reminded of yet, each taken
+        by one conditional update (two instances: one reminds)."""
+        now = self._clock()
+        rows = await self._db.fetch_all(
+            f"SELECT {_REQUEST_COLUMNS} FROM action_requests WHERE status IN"
+            " ('open', 'refusing') AND escalated_at IS NULL AND created_at <= ?"
+            " ORDER BY created_at",
+            (now - older_than_s,),
+        )
+        taken = []
+        for row in rows:
+            changed = await self._db.write(
+                "UPDATE action_requests SET escalated_at = ?"
+                " WHERE operation_id = ? AND escalated_at IS NULL",
+                (now, row["operation_id"]),
+            )
+            if changed == 1:
+                taken.append(_request(row))
+        return taken
 
     async def confirmed_arguments(
         self, order_number: str, action: str, *, excluding: str | None = None

@@ -5,9 +5,11 @@ It adds one proposing tool per action on (tools/actions/propose.py), the router 
 card's ✅/✖ presses among the commands (limited per user like every button press), and
 the /stats block. The card itself is the turn's `ConfirmAction` offer, shown by
 bot/turn_view.py. Orders are read through the ShopDirectory the order tools use
-(SHOP_BACKEND) and changed through the backend's `OrderActions`: the local backend's
-(tools/shop/backends/local_actions.py), or the one a live backend implements itself. A
-backend without actions leaves the feature off, with a warning.
+(SHOP_BACKEND) and changed through the backend's `OrderActions`: the one a live backend
+implements itself, or, with imported data (local), a request to the shop's people
+(tools/shop/backends/local_actions.py) whose card, Done/Refuse presses and refusal
+reasons this feature's routers handle (bot/routers/actions.py). A backend without actions
+leaves the feature off, with a warning.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from bot.config import NoSettings, Settings
 from bot.context import HandlerDeps
 from bot.features import Feature, FeatureRouters
 from bot.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
-from bot.routers.actions import build_action_router, build_actions_off_router
+from bot.routers.actions import (
+    Staff,
+    build_action_router,
+    build_actions_off_router,
+    build_refusal_router,
+    build_request_router,
+)
 from bot.stats_view.actions import actions_block
 from bot.stats_view.table import TableSection
 from bot.texts import Language
@@ -39,13 +47,17 @@ from tools.actions.capabilities import ActionCapabilities
 from tools.actions.definition import ActionDefinition, ActionShop
 from tools.actions.propose import proposing_tool
 from tools.base import Tool
-from tools.shop.backend import CANCEL_ORDER, REQUEST_RETURN, OrderActions
-from tools.shop.backends.local_actions import DirectoryActions, LocalOrderActions
+from tools.shop.backend import OrderActions
+from tools.shop.backends.local_actions import (
+    LOCAL_ACTIONS,
+    DirectoryActions,
+    LocalOrderActions,
+    LocalRequestActions,
+)
 from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger("bot")
 
-LOCAL_ACTIONS = frozenset({CANCEL_ORDER, REQUEST_RETURN})
 CAPABILITIES_RETRY_S = 30.0  # the shop could not say yet
 CAPABILITIES_REFRESH_S = 600.0  # the shop said: ask again now and then
 
@@ -56,12 +68,12 @@ def enabled_actions(settings: Settings) -> tuple[ActionDefinition[Any], ...]:
 
 def backend_actions(directory: ShopDirectory, db: Database) -> OrderActions | None:
     """The configured backend's actions: the backend's own (it declares them:
-    `ShopBackend.order_actions`), or the bot's over its database for the local one."""
+    `ShopBackend.order_actions`), or, for the local one, requests to the shop's people."""
     own = directory.backend.order_actions()
     if own is not None:
         return own
     if directory.backend_name == "local":
-        return LocalOrderActions(LocalActionStore(db))
+        return LocalRequestActions(ActionRepository(db, clock=time.time))
     return None
 
 
@@ -97,9 +109,12 @@ def action_parts(
     policies = ShopRepository(db)
     actual: ActionShop = DirectoryActions(directory, actions)
     # the bot's own (local) actions are known now; a live shop's are learnt at start
-    known = LOCAL_ACTIONS if isinstance(actions, LocalOrderActions) else None
+    local = isinstance(actions, LocalRequestActions)
+    known = LOCAL_ACTIONS if local else None
     capabilities = ActionCapabilities(actions, known)
     repo = ActionRepository(db, clock=time.time)
+    # local: a person's Done on a request changes the bot's own copy of the order
+    people = DirectoryActions(directory, LocalOrderActions(LocalActionStore(db))) if local else None
     service = ActionService(
         repo,
         actual,
@@ -109,6 +124,7 @@ def action_parts(
         capabilities=capabilities,
         sweep=sweep_of(settings),
         clock=time.time,
+        people=people,
     )
     tools = tuple(
         proposing_tool(
@@ -186,12 +202,15 @@ def actions_on_telegram(
     service = parts.service
     chosen = service.names
 
+    staff = Staff(settings.admin_ids, operator_chat_id)
+    local = needs.shop.backend_name == "local"
+
     async def on_start() -> None:
         await learn_capabilities(parts, chosen)
-        if needs.shop.backend_name == "local":
+        if local and not staff.chats:
             log.warning(
-                "ACTIONS_ENABLED with SHOP_BACKEND=local: actions change only the bot's own "
-                "copy of the orders; the shop itself is not told (README: Actions)"
+                "ACTIONS_ENABLED with SHOP_BACKEND=local: customers' requests go to the "
+                "shop's people, but neither ADMIN_IDS nor OPERATOR_CHAT_ID is set"
             )
 
     sweeper = ActionSweeper(
@@ -201,22 +220,29 @@ def actions_on_telegram(
         staff_chats=sorted(settings.admin_ids),
         operator_chat_id=operator_chat_id,
         every_s=min(settings.action_retry_first_s, 15.0),
+        staff=staff,
+        escalate_after_s=settings.action_request_escalate_s,
     )
 
     async def background() -> None:
         await asyncio.gather(keep_capabilities(parts), sweeper.run())
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
+        presses = build_action_router(deps, service, operator_chat_id=operator_chat_id, staff=staff)
+        if not local:
+            return FeatureRouters(commands=(presses,))
         return FeatureRouters(
-            commands=(build_action_router(deps, service, operator_chat_id=operator_chat_id),)
+            first=(build_refusal_router(service, staff, telegram.texts),),
+            commands=(presses, build_request_router(deps, service, staff, telegram.texts)),
         )
 
     async def stats_section(report: StatsReport) -> TableSection:
         counts = await service.counts(report.since, report.until)
         waiting = await service.needing_attention()
+        requests = await service.open_requests()
 
         def lines(language: Language) -> list[str]:
-            return actions_block(counts, language, waiting)
+            return actions_block(counts, language, waiting, requests)
 
         return lines
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from bot.stats_view.table import kv
 from bot.stats_view.wording import format_int
 from bot.texts import Language
-from storage.actions import ActionCounts, ActionRow
+from storage.actions import ActionCounts, ActionRequest, ActionRow
 
 _WORDS: dict[Language, dict[str, str]] = {
     "ru": {
@@ -22,6 +22,7 @@ _WORDS: dict[Language, dict[str, str]] = {
         "failed": "не удалось",
         "needs_attention": "ждёт проверки человеком",
         "open": "сейчас ждёт проверки: заказ",
+        "request": "запрос ждёт ответа сотрудника: заказ",
         "resolved_questions": "вопросов решено действием",
     },
     "en": {
@@ -34,6 +35,7 @@ _WORDS: dict[Language, dict[str, str]] = {
         "failed": "failed",
         "needs_attention": "needs a person's check",
         "open": "waiting for a person now: order",
+        "request": "request open for the staff: order",
         "resolved_questions": "questions resolved by an action",
     },
 }
@@ -43,11 +45,15 @@ OPEN_SHOWN = 10  # actions waiting for a person listed by order, at most
 
 
 def actions_block(
-    counts: ActionCounts, language: Language, waiting: Sequence[ActionRow] = ()
+    counts: ActionCounts,
+    language: Language,
+    waiting: Sequence[ActionRow] = (),
+    requests: Sequence[ActionRequest] = (),
 ) -> list[str]:
     """The block's monospace lines, laid out like the rest of the owner's table; then
     customers' questions (turns) an action answered — what the feature is for; then the
-    actions waiting for a person's check now (whatever the period), by order."""
+    actions waiting for a person's check now, and the requests to the shop's people
+    nobody answered yet (whatever the period), by order."""
     w = _WORDS[language]
     return [
         kv(w["title"], format_int(counts.proposed, language), indent=0),
@@ -57,4 +63,8 @@ def actions_block(
         ),
         kv(w["resolved_questions"], format_int(counts.resolved_questions, language)),
         *(kv(f"{w['open']} {row.order_number}", row.action) for row in waiting[:OPEN_SHOWN]),
+        *(
+            kv(f"{w['request']} {request.order_number}", request.operation_id[:8])
+            for request in requests[:OPEN_SHOWN]
+        ),
     ]

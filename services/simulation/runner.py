@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from services.actions import ActionService, Outcome, words_in
+from services.actions import ActionService, Outcome, ResultKind, words_in
 from services.chat import ChatService
 from services.llm.types import ChatModel
 from services.loop_types import TurnReply
@@ -422,6 +422,14 @@ class Simulator:
             transcript.exchanges.append(exchange)
             return exchange
         said = self.action_words(outcome, language)
+        if outcome.kind is ResultKind.REQUESTED:  # the shop's people: simulated as agreeing
+            answer = await service.answer(
+                card.operation_id, done=True, by=0, chat_id=0, history=history
+            )
+            if answer.outcome is not None:
+                outcome = answer.outcome
+                told = self.action_words(outcome, language)
+                said = f"{said}\n(the shop's person pressed Done) {told}"
         exchange = self._press_exchange(pressed, said, outcome.kind.value)
         transcript.exchanges.append(exchange)
         return exchange

@@ -46,7 +46,8 @@ pytestmark = pytest.mark.both_backends
 
 CUSTOMER, STRANGER = 7601, 7602
 MINE, MINE_TOO, THEIRS, DELIVERED_LONG_AGO = "4101", "4102", "4103", "4104"
-ACTIONS = {"ACTIONS_ENABLED": "cancel_order,request_return"}
+STAFF = 7699  # the shop's person who answers requests (imported data: ADMIN_IDS)
+ACTIONS = {"ACTIONS_ENABLED": "cancel_order,request_return", "ADMIN_IDS": str(STAFF)}
 ASK_CONFIRM = "Проверьте, пожалуйста, карточку ниже и нажмите кнопку."
 
 
@@ -104,7 +105,7 @@ async def setup(
         },
     )
     openai.handler = tool_step(_calls, _model)
-    return await start_bot(**ACTIONS, **extra)
+    return await start_bot(**{**ACTIONS, **extra})
 
 
 async def say(telegram: FakeTelegramServer, text: str, chat: int = CUSTOMER) -> SentMessage:
@@ -147,6 +148,40 @@ async def settled(telegram: FakeTelegramServer, expected: int) -> list[SentMessa
     return messages[:-1]
 
 
+async def staff_done(
+    telegram: FakeTelegramServer, order: str, *, chat: int = STAFF, user: int = STAFF
+) -> None:
+    """Imported data: the shop's person presses ✅ Done on the request card for `order`."""
+    telegram.enqueue_update(await staff_done_update(telegram, order, chat=chat, user=user))
+
+
+async def staff_done_update(
+    telegram: FakeTelegramServer, order: str, *, chat: int = STAFF, user: int = STAFF
+) -> dict[str, Any]:
+    """The press of ✅ Done on the request card for `order`, once the card arrived."""
+
+    def card() -> SentMessage | None:
+        return next(
+            (
+                m
+                for m in telegram.messages_to(chat)
+                if f"order {order} —" in m.plain_text and m.reply_markup
+            ),
+            None,
+        )
+
+    await telegram.wait_until(lambda: card() is not None, within=WAIT_S)
+    found = card()
+    assert found is not None and found.reply_markup is not None
+    [data] = [
+        str(b["callback_data"])
+        for row in found.reply_markup["inline_keyboard"]
+        for b in row
+        if str(b["callback_data"]).startswith("req:") and str(b["callback_data"]).endswith(":d")
+    ]
+    return callback_update(chat, data=data, message_id=found.message_id, user_id=user)
+
+
 def status_of(database: Path, order: str) -> str:
     return str(query(database, "SELECT status FROM orders WHERE order_id = ?", order)[0][0])
 
@@ -175,7 +210,11 @@ async def test_propose_confirm_cancelled_told_and_the_next_answer_knows(
     assert query(database_path, "SELECT status FROM pending_actions") == [("pending",)]
 
     assert await press(fake_telegram, card) == RU.action_working
-    [_, result] = await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
+    [_, requested] = await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
+    assert seen_text(requested.text) == RU.action_requested  # imported data: a person confirms
+    assert status_of(database_path, MINE) == "processing"
+    await staff_done(fake_telegram, MINE)
+    [*_, result] = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
     assert seen_text(result.text) == f"Заказ {MINE} отменён."
     assert status_of(database_path, MINE) == "cancelled"
     await fake_telegram.wait_until(lambda: not card_buttons(fake_telegram.messages_to(CUSTOMER)[0]))
@@ -190,7 +229,7 @@ async def test_propose_confirm_cancelled_told_and_the_next_answer_knows(
     assert f"Заказ {MINE} отменён." in history  # the outcome is in the conversation
     instruction = asked[0]["messages"][0]["content"]
     assert "propose_* tools" in instruction and "only read data" not in instruction
-    assert await settled(fake_telegram, 3)
+    assert await settled(fake_telegram, 4)
     assert cancellations(database_path) == 1
     assert "SECRET-REASON" not in bot.output
 
@@ -210,25 +249,27 @@ async def test_presses_twice_by_another_after_expiry_or_after_shipping_act_at_mo
     assert query(database_path, "SELECT status FROM pending_actions") == [("pending",)]
     # ✅ twice
     assert await press(fake_telegram, card) == RU.action_working
-    assert await press(fake_telegram, card) == RU.action_already
+    assert await press(fake_telegram, card) == RU.action_working  # with the staff already
+    await staff_done(fake_telegram, MINE)
     await wait_for_db(database_path, "SELECT status FROM pending_actions", [("done",)])
-    await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)  # the result
+    await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)  # requested, the result
 
     # after expiry (moved into the past here rather than waited for)
     expired = await say(fake_telegram, f"Отмените заказ {MINE_TOO}")
     query(database_path, "UPDATE pending_actions SET expires_at = 0 WHERE status = 'pending'")
     await press(fake_telegram, expired)
-    await fake_telegram.wait_for_messages(CUSTOMER, 4, within=WAIT_S)  # "expired"
+    await fake_telegram.wait_for_messages(CUSTOMER, 5, within=WAIT_S)  # "expired"
     # the order shipped between the card and the press
     card_again = await say(fake_telegram, f"Отмените заказ {MINE_TOO}")
     query(database_path, "UPDATE orders SET status = 'in_transit' WHERE order_id = ?", MINE_TOO)
     assert await press(fake_telegram, card_again) == RU.action_working
 
-    messages = await settled(fake_telegram, 6)
+    messages = await settled(fake_telegram, 7)
     words = [m.plain_text for m in messages]
-    assert words[1] == f"Заказ {MINE} отменён."
-    assert words[3] == RU.action_expired
-    assert words[5] == RU.action_state_changed
+    assert words[1] == RU.action_requested
+    assert words[2] == f"Заказ {MINE} отменён."
+    assert words[4] == RU.action_expired
+    assert words[6] == RU.action_state_changed
     assert status_of(database_path, MINE) == "cancelled"
     assert status_of(database_path, MINE_TOO) == "in_transit"
     assert cancellations(database_path) == 1
@@ -284,8 +325,13 @@ async def _crash_at(
     await telegram.wait_until(lambda: hold.idle)
     hold.release()
     await start_bot(**ACTIONS)
-    messages = await settled(telegram, 2)
-    assert messages[1].plain_text == f"Заказ {MINE} отменён."
+    await staff_done(telegram, MINE)
+    await telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    messages = await settled(telegram, 3)
+    assert messages[1].plain_text == RU.action_requested
+    assert messages[2].plain_text == f"Заказ {MINE} отменён."
+    cards = [m for m in telegram.messages_to(STAFF) if m.plain_text.startswith("🛎 Request")]
+    assert len(cards) == 1
     assert status_of(database, MINE) == "cancelled"
     assert cancellations(database) == 1
     assert query(database, "SELECT status FROM pending_actions") == [("done",)]
@@ -350,11 +396,18 @@ async def test_with_handoff_the_operators_get_one_line_per_executed_action(
     await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
     card = await say(fake_telegram, f"Отмените заказ {MINE}")
     await press(fake_telegram, card)
-    messages = await settled(fake_telegram, 4)
+    # imported data: the request goes to the operators' group, where anyone answers it
+    await staff_done(fake_telegram, MINE, chat=operators, user=7801)
+    await fake_telegram.wait_for_messages(CUSTOMER, 5, within=WAIT_S)
+    messages = await settled(fake_telegram, 5)
     assert messages[1].plain_text == RU.action_declined
-    assert messages[3].plain_text == f"Заказ {MINE} отменён."
-    [line] = fake_telegram.messages_to(operators)
-    assert f"cancel_order: order {MINE}" in line.plain_text and str(CUSTOMER) in line.plain_text
+    assert messages[3].plain_text == RU.action_requested
+    assert messages[4].plain_text == f"Заказ {MINE} отменён."
+    await fake_telegram.wait_for_messages(operators, 2, within=WAIT_S)
+    [request, line] = fake_telegram.messages_to(operators)
+    assert f"cancel_order, order {MINE}" in request.plain_text
+    assert str(CUSTOMER) in request.plain_text
+    assert f"Order {MINE}: recorded as done" in line.plain_text
     assert status_of(database_path, MINE_TOO) == "processing"
     assert "SECRET-REASON" not in bot.output
 
@@ -415,7 +468,9 @@ async def test_stats_count_the_questions_an_action_resolved_in_both_languages(
     await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)  # "nothing changed"
     card = await say(fake_telegram, f"Отмените заказ {MINE}")
     await press(fake_telegram, card)
-    await settled(fake_telegram, 4)
+    await staff_done(fake_telegram, MINE, chat=admins["ru"], user=admins["ru"])
+    await fake_telegram.wait_for_messages(CUSTOMER, 5, within=WAIT_S)
+    await settled(fake_telegram, 5)
     await wait_for_db(
         database_path,
         "SELECT status, count(*) FROM pending_actions GROUP BY status ORDER BY status",
@@ -426,8 +481,9 @@ async def test_stats_count_the_questions_an_action_resolved_in_both_languages(
         ("en", "questions resolved by an action"),
     ):
         admin = admins[language]
+        before = len(fake_telegram.messages_to(admin))  # the request card, the Done note
         fake_telegram.enqueue_update(message_update(admin, text="/stats", language_code=language))
-        table = (await fake_telegram.wait_for_messages(admin, 1, within=WAIT_S))[0]
+        table = (await fake_telegram.wait_for_messages(admin, before + 1, within=WAIT_S))[before]
         assert re.search(rf"{words}\s+1\b", table.plain_text), table.plain_text
 
 
@@ -495,14 +551,13 @@ async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
     fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
     fake_openai.handler = tool_step(_calls, _model)
     await start_bot(
-        **ACTIONS,
+        **{**ACTIONS, "ADMIN_IDS": str(admin)},
         SHOP_BACKEND="http",
         SHOP_API_URL=fake_shop_api.base_url,
         SHOP_API_TOKEN=TOKEN,
         SHOP_TIMEOUT_S="0.5",
         ACTION_RETRY_ATTEMPTS="2",
         ACTION_RETRY_FIRST_S="0.5",
-        ADMIN_IDS=str(admin),
     )
     card = await say(fake_telegram, f"Отмените заказ {MINE}")
     fake_shop_api.actions_hang = True

@@ -3,8 +3,9 @@
 Two real processes in webhook mode, the local backend, ACTIONS_ENABLED=cancel_order. The
 card is sent by one instance; the customer presses ✅ twice, racing, and the load
 balancer (played by the test) hands one press to each instance at once, and the first
-press to the other instance again (Telegram retrying). Exactly one cancellation, one
-result message, one "working" note; the other press is told it is already being done.
+press to the other instance again (Telegram retrying). Imported data: the press becomes
+a request to the staff, and two admins press ✅ Done, one on each instance. Exactly one
+request, one cancellation, one result message; every press is told it is being done.
 
 Both instances store the presses they are given; the chat's claim (bot/claimed.py) has one
 instance handle them in order, and the action's conditional transitions
@@ -28,17 +29,20 @@ from tests.e2e.test_actions import (
     ASK_CONFIRM,
     CUSTOMER,
     MINE,
+    STAFF,
     _calls,
     _model,
     cancellations,
     card_buttons,
     press_update,
+    staff_done_update,
     status_of,
 )
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
 
 pytestmark = pytest.mark.postgres
+OTHER_STAFF = 7698
 
 
 @pytest.fixture
@@ -65,7 +69,10 @@ async def test_two_racing_presses_on_two_instances_cancel_once_with_one_result(
     ports = [free_port(), free_port()]
     for name, port in zip(("first", "second"), ports, strict=True):
         await start_bot(
-            webhook_env(bot_base_env, port), INSTANCE_ID=name, ACTIONS_ENABLED="cancel_order"
+            webhook_env(bot_base_env, port),
+            INSTANCE_ID=name,
+            ACTIONS_ENABLED="cancel_order",
+            ADMIN_IDS=f"{STAFF},{OTHER_STAFF}",
         )
 
     # the card, from the first instance
@@ -82,13 +89,24 @@ async def test_two_racing_presses_on_two_instances_cancel_once_with_one_result(
         post_update(http, ports[1], presses[0]),
     )
     assert list(statuses) == [200, 200, 200]
+    # two admins press ✅ Done on their cards at once, one on each instance
+    done = [
+        await staff_done_update(fake_telegram, MINE, chat=who, user=who)
+        for who in (STAFF, OTHER_STAFF)
+    ]
+    statuses = await asyncio.gather(
+        post_update(http, ports[0], done[0]), post_update(http, ports[1], done[1])
+    )
+    assert list(statuses) == [200, 200]
     await wait_for_db(database_path, "SELECT status FROM pending_actions", [("done",)])
+    await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
     # a /help now, to either instance, is answered after anything still due
     assert await post_update(http, ports[1], message_update(CUSTOMER, text="/help")) == 200
-    messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    messages = await fake_telegram.wait_for_messages(CUSTOMER, 4, within=WAIT_S)
     assert "/new" in messages[-1].plain_text
-    assert len(messages) == 3, [m.plain_text for m in messages]  # card, one result, /help
-    assert messages[1].plain_text == f"Заказ {MINE} отменён."
+    assert len(messages) == 4, [m.plain_text for m in messages]  # card, requested, result, /help
+    assert messages[1].plain_text == RU.action_requested
+    assert messages[2].plain_text == f"Заказ {MINE} отменён."
     assert status_of(database_path, MINE) == "cancelled"
     assert cancellations(database_path) == 1
 
@@ -108,5 +126,5 @@ async def test_two_racing_presses_on_two_instances_cancel_once_with_one_result(
         for c in fake_telegram.calls_of("answerCallbackQuery")
         if c.params.get("callback_query_id") in ids
     )
-    assert notes == sorted([RU.action_working, RU.action_already]), notes
+    assert notes == [RU.action_working, RU.action_working], notes
     assert query(database_path, "SELECT count(*) FROM pending_actions") == [(1,)]

@@ -119,7 +119,13 @@ class ActionUnknown:
     detail: str = ""
 
 
-ActionResult = ActionDone | ActionRejected | ActionUnknown
+@dataclass(frozen=True, slots=True)
+class ActionRequested:
+    """Not carried out by the bot: sent as a request to the shop's people, who answer
+    Done or Refuse (the local backend: the bot cannot change an imported shop)."""
+
+
+ActionResult = ActionDone | ActionRejected | ActionUnknown | ActionRequested
 
 # The built-in actions' names, as a backend declares them (`supported_actions`).
 CANCEL_ORDER = "cancel_order"

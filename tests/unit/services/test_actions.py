@@ -18,6 +18,7 @@ from pydantic import Field
 from services.actions import (
     UNKNOWN_ATTEMPTS,
     ActionService,
+    AnswerKind,
     ClaimKind,
     Outcome,
     ResultKind,
@@ -46,7 +47,11 @@ from tools.actions.propose import ProposalResult, ProposingHandler
 from tools.base import ActionProposed, Caller, OrderMissedNoPhone, ToolContext
 from tools.shop.backend import ActionDone, ActionResult, ActionUnknown, ReturnLine
 from tools.shop.backends.local import LocalBackend
-from tools.shop.backends.local_actions import DirectoryActions, LocalOrderActions
+from tools.shop.backends.local_actions import (
+    DirectoryActions,
+    LocalOrderActions,
+    LocalRequestActions,
+)
 from tools.shop.directory import local_directory
 from tools.shop.orders import FOUR_DIGITS, LiveOrder
 
@@ -908,3 +913,145 @@ async def test_a_press_from_another_chat_is_not_yours_and_changes_nothing(world:
     assert claim.kind is ClaimKind.NOT_YOURS
     row = await world.repo.get(op)
     assert row is not None and row.status is ActionStatus.PENDING
+
+
+# -- the local backend: a request to the shop's people -----------------------------------
+
+ADMIN, OTHER_ADMIN = 900, 901
+
+
+def requests_service(world: World) -> ActionService:
+    """SHOP_BACKEND=local as the bot runs it: a ✅ opens a request; a person's Done
+    changes the bot's copy (`people`)."""
+    return ActionService(
+        world.repo,
+        DirectoryActions(
+            local_directory(LocalBackend(world.shop)), LocalRequestActions(world.repo)
+        ),
+        world.shop,
+        [CANCEL_ORDER, REQUEST_RETURN],
+        storage_retry=RETRY,
+        clock=world.clock,
+        people=world.local,
+    )
+
+
+def said(row: Any, outcome: Outcome) -> str:
+    return f"{row.order_number}: {outcome.kind}"
+
+
+async def requested(world: World, service: ActionService, order_id: str = "1001") -> str:
+    op = await world.card(order_id)
+    press = await service.press(
+        op,
+        chat_id=OWNER,
+        user_id=OWNER,
+        update_id=next(world.updates),
+        confirm=True,
+        history=said,
+    )
+    assert press.outcome is not None and press.outcome.kind is ResultKind.REQUESTED
+    return op
+
+
+async def test_a_confirmed_action_on_imported_data_is_a_request_nothing_changes(
+    world: World,
+) -> None:
+    service = requests_service(world)
+    op = await requested(world, service)
+    assert await world.status("1001") == "processing"  # only a person's Done changes it
+    row = await world.repo.get(op)
+    assert row is not None and (row.status, row.reason) == (ActionStatus.EXECUTING, "requested")
+    [request] = await service.open_requests()
+    assert (request.operation_id, request.order_number) == (op, "1001")
+    world.clock.advance(3600)
+    assert await world.repo.stranded(quiet_for_s=0) == []  # the sweeper leaves it to people
+    history = await world.db.fetch_all(
+        "SELECT content FROM messages WHERE turn_id = ?", (f"action:{op}",)
+    )
+    assert [h[0] for h in history] == ["1001: requested"]
+
+
+async def test_done_from_two_people_at_once_changes_the_order_and_tells_once(
+    world: World,
+) -> None:
+    service = requests_service(world)
+    op = await requested(world, service)
+    answers = await asyncio.gather(
+        *(
+            service.answer(op, done=True, by=who, chat_id=who, history=said)
+            for who in (ADMIN, OTHER_ADMIN, ADMIN)
+        )
+    )
+    kinds = sorted(a.kind for a in answers)
+    assert kinds == sorted([AnswerKind.DONE, AnswerKind.ALREADY, AnswerKind.ALREADY])
+    [done] = [a for a in answers if a.kind is AnswerKind.DONE]
+    assert done.outcome is not None and done.outcome.words is not None
+    assert done.outcome.words["en"] == "Order 1001 is cancelled."
+    assert await world.status("1001") == "cancelled"
+    assert await world.cancellations() == 1
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.DONE
+    assert await service.open_requests() == []
+    told = await world.db.fetch_all(
+        "SELECT content FROM messages WHERE turn_id = ?", (f"action:{op}:answer",)
+    )
+    assert [t[0] for t in told] == ["1001: done"]
+    # a Refuse after Done changes nothing
+    late = await service.answer(op, done=False, by=OTHER_ADMIN, chat_id=OTHER_ADMIN, history=said)
+    assert late.kind is AnswerKind.ALREADY
+
+
+async def test_refuse_asks_the_reason_and_tells_the_customer_once(world: World) -> None:
+    service = requests_service(world)
+    op = await requested(world, service)
+    asked = await service.answer(op, done=False, by=ADMIN, chat_id=ADMIN, history=said)
+    assert asked.kind is AnswerKind.ASK_REASON
+    # another person's message, or the same person's in another chat: not the reason
+    assert (
+        await service.refusal(user_id=OTHER_ADMIN, chat_id=OTHER_ADMIN, text="x", history=said)
+        is None
+    )
+    assert await service.refusal(user_id=ADMIN, chat_id=-100, text="x", history=said) is None
+    answer = await service.refusal(
+        user_id=ADMIN, chat_id=ADMIN, text=" Already packed ", history=said
+    )
+    assert answer is not None and answer.kind is AnswerKind.REFUSED
+    assert answer.outcome is not None and answer.outcome.refusal == "Already packed"
+    assert await service.refusal(user_id=ADMIN, chat_id=ADMIN, text="again", history=said) is None
+    assert await world.status("1001") == "processing"
+    row = await world.repo.get(op)
+    assert row is not None and (row.status, row.reason) == (ActionStatus.FAILED, "refused")
+    done = await service.answer(op, done=True, by=OTHER_ADMIN, chat_id=OTHER_ADMIN, history=said)
+    assert done.kind is AnswerKind.ALREADY and await world.status("1001") == "processing"
+
+
+async def test_an_unanswered_request_is_escalated_once(world: World) -> None:
+    service = requests_service(world)
+    op = await requested(world, service)
+    assert await service.due_requests(3600) == []
+    world.clock.advance(3601)
+    first = await asyncio.gather(service.due_requests(3600), service.due_requests(3600))
+    assert sorted([r.operation_id for r in due] for due in first) == [[], [op]]  # one reminds
+    assert await service.due_requests(3600) == []  # and only once
+    assert [r.operation_id for r in await service.open_requests()] == [op]
+
+
+async def test_a_refusal_cut_off_by_a_crash_is_finished_by_the_message_handled_again(
+    world: World,
+) -> None:
+    """The refusal was stored, the process died before the customer's result: the
+    admin's message, handled again from the inbox, records it once, with the first
+    reason."""
+    service = requests_service(world)
+    op = await requested(world, service)
+    await service.answer(op, done=False, by=ADMIN, chat_id=ADMIN, history=said)
+    assert await world.repo.refuse(op, by=ADMIN, refusal="Out of stock")  # then the crash
+    assert await service.awaits_reason(ADMIN, ADMIN)
+    answer = await service.refusal(user_id=ADMIN, chat_id=ADMIN, text="again", history=said)
+    assert answer is not None and answer.kind is AnswerKind.REFUSED
+    assert answer.outcome is not None and answer.outcome.refusal == "Out of stock"
+    assert not await service.awaits_reason(ADMIN, ADMIN)
+    assert await service.refusal(user_id=ADMIN, chat_id=ADMIN, text="x", history=said) is None
+    row = await world.repo.get(op)
+    assert row is not None and row.status is ActionStatus.FAILED

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from bot.data_import import run_import
+from storage.actions import ActionRepository
 from storage.database import Database, open_database
 from storage.shop import ShopRepository
 from tools.shop.backends.http import OrderIn as HttpOrderIn
@@ -192,6 +193,31 @@ async def test_run_import_reports_counts(
     out = capsys.readouterr().out
     assert "orders: 0 inserted, 2 updated" in out
     assert "return policies: 0 inserted, 1 updated" in out
+    assert "open requests" not in out
+
+
+async def test_run_import_names_the_orders_with_open_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Actions on imported data are requests to the shop's people: an import tells the
+    owner which orders still wait for their Done / Refuse."""
+    database = tmp_path / "shop.sqlite3"
+    monkeypatch.setenv("DATABASE_PATH", str(database))
+    path = tmp_path / "shop.json"
+    path.write_text(json.dumps(VALID, ensure_ascii=False), encoding="utf-8")
+    assert await run_import(str(path)) == 0
+    db = await open_database(database)
+    try:
+        requests = ActionRepository(db)
+        for op, order in (("a" * 32, "1234"), ("b" * 32, "8041"), ("c" * 32, "1234")):
+            await requests.open_request(op, order)
+        await requests.answer_done("b" * 32, by=1)
+    finally:
+        await db.close()
+    capsys.readouterr()
+    assert await run_import(str(path)) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "open requests" in x]
+    assert line.endswith(": 2 (orders 1234)")
 
 
 @pytest.mark.parametrize("content", ["{not json", "", "\udcff"])

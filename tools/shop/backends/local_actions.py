@@ -1,4 +1,9 @@
-"""The local backend's `OrderActions`, on the bot's own `orders` table.
+"""The local backend's `OrderActions`: requests to the shop's people, then the bot's copy.
+
+With imported data the bot cannot change the shop: `LocalRequestActions` (what a
+customer's ✅ reaches) only opens a request the admins answer with Done or Refuse
+(services/actions.py `ActionService.answer`). When a person confirms Done, the bot's own
+`orders` table follows through `LocalOrderActions`:
 
 - cancel: a conditional update (processing → cancelled) recorded under the operation id
   in the same transaction, so a repeated call with the same id answers `ActionDone` and
@@ -18,12 +23,13 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from storage.actions import LocalActionStore
+from storage.actions import ActionRepository, LocalActionStore
 from tools.shop.backend import (
     CANCEL_ORDER,
     REQUEST_RETURN,
     ActionDone,
     ActionRejected,
+    ActionRequested,
     ActionResult,
     OrderActions,
     ReturnLine,
@@ -31,15 +37,38 @@ from tools.shop.backend import (
 from tools.shop.directory import ShopDirectory
 from tools.shop.orders import LiveOrder, OrderNumberRule
 
+LOCAL_ACTIONS = frozenset({CANCEL_ORDER, REQUEST_RETURN})
+
+
+class LocalRequestActions:
+    """`OrderActions` of SHOP_BACKEND=local: each action a request to the shop's people,
+    opened once per operation id."""
+
+    def __init__(self, requests: ActionRepository) -> None:
+        self._requests = requests
+
+    async def supported_actions(self) -> frozenset[str]:
+        return LOCAL_ACTIONS
+
+    async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
+        await self._requests.open_request(operation_id, order.number)
+        return ActionRequested()
+
+    async def request_return(
+        self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult:
+        await self._requests.open_request(operation_id, order.number)
+        return ActionRequested()
+
 
 class LocalOrderActions:
-    """`OrderActions` of SHOP_BACKEND=local."""
+    """The bot's copy of the orders once a person confirmed Done."""
 
     def __init__(self, store: LocalActionStore) -> None:
         self._store = store
 
     async def supported_actions(self) -> frozenset[str]:
-        return frozenset({CANCEL_ORDER, REQUEST_RETURN})
+        return LOCAL_ACTIONS
 
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
         now = datetime.now(UTC).isoformat(timespec="minutes")
