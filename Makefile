@@ -66,7 +66,7 @@ install: $(RUNTIME_STAMP)
 
 # The static checks run first: a layer violation, a too-complex function (C901 > 12), a
 # type error or a feature's prompt words naming a tool it does not register
-# (bot/features/lint.py) fails the suite before any test runs.
+# (bot/telegram/features/lint.py) fails the suite before any test runs.
 test: check
 	$(BIN)/python -m pytest
 
@@ -74,7 +74,7 @@ check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python -m bot.features.lint
+	$(BIN)/python -m bot.telegram.features.lint
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

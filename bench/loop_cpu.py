@@ -30,7 +30,7 @@ import aiohttp
 import aiosqlite
 from aiohttp import web
 
-from bot.cli import event_loop_factory
+from bot.programs.cli import event_loop_factory
 
 UPDATE = {
     "update_id": 1,

@@ -6,8 +6,8 @@ more than the modes differ. This isolates the part of a turn that depends on the
 from an update leaving "Telegram" to its row being read back by the chat's worker. A
 child process — the bot's side — runs the real `Intake` over a real SQLite inbox (a
 worker reads each row, as in the bot; the handler then does nothing) and receives
-either through `bot.webhook` (the aiohttp server, secret check, group commit) or
-`bot.polling.Poller` (a real aiogram `Bot` long-polling the fake Bot API in the parent).
+either through `bot.telegram.webhook` (the aiohttp server, secret check, group commit) or
+`bot.telegram.polling.Poller` (a real aiogram `Bot` long-polling the fake Bot API in the parent).
 The parent emits the same arrival schedule to both: bursts of `--burst` updates at
 `--rate` updates per second (under the bench's load updates arrive in bursts). The child
 reports its own CPU time (`time.process_time`, all threads) over `--n` updates after a
@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bot.cli import event_loop_factory
+from bot.programs.cli import event_loop_factory
 from tests.fakes.telegram_server import FakeTelegramServer
 
 SECRET = "bench-secret_0123456789"
@@ -92,8 +92,8 @@ class NoDeliveries:
 
 async def child(mode: str, warm: int, n: int, telegram_url: str) -> None:
     """The bot's side: receive, record, read back; print the CPU per update."""
-    from bot.app import freeze_startup_objects
-    from bot.intake import Intake
+    from bot.runtime.intake import Intake
+    from bot.telegram.app import freeze_startup_objects
     from storage.database import open_database
     from storage.inbox import InboxRepository
 
@@ -112,8 +112,8 @@ async def child(mode: str, warm: int, n: int, telegram_url: str) -> None:
 
 
 async def _serve_webhook(db: Any, inbox: Any, intake: Any, counter: Counter) -> None:
-    from bot.health import Health
-    from bot.webhook import build_runner, build_web_app
+    from bot.telegram.health import Health
+    from bot.telegram.webhook import build_runner, build_web_app
 
     health = Health(
         db=db, inbox=inbox, intake=intake, delivery=NoDeliveries(), delivery_threshold_s=60
@@ -132,7 +132,7 @@ async def _poll(intake: Any, counter: Counter, telegram_url: str) -> None:
     from aiogram.client.session.aiohttp import AiohttpSession
     from aiogram.client.telegram import TelegramAPIServer
 
-    from bot.polling import Poller
+    from bot.telegram.polling import Poller
 
     bot = Bot(TOKEN, session=AiohttpSession(api=TelegramAPIServer.from_base(telegram_url)))
     task = asyncio.create_task(Poller(bot, intake, allowed_updates=["message"]).run())

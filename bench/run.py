@@ -63,7 +63,7 @@ from bench.live_shop import phase_live_shop
 from bench.modes import modes_rows, phase_modes
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
 from bench.streaming import phase_streaming, streaming_rows
-from bot.config import Settings
+from bot.runtime.config import Settings
 
 TOKEN = "123456:BENCH-TOKEN"
 WEBHOOK_SECRET = "bench-secret_0123456789"

@@ -26,8 +26,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bot.stats_view.chart import render_chart
-from bot.stats_view.table import render_table
+from bot.telegram.stats_view.chart import render_chart
+from bot.telegram.stats_view.table import render_table
 from services.stats import Prices, StatsService
 from storage.sqlite import SqliteDatabase
 from storage.stats import StatsRepository

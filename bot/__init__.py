@@ -1,1 +1,2 @@
-"""Telegram adapter and composition root: the only package importing aiogram or settings."""
+"""The bot: bot/telegram (the Telegram adapter), bot/runtime (the channel-neutral
+runtime, no aiogram) and bot/programs (the command-line programs)."""

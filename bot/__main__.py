@@ -1,6 +1,6 @@
 """`python -m bot` — same as the `support-bot` console script."""
 
-from bot.cli import main
+from bot.programs.cli import main
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 A proposed action is a row (storage/actions.py) written before its card was sent, with an
 operation id. A press is a Telegram update, stored in the inbox before it is handled and
-handled again after a crash until its reply is stored (bot/intake.py); the row remembers
+handled again after a crash until its reply is stored (bot/runtime/intake.py); the row remembers
 which update pressed (`press_update`), so that update's handler, run again, resumes where
 it stopped instead of being taken for a second press:
 
@@ -22,7 +22,7 @@ it stopped instead of being taken for a second press:
   the shop once more with the same id (`retake`: one press at a time).
 - `record`: the result and its line in the chat's history, in one transaction.
 - `press`: the one path of a press — claim → carry out → record — for the Telegram
-  button (bot/routers/actions.py) and `simulate` alike. Whatever fails while the order is
+  button (bot/telegram/routers/actions.py) and `simulate` alike. Whatever fails while the order is
   re-checked ends the action `failed` (nothing was done); whatever fails once the shop
   was asked leaves it `executing`/`unknown`, asked again with the same id (never a row
   stuck `confirmed` with nothing to move it on).

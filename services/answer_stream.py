@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class DraftSink(Protocol):
-    """Where the bot shows an answer while it is written (bot/drafts.py); never blocks."""
+    """Where the bot shows an answer while it is written (bot/telegram/drafts.py); never blocks."""
 
     def show(self, text: str) -> None:
         """Show `text` (Markdown, the answer so far) in place of the previous draft."""

@@ -5,7 +5,7 @@ instruction, running summary as data, history window, new message), the order of
 what is remembered afterwards and what is recorded.
 
 Decisions worth knowing:
-- Ordering is the caller's: the bot's intake (bot/intake.py) hands this service one
+- Ordering is the caller's: the bot's intake (bot/runtime/intake.py) hands this service one
   update of a chat at a time, in arrival order, and waits for its whole handling. So
   `answer()` and `reset()` never run concurrently for one chat and keep no per-chat
   state. Different chats run concurrently, at most `max_concurrent_turns` turns at once
@@ -465,7 +465,8 @@ def summary_block(content: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ChatOptions:
-    """The settings of a chat service and its summarizer (the bot's come from bot/config.py).
+    """The settings of a chat service and its summarizer (the bot's come from
+    bot/runtime/config.py).
 
     `history_token_budget` bounds the history a prompt carries (and so when the
     summarizer folds older messages into the summary); `summary_max_tokens` bounds one
@@ -477,7 +478,7 @@ class ChatOptions:
     summary_max_tokens: int = 300
     draft_interval_s: float = 1.0
     # the system instruction, composed from the fragments of the features that are on
-    # (bot/features/catalog.py)
+    # (bot/telegram/features/catalog.py)
     system_prompt: SystemPrompt = PLAIN_SYSTEM_PROMPT
 
 

@@ -6,7 +6,7 @@ answers one question per message — may it go on, and should the user be told w
 so the customer hears one polite notice when a limit is hit and then nothing more until
 the window has passed (a notice per message would itself be a flood).
 
-Who counts as one user is the caller's decision (the bot's `bot.filters.caller_of`): a
+Who counts as one user is the caller's decision (the bot's `bot.telegram.filters.caller_of`): a
 Telegram user id, or for a message sent on behalf of a chat (an anonymous group admin, a
 channel) that chat's id — so one group's anonymous admins share one allowance, and not
 that of every anonymous admin of every group.

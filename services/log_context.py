@@ -1,7 +1,7 @@
 """Which update, chat and turn the running code works for: ids for structured logs.
 
 The intake's chat worker binds the update and chat it handles, the chat service the turn
-it runs; `bot/logs.py` adds them as fields to every JSON log line written meanwhile
+it runs; `bot/runtime/logs.py` adds them as fields to every JSON log line written meanwhile
 (LOG_FORMAT=json). Context variables, so each chat worker (an asyncio task) sees only its
 own ids and a task started inside a turn keeps that turn's. Only ids, never content.
 """

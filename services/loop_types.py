@@ -141,7 +141,7 @@ class TurnReply:
     `text` is the model's answer when `error_code` is None and the stop reason is not
     `refused`; otherwise the bot picks its own polite text from `error_code` /
     `stop_reason`, so nothing internal reaches the customer. `offers`: what the turn
-    offers besides its text (services/offers.py), shown by the bot (bot/turn_view.py);
+    offers besides its text (services/offers.py), shown by the bot (bot/telegram/turn_view.py);
     stored with the turn, so a replay carries the same ones.
     """
 

@@ -4,7 +4,7 @@ A tool notes what it learned (`tools.base.TurnNote`); at the end of the turn the
 service turns the notes into offers (`offers_for`), hands them to the bot on
 `TurnReply.offers`, and stores them with the turn (`offers_to_json`), so a turn replayed
 after a crash offers exactly what the first run did (`offers_from_json`). The bot has one
-owner that shows them (bot/turn_view.py: the words and the one keyboard per message).
+owner that shows them (bot/telegram/turn_view.py: the words and the one keyboard per message).
 No Telegram here: an offer says *what* to offer, the bot decides how it looks.
 
 A new kind of offer is one more frozen type with its own `kind` added to `Offer`; mypy

@@ -5,7 +5,7 @@ Telegram's "share my phone number" button (a reply-keyboard button with
 contact card of anyone else — forwarded, picked from the address book, or without a
 Telegram user id — is refused and never stored: only the account's own number proves
 that orders placed with it are the customer's. The bot passes the two ids from the
-update (`bot/routers/phone.py`); nothing here knows Telegram.
+update (`bot/telegram/routers/phone.py`); nothing here knows Telegram.
 
 Privacy: only the normalised number and the time of the share are stored, per Telegram
 user (`verified_phones`); a new share replaces it and `forget` deletes it. Numbers never

@@ -5,7 +5,7 @@ which period, which chart buckets (aligned to the hours and midnights of STATS_T
 which questions count as answered and why the others were not, what the model cost at
 the configured prices, which tool names are really the model inventing tools. How the
 figures read (the phone table, its Russian and English words, the PNG
-chart) is the Telegram layer's business: `bot.stats_view` draws them from this report.
+chart) is the Telegram layer's business: `bot.telegram.stats_view` draws them from this report.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def handoff_stats(counts: HandoffCounts) -> HandoffStats:
 
 
 # Why a question went unanswered, in the order the owner's table lists them. Keys, not
-# wording (bot.stats_view.wording says them in each language).
+# wording (bot.telegram.stats_view.wording says them in each language).
 NOT_ANSWERED_REASONS = ("unavailable", "declined", "withheld", "failure")
 
 

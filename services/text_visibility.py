@@ -23,7 +23,7 @@ A text made only of the two is empty to the reader: `has_visible_text` is False 
   characters except tab and line feed, and the bidi embeddings, overrides and isolates
   (U+202A..202E, U+2066..2069), which reorder what a reader sees ("Pay to
   <U+202E>moc.elpmaxe" shows as "example.com"). `without_unsafe_controls` removes them
-  where text leaves for Telegram (bot/sender.py) and from topic titles. Joiners,
+  where text leaves for Telegram (bot/telegram/sender.py) and from topic titles. Joiners,
   variation selectors and the plain direction marks (LRM, RLM, ALM) stay: emoji and
   right-to-left text need them.
 Unassigned and private-use code points, lone combining marks and surrogates are counted

@@ -11,10 +11,10 @@ paused instance that outlived its lease can no longer move a row it does not own
 
 Every lease time is computed on the database's clock (`DB_NOW`), so the hosts' clocks
 never need to agree. `instances` holds one heartbeat per live instance; the live count
-divides Telegram's global send budget between them (bot/pacer.py).
+divides Telegram's global send budget between them (bot/telegram/pacer.py).
 
 PostgreSQL only: with SQLite there is one process and the intake keeps its chats in
-memory (bot/intake.py).
+memory (bot/runtime/intake.py).
 
 Claim keys are `chat:<chat_id>`, or `update:<update_id>` for an update without a chat
 (which needs no ordering) — the same split as the intake's queues.

@@ -125,7 +125,7 @@ class HistoryPair:
 
 
 class RecordObserver(Protocol):
-    """Told about every record once it is committed (the bot's metrics, bot/metrics.py).
+    """Told about every record once it is committed (the bot's metrics, bot/runtime/metrics.py).
 
     Called after the transaction, so a write retried after a storage fault is observed
     once; called inline, so it must be cheap and must not block.

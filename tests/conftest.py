@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bot.config import Settings
+from bot.runtime.config import Settings
 from storage.database import Database, open_database
 from tests.failure_reports import pytest_runtest_makereport  # noqa: F401 (a hook)
 from tests.pg import pg_cluster, pg_db, pg_empty_url, pg_url  # noqa: F401 (fixtures)

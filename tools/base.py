@@ -80,7 +80,8 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is asking, and where: taken from the Telegram update only (`bot.filters.caller_of`),
+    """Who is asking, and where: taken from the Telegram update only
+    (`bot.telegram.filters.caller_of`),
     never from the text or the model; the one value that reaches every tool.
 
     - `key`: the caller's identity key, for access, per-caller limits and records. The

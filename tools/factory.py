@@ -25,7 +25,7 @@ def build_registry(
 ) -> ToolRegistry:
     """A fresh registry with the shop's tools: order status, return policy, shop info,
     then `extra`: the tools of the features that are on (e.g. `request_human` with
-    handoff to operators, bot/features/handoff.py). `order_number_rule` is the shop's
+    handoff to operators, bot/telegram/features/handoff.py). `order_number_rule` is the shop's
     (the directory's): what get_order_status accepts and tells the model. `live_orders`
     (a live SHOP_BACKEND) adds `list_my_orders`."""
     registry = ToolRegistry()

@@ -5,7 +5,7 @@ tool only records the request (an open handoff in SQLite, source "model", with t
 model's short reason) — durable before the turn's answer is stored, so a crash cannot
 lose it — and notes `HandoffRequested` for a handoff it opened; that becomes the turn's
 "a person will answer" offer, and the bot then opens the operators' topic and tells the
-customer, in their language, with the turn's answer (bot/handoff.py). Who is handed
+customer, in their language, with the turn's answer (bot/telegram/handoff.py). Who is handed
 over comes from `ToolContext` (the Telegram chat), never from the arguments. A person is
 reached only from a private chat between that person and the bot: in a group, or for a
 message sent on behalf of a chat, the tool refuses. The tool is registered only when

@@ -174,7 +174,7 @@ SUPPORT_CHAT_FRAME = PromptFrame(
     defaults={Slot.ORDER_CHANGES: _READ_ONLY_RULE},
 )
 
-# The actions feature's rule (bot/features/actions.py), in place of the read-only one:
+# The actions feature's rule (bot/telegram/features/actions.py), in place of the read-only one:
 # with it the frame says what support_chat_actions@3 said.
 ORDER_ACTIONS_V1 = PromptFragment(
     fragment_id="order_actions", version="1", slot=Slot.ORDER_CHANGES, body=_ACTIONS_RULE

@@ -1,10 +1,11 @@
-"""The fork server: one warm process imports the bot once and forks `bot.cli.main()` per run.
+"""The fork server: one warm process imports the bot once and forks `bot.programs.cli.main()` per
+run.
 
 Importing aiogram, openai and the rest costs some 6 s of CPU per `python -m bot`; the
 bot's own start (settings, `.env`, migrations, start-up checks) is a fraction of that.
 This process pays the imports once; every run is then a `fork()` that gets a fresh OS
 process with its own environment, working directory, stdin/stdout/stderr, signals and
-exit status, and goes through the real `bot.cli.main()` like `python -m bot` does.
+exit status, and goes through the real `bot.programs.cli.main()` like `python -m bot` does.
 
 What makes a forked child equal to a spawned one:
 - the server only imports: it never creates an event loop, a thread or a database
@@ -45,13 +46,13 @@ import sys
 import threading
 from typing import Any
 
-# the modules `python -m bot` imports on its way to a running bot (bot/cli.py imports some
+# the modules `python -m bot` imports on its way to a running bot (bot/programs/cli.py imports some
 # of them lazily); one missing after a refactoring only costs its import in each child
 WARM_MODULES = (
-    "bot.cli",
-    "bot.app",
-    "bot.data_import",
-    "bot.routers.admin",
+    "bot.programs.cli",
+    "bot.telegram.app",
+    "bot.programs.data_import",
+    "bot.telegram.routers.admin",
     "storage.sqlite",
     "storage.postgres",
     "uvloop",
@@ -297,13 +298,13 @@ def run_child(request: dict[str, Any]) -> None:
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
     sys.path[0] = os.getcwd()  # as `python -m` puts it
-    import bot.__main__ as entry  # the `-m bot` module (its `main` is bot.cli.main)
+    import bot.__main__ as entry  # the `-m bot` module (its `main` is bot.programs.cli.main)
 
     sys.argv = [str(entry.__file__), *request["argv"]]
     if request["op"] == "probe":
         probe()
         return
-    from bot.cli import main as bot_main
+    from bot.programs.cli import main as bot_main
 
     bot_main(request["argv"])
 

@@ -1,6 +1,6 @@
 """Start the real bot process against the fake Bot API and the fake OpenAI server.
 
-The process is the real `bot.cli.main()` in an OS process of its own, forked from the
+The process is the real `bot.programs.cli.main()` in an OS process of its own, forked from the
 warm fork server (tests/e2e/launch.py) unless `spawn=True` (a test about the interpreter's
 own start) or E2E_START=spawn (every start a fresh `python -m bot`, the old way).
 
@@ -65,7 +65,7 @@ LINE_WITHIN_S = OUTER_LIMIT_S
 # chat are not spaced (ordering never depended on the gap: the intake runs a chat's updates
 # one at a time). A killed bot's chats are taken over after this lease instead of 15 s;
 # the lease must still be well above a busy machine's event-loop stalls, because a claim
-# not renewed within two thirds of it stops its work (bot/claimed.py): 5 s, the order of
+# not renewed within two thirds of it stops its work (bot/runtime/claimed.py): 5 s, the order of
 # the 3-4 s the multi-instance tests already use.
 TEST_CHAT_INTERVAL_S = "0"
 TEST_CLAIM_LEASE_S = "5"
@@ -138,7 +138,7 @@ def bot_env(
 
     Two product delays that only set a test's pace are small here (a test about them sets
     its own value through `overrides`): the gap between two messages to one chat (Telegram's
-    limit, 1 s by default; bot/pacer.py is tested against it on a virtual clock) and, on
+    limit, 1 s by default; bot/telegram/pacer.py is tested against it on a virtual clock) and, on
     PostgreSQL, the claim lease a killed bot's chats wait out before a restarted bot takes
     them (15 s by default; see `TEST_CLAIM_LEASE_S`).
     """

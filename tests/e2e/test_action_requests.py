@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.texts import RU
+from bot.telegram.texts import RU
 from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, wait_for_db
 from tests.e2e.test_actions import (
     CUSTOMER,

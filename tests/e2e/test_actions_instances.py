@@ -7,7 +7,7 @@ press to the other instance again (Telegram retrying). Imported data: the press 
 a request to the staff, and two admins press ✅ Done, one on each instance. Exactly one
 request, one cancellation, one result message; every press is told it is being done.
 
-Both instances store the presses they are given; the chat's claim (bot/claimed.py) has one
+Both instances store the presses they are given; the chat's claim (bot/runtime/claimed.py) has one
 instance handle them in order, and the action's conditional transitions
 (storage/actions.py `move`) are the guard behind it — their race at the same instant is
 tested directly on both backends in tests/unit/services/test_actions.py
@@ -22,7 +22,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.texts import RU
+from bot.telegram.texts import RU
 from tests.e2e.chat_helpers import WAIT_S, StartBot, import_shop, query, tool_step, wait_for_db
 from tests.e2e.harness import free_port, post_update, webhook_env
 from tests.e2e.test_actions import (

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from bot.texts import RU
+from bot.telegram.texts import RU
 from tests.e2e.chat_helpers import WAIT_S, StartBot, results_for, tool_step
 from tests.e2e.test_actions import ASK_CONFIRM, _model, card_buttons
 from tests.e2e.test_live_shop_medusa import ANNA_PHONE, say

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.texts import RU_TEMPLATES
+from bot.telegram.texts import RU_TEMPLATES
 from tests.e2e.chat_helpers import WAIT_S, Script, last_user_text, query, seen_text, tool_step
 from tests.e2e.conftest import StartBot
 from tests.fakes.openai_server import FakeOpenAIServer, default_script, fake_call

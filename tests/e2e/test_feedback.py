@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.texts import EN, RU
+from bot.telegram.texts import EN, RU
 from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, wait_for_db
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion
 from tests.fakes.telegram_server import (

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bot.texts import RU
+from bot.telegram.texts import RU
 from tests.e2e.chat_helpers import (
     StartBot,
     ask,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bot.handoff_view import operator_words
-from bot.texts import EN_TEMPLATES, RU_TEMPLATES
+from bot.telegram.handoff_view import operator_words
+from bot.telegram.texts import EN_TEMPLATES, RU_TEMPLATES
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.texts import EN, RU
+from bot.telegram.texts import EN, RU
 from services.output_guard import SystemPromptGuard, normalised_words
 from tests.e2e.chat_helpers import (
     WAIT_S,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.texts import RU
+from bot.telegram.texts import RU
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,

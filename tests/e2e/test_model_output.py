@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.texts import EN
+from bot.telegram.texts import EN
 from tests.e2e.chat_helpers import (
     StartBot,
     ask,

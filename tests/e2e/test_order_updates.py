@@ -21,8 +21,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.shop_push import generic_signature
-from bot.texts import EN
+from bot.runtime.shop_push import generic_signature
+from bot.telegram.texts import EN
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.texts import EN
+from bot.telegram.texts import EN
 from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, tool_step, wait_for_db
 from tests.fakes.openai_server import FakeOpenAIServer, fake_call
 from tests.fakes.telegram_server import (

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.texts import RU
+from bot.telegram.texts import RU
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,

@@ -4,7 +4,7 @@ Exactly one polls (the holder of the leader lock); the other stands by. The fake
 tells them apart (each has its own `client_url`) and counts polls that overlap. When the
 leader is killed with SIGKILL the standby polls within a few seconds, and every question
 is answered exactly once, in order per chat — also the one the leader was answering when
-it died (the standby takes its chat once the claim's lease runs out, bot/claimed.py).
+it died (the standby takes its chat once the claim's lease runs out, bot/runtime/claimed.py).
 """
 
 from __future__ import annotations

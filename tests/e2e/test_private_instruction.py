@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.texts import EN
+from bot.telegram.texts import EN
 from services.output_guard import SystemPromptGuard
 from tests.e2e.chat_helpers import (
     WAIT_S,

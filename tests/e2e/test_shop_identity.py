@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.formatting import markdown_to_messages
-from bot.menu import help_with_commands
-from bot.routers import get_menu
-from bot.texts import BUILT_IN, EN, RU, Texts
-from bot.welcome import welcome_examples
+from bot.telegram.formatting import markdown_to_messages
+from bot.telegram.menu import help_with_commands
+from bot.telegram.routers import get_menu
+from bot.telegram.texts import BUILT_IN, EN, RU, Texts
+from bot.telegram.welcome import welcome_examples
 from tests.e2e.chat_helpers import results_for, system_text
 from tests.e2e.conftest import StartBot
 from tests.e2e.launch import run_bot_command
@@ -53,7 +53,8 @@ async def test_a_german_customer_reads_the_default_language_and_the_model_answer
         fake_telegram.enqueue_update(message_update(CHAT, text=text, language_code="de"))
     fake_telegram.enqueue_update(message_update(CHAT, text="Hallo", language_code="uk"))
     start, help_, unknown, answer = await fake_telegram.wait_for_messages(CHAT, 4)
-    # the demo shop's examples (bot/welcome.py): its first product, its delivery and payment
+    # the demo shop's examples (bot/telegram/welcome.py): its first product, its delivery and
+    # payment
     examples = ShopExamples("Клавиатура", "keyboard", delivery=True, payment=True)
     assert start.text == html_of(texts.start_with(welcome_examples(default, examples)))
     # /help with the customers' menu in it (no feature that adds a command is on here)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bot.stats_view.wording import words_for
+from bot.telegram.stats_view.wording import words_for
 from tests.e2e.chat_helpers import WAIT_S, StartBot, seen_text
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion
 from tests.fakes.telegram_server import FakeTelegramServer, callback_update, message_update

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.drafts import draft_id_for
-from bot.texts import EN, RU
+from bot.telegram.drafts import draft_id_for
+from bot.telegram.texts import EN, RU
 from services.output_guard import SystemPromptGuard
 from tests.e2e.chat_helpers import WAIT_S, StartBot, last_user_text, query, system_text, wait_for_db
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.texts import EN, RU
+from bot.telegram.texts import EN, RU
 from tests.e2e.chat_helpers import WAIT_S, query, results_for, seen_text, wait_for_db
 from tests.e2e.conftest import StartBot
 from tests.fakes.openai_server import FakeOpenAIServer, default_script, error

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bot.context import HandlerDeps
-from bot.drafts import Drafts
-from bot.responder import Responder
-from bot.sender import Sender
+from bot.telegram.context import HandlerDeps
+from bot.telegram.drafts import Drafts
+from bot.telegram.responder import Responder
+from bot.telegram.sender import Sender
 from services.feedback import FeedbackService
 from services.limits import UserMessageLimiter
 from services.phones import PhoneVerification

@@ -4,7 +4,7 @@ aiogram Bot, against the fake Bot API over HTTP.
 Updates enter through `Intake.accept` as polling hands them over; the bot's requests go
 to the aiohttp fake (`TelegramAPIServer.from_base`), which records what an admin would
 see. A stand-in fall-through router plays the bot's unknown-command reply, included after the admin
-router exactly as `bot.routers.get_routers` orders them.
+router exactly as `bot.telegram.routers.get_routers` orders them.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.dispatcher.event.bases import UNHANDLED
 from aiogram.types import Message, Update
 
-from bot.context import UpdateContext
-from bot.filters import LanguageMiddleware
-from bot.formatting import Rendered
-from bot.intake import Intake
-from bot.processing import UpdateProcessor
-from bot.responder import Responder
-from bot.routers.admin import build_admin_router
-from bot.sender import Sender
+from bot.runtime.intake import Intake
+from bot.telegram.context import UpdateContext
+from bot.telegram.filters import LanguageMiddleware
+from bot.telegram.formatting import Rendered
+from bot.telegram.processing import UpdateProcessor
+from bot.telegram.responder import Responder
+from bot.telegram.routers.admin import build_admin_router
+from bot.telegram.sender import Sender
 from services.stats import StatsReport, StatsService
 from storage.database import Database
 from storage.inbox import InboxRepository, InboxRow
@@ -198,7 +198,7 @@ async def test_chart_failure_still_sends_the_table(
     def broken(report: StatsReport, language: str) -> bytes:
         raise RuntimeError("font missing")
 
-    with caplog.at_level(logging.ERROR, logger="bot.routers.admin"):
+    with caplog.at_level(logging.ERROR, logger="bot.telegram.routers.admin"):
         await _pipeline(db, bot, chart_renderer=broken).send("/stats")
 
     [table] = fake_telegram.messages_to(ADMIN)

@@ -15,12 +15,12 @@ from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 
-from bot.intake import Intake
-from bot.processing import UpdateProcessor
-from bot.responder import Responder
-from bot.sender import Sender
-from bot.texts import EN, RU
-from bot.wiring.telegram import build_dispatcher
+from bot.runtime.intake import Intake
+from bot.telegram.processing import UpdateProcessor
+from bot.telegram.responder import Responder
+from bot.telegram.sender import Sender
+from bot.telegram.texts import EN, RU
+from bot.telegram.wiring.telegram import build_dispatcher
 from services.limits import UserMessageLimiter
 from services.loop_types import StopReason, TurnReply
 from storage.database import Database

@@ -19,12 +19,12 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.types import Message
 
-from bot.context import TurnAddition, UpdateContext
-from bot.intake import Intake
-from bot.processing import UpdateProcessor
-from bot.responder import Responder
-from bot.sender import Sender
-from bot.wiring.telegram import build_dispatcher
+from bot.runtime.intake import Intake
+from bot.telegram.context import TurnAddition, UpdateContext
+from bot.telegram.processing import UpdateProcessor
+from bot.telegram.responder import Responder
+from bot.telegram.sender import Sender
+from bot.telegram.wiring.telegram import build_dispatcher
 from services.loop_types import StopReason, TurnReply
 from storage.database import Database
 from storage.inbox import InboxRepository, StoredReply

@@ -15,20 +15,20 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.types import InlineKeyboardMarkup
 
-from bot.filters import LanguageMiddleware
-from bot.intake import Intake
-from bot.keyboards import (
+from bot.runtime.intake import Intake
+from bot.telegram.filters import LanguageMiddleware
+from bot.telegram.keyboards import (
     FeedbackButton,
     HandoffButton,
     feedback_keyboard,
     markup_from_json,
     markup_to_json,
 )
-from bot.processing import UpdateProcessor
-from bot.responder import Responder
-from bot.routers.feedback import build_feedback_router
-from bot.sender import Sender
-from bot.texts import EN, RU
+from bot.telegram.processing import UpdateProcessor
+from bot.telegram.responder import Responder
+from bot.telegram.routers.feedback import build_feedback_router
+from bot.telegram.sender import Sender
+from bot.telegram.texts import EN, RU
 from services.feedback import FeedbackService, Rating
 from storage.database import Database
 from storage.feedback import FeedbackRepository

@@ -1,6 +1,6 @@
 """The bot's Bot API session keeps the classes aiogram parses answers with.
 
-Without `bot.response_types`, pydantic's weak cache lets the garbage collector free
+Without `bot.telegram.response_types`, pydantic's weak cache lets the garbage collector free
 `Response[Message]` after each pass and the next sendMessage builds it again (~2.6 ms of
 CPU each time under load, docs/benchmarks.md). The bot here is built as the app builds
 it, against the fake Bot API.
@@ -14,8 +14,8 @@ import weakref
 import pytest
 from aiogram.methods import Response, SendChatAction, SendMessage
 
-from bot.config import load_settings
-from bot.wiring.telegram import build_bot
+from bot.runtime.config import load_settings
+from bot.telegram.wiring.telegram import build_bot
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 

@@ -19,7 +19,7 @@ from aiogram.exceptions import TelegramNetworkError
 from aiogram.methods import GetMe, SendChatAction
 from aiohttp import web
 
-from bot.sender import Sender
+from bot.telegram.sender import Sender
 from tests.fakes.telegram_server import FakeTelegramServer
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import _parse_args
-from bot.simulate import simulate
+from bot.programs.cli import _parse_args
+from bot.programs.simulate import simulate
 from services.simulation.scenario import default_suite_files, load_scenarios, read_scenarios
 from storage.database import open_database
 from storage.feedback import FeedbackRepository, RatableAnswer

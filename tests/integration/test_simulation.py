@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bot.config import load_settings
-from bot.simulate import UNUSED_BOT_TOKEN, BotWiring, _action_words, _shown
-from bot.texts import load_text_table
+from bot.programs.simulate import UNUSED_BOT_TOKEN, BotWiring, _action_words, _shown
+from bot.runtime.config import load_settings
+from bot.telegram.texts import load_text_table
 from services.llm.client import OpenAIChatModel
 from services.simulation.expectations import KINDS
 from services.simulation.report import markdown_report, scores, terminal_table

@@ -20,12 +20,12 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.types import Update
 
-from bot.filters import caller_of
-from bot.intake import Intake, describe_update
-from bot.processing import UpdateProcessor
-from bot.responder import Responder
-from bot.sender import Sender
-from bot.wiring.telegram import build_dispatcher
+from bot.runtime.intake import Intake, describe_update
+from bot.telegram.filters import caller_of
+from bot.telegram.processing import UpdateProcessor
+from bot.telegram.responder import Responder
+from bot.telegram.sender import Sender
+from bot.telegram.wiring.telegram import build_dispatcher
 from services.chat import ChatService, build_chat_service
 from services.limits import UserMessageLimiter
 from services.llm.types import Message, ToolChoice

@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from bot.config import BotMode, Settings, SettingsError, load_settings
+from bot.runtime.config import BotMode, Settings, SettingsError, load_settings
 from tests.unit.test_container import ROOT, final_stage
 
 README = (ROOT / "README.md").read_text()

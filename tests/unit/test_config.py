@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import BotMode, SettingsError, load_settings, load_shop_settings
+from bot.runtime.config import BotMode, SettingsError, load_settings, load_shop_settings
 
 BASE = {"BOT_TOKEN": "1:secret-token", "OPENAI_API_KEY": "sk-secret-key"}
 

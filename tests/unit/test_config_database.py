@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import SettingsError, load_database_choice, load_settings, redacted_database_url
+from bot.runtime.config import (
+    SettingsError,
+    load_database_choice,
+    load_settings,
+    redacted_database_url,
+)
 
 BASE = {"BOT_TOKEN": "1:secret-token", "OPENAI_API_KEY": "sk-secret-key"}
 URL = "postgresql://shop:s3cret-pw@db.internal:5433/support?sslmode=require"

@@ -8,8 +8,8 @@ import socket
 import pytest
 from aiogram import Bot
 
-from bot.features.instances import build_instances
-from bot.sender import Sender
+from bot.telegram.features.instances import build_instances
+from bot.telegram.sender import Sender
 from storage.backend import Database
 from tests.unit.test_config import error_for, make
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import SettingsError, load_settings
-from bot.wiring.core import build_shop_directory
+from bot.runtime.config import SettingsError, load_settings
+from bot.telegram.wiring.core import build_shop_directory
 from tools.shop.backends.medusa import MedusaBackend
 from tools.shop.backends.shopify import SHOPIFY_API_VERSION, ShopifyBackend
 from tools.shop.backends.shopify_token import ClientCredentials

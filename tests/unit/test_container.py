@@ -19,8 +19,8 @@ import jsonschema
 import pytest
 import yaml
 
-from bot.config import Settings
-from bot.shop_push import GENERIC_PATH, SHOPIFY_PATH, WOOCOMMERCE_PATH
+from bot.runtime.config import Settings
+from bot.runtime.shop_push import GENERIC_PATH, SHOPIFY_PATH, WOOCOMMERCE_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -219,7 +219,7 @@ PUSH_PATHS = (GENERIC_PATH, SHOPIFY_PATH, WOOCOMMERCE_PATH)
 def test_the_shops_pushes_reach_the_bot_in_every_deployment(
     caddyfile: str, bots: list[str], webhook: bool
 ) -> None:
-    """Every push route the bot serves (bot/shop_push.py) is forwarded to the bots; the
+    """Every push route the bot serves (bot/runtime/shop_push.py) is forwarded to the bots; the
     webhook path where Telegram posts (also a path of the owner's choosing); the health
     and metrics pages, and anything else, are not public."""
     for path in PUSH_PATHS:

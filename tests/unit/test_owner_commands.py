@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.exit_codes import ExitCode
+from bot.runtime.exit_codes import ExitCode
 from tests.waits import OUTER_LIMIT_S
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import _parse_args
-from bot.config import Settings
+from bot.programs.cli import _parse_args
+from bot.runtime.config import Settings
 from tests.waits import OUTER_LIMIT_S
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@
 On with SHOP_HOURS (its settings group); it brings one tool (`get_shop_hours`), one
 prompt fragment (when to call it), one text in each language (the /hours reply) and its
 Telegram side (the /hours command). Adding it to the bot is this module and one line in
-bot/features/registry.py (`FEATURES`); the tests pass the list with it instead.
+bot/telegram/features/registry.py (`FEATURES`); the tests pass the list with it instead.
 Not a product feature: the shop's FAQ (get_shop_info) already answers opening hours.
 """
 
@@ -14,10 +14,10 @@ from aiogram.filters import Command
 from aiogram.types import Message
 from pydantic import BaseModel, ConfigDict
 
-from bot.config import FeatureSettings
-from bot.context import HandlerDeps, UpdateContext
-from bot.features import Feature, FeatureRouters
-from bot.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
+from bot.runtime.config import FeatureSettings
+from bot.telegram.context import HandlerDeps, UpdateContext
+from bot.telegram.features import Feature, FeatureRouters
+from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
 from services.prompts.composed import PromptFragment, Slot
 from tools.base import Tool, ToolContext
 

@@ -1,10 +1,10 @@
-"""The /stats block of actions (bot/stats_view/actions.py) over the repository's counts."""
+"""The /stats block of actions (bot/telegram/stats_view/actions.py) over the repository's counts."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.stats_view.actions import actions_block
+from bot.telegram.stats_view.actions import actions_block
 from storage.actions import ActionCounts
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from aiogram.types import Message
 
-from bot.filters import (
+from bot.telegram.filters import (
     CHANNEL_BOT_ID,
     GROUP_ANONYMOUS_BOT_ID,
     FromUsers,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.routers.chat import has_visible_text
+from bot.telegram.routers.chat import has_visible_text
 
 # one row per class: (name, characters of that class)
 INVISIBLE_CLASSES: list[tuple[str, str]] = [

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bot.claimed import ClaimedScheduler, ClaimFence, send_budget_share
-from bot.intake import ChatKey, Intake, UpdateHandler, describe_update
+from bot.runtime.claimed import ClaimedScheduler, ClaimFence, send_budget_share
+from bot.runtime.intake import ChatKey, Intake, UpdateHandler, describe_update
 from storage.coordination import ClaimRepository, claim_text
 from storage.inbox import InboxRepository, InboxRow
 from storage.postgres import PgDatabase
@@ -293,7 +293,7 @@ async def test_a_clean_stop_gives_the_claims_back_at_once(
 def test_each_instance_sends_at_its_share_of_the_global_rate(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.claimed")
+    caplog.set_level(logging.INFO, logger="bot.runtime.claimed")
     rates: list[float] = []
     on_live = send_budget_share(rates.append, 25.0)
 

@@ -11,8 +11,8 @@ from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramNotFound, TelegramRetryAfter
 from aiogram.methods import SendMessageDraft, TelegramMethod
 
-from bot.drafts import Drafts, draft_id_for
-from bot.sender import Sender
+from bot.telegram.drafts import Drafts, draft_id_for
+from bot.telegram.sender import Sender
 from services.answer_stream import DraftRelay
 from tests.doubles.virtual_time import VirtualTime
 from tests.unit.bot.test_sender_pacing import InstantSession

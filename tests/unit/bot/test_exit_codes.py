@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.exit_codes import ExitCode
+from bot.runtime.exit_codes import ExitCode
 
 
 def test_the_documented_numbers() -> None:

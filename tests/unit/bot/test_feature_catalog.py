@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.features.lint import check
-from bot.features.registry import FEATURES
-from bot.simulate import BotWiring
-from bot.wiring import Application, build_application
+from bot.programs.simulate import BotWiring
+from bot.telegram.features.lint import check
+from bot.telegram.features.registry import FEATURES
+from bot.telegram.wiring import Application, build_application
 from services.chat import ChatService
 from services.prompts.support_chat import SUPPORT_CHAT_ACTIONS_V3, SUPPORT_CHAT_V4
 from services.simulation.scenario import ScenarioSettings
@@ -97,5 +97,5 @@ async def test_simulate_differs_only_by_always_offering_a_person(
 
 
 async def test_the_features_words_name_only_their_own_tools() -> None:
-    """What `make check` runs (bot/features/lint.py), on the real list."""
+    """What `make check` runs (bot/telegram/features/lint.py), on the real list."""
     assert await check(FEATURES) == []

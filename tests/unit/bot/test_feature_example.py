@@ -11,10 +11,10 @@ from dataclasses import replace
 import pytest
 from aiogram import Router
 
-from bot.features.lint import check
-from bot.features.registry import FEATURES
-from bot.simulate import BotWiring
-from bot.wiring import Application, build_application
+from bot.programs.simulate import BotWiring
+from bot.telegram.features.lint import check
+from bot.telegram.features.registry import FEATURES
+from bot.telegram.wiring import Application, build_application
 from services.chat import PLAIN_SYSTEM_PROMPT
 from services.prompts.composed import PromptFragment, Slot
 from services.simulation.scenario import ScenarioSettings

@@ -3,7 +3,7 @@
 With OPERATOR_CHAT_ID unset and STREAM_ANSWERS=false the wired bot has neither handoff
 nor streaming: no feature object, no router of theirs, and the core's collaborators are
 their "nothing" defaults. With both on, their parts in the core's work come from their
-`Feature` (the seam, bot/features/__init__.py) and nowhere else.
+`Feature` (the seam, bot/telegram/features/__init__.py) and nowhere else.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from aiogram import Router
 
-from bot.wiring import Application, build_application
-from bot.wiring.telegram import one_at_most
+from bot.telegram.wiring import Application, build_application
+from bot.telegram.wiring.telegram import one_at_most
 from storage.database import Database
 from tests.unit.test_config import make
 

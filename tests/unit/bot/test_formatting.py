@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from bot.formatting import TELEGRAM_TEXT_LIMIT, markdown_to_messages, utf16_len
+from bot.telegram.formatting import TELEGRAM_TEXT_LIMIT, markdown_to_messages, utf16_len
 
 ALLOWED_TAGS = {"b", "i", "s", "code", "pre", "a"}
 

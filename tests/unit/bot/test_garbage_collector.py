@@ -1,6 +1,6 @@
 """The garbage collector settings of a running bot: fewer, cheaper collections, still on.
 
-`freeze_startup_objects` (bot/app.py) freezes what the start built and raises the
+`freeze_startup_objects` (bot/telegram/app.py) freezes what the start built and raises the
 collector's thresholds, so a busy bot stops spending a fifth of its CPU on collections
 that find nothing (docs/benchmarks.md). These tests hold what that must not break: the
 thresholds are the ones measured, and cyclic garbage made after the start is still
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.app import GC_THRESHOLDS, freeze_startup_objects
+from bot.telegram.app import GC_THRESHOLDS, freeze_startup_objects
 
 
 @pytest.fixture

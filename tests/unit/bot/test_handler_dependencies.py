@@ -23,8 +23,8 @@ from aiogram.dispatcher.event.handler import FilterObject, HandlerObject
 from aiogram.filters import Command, CommandStart
 from aiogram.filters.callback_data import CallbackQueryFilter
 
-from bot.routers.handoff import InHandoffTopic, InOpenHandoff
-from bot.wiring import build_application
+from bot.telegram.routers.handoff import InHandoffTopic, InOpenHandoff
+from bot.telegram.wiring import build_application
 from storage.database import Database
 from tests.unit.test_config import make
 
@@ -34,7 +34,7 @@ BROKEN_HANDLER = """
 from aiogram import Router
 from aiogram.types import Message
 
-from bot.context import HandlerDeps, UpdateContext
+from bot.telegram.context import HandlerDeps, UpdateContext
 
 
 def build_refunds_router(deps: HandlerDeps) -> Router:

@@ -12,8 +12,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bot.health import Health, delivery_stalled
-from bot.responder import Responder
+from bot.telegram.health import Health, delivery_stalled
+from bot.telegram.responder import Responder
 from storage.database import Database, open_database
 from storage.inbox import InboxRepository, NewUpdate, StoredReply
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from bot.intake import Intake, IntakeClosed, describe_update
-from bot.responder import Responder
+from bot.runtime.intake import Intake, IntakeClosed, describe_update
+from bot.telegram.responder import Responder
 from services.chat import ChatService, build_chat_service
 from services.loop_types import LoopResult, LoopTrace, StopReason
 from services.prompts import build_prompt_registry
@@ -268,7 +268,7 @@ async def test_prune_removes_only_old_finished_rows(db: Database) -> None:
 
 
 async def test_answers_telegram_never_got_are_sent_on_the_next_start(db: Database) -> None:
-    from bot.sender import RETRYABLE_FAILURES
+    from bot.telegram.sender import RETRYABLE_FAILURES
     from storage.inbox import NewUpdate
 
     now = [1_000_000.0]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.intake import Intake
+from bot.runtime.intake import Intake
 from storage.database import Database, StorageRetry, storage_fault
 from storage.inbox import InboxRepository, InboxRow
 from tests.unit.bot.test_intake import update

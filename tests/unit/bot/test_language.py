@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from aiogram.types import TelegramObject, User
 
-from bot.filters import LanguageMiddleware
-from bot.texts import EN, RU, Language, Texts, build_text_table
+from bot.telegram.filters import LanguageMiddleware
+from bot.telegram.texts import EN, RU, Language, Texts, build_text_table
 
 
 async def _handler_data(

@@ -9,7 +9,7 @@ from aiogram.types import Update
 from aiohttp.http_exceptions import BadHttpMessage
 from pydantic import ValidationError
 
-from bot.logs import LOG_FORMAT, ClientErrorFilter, SafeFormatter, validation_summary
+from bot.runtime.logs import LOG_FORMAT, ClientErrorFilter, SafeFormatter, validation_summary
 
 SECRET_TEXT = "very-private-text-123"
 SECRET_NAME = "Private-Name-456"
@@ -85,7 +85,7 @@ def test_broken_http_from_a_client_is_no_traceback() -> None:
 def test_json_lines_carry_the_bound_ids_and_the_scrubbed_text() -> None:
     import json
 
-    from bot.logs import build_formatter
+    from bot.runtime.logs import build_formatter
     from services.log_context import bound_turn, bound_update
 
     formatter = build_formatter("json")
@@ -110,7 +110,7 @@ def test_json_lines_carry_the_bound_ids_and_the_scrubbed_text() -> None:
 
 
 def test_text_stays_the_default_format() -> None:
-    from bot.logs import JsonFormatter, build_formatter
+    from bot.runtime.logs import JsonFormatter, build_formatter
 
     assert not isinstance(build_formatter(), JsonFormatter)
     assert isinstance(build_formatter("json"), JsonFormatter)

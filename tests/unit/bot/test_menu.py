@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bot.features import Feature
-from bot.menu import menu_calls
-from bot.routers import get_menu
-from bot.routers.handoff import MENU as HANDOFF_MENU
-from bot.texts import BUILT_IN, EN, RU, TextsError, build_text_table
+from bot.telegram.features import Feature
+from bot.telegram.menu import menu_calls
+from bot.telegram.routers import get_menu
+from bot.telegram.routers.handoff import MENU as HANDOFF_MENU
+from bot.telegram.texts import BUILT_IN, EN, RU, TextsError, build_text_table
 
 
 def _menus(calls: list) -> list[tuple[object, str | None, list[tuple[str, str]]]]:

@@ -1,4 +1,4 @@
-"""bot/metrics.py through the real turn recorder (a real SQLite file): records count once
+"""bot/runtime/metrics.py through the real turn recorder (a real SQLite file): records count once
 they are committed, label values stay bounded, a failed write or a failing callback
 counts nothing and breaks nothing."""
 
@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.metrics import Metrics
+from bot.runtime.metrics import Metrics
 from storage.conversations import ConversationRepository
 from storage.database import Database
 from storage.records import AuditStatus, TurnRecorder

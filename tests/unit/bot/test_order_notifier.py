@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.order_notifier import OrderNotifier, QuietHours
-from bot.stats_view.order_updates import order_updates_block
+from bot.telegram.order_notifier import OrderNotifier, QuietHours
+from bot.telegram.stats_view.order_updates import order_updates_block
 from storage.order_updates import OrderUpdateCounts
 
 
@@ -50,7 +50,7 @@ def test_stats_block_in_both_languages() -> None:
 
 
 def test_settings_off_by_default_and_quiet_hours_checked() -> None:
-    from bot.config import Settings
+    from bot.runtime.config import Settings
 
     base = {"bot_token": "1:" + "a" * 35, "openai_api_key": "x"}
     settings = Settings(**base)  # type: ignore[arg-type]

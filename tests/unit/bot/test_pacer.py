@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from bot.pacer import ChatId, Pacer
+from bot.telegram.pacer import ChatId, Pacer
 from tests.doubles.virtual_time import VirtualTime
 
 

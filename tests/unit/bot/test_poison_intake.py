@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bot.intake import Intake
-from bot.webhook import GroupCommit
+from bot.runtime.intake import Intake
+from bot.telegram.webhook import GroupCommit
 from storage.database import Database
 from storage.inbox import IGNORED, InboxRepository, InboxRow
 

@@ -23,9 +23,9 @@ from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 
-from bot.intake import Intake
-from bot.leadership import Leadership, Role
-from bot.polling import Poller
+from bot.runtime.intake import Intake
+from bot.runtime.leadership import Leadership, Role
+from bot.telegram.polling import Poller
 from storage.database import Database
 from storage.inbox import InboxRepository, InboxRow
 from storage.leader import LeaderLock, polling_lock_name

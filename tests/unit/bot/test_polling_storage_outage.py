@@ -21,8 +21,8 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 
 import storage.sqlite
-from bot.intake import Intake
-from bot.polling import BACKOFF_MAX_S, Poller, RecordOutage
+from bot.runtime.intake import Intake
+from bot.telegram.polling import BACKOFF_MAX_S, Poller, RecordOutage
 from storage.database import open_database
 from storage.inbox import InboxRepository, InboxRow
 from tests.fakes.telegram_server import FakeTelegramServer, message_update
@@ -55,7 +55,7 @@ async def test_a_storage_outage_is_one_warning_and_one_recovery_line(
     bot = Bot(fake_telegram.token, session=session)
     intake = Intake(inbox, process=process, deliver=deliver)
     poller = Poller(bot, intake, allowed_updates=["message"], record_backoff_s=0.01)
-    caplog.set_level(logging.DEBUG, logger="bot.polling")
+    caplog.set_level(logging.DEBUG, logger="bot.telegram.polling")
     task = asyncio.create_task(poller.run())
     try:
         fake_telegram.enqueue_update(message_update(10, text="hello"))
@@ -77,7 +77,7 @@ async def test_a_storage_outage_is_one_warning_and_one_recovery_line(
         holder.close()
         await db.close()
 
-    polling = [r for r in caplog.records if r.name == "bot.polling"]
+    polling = [r for r in caplog.records if r.name == "bot.telegram.polling"]
     loud = [r for r in polling if r.levelno >= logging.WARNING]
     assert len(loud) == 1, [r.getMessage() for r in loud]
     assert "could not record 1 update(s)" in loud[0].getMessage()

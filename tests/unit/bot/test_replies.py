@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.replies import customer_text
-from bot.texts import EN, RU
+from bot.telegram.replies import customer_text
+from bot.telegram.texts import EN, RU
 from services.loop_types import StopReason, TurnReply
 
 

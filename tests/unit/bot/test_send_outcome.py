@@ -23,7 +23,7 @@ from aiogram.methods import GetMe
 from aiohttp import ClientConnectorError, ConnectionTimeoutError, ServerDisconnectedError
 from aiohttp.client_reqrep import ConnectionKey
 
-from bot.send_outcome import (
+from bot.telegram.send_outcome import (
     DELIVERED,
     AttemptError,
     OutcomeKind,

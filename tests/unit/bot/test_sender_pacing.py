@@ -18,7 +18,7 @@ from aiogram.client.session.base import BaseSession
 from aiogram.methods import SendChatAction, SendMessage, TelegramMethod
 from aiogram.types import Chat, Message
 
-from bot.sender import Sender, guard_requests
+from bot.telegram.sender import Sender, guard_requests
 from tests.doubles.virtual_time import VirtualTime
 
 
@@ -224,7 +224,7 @@ async def test_the_send_guard_runs_before_every_request_and_can_stop_it(
     vtime: VirtualTime, session: InstantSession
 ) -> None:
     """With several instances the guard stops a chat's work whose claim may be gone
-    (bot/claimed.py): the request it refuses is never made."""
+    (bot/runtime/claimed.py): the request it refuses is never made."""
     refuse = {"now": False}
 
     def guard() -> None:

@@ -18,7 +18,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.shop_push import PushSecrets, add_shop_push_routes, base64_signature, generic_signature
+from bot.runtime.shop_push import (
+    PushSecrets,
+    add_shop_push_routes,
+    base64_signature,
+    generic_signature,
+)
 from storage.database import Database
 from storage.order_updates import OrderUpdateRepository
 from tests.unit.shop.test_shop_api_contract import spec, validate

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from PIL import Image, ImageChops, ImageDraw, ImageFont
 
-from bot.stats_view.chart import (
+from bot.telegram.stats_view.chart import (
     MARGIN_LEFT,
     PANEL_H,
     TITLE_SIZE,
@@ -26,7 +26,7 @@ from bot.stats_view.chart import (
     font,
     render_chart,
 )
-from bot.stats_view.wording import chart_caption
+from bot.telegram.stats_view.wording import chart_caption
 from services.stats import (
     ChartData,
     Period,

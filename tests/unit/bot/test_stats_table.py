@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.stats_view.table import MESSAGE_LIMIT, TABLE_WIDTH, kv, render_table, share
-from bot.stats_view.wording import EN, RU, chart_caption, plural, usage_hint
-from bot.texts import LANGUAGES, Language
+from bot.telegram.stats_view.table import MESSAGE_LIMIT, TABLE_WIDTH, kv, render_table, share
+from bot.telegram.stats_view.wording import EN, RU, chart_caption, plural, usage_hint
+from bot.telegram.texts import LANGUAGES, Language
 from services.stats import (
     NOT_ANSWERED_REASONS,
     PERIOD_SECONDS,

@@ -1,4 +1,4 @@
-"""The running bot hands the GIL over within 1 ms (bot/app.py `SWITCH_INTERVAL_S`).
+"""The running bot hands the GIL over within 1 ms (bot/telegram/app.py `SWITCH_INTERVAL_S`).
 
 Every database call crosses from the event loop to SQLite's worker thread and back; with
 CPython's 5 ms default a finished query could wait that long for the loop to let go of the
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.app import SWITCH_INTERVAL_S, shorten_switch_interval
+from bot.telegram.app import SWITCH_INTERVAL_S, shorten_switch_interval
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.formatting import markdown_to_messages
-from bot.texts import (
+from bot.telegram.formatting import markdown_to_messages
+from bot.telegram.texts import (
     EN,
     LANGUAGES,
     RU,
@@ -45,8 +45,8 @@ def test_the_welcome_says_it_is_an_ai_and_how_to_reach_the_shop_in_both_language
     assert RU.contacts in RU.start and EN.contacts in EN.start
     assert RU.contacts in RU.help and EN.contacts in EN.help
     for texts in (RU, EN):
-        # {commands} stays: the menu fills it in (bot/menu.py `help_with_commands`);
-        # {examples} too: each /start fills it in from the shop's data (bot/welcome.py)
+        # {commands} stays: the menu fills it in (bot/telegram/menu.py `help_with_commands`);
+        # {examples} too: each /start fills it in from the shop's data (bot/telegram/welcome.py)
         start = texts.start_with("")
         assert "{" not in start + texts.help.replace("{commands}", "") + texts.contacts
 

@@ -6,8 +6,8 @@ from dataclasses import fields
 
 import pytest
 
-from bot.formatting import markdown_to_messages
-from bot.texts import BUILT_IN, EN, LANGUAGES, RU, language_for
+from bot.telegram.formatting import markdown_to_messages
+from bot.telegram.texts import BUILT_IN, EN, LANGUAGES, RU, language_for
 from tools.shop.demo import DEMO_ORDER_IDS
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiogram.types import User
 
-from bot.handoff_view import topic_name
+from bot.telegram.handoff_view import topic_name
 
 
 def test_a_name_with_bidi_overrides_and_controls_gives_a_clean_title() -> None:

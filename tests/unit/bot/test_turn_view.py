@@ -1,4 +1,4 @@
-"""The one keyboard per message and the words around the answer (bot/turn_view.py)."""
+"""The one keyboard per message and the words around the answer (bot/telegram/turn_view.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from bot.features.order_updates import notify_rows
-from bot.keyboards import ActionButton, ActionChoice, HandoffButton, markup_to_json
-from bot.texts import EN
-from bot.turn_view import ChatSide, TurnView, turn_view
+from bot.telegram.features.order_updates import notify_rows
+from bot.telegram.keyboards import ActionButton, ActionChoice, HandoffButton, markup_to_json
+from bot.telegram.texts import EN
+from bot.telegram.turn_view import ChatSide, TurnView, turn_view
 from services.loop_types import StopReason, TurnReply
 from services.offers import ConfirmAction, NotifyWhenItMoves, Offer, PersonWillAnswer, SharePhone
 
@@ -189,10 +189,10 @@ def test_notify_me_when_it_moves(
 
 
 def test_a_rating_press_keeps_the_notify_row() -> None:
-    """The 👍/👎 press redraws the keyboard (bot/routers/feedback.py): other rows stay."""
+    """The 👍/👎 press redraws the keyboard (bot/telegram/routers/feedback.py): other rows stay."""
     from aiogram.types import InlineKeyboardMarkup
 
-    from bot.routers.feedback import _other_rows
+    from bot.telegram.routers.feedback import _other_rows
 
     view = turn_view(offering(ANSWER, NOTIFY), EN, UPDATES)
     assert isinstance(view.markup, InlineKeyboardMarkup)

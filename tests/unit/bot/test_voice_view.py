@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from bot.formatting import TELEGRAM_TEXT_LIMIT, Rendered, messages_under_heading, utf16_len
-from bot.routers.voice import HEARD_QUOTE_CHARS, heard_line
-from bot.stats_view.table import TABLE_WIDTH, render_table
-from bot.stats_view.voice import voice_rows
-from bot.texts import EN, RU, TextsError, build_text_table
+from bot.telegram.formatting import TELEGRAM_TEXT_LIMIT, Rendered, messages_under_heading, utf16_len
+from bot.telegram.routers.voice import HEARD_QUOTE_CHARS, heard_line
+from bot.telegram.stats_view.table import TABLE_WIDTH, render_table
+from bot.telegram.stats_view.voice import voice_rows
+from bot.telegram.texts import EN, RU, TextsError, build_text_table
 from services.stats import Period, StatsReport, VoiceStats
 from storage.voice import VoiceStatusCount
 

@@ -60,7 +60,7 @@ async def test_a_new_share_replaces_and_forget_deletes(
 async def test_the_number_never_appears_in_the_logs(
     phones: PhoneVerification, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO)  # aiosqlite is kept at INFO by the bot (bot/app.py)
+    caplog.set_level(logging.INFO)  # aiosqlite is kept at INFO by the bot (bot/telegram/app.py)
     await phones.accept_contact(sender_id=USER, contact_user_id=USER, phone_number="79123456789")
     await phones.accept_contact(sender_id=USER, contact_user_id=OTHER, phone_number="79123456789")
     await phones.forget(USER)

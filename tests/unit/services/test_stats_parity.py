@@ -19,8 +19,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import storage.stats as stats_module
-from bot.stats_view.handoff import handoff_block
-from bot.stats_view.table import render_table
+from bot.telegram.stats_view.handoff import handoff_block
+from bot.telegram.stats_view.table import render_table
 from services.stats import PERIOD_SECONDS, Prices, StatsReport, StatsService, handoff_stats
 from storage.backend import Database
 from storage.database import open_database

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.stats_view.table import render_table
+from bot.telegram.stats_view.table import render_table
 from services.stats import StatsService
 from storage.database import Database
 from storage.stats import StatsRepository

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.data_import import run_import
+from bot.programs.data_import import run_import
 from storage.actions import ActionRepository
 from storage.database import Database, open_database
 from storage.shop import ShopRepository

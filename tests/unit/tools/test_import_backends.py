@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.data_import import run_import
+from bot.programs.data_import import run_import
 from storage.database import open_database
 from storage.shop import ShopRepository
 

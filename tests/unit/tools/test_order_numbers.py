@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.config import SettingsError, load_shop_settings
+from bot.runtime.config import SettingsError, load_shop_settings
 from storage.shop import ShopRepository
 from tools.base import ToolCall, ToolContext
 from tools.executor import ToolExecutor

@@ -1,0 +1,2 @@
+"""The command-line programs: the CLI (`support-bot`, `python -m bot`), simulate,
+the shop data import and the settings' name check."""

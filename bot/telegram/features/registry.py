@@ -1,0 +1,28 @@
+"""The features, in the order their parts are wired (routers, prompt fragments, tools).
+
+The one list the bot (bot/telegram/wiring/) and `support-bot simulate` (bot/programs/simulate.py)
+build
+from: a feature added here works in both. Each entry is declared in its own module
+(`FeatureSpec`, bot/telegram/features/catalog.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.telegram.features.actions import ACTIONS
+from bot.telegram.features.catalog import FeatureSpec
+from bot.telegram.features.handoff import HANDOFF
+from bot.telegram.features.instances import INSTANCES
+from bot.telegram.features.order_updates import ORDER_UPDATES
+from bot.telegram.features.streaming import STREAMING
+from bot.telegram.features.voice import VOICE
+
+FEATURES: tuple[FeatureSpec[Any, Any], ...] = (
+    HANDOFF,
+    VOICE,
+    STREAMING,
+    INSTANCES,
+    ACTIONS,
+    ORDER_UPDATES,
+)

@@ -1,0 +1,803 @@
+"""The bot's own words, in Russian and English, picked by the user's Telegram language.
+
+A typed table instead of gettext catalogs: there are about fifteen fixed phrases and
+two languages; aiogram's i18n would add Babel, .po/.mo compilation and a build step for
+that. A frozen dataclass per language makes a missing translation a type error at import
+time (every field is required), and tests can iterate over all of them.
+Texts are written in the same Markdown subset the model uses (see `bot.telegram.formatting`).
+
+A shop makes the words its own at start-up (`load_text_table`): `SHOP_NAME` names the
+shop in the welcome, and an optional TOML file (`TEXTS_FILE`) replaces any text in
+either language. The file is validated whole before the bot starts — unknown languages
+or keys, a placeholder a text may not use or one it must use, a text that does not fit
+one message — and a problem is one `TextsError` line naming `TEXTS_FILE`. The result is
+a `TextTable`: the effective `Texts` per language and the default language.
+
+Placeholders (`str.format` syntax, a literal brace is written `{{` or `}}`):
+`{contacts}` — the `contacts` text (how to reach the shop other than through this
+assistant), which every welcome must contain; `{shop_name}` — `SHOP_NAME`, only when it
+is set; `{limit}` — in `too_long` only, and required there; `{commands}` — in `help`
+only: the commands of the customers' menu, one a line (`bot.telegram.menu.help_with_commands`
+fills it in from the same menu entries Telegram lists, so a feature's command is there
+exactly when the feature is on); `{examples}` — in `start` only: what the assistant can
+do and example questions from the shop's own data, filled in at each `/start`
+(bot/telegram/welcome.py). All but `{limit}` and `{examples}` are filled in once at start-up.
+
+`TextTable.choose` is the one rule that turns a Telegram user's `language_code` into the
+language of a reply (`language_for`); `bot.telegram.filters.LanguageMiddleware` applies it once
+per update and hands every handler its `language` and `texts` — no router decides it on
+its own.
+"""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+# re-exported: the texts' users name the languages from here
+from bot.runtime.languages import DEFAULT_LANGUAGE as DEFAULT_LANGUAGE
+from bot.runtime.languages import LANGUAGES as LANGUAGES
+from bot.runtime.languages import Language as Language
+from bot.telegram.formatting import TELEGRAM_TEXT_LIMIT, markdown_to_messages
+
+# An override file is a few kilobytes of words; anything far larger is a mistake.
+MAX_TEXTS_FILE_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Texts:
+    start: str  # {contacts} required, {shop_name}
+    help: str  # {commands}: the customers' commands menu, filled in by bot/telegram/menu.py
+    contacts: str  # how to reach the shop otherwise; {shop_name}
+    new_session: str
+    new_admins_only: str  # /new in a group from a member who is not one of its admins
+    text_only: str
+    empty_message: str
+    too_long: str  # {limit} required, filled in per message
+    unknown_command: str
+    temporarily_unavailable: str
+    refused: str
+    stopped: str  # the customer stopped a streamed answer before any of it was written
+    cut_short: str  # added under an answer ANSWER_MAX_TOKENS cut off
+    apology: str
+    rate_limited_notice: str
+    # phone-verified ownership (bot/telegram/routers/phone.py)
+    share_phone_button: str
+    phone_hint: str  # added under an answer whose order lookup missed (with the button)
+    phone_offer: str
+    phone_offer_verified: str
+    phone_saved: str
+    contact_not_own: str
+    contact_invalid: str
+    phone_private_only: str
+    phone_forgotten: str
+    phone_nothing_to_forget: str
+    # voice notes (bot/telegram/routers/voice.py)
+    voice_heard: str  # the label before the quoted transcript, above the answer
+    voice_too_long: str  # {limit} required (VOICE_MAX_SECONDS), filled in per message
+    voice_not_understood: str
+    # handoff to a person (bot/telegram/routers/handoff.py), used only when OPERATOR_CHAT_ID is set
+    operator_button: str
+    handoff_started: str
+    handoff_off_hours: str  # {hours} required, filled in per message
+    handoff_already: str
+    handoff_private_only: str
+    handoff_closed: str
+    handoff_not_relayed: str
+    # 👍/👎 under an answer (bot/telegram/routers/feedback.py): the short notes of the press
+    feedback_thanks: str
+    feedback_refused: str  # the button does not name an answer of this chat
+    feedback_not_asker: str  # in a group, someone other than the asker pressed
+    # the commands menu (bot/telegram/menu.py): plain words, at most 256 characters each
+    menu_start: str
+    menu_help: str
+    menu_new: str
+    menu_phone: str
+    menu_forget_phone: str
+    menu_stats: str  # admins only
+    menu_operator: str  # only when OPERATOR_CHAT_ID is set
+    # actions with confirmation (bot/telegram/features/actions.py), only when ACTIONS_ENABLED
+    action_confirm_button: str
+    action_decline_button: str
+    action_working: str  # the press's short note while the shop is asked
+    action_not_yours: str  # the press's note: the card was sent to someone else
+    action_already: str  # the press's note: what this card offered is already done
+    action_answered: str  # the press's note: the card was answered, nothing more to do
+    action_no_longer_offered: str  # the press's note: not an offer of this chat (any more)
+    action_not_supported: str  # the shop answered that it does not do this; nothing changed
+    action_needs_attention: str  # the shop never confirmed: a person checks and writes
+    action_declined: str
+    action_expired: str  # the card is too old, or a newer card for the order replaced it
+    action_state_changed: str  # on ✅ the order no longer allows it (e.g. shipped)
+    action_failed: str  # the shop refused or could not be reached; nothing changed
+    action_checking: str  # the shop's answer stayed unknown: asked again in the background
+    action_requested: str  # imported data: sent to the shop's people, a person confirms
+    action_refused: str  # a person refused the request; their reason follows
+    # order updates (bot/telegram/routers/order_updates.py), only with ORDER_UPDATES_ENABLED;
+    # {order} (the order's number) is required in each, filled in per message
+    order_updates_button: str  # under an answer that showed the customer their own order
+    order_updates_subscribed: str
+    order_updates_already: str
+    order_updates_finished: str
+    order_updates_not_yours: str  # missing, someone else's and public orders alike
+    order_updates_stopped: str
+    order_updates_stop_button: str
+    # without a placeholder
+    order_updates_private_only: str
+    order_updates_unavailable: str
+    order_updates_list: str  # above the list of orders (/updates)
+    order_updates_none: str
+    # the message when an order moves: one per status, in the shop's own words
+    order_update_processing: str
+    order_update_in_transit: str
+    order_update_ready_for_pickup: str
+    order_update_delivered: str
+    order_update_cancelled: str
+    menu_updates: str  # only with ORDER_UPDATES_ENABLED
+
+    def for_order(self, key: str, order: str) -> str:
+        """An order-updates text with its {order} filled in."""
+        return str(getattr(self, key)).format(order=order)
+
+    def too_long_for(self, limit: int) -> str:
+        return self.too_long.format(limit=limit)
+
+    def voice_too_long_for(self, limit: int) -> str:
+        return self.voice_too_long.format(limit=limit)
+
+    def off_hours_for(self, hours: str) -> str:
+        return self.handoff_off_hours.format(hours=hours)
+
+    def start_with(self, examples: str) -> str:
+        """The welcome with `{examples}` (kept through the start-up formatting) filled in."""
+        return self.start.replace(f"{{{EXAMPLES_PLACEHOLDER}}}", examples)
+
+
+TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts))
+# the commands menu's words (Telegram: a command's description takes 1-256 characters)
+MENU_PREFIX = "menu_"
+MENU_WORDS_LIMIT = 256
+# Which placeholders a text may use, and which it must (see the module docstring).
+_RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
+    "too_long": frozenset({"limit"}),
+    "handoff_off_hours": frozenset({"hours"}),
+    "voice_too_long": frozenset({"limit"}),
+    **{
+        key: frozenset({"order"})
+        for key in (
+            "order_updates_button",
+            "order_updates_subscribed",
+            "order_updates_already",
+            "order_updates_finished",
+            "order_updates_not_yours",
+            "order_updates_stopped",
+            "order_updates_stop_button",
+            "order_update_processing",
+            "order_update_in_transit",
+            "order_update_ready_for_pickup",
+            "order_update_delivered",
+            "order_update_cancelled",
+        )
+    },
+}
+_RUNTIME_KEYS = frozenset(_RUNTIME_PLACEHOLDERS)
+_REQUIRED: Mapping[str, frozenset[str]] = {
+    "start": frozenset({"contacts"}),
+    **_RUNTIME_PLACEHOLDERS,
+}
+# in `help`: kept through the start-up formatting, filled in from the menu (bot/telegram/menu.py)
+COMMANDS_PLACEHOLDER = "commands"
+# in `start`: kept through the start-up formatting, filled in at each /start
+# (bot/telegram/welcome.py)
+EXAMPLES_PLACEHOLDER = "examples"
+# room for the examples when checking that a welcome fits one message
+_LONGEST_EXAMPLES = "x" * 1000
+# the longest working hours label (services/handoff.py), to check the text fits a message
+_LONGEST_HOURS = "00:00–24:00 (UTC+14)"
+
+
+def allowed_placeholders(key: str) -> frozenset[str]:
+    if key in _RUNTIME_KEYS:
+        return _RUNTIME_PLACEHOLDERS[key]
+    if key == "contacts":
+        return frozenset({"shop_name"})
+    if key == "help":
+        return frozenset({"shop_name", "contacts", COMMANDS_PLACEHOLDER})
+    if key == "start":
+        return frozenset({"shop_name", "contacts", EXAMPLES_PLACEHOLDER})
+    return frozenset({"shop_name", "contacts"})
+
+
+_RU_START_BODY = (
+    "\n\n"
+    "{examples}\n\n"
+    "{contacts}\n\n"
+    "Чтобы начать разговор заново, отправьте /new. Справка — /help."
+)
+_RU_AI = "Я — ИИ-ассистент, то есть программа, а не человек, и могу ошибаться."
+
+RU_TEMPLATES = Texts(
+    start=f"Здравствуйте! Это поддержка магазина. {_RU_AI}{_RU_START_BODY}",
+    help=(
+        "Напишите вопрос обычным текстом — например, *«Где мой заказ?»* с его номером "
+        "или *«Как вернуть товар?»*.\n\n"
+        "Команды:\n"
+        "{commands}\n\n"
+        "{contacts}"
+    ),
+    contacts=(
+        "Чтобы поговорить с сотрудником магазина, воспользуйтесь контактами на сайте магазина."
+    ),
+    new_session="Хорошо, начинаем с чистого листа. Чем могу помочь?",
+    new_admins_only="В группе начать разговор заново могут только её администраторы.",
+    text_only=(
+        "Извините, я понимаю только текстовые сообщения. Напишите, пожалуйста, вопрос текстом."
+    ),
+    empty_message="Кажется, сообщение пустое. Напишите, пожалуйста, ваш вопрос.",
+    too_long=(
+        "Сообщение слишком длинное — я читаю до {limit} символов. "
+        "Сократите его, пожалуйста, или разбейте на несколько."
+    ),
+    unknown_command="Такой команды я не знаю. Список команд — /help.",
+    temporarily_unavailable=(
+        "Сервис временно недоступен. Пожалуйста, попробуйте ещё раз через минуту."
+    ),
+    refused="Извините, с этим я помочь не могу. Спросите, пожалуйста, о заказе или возврате.",
+    stopped="Остановлено. Напишите, если нужна помощь.",
+    cut_short="(Ответ получился слишком длинным и обрезан. Напишите «продолжи», если нужно.)",
+    apology="Извините, что-то пошло не так. Попробуйте, пожалуйста, ещё раз.",
+    rate_limited_notice=(
+        "Вы отправляете сообщения слишком часто, поэтому ответы приостановлены. "
+        "На сообщения, отправленные во время паузы, ответа не будет — "
+        "напишите, пожалуйста, ещё раз позже."
+    ),
+    share_phone_button="Поделиться моим номером телефона",
+    phone_hint=(
+        "_Если заказ оформлен по номеру телефона, поделитесь номером кнопкой ниже "
+        "и спросите ещё раз._"
+    ),
+    phone_offer=(
+        "Если вы оформляли заказ по номеру телефона, поделитесь своим номером кнопкой ниже — "
+        "тогда я покажу заказы, оформленные на этот номер. Номер хранится только для этого; "
+        "удалить его можно командой /forget_phone."
+    ),
+    phone_offer_verified=(
+        "Ваш номер телефона уже подтверждён. Чтобы заменить его, поделитесь номером "
+        "кнопкой ниже; чтобы удалить — отправьте /forget_phone."
+    ),
+    phone_saved=(
+        "Спасибо, номер подтверждён. Теперь я покажу заказы, оформленные на него. "
+        "Удалить номер можно командой /forget_phone."
+    ),
+    contact_not_own=(
+        "Извините, я принимаю только ваш собственный номер — отправьте его кнопкой "
+        "«Поделиться моим номером телефона». Чужой контакт я не сохраняю."
+    ),
+    contact_invalid="Извините, этот номер телефона я не могу сохранить.",
+    phone_private_only=(
+        "Номером телефона можно поделиться только в личном чате со мной — напишите мне напрямую."
+    ),
+    phone_forgotten="Готово, ваш номер телефона удалён.",
+    phone_nothing_to_forget="У меня нет вашего номера телефона — удалять нечего.",
+    voice_heard="Распознано:",
+    voice_too_long=(
+        "Голосовое сообщение слишком длинное — я слушаю до {limit} секунд. "
+        "Запишите, пожалуйста, покороче или напишите вопрос текстом."
+    ),
+    voice_not_understood=(
+        "Извините, я не смог разобрать голосовое сообщение. Напишите, пожалуйста, вопрос текстом."
+    ),
+    operator_button="Позвать сотрудника",
+    handoff_started=(
+        "Передаю разговор сотруднику магазина — он ответит здесь, в этом чате. "
+        "Пока разговор идёт с сотрудником, я не отвечаю."
+    ),
+    handoff_off_hours=(
+        "Сотрудники магазина отвечают {hours}. Разговор им передан — вам ответят здесь, "
+        "в этом чате, в рабочее время. Пока разговор идёт с сотрудником, я не отвечаю."
+    ),
+    handoff_already="Вы уже на связи с сотрудником магазина — просто напишите здесь.",
+    handoff_private_only=(
+        "Позвать сотрудника можно только в личном чате со мной — напишите мне напрямую."
+    ),
+    handoff_closed=(
+        "Сотрудник магазина завершил разговор. Дальше снова отвечаю я, ИИ-ассистент. "
+        "Позвать сотрудника ещё раз — /operator."
+    ),
+    handoff_not_relayed=(
+        "Сотрудник видит текст, фото, документы и голосовые — это сообщение ему не передано. "
+        "Напишите, пожалуйста, текстом."
+    ),
+    feedback_thanks="Спасибо за оценку!",
+    feedback_refused="Этот ответ здесь оценить нельзя.",
+    feedback_not_asker="Оценить ответ может только тот, кто задал вопрос.",
+    menu_start="Что умеет бот",
+    menu_help="Справка",
+    menu_new="Начать разговор заново",
+    menu_phone="Подтвердить номер телефона",
+    menu_forget_phone="Удалить мой номер телефона",
+    menu_stats="Статистика поддержки",
+    menu_operator="Позвать сотрудника магазина",
+    action_confirm_button="✅ Подтвердить",
+    action_decline_button="✖ Не нужно",
+    action_working="Выполняю…",
+    action_not_yours="Эта кнопка — не для вас.",
+    action_already="Это уже сделано.",
+    action_answered="На эту карточку уже ответили.",
+    action_no_longer_offered="Это предложение больше не действует.",
+    action_needs_attention=(
+        "Магазин так и не подтвердил, выполнено ли это действие. Сотрудник магазина "
+        "проверит и напишет вам; нажимать ещё раз не нужно."
+    ),
+    action_not_supported=(
+        "К сожалению, магазин не выполняет это действие через бота, ничего не изменилось. "
+        "Если нужно, пожалуйста, свяжитесь с магазином напрямую."
+    ),
+    action_declined="Хорошо, ничего не меняю.",
+    action_expired=(
+        "Это подтверждение устарело — ничего не изменено. Если нужно, попросите ещё раз."
+    ),
+    action_state_changed=(
+        "Не получилось: заказ за это время изменился, и сделать это уже нельзя. Ничего не изменено."
+    ),
+    action_failed=(
+        "Не получилось: магазин не смог это выполнить, ничего не изменено. "
+        "Попробуйте позже или свяжитесь с магазином."
+    ),
+    action_checking=(
+        "Магазин пока не подтвердил результат. Я проверю ещё раз сам и напишу вам; "
+        "повторно ничего не выполняется."
+    ),
+    action_requested=(
+        "Запрос передан сотрудникам магазина. Пока ничего не изменилось: сотрудник "
+        "проверит и подтвердит, а я сразу напишу вам здесь."
+    ),
+    action_refused="К сожалению, магазин не может это выполнить. Ответ сотрудника:",
+    order_updates_button="🔔 Сообщить, когда заказ {order} сдвинется",
+    order_updates_subscribed=(
+        "Хорошо: напишу здесь, когда статус заказа {order} изменится. "
+        "Уведомления о заказах — /updates."
+    ),
+    order_updates_already="Уведомления о заказе {order} уже включены. Список — /updates.",
+    order_updates_finished="Заказ {order} уже завершён — изменений по нему больше не будет.",
+    order_updates_not_yours=(
+        "Не могу включить уведомления о заказе {order}: они доступны только владельцу "
+        "заказа. Проверьте номер или подтвердите телефон — /phone."
+    ),
+    order_updates_stopped="Уведомления о заказе {order} выключены.",
+    order_updates_stop_button="Выключить: заказ {order}",
+    order_updates_private_only="Уведомления о заказах доступны только в личном чате с ботом.",
+    order_updates_unavailable=(
+        "Не получилось связаться с магазином. Попробуйте, пожалуйста, чуть позже."
+    ),
+    order_updates_list="Я сообщу вам об изменениях этих заказов:",
+    order_updates_none=(
+        "Уведомлений о заказах нет. Спросите о своём заказе, и под ответом будет кнопка "
+        "«Сообщить, когда заказ сдвинется»."
+    ),
+    order_update_processing="Заказ {order} снова в обработке.",
+    order_update_in_transit="Заказ {order} передан в доставку.",
+    order_update_ready_for_pickup="Заказ {order} ждёт вас в пункте выдачи.",
+    order_update_delivered="Заказ {order} доставлен.",
+    order_update_cancelled="Заказ {order} отменён.",
+    menu_updates="Уведомления о заказах",
+)
+
+_EN_START_BODY = (
+    "\n\n"
+    "{examples}\n\n"
+    "{contacts}\n\n"
+    "To start the conversation over, send /new. Help: /help."
+)
+_EN_AI = "I am an AI assistant: a program, not a person, and I can make mistakes."
+
+EN_TEMPLATES = Texts(
+    start=f"Hello! This is the shop's support. {_EN_AI}{_EN_START_BODY}",
+    help=(
+        "Just write your question as text — for example, *“Where is my order?”* with its "
+        "number, or *“How do I return an item?”*.\n\n"
+        "Commands:\n"
+        "{commands}\n\n"
+        "{contacts}"
+    ),
+    contacts="To talk to a person at the shop, use the contacts on the shop's website.",
+    new_session="Done, we are starting fresh. How can I help?",
+    new_admins_only="In a group, only its admins can start the conversation over.",
+    text_only="Sorry, I can read text messages only. Please write your question as text.",
+    empty_message="The message looks empty. Please write your question.",
+    too_long=(
+        "The message is too long: I read up to {limit} characters. "
+        "Please shorten it or split it into several messages."
+    ),
+    unknown_command="I don't know that command. See /help for the list.",
+    temporarily_unavailable=(
+        "The service is temporarily unavailable. Please try again in a minute."
+    ),
+    refused="Sorry, I can't help with that. Please ask about an order or a return.",
+    stopped="Stopped. Write again if you need help.",
+    cut_short="(The answer was too long and was cut short. Write “continue” if you need more.)",
+    apology="Sorry, something went wrong. Please try again.",
+    rate_limited_notice=(
+        "You are sending messages too often, so answers are paused. Messages sent "
+        "during the pause will not be answered — please write again later."
+    ),
+    share_phone_button="Share my phone number",
+    phone_hint=(
+        "_If you placed the order with your phone number, share it with the button below "
+        "and ask again._"
+    ),
+    phone_offer=(
+        "If you placed your order with a phone number, share your number with the button "
+        "below, and I will show the orders placed with it. The number is kept for this only; "
+        "remove it any time with /forget_phone."
+    ),
+    phone_offer_verified=(
+        "Your phone number is already verified. To replace it, share your number with the "
+        "button below; to remove it, send /forget_phone."
+    ),
+    phone_saved=(
+        "Thank you, your number is verified. I will now show the orders placed with it. "
+        "To remove it, send /forget_phone."
+    ),
+    contact_not_own=(
+        "Sorry, I can only accept your own number: please send it with the "
+        "“Share my phone number” button. I do not keep other people's contacts."
+    ),
+    contact_invalid="Sorry, I cannot store this phone number.",
+    phone_private_only=(
+        "You can share your phone number only in a private chat with me: please write to me "
+        "directly."
+    ),
+    phone_forgotten="Done, your phone number has been removed.",
+    phone_nothing_to_forget="I do not have your phone number, so there is nothing to remove.",
+    voice_heard="Heard:",
+    voice_too_long=(
+        "The voice message is too long: I listen to up to {limit} seconds. "
+        "Please record a shorter one or type your question."
+    ),
+    voice_not_understood=(
+        "Sorry, I could not make out the voice message. Please type your question."
+    ),
+    operator_button="Talk to a person",
+    handoff_started=(
+        "I am passing the conversation to a person from the shop: they will answer here, "
+        "in this chat. While you talk with them, I stay silent."
+    ),
+    handoff_off_hours=(
+        "The shop's staff answer {hours}. The conversation has been passed to them: they "
+        "will answer here, in this chat, during working hours. While you talk with them, "
+        "I stay silent."
+    ),
+    handoff_already="You are already connected to a person from the shop: just write here.",
+    handoff_private_only=(
+        "You can ask for a person only in a private chat with me: please write to me directly."
+    ),
+    handoff_closed=(
+        "The shop's staff member has ended the conversation. From now on I, the AI "
+        "assistant, answer again. To call a person again, send /operator."
+    ),
+    handoff_not_relayed=(
+        "The staff member sees text, photos, documents and voice messages: this message "
+        "was not passed on. Please write it as text."
+    ),
+    feedback_thanks="Thank you for the rating!",
+    feedback_refused="This answer cannot be rated here.",
+    feedback_not_asker="Only the person who asked can rate this answer.",
+    menu_start="What the bot can do",
+    menu_help="Help",
+    menu_new="Start the conversation over",
+    menu_phone="Verify my phone number",
+    menu_forget_phone="Remove my phone number",
+    menu_stats="Support statistics",
+    menu_operator="Talk to a person",
+    action_confirm_button="✅ Confirm",
+    action_decline_button="✖ No, thanks",
+    action_working="Working on it…",
+    action_not_yours="This button is not for you.",
+    action_already="This has already been done.",
+    action_answered="This card has already been answered.",
+    action_no_longer_offered="This offer is no longer available.",
+    action_needs_attention=(
+        "The shop has not confirmed whether this was done. A member of the shop's staff "
+        "will check and write to you; there is no need to press again."
+    ),
+    action_not_supported=(
+        "Sorry, the shop does not do this through the bot; nothing was changed. "
+        "If you need it, please contact the shop directly."
+    ),
+    action_declined="All right, nothing was changed.",
+    action_expired=(
+        "This confirmation has expired, nothing was changed. Ask again if you still need it."
+    ),
+    action_state_changed=(
+        "That did not work: the order has changed in the meantime and this is no longer "
+        "possible. Nothing was changed."
+    ),
+    action_failed=(
+        "That did not work: the shop could not do it, nothing was changed. Please try "
+        "again later or contact the shop."
+    ),
+    action_checking=(
+        "The shop has not confirmed the result yet. I will check again and write to you; "
+        "nothing is done twice."
+    ),
+    action_requested=(
+        "I have passed your request to the shop's staff. Nothing has changed yet: a person "
+        "will check and confirm, and I will write to you here as soon as they do."
+    ),
+    action_refused="Sorry, the shop cannot do this. The staff's answer:",
+    order_updates_button="🔔 Notify me when order {order} moves",
+    order_updates_subscribed=(
+        "Done: I will write here when the status of order {order} changes. "
+        "Your order notifications: /updates."
+    ),
+    order_updates_already="Notifications for order {order} are already on. The list: /updates.",
+    order_updates_finished="Order {order} is already completed: nothing more will change.",
+    order_updates_not_yours=(
+        "I cannot turn on notifications for order {order}: only the order's owner can. "
+        "Please check the number or verify your phone with /phone."
+    ),
+    order_updates_stopped="Notifications for order {order} are off.",
+    order_updates_stop_button="Stop: order {order}",
+    order_updates_private_only="Order notifications are available in a private chat with the bot.",
+    order_updates_unavailable="I could not reach the shop. Please try again a little later.",
+    order_updates_list="I will tell you when these orders move:",
+    order_updates_none=(
+        "You have no order notifications. Ask about your order, and the answer will have a "
+        '"Notify me when it moves" button.'
+    ),
+    order_update_processing="Order {order} is being processed again.",
+    order_update_in_transit="Order {order} is on its way.",
+    order_update_ready_for_pickup="Order {order} is ready for pickup.",
+    order_update_delivered="Order {order} has been delivered.",
+    order_update_cancelled="Order {order} has been cancelled.",
+    menu_updates="Order notifications",
+)
+
+_TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}
+# The welcome when SHOP_NAME is set (and the file does not replace the welcome).
+_NAMED_START: dict[Language, str] = {
+    "ru": f"Здравствуйте! Это поддержка магазина «{{shop_name}}». {_RU_AI}{_RU_START_BODY}",
+    "en": f"Hello! This is the support of {{shop_name}}. {_EN_AI}{_EN_START_BODY}",
+}
+
+
+class TextsError(ValueError):
+    """One line saying what is wrong with the texts; it starts with `TEXTS_FILE`."""
+
+
+def _placeholders(text: str) -> set[str]:
+    """The `{name}` fields of `text`; `ValueError` for what `str.format` cannot take."""
+    names: set[str] = set()
+    for _literal, name, spec, conversion in string.Formatter().parse(text):
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            raise ValueError(f"{{{name}}} is not a placeholder (write a brace as {{{{ or }}}})")
+        names.add(name)
+    return names
+
+
+def _check_placeholders(key: str, text: str, *, shop_name: str | None) -> str | None:
+    """The problem with `text`'s placeholders as the text `key`, or None."""
+    try:
+        used = _placeholders(text)
+    except ValueError as exc:
+        return str(exc)
+    unknown = used - allowed_placeholders(key)
+    if unknown:
+        allowed = ", ".join(f"{{{n}}}" for n in sorted(allowed_placeholders(key))) or "none"
+        return f"unknown placeholder {{{sorted(unknown)[0]}}} (allowed here: {allowed})"
+    missing = _REQUIRED.get(key, frozenset()) - used
+    if missing:
+        return f"must contain the placeholder {{{sorted(missing)[0]}}}"
+    if "shop_name" in used and not shop_name:
+        return "uses {shop_name} but SHOP_NAME is not set"
+    return None
+
+
+def _fits_one_message(text: str) -> bool:
+    return len(markdown_to_messages(text)) == 1
+
+
+@dataclass(frozen=True, slots=True)
+class TextTable:
+    """The effective texts of every language, and the language for everyone else."""
+
+    by_language: Mapping[Language, Texts]
+    default_language: Language = DEFAULT_LANGUAGE
+    overridden: Mapping[Language, frozenset[str]] = field(default_factory=dict)
+
+    def choose(self, language_code: str | None) -> tuple[Language, Texts]:
+        language = language_for(language_code, default=self.default_language)
+        return language, self.by_language[language]
+
+
+def language_for(language_code: str | None, *, default: Language = DEFAULT_LANGUAGE) -> Language:
+    """Ours when the code's primary tag is one of ours (`en-GB` → en), else `default`
+    (a missing code included)."""
+    primary = (language_code or "").split("-")[0].lower()
+    for language in LANGUAGES:
+        if primary == language:
+            return language
+    return default
+
+
+def _effective(
+    language: Language, overrides: Mapping[str, str], shop_name: str | None
+) -> tuple[Texts, list[str]]:
+    """The texts of `language` with `overrides` and the shop name, and the problems."""
+    template = _TEMPLATES[language]
+    if shop_name and "start" not in overrides:
+        template = replace(template, start=_NAMED_START[language])
+    template = replace(template, **overrides)
+    problems = []
+    for key, text in overrides.items():
+        problem = _check_placeholders(key, text, shop_name=shop_name)
+        if problem:
+            problems.append(f"[{language}] {key}: {problem}")
+    if problems:
+        return template, problems
+    contacts = template.contacts.format(shop_name=shop_name)
+    values = {
+        key: getattr(template, key).format(
+            shop_name=shop_name,
+            contacts=contacts,
+            commands=f"{{{COMMANDS_PLACEHOLDER}}}",
+            examples=f"{{{EXAMPLES_PLACEHOLDER}}}",
+        )
+        for key in TEXT_KEYS
+        if key not in _RUNTIME_KEYS
+    }
+    texts = replace(template, **values)
+    for key in TEXT_KEYS:
+        if key.startswith(MENU_PREFIX):
+            if not 1 <= len(getattr(texts, key).strip()) <= MENU_WORDS_LIMIT:
+                problems.append(f"[{language}] {key}: a menu entry takes 1-256 characters")
+        elif not _fits_one_message(_shown(texts, key)):
+            problems.append(f"[{language}] {key}: too long for one Telegram message")
+    return texts, problems
+
+
+def _shown(texts: Texts, key: str) -> str:
+    """The text as a customer may see it at its longest (runtime placeholders filled)."""
+    if key == "too_long":
+        return texts.too_long_for(TELEGRAM_TEXT_LIMIT)
+    if key == "voice_too_long":
+        return texts.voice_too_long_for(TELEGRAM_TEXT_LIMIT)
+    if key == "handoff_off_hours":
+        return texts.off_hours_for(_LONGEST_HOURS)
+    if key == "start":
+        return texts.start_with(_LONGEST_EXAMPLES)
+    if _RUNTIME_PLACEHOLDERS.get(key) == frozenset({"order"}):
+        return texts.for_order(key, "X" * 64)
+    return str(getattr(texts, key))
+
+
+def build_text_table(
+    *,
+    overrides: Mapping[Language, Mapping[str, str]] | None = None,
+    shop_name: str | None = None,
+    default_language: Language = DEFAULT_LANGUAGE,
+    source: str = "TEXTS_FILE",
+) -> TextTable:
+    """The effective texts; `TextsError` (one line, naming `source`) for bad overrides."""
+    overrides = overrides or {}
+    by_language: dict[Language, Texts] = {}
+    problems: list[str] = []
+    for language in LANGUAGES:
+        texts, found = _effective(language, overrides.get(language, {}), shop_name)
+        by_language[language] = texts
+        problems.extend(found)
+    if problems:
+        raise TextsError(f"{source}: {'; '.join(problems)}")
+    return TextTable(
+        by_language=by_language,
+        default_language=default_language,
+        overridden={lang: frozenset(overrides.get(lang, {})) for lang in LANGUAGES},
+    )
+
+
+def _parse_overrides(
+    document: Mapping[str, object],
+) -> tuple[dict[Language, dict[str, str]], list[str]]:
+    overrides: dict[Language, dict[str, str]] = {}
+    problems: list[str] = []
+    expected_languages = ", ".join(f"[{lang}]" for lang in LANGUAGES)
+    for name, table in document.items():
+        language = next((lang for lang in LANGUAGES if lang == name), None)
+        if language is None:
+            if isinstance(table, dict):
+                problems.append(f"unknown language [{name}] (expected {expected_languages})")
+            else:
+                problems.append(f"{name}: texts go under a language table, {expected_languages}")
+            continue
+        if not isinstance(table, dict):
+            problems.append(f"{name}: expected a table [{name}] of texts")
+            continue
+        overrides[language] = {}
+        for key, value in table.items():
+            if key not in TEXT_KEYS:
+                problems.append(
+                    f"[{name}] unknown text {key!r} (expected one of {', '.join(TEXT_KEYS)})"
+                )
+            elif not isinstance(value, str) or not value.strip():
+                problems.append(f"[{name}] {key}: expected a non-empty string")
+            else:
+                overrides[language][key] = value.strip()
+    return overrides, problems
+
+
+def read_overrides(path: Path) -> dict[Language, dict[str, str]]:
+    """The overrides in a TOML file (`[ru]`/`[en]` tables of text keys), checked for shape.
+
+    Placeholders are checked by `build_text_table`. Problems are one `TextsError` line.
+    """
+    source = f"TEXTS_FILE {path}"
+    try:
+        with path.open("rb") as file:
+            raw = file.read(MAX_TEXTS_FILE_BYTES + 1)
+    except OSError as exc:
+        raise TextsError(
+            f"{source}: cannot be read: {exc.strerror or type(exc).__name__}"
+        ) from None
+    if len(raw) > MAX_TEXTS_FILE_BYTES:
+        raise TextsError(f"{source}: larger than {MAX_TEXTS_FILE_BYTES // 1024} KB")
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TextsError(f"{source}: not UTF-8 text (byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TextsError(f"{source}: not valid TOML: {exc}") from None
+    overrides, problems = _parse_overrides(document)
+    if problems:
+        raise TextsError(f"{source}: {'; '.join(problems)}")
+    return overrides
+
+
+def load_text_table(
+    *,
+    texts_file: Path | None,
+    shop_name: str | None,
+    default_language: Language,
+) -> TextTable:
+    """What customers will read: the built-in texts, `SHOP_NAME` and `TEXTS_FILE`."""
+    overrides = read_overrides(texts_file) if texts_file is not None else {}
+    source = f"TEXTS_FILE {texts_file}" if texts_file is not None else "TEXTS_FILE"
+    return build_text_table(
+        overrides=overrides,
+        shop_name=shop_name,
+        default_language=default_language,
+        source=source,
+    )
+
+
+BUILT_IN = build_text_table()
+RU = BUILT_IN.by_language["ru"]
+EN = BUILT_IN.by_language["en"]
+
+
+def describe_table(table: TextTable) -> str:
+    """The effective texts as an owner reads them (`python -m bot texts`)."""
+    default = table.default_language
+    others = " nor ".join(LANGUAGES)
+    lines = [
+        f"Customers whose Telegram language is neither {others} read the {default} texts.",
+        "Texts are shown as written (Markdown: *bold* reaches customers in bold); "
+        "{limit} is MAX_INPUT_CHARS (in voice_too_long: VOICE_MAX_SECONDS); "
+        "{commands} in help is the list of the commands in the menu; {examples} in start "
+        "is what the assistant can do and example questions, made from the shop's data "
+        "at each /start.",
+    ]
+    order = [default, *(language for language in LANGUAGES if language != default)]
+    for language in order:
+        texts = table.by_language[language]
+        title = f"{language} (default)" if language == default else language
+        lines += ["", f"===== {title} ====="]
+        for key in TEXT_KEYS:
+            origin = "TEXTS_FILE" if key in table.overridden.get(language, ()) else "built-in"
+            lines += ["", f"--- {key} ({origin}) ---", getattr(texts, key)]
+    return "\n".join(lines) + "\n"
