@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from typing import Any, cast
@@ -224,7 +225,9 @@ async def test_audit_holds_no_raw_arguments_or_results() -> None:
     executor = ToolExecutor(registry_with(("check", Recorder(), True)))
     outcome = await executor.execute(ToolCall("c", "check", '{"order_id": "9876"}'), CONTEXT)
     assert "9876" in outcome.content
-    assert "9876" not in repr(outcome.audit)
+    # the clock's figures are left out: a timestamp may hold those digits by chance
+    audit = dataclasses.replace(outcome.audit, started_at=0.0, duration_ms=0.0)
+    assert "9876" not in repr(audit)
 
 
 async def test_read_only_batch_runs_concurrently_and_keeps_call_order() -> None:
