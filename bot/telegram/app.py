@@ -31,9 +31,9 @@ from aiohttp import web
 from bot.runtime.config import BotMode, DatabaseChoice, Settings
 from bot.runtime.demo_data import settle_demo_data
 from bot.runtime.exit_codes import ExitCode
+from bot.runtime.health import build_health_app
 from bot.runtime.logs import CHATTY_LOGGERS, ClientErrorFilter, build_formatter
 from bot.runtime.metrics import add_metrics_route
-from bot.telegram.health import build_health_app
 from bot.telegram.menu import menu_calls, set_commands
 from bot.telegram.polling import Poller
 from bot.telegram.sender import RETRYABLE_FAILURES

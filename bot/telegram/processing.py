@@ -20,7 +20,8 @@ from aiogram.types import Update
 from pydantic import ValidationError
 
 from bot.runtime.logs import validation_summary
-from bot.telegram.responder import Responder
+from bot.runtime.responder import Responder
+from bot.telegram.outbox import Outbox
 from storage.inbox import InboxRow
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class UpdateProcessor:
             if message is not None and message.chat.type != ChatType.PRIVATE
             else None
         )
-        outbox = self._responder.outbox(row, reply_to_message_id=reply_to)
+        outbox = Outbox(self._responder, row, reply_to_message_id=reply_to)
         result = await self._dispatcher.feed_update(
             self._bot, update, outbox=outbox, inbox_update_id=row.update_id
         )

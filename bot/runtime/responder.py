@@ -1,9 +1,10 @@
 """Replies go through the inbox: store first, then send, then record what Telegram said.
 
 Handlers never send answers themselves. They get an `Outbox` bound to the update being
-handled and hand it the answer; the `Responder` stores the formatted parts in the inbox
-row (status `answered`), sends them one by one through the `Sender`, and records each
-Telegram message id as it arrives. If the process dies between storing and sending, the
+handled (bot/telegram/outbox.py) and hand it the answer; the `Responder` stores the
+formatted parts in the inbox row (status `answered`), sends them one by one through the
+`Channel` (bot/runtime/channel.py; Telegram's: bot/telegram/channel.py), and records
+each message id as it arrives. If the process dies between storing and sending, the
 next start delivers the stored parts without calling the model again, continuing after
 the last part Telegram accepted.
 
@@ -22,14 +23,16 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import replace
 
-from aiogram.enums import ChatAction
-from aiogram.methods import SendChatAction
-
-from bot.telegram.formatting import Rendered, markdown_to_messages
-from bot.telegram.keyboards import markup_from_json, markup_to_json
-from bot.telegram.send_outcome import THREAD_NOT_FOUND
-from bot.telegram.sender import ReplyMarkup, Sender, SendResult
+from bot.runtime.channel import (
+    THREAD_NOT_FOUND,
+    Channel,
+    Rendered,
+    ReplyTarget,
+    SendResult,
+    reply_target,
+)
 from storage.database import StorageRetry
 from storage.inbox import (
     DELIVERED,
@@ -63,7 +66,7 @@ class Responder:
     def __init__(
         self,
         inbox: InboxRepository,
-        sender: Sender,
+        channel: Channel,
         *,
         storage_retry: StorageRetry | None = None,
         transient_failures: frozenset[str] = frozenset(),
@@ -71,7 +74,7 @@ class Responder:
         topic_lost: TopicLost = no_other_topic,
     ) -> None:
         self._inbox = inbox
-        self._sender = sender
+        self._channel = channel
         self._topic_lost = topic_lost
         self._retry = storage_retry or StorageRetry()
         self._transient = transient_failures
@@ -80,8 +83,9 @@ class Responder:
         # last one that ended went through, or none failed yet); read by /healthz
         self.failing_since: float | None = None
 
-    def outbox(self, row: InboxRow, *, reply_to_message_id: int | None = None) -> Outbox:
-        return Outbox(self, row, reply_to_message_id=reply_to_message_id)
+    def render(self, markdown: str) -> Sequence[Rendered]:
+        """The model's Markdown as the channel's messages (what an `Outbox` stores)."""
+        return self._channel.render(markdown)
 
     async def reply(
         self, row: InboxRow, parts: Sequence[StoredReply], *, turn_id: str | None = None
@@ -120,7 +124,7 @@ class Responder:
             return
         for part in row.undelivered:
             try:
-                result = await self._send_part(row.chat_id, part)
+                result = await self._send_part(row, row.chat_id, part)
             except Exception:
                 log.exception("sending the reply to update %s failed", row.update_id)
                 await self._finish(row.update_id, FAILED, "send_error")
@@ -143,46 +147,16 @@ class Responder:
             return
         await self._finish(row.update_id, DELIVERED, None)
 
-    async def _send_part(self, row_chat_id: int, part: StoredReply) -> SendResult:
-        """One part to its chat (the update's unless the part names another); a part
-        whose forum topic was deleted goes to the topic `topic_lost` gives instead."""
-        chat_id = part.chat_id if part.chat_id is not None else row_chat_id
-        result = await self._send_once(chat_id, part, part.thread_id)
-        if result.reason == THREAD_NOT_FOUND and part.thread_id is not None:
-            thread_id = await self._topic_lost(chat_id, part.thread_id)
+    async def _send_part(self, row: InboxRow, chat_id: int, part: StoredReply) -> SendResult:
+        """One part to its target (the update's chat unless the part names another); a
+        part whose forum topic was deleted goes to the topic `topic_lost` gives instead."""
+        target = reply_target(chat_id, row.payload, part, thread_id=part.thread_id)
+        result = await self._channel.send(target, part)
+        if result.reason == THREAD_NOT_FOUND and target.thread_id is not None:
+            thread_id = await self._topic_lost(target.chat_id, target.thread_id)
             if thread_id is not None:
-                result = await self._send_once(chat_id, part, thread_id)
+                result = await self._channel.send(replace(target, thread_id=thread_id), part)
         return result
-
-    async def _send_once(
-        self, chat_id: int, part: StoredReply, thread_id: int | None
-    ) -> SendResult:
-        if part.copy_message_id is not None and part.copy_from_chat_id is not None:
-            return await self._sender.copy_message(
-                chat_id,
-                from_chat_id=part.copy_from_chat_id,
-                message_id=part.copy_message_id,
-                message_thread_id=thread_id,
-            )
-        markup = markup_from_json(part.reply_markup)
-        if thread_id is None:  # the usual answer: no topic argument at all
-            return await self._sender.send_text(
-                chat_id,
-                part.html,
-                parse_mode="HTML",
-                plain_text=part.plain,
-                reply_to_message_id=part.reply_to_message_id,
-                reply_markup=markup,
-            )
-        return await self._sender.send_text(
-            chat_id,
-            part.html,
-            parse_mode="HTML",
-            plain_text=part.plain,
-            reply_to_message_id=part.reply_to_message_id,
-            reply_markup=markup,
-            message_thread_id=thread_id,
-        )
 
     async def _record_part(self, update_id: int, message_id: int) -> None:
         await self._retry.run(
@@ -197,15 +171,14 @@ class Responder:
         )
 
     @contextlib.asynccontextmanager
-    async def typing(self, chat_id: int) -> AsyncIterator[None]:
-        """Show "typing…" in the chat until the block ends (refreshed every few seconds)."""
+    async def typing(self, target: ReplyTarget) -> AsyncIterator[None]:
+        """Show "typing…" at `target` until the block ends (refreshed every few seconds)."""
+        chat_id = target.chat_id
 
         async def keep_typing() -> None:
             while True:
                 try:
-                    await self._sender.call(
-                        SendChatAction(chat_id=chat_id, action=ChatAction.TYPING)
-                    )
+                    await self._channel.show_typing(target)
                 except Exception as exc:  # cosmetic: never fail a turn over it
                     log.debug("chat action failed in chat %s: %s", chat_id, type(exc).__name__)
                 await asyncio.sleep(TYPING_REFRESH_S)
@@ -217,83 +190,3 @@ class Responder:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-class Outbox:
-    """The reply channel of one inbox row, handed to handlers in their `ctx`."""
-
-    def __init__(
-        self, responder: Responder, row: InboxRow, *, reply_to_message_id: int | None
-    ) -> None:
-        self._responder = responder
-        self._row = row
-        self._reply_to = reply_to_message_id
-        self.used = False
-
-    @property
-    def update_id(self) -> int:
-        return self._row.update_id
-
-    async def send(
-        self,
-        markdown: str,
-        *,
-        turn_id: str | None = None,
-        reply_markup: ReplyMarkup | None = None,
-        also: Sequence[StoredReply] = (),
-    ) -> None:
-        """Answer the update with text in the Markdown subset of `bot.telegram.formatting`;
-        `reply_markup` (a keyboard) goes with the last part; `also`: ready parts sent
-        after it, e.g. to another chat (see `send_parts`)."""
-        await self.send_rendered(
-            markdown_to_messages(markdown), turn_id=turn_id, reply_markup=reply_markup, also=also
-        )
-
-    async def send_rendered(
-        self,
-        parts: Sequence[Rendered],
-        *,
-        turn_id: str | None = None,
-        reply_markup: ReplyMarkup | None = None,
-        also: Sequence[StoredReply] = (),
-    ) -> None:
-        if self.used:
-            log.warning("update %s answered twice by handlers; keeping the first", self.update_id)
-            return
-        self.used = True
-        markup = None if reply_markup is None else markup_to_json(reply_markup)
-        stored = [
-            StoredReply(
-                html=part.html,
-                plain=part.plain,
-                reply_to_message_id=self._reply_to if index == 0 else None,
-                reply_markup=markup if index == len(parts) - 1 else None,
-            )
-            for index, part in enumerate(parts)
-        ]
-        stored += also
-        if not stored:
-            await self.ignore("empty_reply")
-            return
-        await self._responder.reply(self._row, stored, turn_id=turn_id)
-
-    async def send_parts(self, parts: Sequence[StoredReply]) -> None:
-        """Answer the update with ready parts, some of which may go to other chats or be
-        copies (the handoff's relays and mirrors): stored, then sent, like any answer."""
-        if self.used:
-            log.warning("update %s answered twice by handlers; keeping the first", self.update_id)
-            return
-        self.used = True
-        if not parts:
-            await self.ignore("empty_reply")
-            return
-        await self._responder.reply(self._row, parts)
-
-    async def drop_contact(self) -> None:
-        """After the reply is stored: remove a shared contact from the stored update."""
-        await self._responder.drop_contact(self._row)
-
-    async def ignore(self, reason: str) -> None:
-        """Nothing will be sent for this update (e.g. silenced by a limit)."""
-        self.used = True
-        await self._responder.ignore(self._row, reason)
