@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bot.runtime.config import Settings
+from bot.programs.setting_names import known_names
 from storage.database import Database, open_database
 from tests.failure_reports import pytest_runtest_makereport  # noqa: F401 (a hook)
 from tests.pg import pg_cluster, pg_db, pg_empty_url, pg_url  # noqa: F401 (fixtures)
@@ -32,8 +32,9 @@ from tests.shop_engine.medusa_engine import (  # noqa: F401 (a fixture)
     stop_engine_boot,
 )
 
-# every setting the bot reads, so a developer's environment never leaks into a test
-SETTING_NAMES = tuple(name.upper() for name in Settings.model_fields)
+# every setting the bot reads (the features' groups too), so a developer's environment
+# never leaks into a test
+SETTING_NAMES = tuple(sorted(known_names()))
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,8 @@ from bot.runtime.config import (
     load_shop_settings,
 )
 from bot.runtime.exit_codes import ExitCode
+from bot.telegram.features.catalog import words_of
+from bot.telegram.features.registry import FEATURES
 from bot.telegram.texts import TextsError, TextTable, describe_table, load_text_table
 
 
@@ -69,6 +71,7 @@ def _texts_or_exit(shop: ShopSettings) -> TextTable:
             texts_file=shop.texts_file,
             shop_name=shop.shop_name,
             default_language=shop.default_language,
+            features=words_of(FEATURES),
         )
     except TextsError as exc:
         print(f"error: invalid settings: {exc}", file=sys.stderr)

@@ -48,6 +48,7 @@ from bot.telegram.features.catalog import (
     own_of,
     system_prompt,
     tools_of,
+    words_of,
 )
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.replies import customer_text
@@ -512,6 +513,7 @@ def simulate(args: argparse.Namespace) -> int:
             texts_file=settings.texts_file,
             shop_name=settings.shop_name,
             default_language=settings.default_language,
+            features=words_of(FEATURES),
         )
     except (SettingsError, TextsError) as exc:
         return _error(str(exc))

@@ -295,11 +295,8 @@ class Settings(ShopSettings):
     # On start, check once that the endpoint answers, accepts the key and offers
     # OPENAI_MODEL and OPENAI_FALLBACK_MODELS (GET /models: no tokens, no cost).
     openai_startup_check: bool = True
-    # Voice notes: the transcription model on the same endpoint and key
-    # (e.g. whisper-1); unset = off, voice notes get the "text only" reply
-    transcription_model: str | None = Field(default=None, max_length=200)
-    # longer voice notes are refused politely, without a download
-    voice_max_seconds: int = Field(default=60, ge=1, le=3600)
+    # Voice notes (TRANSCRIPTION_MODEL, VOICE_MAX_SECONDS): the voice feature's own group,
+    # bot/telegram/features/voice.py `VoiceSettings`
 
     # Conversation and tools
     database_path: Path = Path("data/bot.sqlite3")
@@ -487,7 +484,7 @@ class Settings(ShopSettings):
     def _check_optional_url(cls, value: str | None) -> str | None:
         return _check_http_url(value)
 
-    @field_validator("transcription_model", "llm_temperature", mode="before")
+    @field_validator("llm_temperature", mode="before")
     @classmethod
     def _blank_model_is_off(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import string
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 # re-exported: the texts' users name the languages from here
 from bot.runtime.languages import DEFAULT_LANGUAGE as DEFAULT_LANGUAGE
@@ -43,12 +44,29 @@ from bot.runtime.languages import LANGUAGES as LANGUAGES
 from bot.runtime.languages import Language as Language
 from bot.telegram.formatting import TELEGRAM_TEXT_LIMIT, markdown_to_messages
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+W = TypeVar("W", bound="DataclassInstance")
+
 # An override file is a few kilobytes of words; anything far larger is a mistake.
 MAX_TEXTS_FILE_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class Texts:
+    # whose words these are, and the features' words (declared in the features' modules,
+    # `FeatureSpec.words`; TEXTS_FILE and SHOP_NAME applied), read typed with `of`
+    language: Language = field(default=DEFAULT_LANGUAGE, kw_only=True)
+    features: Mapping[str, str] = field(default_factory=dict, kw_only=True)
+
+    def of(self, words: Mapping[Language, W]) -> W:
+        """A feature's words in this language, as the shop made them (`words`: the
+        feature's built-in ones, per language: a frozen dataclass of strings)."""
+        builtin = words[self.language]
+        mine = {f.name: self.features[f.name] for f in fields(builtin) if f.name in self.features}
+        return replace(builtin, **mine) if mine else builtin
+
     start: str  # {contacts} required, {shop_name}
     help: str  # {commands}: the customers' commands menu, filled in by bot/telegram/menu.py
     contacts: str  # how to reach the shop otherwise; {shop_name}
@@ -75,10 +93,6 @@ class Texts:
     phone_private_only: str
     phone_forgotten: str
     phone_nothing_to_forget: str
-    # voice notes (bot/telegram/routers/voice.py)
-    voice_heard: str  # the label before the quoted transcript, above the answer
-    voice_too_long: str  # {limit} required (VOICE_MAX_SECONDS), filled in per message
-    voice_not_understood: str
     # handoff to a person (bot/telegram/routers/handoff.py), used only when OPERATOR_CHAT_ID is set
     operator_button: str
     handoff_started: str
@@ -145,9 +159,6 @@ class Texts:
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
 
-    def voice_too_long_for(self, limit: int) -> str:
-        return self.voice_too_long.format(limit=limit)
-
     def off_hours_for(self, hours: str) -> str:
         return self.handoff_off_hours.format(hours=hours)
 
@@ -156,7 +167,7 @@ class Texts:
         return self.start.replace(f"{{{EXAMPLES_PLACEHOLDER}}}", examples)
 
 
-TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts))
+TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts) if not f.kw_only)
 # the commands menu's words (Telegram: a command's description takes 1-256 characters)
 MENU_PREFIX = "menu_"
 MENU_WORDS_LIMIT = 256
@@ -164,7 +175,6 @@ MENU_WORDS_LIMIT = 256
 _RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
     "too_long": frozenset({"limit"}),
     "handoff_off_hours": frozenset({"hours"}),
-    "voice_too_long": frozenset({"limit"}),
     **{
         key: frozenset({"order"})
         for key in (
@@ -282,14 +292,6 @@ RU_TEMPLATES = Texts(
     ),
     phone_forgotten="Готово, ваш номер телефона удалён.",
     phone_nothing_to_forget="У меня нет вашего номера телефона — удалять нечего.",
-    voice_heard="Распознано:",
-    voice_too_long=(
-        "Голосовое сообщение слишком длинное — я слушаю до {limit} секунд. "
-        "Запишите, пожалуйста, покороче или напишите вопрос текстом."
-    ),
-    voice_not_understood=(
-        "Извините, я не смог разобрать голосовое сообщение. Напишите, пожалуйста, вопрос текстом."
-    ),
     operator_button="Позвать сотрудника",
     handoff_started=(
         "Передаю разговор сотруднику магазина — он ответит здесь, в этом чате. "
@@ -453,14 +455,6 @@ EN_TEMPLATES = Texts(
     ),
     phone_forgotten="Done, your phone number has been removed.",
     phone_nothing_to_forget="I do not have your phone number, so there is nothing to remove.",
-    voice_heard="Heard:",
-    voice_too_long=(
-        "The voice message is too long: I listen to up to {limit} seconds. "
-        "Please record a shorter one or type your question."
-    ),
-    voice_not_understood=(
-        "Sorry, I could not make out the voice message. Please type your question."
-    ),
     operator_button="Talk to a person",
     handoff_started=(
         "I am passing the conversation to a person from the shop: they will answer here, "
@@ -633,7 +627,8 @@ def _effective(
     template = _TEMPLATES[language]
     if shop_name and "start" not in overrides:
         template = replace(template, start=_NAMED_START[language])
-    template = replace(template, **overrides)
+    given: dict[str, Any] = dict(overrides)  # texts only: checked against TEXT_KEYS
+    template = replace(template, **given)
     problems = []
     for key, text in overrides.items():
         problem = _check_placeholders(key, text, shop_name=shop_name)
@@ -666,8 +661,6 @@ def _shown(texts: Texts, key: str) -> str:
     """The text as a customer may see it at its longest (runtime placeholders filled)."""
     if key == "too_long":
         return texts.too_long_for(TELEGRAM_TEXT_LIMIT)
-    if key == "voice_too_long":
-        return texts.voice_too_long_for(TELEGRAM_TEXT_LIMIT)
     if key == "handoff_off_hours":
         return texts.off_hours_for(_LONGEST_HOURS)
     if key == "start":
@@ -683,15 +676,23 @@ def build_text_table(
     shop_name: str | None = None,
     default_language: Language = DEFAULT_LANGUAGE,
     source: str = "TEXTS_FILE",
+    features: Mapping[Language, Mapping[str, str]] | None = None,
 ) -> TextTable:
-    """The effective texts; `TextsError` (one line, naming `source`) for bad overrides."""
+    """The effective texts; `TextsError` (one line, naming `source`) for bad overrides.
+    `features`: the features' built-in words (`FeatureSpec.words`), which the overrides
+    may replace like any text."""
     overrides = overrides or {}
+    features = features or {}
     by_language: dict[Language, Texts] = {}
     problems: list[str] = []
     for language in LANGUAGES:
-        texts, found = _effective(language, overrides.get(language, {}), shop_name)
-        by_language[language] = texts
-        problems.extend(found)
+        given = overrides.get(language, {})
+        builtin = features.get(language, {})
+        core = {k: v for k, v in given.items() if k not in builtin}
+        texts, found = _effective(language, core, shop_name)
+        words, also = _feature_words(language, builtin, given, shop_name, texts.contacts)
+        by_language[language] = replace(texts, language=language, features=words)
+        problems.extend(found + also)
     if problems:
         raise TextsError(f"{source}: {'; '.join(problems)}")
     return TextTable(
@@ -701,8 +702,64 @@ def build_text_table(
     )
 
 
+def _feature_words(
+    language: Language,
+    builtin: Mapping[str, str],
+    overrides: Mapping[str, str],
+    shop_name: str | None,
+    contacts: str,
+) -> tuple[dict[str, str], list[str]]:
+    """The features' words of `language` with the overrides, and the problems. A word's
+    own placeholders (those of its built-in text, e.g. `{order}`) are filled in per
+    message, so an override must use exactly those; a word without any may use
+    `{shop_name}` and `{contacts}`, filled in here — the rules of the bot's own texts."""
+    words: dict[str, str] = {}
+    problems: list[str] = []
+    for key, default in builtin.items():
+        own = frozenset(_placeholders(default) - {"shop_name", "contacts"})
+        text = overrides.get(key, default)
+        problem = _check_feature_placeholders(text, own, shop_name=shop_name)
+        if problem is None:
+            if not own:
+                text = text.format(shop_name=shop_name, contacts=contacts)
+            problem = _feature_word_size(key, text, own)
+        if problem:
+            problems.append(f"[{language}] {key}: {problem}")
+        words[key] = text
+    return words, problems
+
+
+def _check_feature_placeholders(
+    text: str, own: frozenset[str], *, shop_name: str | None
+) -> str | None:
+    try:
+        used = _placeholders(text)
+    except ValueError as exc:
+        return str(exc)
+    allowed = own or frozenset({"shop_name", "contacts"})
+    unknown = used - allowed
+    if unknown:
+        shown = ", ".join(f"{{{n}}}" for n in sorted(allowed))
+        return f"unknown placeholder {{{sorted(unknown)[0]}}} (allowed here: {shown})"
+    missing = own - used
+    if missing:
+        return f"must contain the placeholder {{{sorted(missing)[0]}}}"
+    if "shop_name" in used and not shop_name:
+        return "uses {shop_name} but SHOP_NAME is not set"
+    return None
+
+
+def _feature_word_size(key: str, text: str, own: frozenset[str]) -> str | None:
+    if key.startswith(MENU_PREFIX):
+        ok = 1 <= len(text.strip()) <= MENU_WORDS_LIMIT
+        return None if ok else "a menu entry takes 1-256 characters"
+    longest = text.format(**{name: "X" * 64 for name in own}) if own else text
+    return None if _fits_one_message(longest) else "too long for one Telegram message"
+
+
 def _parse_overrides(
     document: Mapping[str, object],
+    feature_keys: Collection[str] = (),
 ) -> tuple[dict[Language, dict[str, str]], list[str]]:
     overrides: dict[Language, dict[str, str]] = {}
     problems: list[str] = []
@@ -719,10 +776,11 @@ def _parse_overrides(
             problems.append(f"{name}: expected a table [{name}] of texts")
             continue
         overrides[language] = {}
+        known = (*TEXT_KEYS, *feature_keys)
         for key, value in table.items():
-            if key not in TEXT_KEYS:
+            if key not in known:
                 problems.append(
-                    f"[{name}] unknown text {key!r} (expected one of {', '.join(TEXT_KEYS)})"
+                    f"[{name}] unknown text {key!r} (expected one of {', '.join(known)})"
                 )
             elif not isinstance(value, str) or not value.strip():
                 problems.append(f"[{name}] {key}: expected a non-empty string")
@@ -731,8 +789,11 @@ def _parse_overrides(
     return overrides, problems
 
 
-def read_overrides(path: Path) -> dict[Language, dict[str, str]]:
-    """The overrides in a TOML file (`[ru]`/`[en]` tables of text keys), checked for shape.
+def read_overrides(
+    path: Path, feature_keys: Collection[str] = ()
+) -> dict[Language, dict[str, str]]:
+    """The overrides in a TOML file (`[ru]`/`[en]` tables of text keys, the features'
+    words' keys too), checked for shape.
 
     Placeholders are checked by `build_text_table`. Problems are one `TextsError` line.
     """
@@ -752,7 +813,7 @@ def read_overrides(path: Path) -> dict[Language, dict[str, str]]:
         raise TextsError(f"{source}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise TextsError(f"{source}: not valid TOML: {exc}") from None
-    overrides, problems = _parse_overrides(document)
+    overrides, problems = _parse_overrides(document, feature_keys)
     if problems:
         raise TextsError(f"{source}: {'; '.join(problems)}")
     return overrides
@@ -763,15 +824,20 @@ def load_text_table(
     texts_file: Path | None,
     shop_name: str | None,
     default_language: Language,
+    features: Mapping[Language, Mapping[str, str]] | None = None,
 ) -> TextTable:
-    """What customers will read: the built-in texts, `SHOP_NAME` and `TEXTS_FILE`."""
-    overrides = read_overrides(texts_file) if texts_file is not None else {}
+    """What customers will read: the built-in texts and the features' words
+    (`features`: bot/telegram/features/registry.py `FEATURE_WORDS`), `SHOP_NAME` and
+    `TEXTS_FILE`."""
+    keys = {key for words in (features or {}).values() for key in words}
+    overrides = read_overrides(texts_file, keys) if texts_file is not None else {}
     source = f"TEXTS_FILE {texts_file}" if texts_file is not None else "TEXTS_FILE"
     return build_text_table(
         overrides=overrides,
         shop_name=shop_name,
         default_language=default_language,
         source=source,
+        features=features,
     )
 
 
@@ -797,7 +863,8 @@ def describe_table(table: TextTable) -> str:
         texts = table.by_language[language]
         title = f"{language} (default)" if language == default else language
         lines += ["", f"===== {title} ====="]
-        for key in TEXT_KEYS:
+        shown = {key: str(getattr(texts, key)) for key in TEXT_KEYS} | dict(texts.features)
+        for key, text in shown.items():
             origin = "TEXTS_FILE" if key in table.overridden.get(language, ()) else "built-in"
-            lines += ["", f"--- {key} ({origin}) ---", getattr(texts, key)]
+            lines += ["", f"--- {key} ({origin}) ---", text]
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.telegram.routers.voice import VOICE_WORDS
 from bot.telegram.texts import EN, RU
 from tests.e2e.chat_helpers import WAIT_S, query, results_for, seen_text, wait_for_db
 from tests.e2e.conftest import StartBot
@@ -65,7 +66,7 @@ async def test_voice_note_about_an_order_is_answered_from_the_tool(
     answer = message.plain_text
 
     # the customer sees what was heard, then the answer built from the order tool
-    assert answer.startswith(f"{RU.voice_heard} «{QUESTION}»\n\n"), answer
+    assert answer.startswith(f"{RU.of(VOICE_WORDS).voice_heard} «{QUESTION}»\n\n"), answer
     assert message.text.startswith("<i>")
     [result] = results_for(fake_openai, QUESTION)
     assert result["ok"] is True and result["data"]["order_id"] == "8041"
@@ -117,7 +118,7 @@ async def test_round_video_note_is_heard_too(
         video_note_update(CHAT, file_id="round-1", duration=9, language_code="en")
     )
     answer = await next_reply(fake_telegram)
-    assert answer.startswith(f"{EN.voice_heard} “{said}”\n\n"), answer
+    assert answer.startswith(f"{EN.of(VOICE_WORDS).voice_heard} “{said}”\n\n"), answer
     assert "8041" in answer
     assert fake_openai.transcriptions[0]["filename"] == "video_note.mp4"
 
@@ -131,7 +132,7 @@ async def test_over_long_note_is_refused_without_download(
     await start_bot(**VOICE_ON, VOICE_MAX_SECONDS="30")
     await send_voice(fake_telegram, QUESTION, duration=31)
     answer = await next_reply(fake_telegram)
-    assert answer == seen_text(RU.voice_too_long_for(30))
+    assert answer == seen_text(RU.of(VOICE_WORDS).voice_too_long_for(30))
     assert fake_telegram.calls_of("getFile") == []
     assert fake_telegram.downloads == []
     assert fake_openai.transcriptions == [] and fake_openai.chat_requests == []
@@ -147,7 +148,7 @@ async def test_failing_transcription_gets_the_polite_reply_and_no_model_turn(
     fake_openai.transcription_reply = error(500, "transcriber down")
     await start_bot(**VOICE_ON)
     await send_voice(fake_telegram, QUESTION)
-    assert await next_reply(fake_telegram) == seen_text(RU.voice_not_understood)
+    assert await next_reply(fake_telegram) == seen_text(RU.of(VOICE_WORDS).voice_not_understood)
     assert len(fake_openai.transcriptions) == 1
     assert fake_openai.chat_requests == []
     await wait_for_db(
@@ -165,7 +166,7 @@ async def test_nothing_heard_gets_the_polite_reply_and_no_model_turn(
     fake_openai.transcripts[b"silence"] = " \u200b "  # only characters that render as nothing
     await start_bot(**VOICE_ON)
     await send_voice(fake_telegram, b"silence")
-    assert await next_reply(fake_telegram) == seen_text(RU.voice_not_understood)
+    assert await next_reply(fake_telegram) == seen_text(RU.of(VOICE_WORDS).voice_not_understood)
     assert fake_openai.chat_requests == []
     await wait_for_db(
         database_path, "SELECT status, error_code FROM voice_notes", [("failed", "empty")]
@@ -177,7 +178,7 @@ async def test_a_file_telegram_cannot_serve_gets_the_polite_reply(
 ) -> None:
     await start_bot(**VOICE_ON)
     fake_telegram.enqueue_update(voice_update(CHAT, file_id="gone", duration=3))
-    assert await next_reply(fake_telegram) == seen_text(RU.voice_not_understood)
+    assert await next_reply(fake_telegram) == seen_text(RU.of(VOICE_WORDS).voice_not_understood)
     assert fake_openai.transcriptions == [] and fake_openai.chat_requests == []
 
 
@@ -191,7 +192,7 @@ async def test_a_file_path_leaving_the_file_folder_is_not_followed(
     fake_telegram.add_file("escape", b"OggS-not-heard", file_path=escape)
     calls_before = len(fake_telegram.calls)
     fake_telegram.enqueue_update(voice_update(CHAT, file_id="escape", duration=3))
-    assert await next_reply(fake_telegram) == seen_text(RU.voice_not_understood)
+    assert await next_reply(fake_telegram) == seen_text(RU.of(VOICE_WORDS).voice_not_understood)
     made = [call.method for call in fake_telegram.calls[calls_before:]]
     assert "getMe" not in made and fake_telegram.downloads == []
     assert fake_openai.transcriptions == [] and fake_openai.chat_requests == []
@@ -246,7 +247,7 @@ async def test_killed_mid_transcription_answers_once_after_restart(
     fake_telegram.enqueue_update(message_update(CHAT, text="/help"))
     messages = await fake_telegram.wait_for_messages(CHAT, 2)
     assert len(messages) == 2, [m.text for m in messages]
-    assert messages[0].plain_text.startswith(f"{RU.voice_heard} «{QUESTION}»")
+    assert messages[0].plain_text.startswith(f"{RU.of(VOICE_WORDS).voice_heard} «{QUESTION}»")
     assert "8041" in messages[0].plain_text
     assert "/new" in messages[1].plain_text
     await wait_for_db(
@@ -309,7 +310,7 @@ async def test_killed_mid_download_answers_once_after_restart(
     hold.set()
     await start_bot(**VOICE_ON)
     answer = await _exactly_one_heard_answer(fake_telegram)
-    assert answer.startswith(f"{RU.voice_heard} «{QUESTION}»") and "8041" in answer
+    assert answer.startswith(f"{RU.of(VOICE_WORDS).voice_heard} «{QUESTION}»") and "8041" in answer
     assert len(fake_openai.transcriptions) == 1
 
 
@@ -332,7 +333,7 @@ async def test_killed_after_transcription_does_not_transcribe_again(
     release.set()
     await start_bot(**VOICE_ON)
     answer = await _exactly_one_heard_answer(fake_telegram)
-    assert answer.startswith(f"{RU.voice_heard} «{QUESTION}»") and "8041" in answer
+    assert answer.startswith(f"{RU.of(VOICE_WORDS).voice_heard} «{QUESTION}»") and "8041" in answer
     assert len(fake_openai.transcriptions) == 1  # the stored transcript was used
     assert fake_telegram.downloads == ["voice/voice-1.oga"]
     await wait_for_db(database_path, "SELECT transcript FROM voice_notes", [(None,)])

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from bot.runtime.config import BotMode, Settings, SettingsError, load_settings
+from tests.conftest import SETTING_NAMES
 from tests.unit.test_container import ROOT, final_stage
 
 README = (ROOT / "README.md").read_text()
@@ -213,7 +214,7 @@ def project_folder(tmp_path: Path, env_text: str) -> Path:
 def bot_settings(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Settings:
     """The bot's own settings loader over exactly `env` (no shell variables, no .env)."""
     for name in list(os.environ):
-        if name.lower() in Settings.model_fields:
+        if name.upper() in SETTING_NAMES:
             monkeypatch.delenv(name)
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -18,6 +18,7 @@ import pytest
 
 from bot.programs.cli import _parse_args
 from bot.runtime.config import Settings
+from bot.telegram.features.registry import FEATURES
 from tests.waits import OUTER_LIMIT_S
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,5 +212,7 @@ def test_every_setting_the_readme_names_is_read_by_the_bot() -> None:
     for block in code_blocks(README):
         names |= set(re.findall(r"^\s*#?\s*([A-Z][A-Z0-9_]{2,})=", block, flags=re.M))
         names |= set(re.findall(r"#\s+([A-Z][A-Z0-9_]{2,})=", block))
-    unknown = {n for n in names - NOT_SETTINGS if n.lower() not in Settings.model_fields}
+    groups = [Settings.model_fields, *(spec.settings.model_fields for spec in FEATURES)]
+    read = {name.upper() for fields in groups for name in fields}  # the features' groups too
+    unknown = names - NOT_SETTINGS - read
     assert not unknown, f"the README names settings the bot does not read: {sorted(unknown)}"

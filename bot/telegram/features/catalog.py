@@ -4,7 +4,9 @@ the list itself (`FEATURES`, bot/telegram/features/registry.py) is read by the b
 
 Each entry (`FeatureSpec`) declares in one place what a feature brings: its settings
 group (`settings`, a `FeatureSettings` class read from the environment like the rest),
-its words per language (`words`), and two builders. `chat` builds its part in a turn —
+its words per language (`words`: keys a shop's TEXTS_FILE may reword like any text;
+`word_table` makes them from the typed words its handlers read with `Texts.of`), and
+two builders. `chat` builds its part in a turn —
 its tools, its system-prompt fragments and its own objects (e.g. a service) — from
 `Needs`, which holds nothing of Telegram, so the bot and `support-bot simulate` build it
 the same way; None means the feature is off. `telegram` builds the rest (routers, menu,
@@ -23,7 +25,7 @@ in bot/telegram/features/registry.py adds it to `FEATURES`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from bot.runtime.config import (
@@ -48,6 +50,8 @@ from tools.base import Tool
 from tools.shop.directory import ShopDirectory
 
 if TYPE_CHECKING:  # its module declares a FeatureSpec too
+    from _typeshed import DataclassInstance
+
     from bot.telegram.features.instances import Instances
 
 Own = TypeVar("Own")
@@ -163,6 +167,22 @@ def own_of(built: Sequence[Built], spec: FeatureSpec[Own, Any]) -> Own | None:
             own: Own = b.part.own
             return own
     return None
+
+
+def word_table(words: Mapping[Language, DataclassInstance]) -> Mapping[Language, Mapping[str, str]]:
+    """A feature's words as `FeatureSpec.words`, from its typed words (a frozen dataclass
+    of strings per language, which its handlers read with `Texts.of`)."""
+    return {language: {k: str(v) for k, v in asdict(w).items()} for language, w in words.items()}
+
+
+def words_of(specs: Iterable[FeatureSpec[Any, Any]]) -> dict[Language, dict[str, str]]:
+    """Every feature's built-in words by language, on or off (a shop's TEXTS_FILE may
+    reword a feature before turning it on): what `load_text_table` takes as `features`."""
+    table: dict[Language, dict[str, str]] = {}
+    for spec in specs:
+        for language, words in spec.words.items():
+            table.setdefault(language, {}).update(words)
+    return table
 
 
 def on(part: bool) -> ChatPart[None] | None:

@@ -4,8 +4,8 @@ Every feature of bot/telegram/features/registry.py is built with its setting on 
 spec's `turned_on`; a throwaway SQLite database, no network), then: a fragment of its
 system-prompt words names only tools the feature registers or the shop's own (always
 registered), the frame names only the shop's own, and its words have the same keys in
-every language. Exit 1 with one line
-per problem.
+every language, none of them a key of the bot's own texts or of another feature's.
+Exit 1 with one line per problem.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from bot.runtime.config import Settings
 from bot.telegram.features.catalog import Built, FeatureSpec, Needs, build_chat_parts
 from bot.telegram.features.registry import FEATURES
-from bot.telegram.texts import LANGUAGES
+from bot.telegram.texts import LANGUAGES, TEXT_KEYS
 from bot.telegram.wiring.core import build_shop_directory, build_storage_retry, build_tools
 from services.prompts.composed import unregistered
 from services.prompts.support_chat import SUPPORT_CHAT_FRAME
@@ -73,6 +73,22 @@ def word_problems(spec: FeatureSpec[Any, Any]) -> list[str]:
     ]
 
 
+def word_clashes(specs: Sequence[FeatureSpec[Any, Any]]) -> list[str]:
+    """A feature's word key that is one of the bot's own texts or another feature's:
+    `TEXTS_FILE` could not tell which one it rewords."""
+    owner: dict[str, str] = {}
+    found = []
+    for spec in specs:
+        for key in sorted({key for words in spec.words.values() for key in words}):
+            if key in TEXT_KEYS:
+                found.append(f"{spec.name}: word {key!r} is one of the bot's own texts")
+            elif key in owner:
+                found.append(f"{spec.name}: word {key!r} is {owner[key]}'s too")
+            else:
+                owner[key] = spec.name
+    return found
+
+
 async def check(specs: Sequence[FeatureSpec[Any, Any]] = FEATURES) -> list[str]:
     settings = Settings(_env_file=None, **ALL_ON)  # type: ignore[call-arg]
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,7 +98,7 @@ async def check(specs: Sequence[FeatureSpec[Any, Any]] = FEATURES) -> list[str]:
             needs = Needs(settings, db, shop, build_storage_retry(settings))
             built = build_chat_parts(specs, needs, {s.name: s.turned_on for s in specs})
             shop_tools = build_tools(settings, shop=shop).names
-            return problems(built, shop_tools)
+            return problems(built, shop_tools) + word_clashes(specs)
         finally:
             await db.close()
 

@@ -15,6 +15,8 @@ import html
 import io
 import logging
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from aiogram import Bot, Router
 from aiogram.filters import Filter
@@ -109,22 +111,60 @@ async def download_audio(bot: Bot, sender: Sender, file_id: str, size: int | Non
     return buffer.getvalue()
 
 
+@dataclass(frozen=True, slots=True)
+class VoiceWords:
+    """The voice notes' words (a shop may reword them in TEXTS_FILE, same keys)."""
+
+    voice_heard: str  # the label before the quoted transcript, above the answer
+    voice_too_long: str  # {limit} required (VOICE_MAX_SECONDS), filled in per message
+    voice_not_understood: str
+
+    def voice_too_long_for(self, limit: int) -> str:
+        return self.voice_too_long.format(limit=limit)
+
+
+VOICE_WORDS: Mapping[Language, VoiceWords] = {
+    "ru": VoiceWords(
+        voice_heard="Распознано:",
+        voice_too_long=(
+            "Голосовое сообщение слишком длинное — я слушаю до {limit} секунд. "
+            "Запишите, пожалуйста, покороче или напишите вопрос текстом."
+        ),
+        voice_not_understood=(
+            "Извините, я не смог разобрать голосовое сообщение. "
+            "Напишите, пожалуйста, вопрос текстом."
+        ),
+    ),
+    "en": VoiceWords(
+        voice_heard="Heard:",
+        voice_too_long=(
+            "The voice message is too long: I listen to up to {limit} seconds. "
+            "Please record a shorter one or type your question."
+        ),
+        voice_not_understood=(
+            "Sorry, I could not make out the voice message. Please type your question."
+        ),
+    ),
+}
+
+
 def heard_line(texts: Texts, language: Language, transcript: str) -> Rendered:
     """The italic line above an answer quoting (briefly) what was heard."""
     said = re.sub(r"\s+", " ", transcript).strip()
     if len(said) > HEARD_QUOTE_CHARS:
         said = said[: HEARD_QUOTE_CHARS - 1].rstrip() + "…"
     opening, closing = ("«", "»") if language == "ru" else ("“", "”")
-    plain = f"{texts.voice_heard} {opening}{said}{closing}"
+    plain = f"{texts.of(VOICE_WORDS).voice_heard} {opening}{said}{closing}"
     return Rendered(f"<i>{html.escape(plain, quote=False)}</i>", plain)
 
 
 def _unheard_text(heard: Heard, texts: Texts, max_seconds: int) -> str:
     if heard.off:
         return texts.text_only
+    words = texts.of(VOICE_WORDS)
     if heard.too_long:
-        return texts.voice_too_long_for(max_seconds)
-    return texts.voice_not_understood
+        return words.voice_too_long_for(max_seconds)
+    return words.voice_not_understood
 
 
 def build_voice_router(deps: HandlerDeps, voice: VoiceTranscription) -> Router:

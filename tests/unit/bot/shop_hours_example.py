@@ -1,13 +1,17 @@
 """A worked example of a feature, whole in one module: the shop's opening hours.
 
 On with SHOP_HOURS (its settings group); it brings one tool (`get_shop_hours`), one
-prompt fragment (when to call it), one text in each language (the /hours reply) and its
+prompt fragment (when to call it), one text in each language (the /hours reply, which a
+shop's TEXTS_FILE may reword like any other text) and its
 Telegram side (the /hours command). Adding it to the bot is this module and one line in
 bot/telegram/features/registry.py (`FEATURES`); the tests pass the list with it instead.
 Not a product feature: the shop's FAQ (get_shop_info) already answers opening hours.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from aiogram import Router
 from aiogram.filters import Command
@@ -17,7 +21,14 @@ from pydantic import BaseModel, ConfigDict
 from bot.runtime.config import FeatureSettings
 from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
+from bot.telegram.features.catalog import (
+    ChatPart,
+    FeatureSpec,
+    Needs,
+    TelegramNeeds,
+    word_table,
+)
+from bot.telegram.texts import Language
 from services.prompts.composed import PromptFragment, Slot
 from tools.base import Tool, ToolContext
 
@@ -26,9 +37,15 @@ class ShopHoursSettings(FeatureSettings):
     shop_hours: str | None = None  # SHOP_HOURS, e.g. "Mon-Fri 9:00-18:00 MSK"
 
 
-WORDS = {
-    "ru": {"hours_reply": "Часы работы магазина: {hours}"},
-    "en": {"hours_reply": "The shop's opening hours: {hours}"},
+@dataclass(frozen=True, slots=True)
+class HoursWords:
+    hours_reply: str  # {hours} required (SHOP_HOURS), filled in per message
+
+
+# the built-in words; a shop's TEXTS_FILE rewords them by key ([ru] hours_reply = "…")
+WORDS: Mapping[Language, HoursWords] = {
+    "ru": HoursWords(hours_reply="Часы работы магазина: {hours}"),
+    "en": HoursWords(hours_reply="The shop's opening hours: {hours}"),
 }
 
 HOURS_RULE = PromptFragment(
@@ -71,7 +88,7 @@ def hours_on_telegram(
 
         @router.message(Command("hours"))
         async def on_hours(_message: Message, ctx: UpdateContext) -> None:
-            await ctx.outbox.send(WORDS[ctx.language]["hours_reply"].format(hours=hours))
+            await ctx.outbox.send(ctx.texts.of(WORDS).hours_reply.format(hours=hours))
 
         return FeatureRouters(commands=(router,))
 
@@ -83,6 +100,6 @@ SHOP_HOURS: FeatureSpec[str, ShopHoursSettings] = FeatureSpec(
     chat=hours_in_turns,
     telegram=hours_on_telegram,
     settings=ShopHoursSettings,
-    words=WORDS,
+    words=word_table(WORDS),
     turned_on={"shop_hours": "Mon-Fri 9:00-18:00"},
 )

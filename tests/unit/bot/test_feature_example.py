@@ -7,20 +7,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from aiogram import Router
 
 from bot.programs.simulate import BotWiring
+from bot.telegram.features.catalog import words_of
 from bot.telegram.features.lint import check
 from bot.telegram.features.registry import FEATURES
+from bot.telegram.texts import TextsError, load_text_table
 from bot.telegram.wiring import Application, build_application
 from services.chat import PLAIN_SYSTEM_PROMPT
 from services.prompts.composed import PromptFragment, Slot
 from services.simulation.scenario import ScenarioSettings
 from storage.database import Database
 from tests.doubles.scripted_llm import ScriptedLLM, text_response
-from tests.unit.bot.shop_hours_example import SHOP_HOURS, hours_in_turns
+from tests.unit.bot.shop_hours_example import SHOP_HOURS, WORDS, hours_in_turns
 from tests.unit.test_config import make
 
 WITH_HOURS = (*FEATURES, SHOP_HOURS)  # the one registration line
@@ -86,3 +89,25 @@ async def test_the_lint_passes_it_and_fails_a_fragment_naming_a_tool_it_lacks() 
     assert await check((*FEATURES, missing)) == [
         "shop_hours: words ['hours_reply'] are missing in 'en'"
     ]
+    taken = replace(SHOP_HOURS, words={"ru": {"voice_heard": "…"}, "en": {"voice_heard": "…"}})
+    assert await check((*FEATURES, taken)) == ["shop_hours: word 'voice_heard' is voice's too"]
+
+
+def test_texts_file_rewords_its_words_and_checks_them(tmp_path: Path) -> None:
+    """Its words are declared in its module; the shop's TEXTS_FILE rewords them by key,
+    with the same checks as the bot's own texts (its `{hours}` is required)."""
+    path = tmp_path / "texts.toml"
+    path.write_text('[en]\nhours_reply = "Open: {hours}"\n', encoding="utf-8")
+    features = words_of(WITH_HOURS)
+    table = load_text_table(
+        texts_file=path, shop_name=None, default_language="ru", features=features
+    )
+    assert table.by_language["en"].of(WORDS).hours_reply == "Open: {hours}"
+    assert table.by_language["ru"].of(WORDS) == WORDS["ru"]
+    path.write_text('[en]\nhours_reply = "Open."\n', encoding="utf-8")
+    with pytest.raises(TextsError, match="hours_reply: must contain the placeholder"):
+        load_text_table(texts_file=path, shop_name=None, default_language="ru", features=features)
+    with pytest.raises(TextsError, match="unknown text 'hours_reply'"):
+        load_text_table(
+            texts_file=path, shop_name=None, default_language="ru", features=words_of(FEATURES)
+        )

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import pytest
 
+from bot.telegram.features.catalog import words_of
+from bot.telegram.features.registry import FEATURES
 from bot.telegram.formatting import markdown_to_messages
-from bot.telegram.texts import BUILT_IN, EN, LANGUAGES, RU, language_for
+from bot.telegram.texts import (
+    BUILT_IN,
+    EN,
+    LANGUAGES,
+    RU,
+    TEXT_KEYS,
+    build_text_table,
+    language_for,
+)
 from tools.shop.demo import DEMO_ORDER_IDS
 
 
@@ -45,10 +53,13 @@ def test_every_language_has_its_texts() -> None:
 
 
 def test_every_text_is_filled_and_renders_as_one_message() -> None:
+    """The bot's own texts and every feature's words."""
+    table = build_text_table(features=words_of(FEATURES))
     for language in LANGUAGES:
-        texts = BUILT_IN.by_language[language]
-        for name in (f.name for f in fields(texts)):
-            text = getattr(texts, name)
+        texts = table.by_language[language]
+        shown = {name: getattr(texts, name) for name in TEXT_KEYS} | dict(texts.features)
+        assert set(texts.features) == set(words_of(FEATURES)[language])
+        for name, text in shown.items():
             assert text.strip(), (language, name)
             assert len(markdown_to_messages(text)) == 1, (language, name)
 

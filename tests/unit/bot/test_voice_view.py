@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from bot.telegram.features.catalog import words_of
+from bot.telegram.features.registry import FEATURES
 from bot.telegram.formatting import TELEGRAM_TEXT_LIMIT, Rendered, messages_under_heading, utf16_len
-from bot.telegram.routers.voice import HEARD_QUOTE_CHARS, heard_line
+from bot.telegram.routers.voice import HEARD_QUOTE_CHARS, VOICE_WORDS, heard_line
 from bot.telegram.stats_view.table import TABLE_WIDTH, render_table
 from bot.telegram.stats_view.voice import voice_rows
 from bot.telegram.texts import EN, RU, TextsError, build_text_table
@@ -33,11 +35,21 @@ def test_an_answer_under_a_heading_stays_within_the_limit() -> None:
 
 
 def test_the_voice_limit_is_filled_in_and_required_in_overrides() -> None:
-    assert "45" in RU.voice_too_long_for(45) and "45" in EN.voice_too_long_for(45)
-    table = build_text_table(overrides={"en": {"voice_too_long": "Up to {limit} s, please."}})
-    assert table.by_language["en"].voice_too_long_for(30) == "Up to 30 s, please."
+    """The voice words are the feature's (`VOICE_WORDS`), reworded in TEXTS_FILE by the
+    same keys as before they moved there."""
+    assert "45" in RU.of(VOICE_WORDS).voice_too_long_for(45)
+    assert "45" in EN.of(VOICE_WORDS).voice_too_long_for(45)
+    features = words_of(FEATURES)
+    table = build_text_table(
+        overrides={"en": {"voice_too_long": "Up to {limit} s, please."}}, features=features
+    )
+    en = table.by_language["en"].of(VOICE_WORDS)
+    assert en.voice_too_long_for(30) == "Up to 30 s, please."
+    assert table.by_language["ru"].of(VOICE_WORDS) == VOICE_WORDS["ru"]
     with pytest.raises(TextsError, match="voice_too_long: must contain the placeholder"):
-        build_text_table(overrides={"ru": {"voice_too_long": "Слишком длинно."}})
+        build_text_table(overrides={"ru": {"voice_too_long": "Слишком длинно."}}, features=features)
+    with pytest.raises(TextsError, match=r"voice_heard: unknown placeholder \{limit\}"):
+        build_text_table(overrides={"ru": {"voice_heard": "{limit}:"}}, features=features)
 
 
 def _stats() -> VoiceStats:
