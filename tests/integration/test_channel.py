@@ -28,24 +28,15 @@ from bot.telegram.sender import Sender
 from storage.database import Database
 from storage.inbox import InboxRepository, InboxRow, NewUpdate, StoredReply
 from tests.fakes.telegram_server import FakeTelegramServer
+from tests.fakes.telegram_server import fake_telegram as fake_telegram
 
 CONNECTION = "business-connection-1"
 
 
 @pytest.fixture
-async def telegram() -> AsyncIterator[FakeTelegramServer]:
-    server = FakeTelegramServer()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture
-async def bot(telegram: FakeTelegramServer) -> AsyncIterator[Bot]:
-    session = AiohttpSession(api=TelegramAPIServer.from_base(telegram.base_url))
-    instance = Bot(token=telegram.token, session=session)
+async def bot(fake_telegram: FakeTelegramServer) -> AsyncIterator[Bot]:
+    session = AiohttpSession(api=TelegramAPIServer.from_base(fake_telegram.base_url))
+    instance = Bot(token=fake_telegram.token, session=session)
     try:
         yield instance
     finally:
@@ -73,7 +64,7 @@ async def stored(inbox: InboxRepository, update_id: int, payload: dict[str, Any]
 
 
 async def test_a_reply_goes_back_through_the_business_connection_it_came_by(
-    db: Database, bot: Bot, telegram: FakeTelegramServer
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer
 ) -> None:
     inbox = InboxRepository(db)
     responder = Responder(inbox, TelegramChannel(Sender(bot, per_chat_interval_s=0.0)))
@@ -83,34 +74,34 @@ async def test_a_reply_goes_back_through_the_business_connection_it_came_by(
     await responder.reply(business, [StoredReply("<b>on its way</b>", "on its way")])
     await responder.reply(own, [StoredReply("hello", "hello")])
 
-    first, second = telegram.calls_of("sendMessage")
+    first, second = fake_telegram.calls_of("sendMessage")
     assert first.params["business_connection_id"] == CONNECTION
     assert first.params["parse_mode"] == "HTML"
     assert "business_connection_id" not in second.params
-    assert [m.text for m in telegram.messages_to(42)] == ["<b>on its way</b>", "hello"]
+    assert [m.text for m in fake_telegram.messages_to(42)] == ["<b>on its way</b>", "hello"]
 
 
 async def test_typing_in_an_owners_chat_is_shown_as_the_owner(
-    bot: Bot, telegram: FakeTelegramServer
+    bot: Bot, fake_telegram: FakeTelegramServer
 ) -> None:
     channel = TelegramChannel(Sender(bot, per_chat_interval_s=0.0))
     await channel.show_typing(ReplyTarget(42, business_connection_id=CONNECTION))
     await channel.show_typing(ReplyTarget(42))
 
-    first, second = telegram.calls_of("sendChatAction")
+    first, second = fake_telegram.calls_of("sendChatAction")
     assert first.params["business_connection_id"] == CONNECTION
     assert "business_connection_id" not in second.params
 
 
 async def test_nothing_is_copied_through_a_business_connection(
-    bot: Bot, telegram: FakeTelegramServer
+    bot: Bot, fake_telegram: FakeTelegramServer
 ) -> None:
     """copyMessage has no business connection in the Bot API: refused, never sent as the bot."""
     channel = TelegramChannel(Sender(bot, per_chat_interval_s=0.0))
     copy = StoredReply("", "", copy_from_chat_id=7, copy_message_id=9)
     result = await channel.send(ReplyTarget(42, business_connection_id=CONNECTION), copy)
     assert result == SendResult(status="failed", reason=NOT_SUPPORTED)
-    assert telegram.calls_of("copyMessage") == []
+    assert fake_telegram.calls_of("copyMessage") == []
 
 
 def test_a_part_for_another_chat_never_takes_the_updates_connection() -> None:
