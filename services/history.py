@@ -5,10 +5,11 @@ made of, with weights fitted to OpenAI's `cl100k_base` on the texts the bot real
 (Russian and English messages, tool results as JSON, the instruction): a Cyrillic letter
 0.48 and a Cyrillic word 0.45 more; a Latin word 1.1 plus 0.3 per letter beyond six; a
 digit 0.85; any other symbol 0.65; a line break 0.8; then 4 per message for the role and
-framing. On that corpus it is 7 % over for Russian, 11 % over in all, and under by more than
-10 % for fewer than 1 text in 100 (tests/unit/services/test_token_estimate.py); newer
-tokenizers (`o200k_base`, Qwen's) need fewer tokens for Russian, so the budget errs on the
-safe side. The old estimate, four characters a token, undercounted Russian + JSON by ~30 %.
+framing. On that corpus (312 texts) it is 8 % over for Russian, 12 % over in all, and
+under by more than 10 % for 6 short texts (tests/unit/services/test_token_estimate.py);
+four characters a token was 42 % under for Russian and 24 % for JSON. Newer tokenizers
+(`o200k_base`, Qwen's) need fewer tokens for Russian, so the budget errs on the
+safe side.
 
 Window: the newest history units (user/assistant pairs; around a handoff to a person
 also single messages, see `to_pairs`), contiguous from the newest backwards, whose
