@@ -77,10 +77,10 @@ class ConversationSummarizer:
         # what a fold leaves unfolded: the newest messages that fit this part of the budget
         self._fold_to = max(1, history_token_budget * fold_to_percent // 100)
         self._max_tokens = summary_max_tokens
-        # the prompt asks for words; about two tokens per word (a Russian word with its
-        # space is ~7-8 characters at ~4 characters per token) keeps the model's own
-        # length near the cap, and the result is still cut to the cap afterwards
-        self._max_words = max(10, summary_max_tokens // 2)
+        # the prompt asks for words: a Russian word with its space is about 3.5 estimated
+        # tokens (services/history.py), an English one about 1.5, so a quarter of the cap
+        # keeps a Russian summary within it; the result is still cut to the cap afterwards
+        self._max_words = max(10, summary_max_tokens // 4)
         self._max_chunks = max_chunks_per_run
         self._slots = asyncio.Semaphore(max_concurrent)
         self._settle_within_s = settle_within_s
