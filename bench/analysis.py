@@ -31,7 +31,10 @@ TOOL_ROWS_SQL = (
 )
 
 MARKER_RE = re.compile(r"(#[bcdfghjklmnpqrstvwxz]+)\s*$")
-CHARS_PER_TOKEN = 4  # the bot's own documented estimate (services/history.py)
+# a rough figure from the characters the fake model logs (the text itself is not logged;
+# the bot counts tokens by what the text is made of, services/history.py, and
+# bench/prompt_tokens.py counts requests by part with a real tokenizer)
+CHARS_PER_TOKEN = 4
 TOKENS_PER_MESSAGE = 4
 
 
@@ -60,7 +63,7 @@ class ModelTime:
 
 
 def estimate_prompt_tokens(record: dict[str, Any]) -> int:
-    """The bot's estimate (4 characters a token, 4 per message) plus the tool schemas."""
+    """A rough size: 4 characters a token, 4 per message, plus the tool schemas."""
     chars = int(record["prompt_chars"]) + int(record.get("tools_chars", 0))
     return math.ceil(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * int(record["messages"])
 

@@ -470,12 +470,14 @@ class ChatOptions:
 
     `history_token_budget` bounds the history a prompt carries (and so when the
     summarizer folds older messages into the summary); `summary_max_tokens` bounds one
-    summary; `draft_interval_s` paces the drafts of a streamed answer.
+    summary; `history_fold_to_percent` is what a fold leaves of the budget (the summarizer
+    folds in batches); `draft_interval_s` paces the drafts of a streamed answer.
     """
 
     shop_name: str = DEFAULT_SHOP_NAME
     history_token_budget: int = 2000
     summary_max_tokens: int = 300
+    history_fold_to_percent: int = 50
     draft_interval_s: float = 1.0
     # the system instruction, composed from the fragments of the features that are on
     # (bot/telegram/features/catalog.py)
@@ -510,6 +512,7 @@ def build_chat_service(
         recorder=recorder,
         history_token_budget=options.history_token_budget,
         summary_max_tokens=options.summary_max_tokens,
+        fold_to_percent=options.history_fold_to_percent,
     )
     return ChatService(
         loop=loop,

@@ -1,9 +1,15 @@
 """The token estimate and the history window: which stored pairs the model sees.
 
-Estimate (documented, deterministic, provider-agnostic): a message costs
-`ceil(len(content) / 4) + 4` tokens — about four characters per token plus a fixed
-overhead for the role and framing. It is not the provider's tokenizer; it only has to
-be consistent, so that one budget means the same thing on every turn.
+Estimate (documented, deterministic, no tokenizer needed): text is counted by what it is
+made of, with weights fitted to OpenAI's `cl100k_base` on the texts the bot really sends
+(Russian and English messages, tool results as JSON, the instruction): a Cyrillic letter
+0.48 and a Cyrillic word 0.45 more; a Latin word 1.1 plus 0.3 per letter beyond six; a
+digit 0.85; any other symbol 0.65; a line break 0.8; then 4 per message for the role and
+framing. On that corpus (312 texts) it is 8 % over for Russian, 12 % over in all, and
+under by more than 10 % for 6 short texts (tests/unit/services/test_token_estimate.py);
+four characters a token was 42 % under for Russian and 24 % for JSON. Newer tokenizers
+(`o200k_base`, Qwen's) need fewer tokens for Russian, so the budget errs on the
+safe side.
 
 Window: the newest history units (user/assistant pairs; around a handoff to a person
 also single messages, see `to_pairs`), contiguous from the newest backwards, whose
@@ -18,18 +24,40 @@ gets here.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from storage.conversations import StoredMessage
 
-CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4
+
+_CYRILLIC_WORD = re.compile(r"[\u0400-\u04FF]+")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+_DIGIT = re.compile(r"[0-9]")
+_SYMBOL = re.compile(r"[^\sA-Za-z0-9\u0400-\u04FF]")
+# the weights named in the module's docstring, fitted to cl100k_base
+_CYRILLIC_LETTER, _CYRILLIC_WORD_EXTRA = 0.48, 0.45
+_LATIN_WORD_COST, _LATIN_LONG_LETTER, _LATIN_SHORT_WORD = 1.1, 0.3, 6
+_DIGIT_COST, _SYMBOL_COST, _LINE_BREAK_COST = 0.85, 0.65, 0.8
 
 
 def estimate_tokens(text: str) -> int:
-    """Tokens of a piece of text (no per-message overhead)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+    """Tokens of a piece of text (no per-message overhead), never under by much."""
+    if not text:
+        return 0
+    cyrillic = _CYRILLIC_WORD.findall(text)
+    latin = _LATIN_WORD.findall(text)
+    cost = (
+        _CYRILLIC_LETTER * sum(map(len, cyrillic))
+        + _CYRILLIC_WORD_EXTRA * len(cyrillic)
+        + _LATIN_WORD_COST * len(latin)
+        + _LATIN_LONG_LETTER * sum(max(0, len(w) - _LATIN_SHORT_WORD) for w in latin)
+        + _DIGIT_COST * len(_DIGIT.findall(text))
+        + _SYMBOL_COST * len(_SYMBOL.findall(text))
+        + _LINE_BREAK_COST * text.count("\n")
+    )
+    return max(1, math.ceil(cost))
 
 
 def message_tokens(content: str) -> int:
@@ -47,9 +75,19 @@ def prompt_tokens(messages: Iterable[dict[str, object]]) -> int:
 
 
 def truncate_to_tokens(text: str, max_tokens: int) -> str:
-    """Cut text so that `estimate_tokens(result) <= max_tokens`."""
-    limit = max(0, max_tokens) * CHARS_PER_TOKEN
-    return text if len(text) <= limit else text[:limit]
+    """The longest start of `text` with `estimate_tokens(result) <= max_tokens`."""
+    if estimate_tokens(text) <= max_tokens:
+        return text
+    if max_tokens <= 0:
+        return ""
+    low, high = 0, len(text)  # estimate(text[:low]) fits, text[:high] does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        if estimate_tokens(text[:middle]) <= max_tokens:
+            low = middle
+        else:
+            high = middle
+    return text[:low]
 
 
 @dataclass(frozen=True, slots=True)

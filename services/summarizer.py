@@ -1,10 +1,12 @@
 """Folds history that left the window into the session's running summary.
 
 Runs in the background after a turn has been answered, so it never delays a reply.
-What it folds is exactly what can no longer be in any future window: the stored pairs
-older than the newest pairs that fit HISTORY_TOKEN_BUDGET (the window only shrinks from
-the old end as pairs are added, and it never includes messages a summary covers). The
-summary records the last message it covers, so history and summary never overlap.
+It folds in batches (hysteresis): nothing while the messages after the summary fit
+HISTORY_TOKEN_BUDGET; once they outgrow it, the oldest ones until what is left fits
+HISTORY_FOLD_TO_PERCENT of the budget. One fold then makes room for several questions,
+instead of a summary call after almost every question once the window is full, and the
+prompt carries less history on average. The window never includes messages a summary
+covers: the summary records the last message it covers, so the two never overlap.
 
 At most one summarisation runs per session; a turn stored while it runs gets it to run
 once more when it ends (what it read may predate that turn). A failure (model error, empty
@@ -61,6 +63,7 @@ class ConversationSummarizer:
         recorder: TurnRecorder,
         history_token_budget: int,
         summary_max_tokens: int,
+        fold_to_percent: int = 50,
         max_chunks_per_run: int = 4,
         max_concurrent: int = 4,
         settle_within_s: float = 15.0,
@@ -71,11 +74,13 @@ class ConversationSummarizer:
         self._conversations = conversations
         self._recorder = recorder
         self._budget = history_token_budget
+        # what a fold leaves unfolded: the newest messages that fit this part of the budget
+        self._fold_to = max(1, history_token_budget * fold_to_percent // 100)
         self._max_tokens = summary_max_tokens
-        # the prompt asks for words; about two tokens per word (a Russian word with its
-        # space is ~7-8 characters at ~4 characters per token) keeps the model's own
-        # length near the cap, and the result is still cut to the cap afterwards
-        self._max_words = max(10, summary_max_tokens // 2)
+        # the prompt asks for words: a Russian word with its space is about 3.5 estimated
+        # tokens (services/history.py), an English one about 1.5, so a quarter of the cap
+        # keeps a Russian summary within it; the result is still cut to the cap afterwards
+        self._max_words = max(10, summary_max_tokens // 4)
         self._max_chunks = max_chunks_per_run
         self._slots = asyncio.Semaphore(max_concurrent)
         self._settle_within_s = settle_within_s
@@ -193,19 +198,24 @@ class ConversationSummarizer:
     # --- the work -------------------------------------------------------------------
 
     async def catch_up(self, session_id: int) -> SummaryOutcome:
-        """Fold chunk after chunk until nothing is left, a call fails, or the run limit."""
+        """Fold chunk after chunk until nothing is left, a call fails, or the run limit.
+
+        Only a history that outgrew the budget starts a run; once started, the run folds
+        down to the lower mark (`fold_to_percent`), chunk by chunk.
+        """
         outcome = SummaryOutcome.NOTHING_TO_FOLD
-        for _ in range(self._max_chunks):
-            outcome = await self.fold_once(session_id)
+        for chunk in range(self._max_chunks):
+            outcome = await self.fold_once(session_id, started=chunk > 0)
             if outcome is not SummaryOutcome.UPDATED:
                 break
         return outcome
 
-    async def fold_once(self, session_id: int) -> SummaryOutcome:
-        """Fold the oldest unsummarised pairs that left the window (one bounded chunk)."""
+    async def fold_once(self, session_id: int, *, started: bool = False) -> SummaryOutcome:
+        """Fold the oldest unsummarised pairs (one bounded chunk) when the history after
+        the summary outgrew the budget, or when a run that it `started` goes on."""
         summary = await self._conversations.summary(session_id)
         covers = summary.covers_message_id if summary is not None else 0
-        pairs = await self._pairs_to_fold(session_id, covers)
+        pairs = await self._pairs_to_fold(session_id, covers, started=started)
         if not pairs:
             return SummaryOutcome.NOTHING_TO_FOLD
         rendered = self._prompts.render(SUMMARY_PROMPT_ID, max_words=self._max_words)
@@ -229,21 +239,27 @@ class ConversationSummarizer:
         )
         return SummaryOutcome.UPDATED
 
-    async def _pairs_to_fold(self, session_id: int, covers: int) -> list[HistoryPair]:
-        recent = await self._conversations.recent_messages(
-            session_id, after_id=covers, limit=window_read_limit(self._budget)
-        )
+    async def _pairs_to_fold(
+        self, session_id: int, covers: int, *, started: bool
+    ) -> list[HistoryPair]:
+        limit = window_read_limit(self._budget)
+        recent = await self._conversations.recent_messages(session_id, after_id=covers, limit=limit)
         if not recent:
             return []
-        window = select_window(to_pairs(recent), self._budget)
-        # everything older than the window's first message; with an empty window (the
-        # newest pair alone exceeds the budget) that is everything read
-        before_id = window[0].first_id if window else recent[-1].id + 1
+        units = to_pairs(recent)
+        if not started and not leaves_out(
+            recent, select_window(units, self._budget), read_limit=limit
+        ):
+            return []  # it all still fits the budget: no fold yet
+        kept = select_window(units, self._fold_to)
+        # everything older than what stays unfolded; with nothing kept (the newest pair
+        # alone exceeds the lower mark) that is everything read
+        before_id = kept[0].first_id if kept else recent[-1].id + 1
         candidates = await self._conversations.messages_between(
             session_id,
             after_id=covers,
             before_id=before_id,
-            limit=window_read_limit(self._budget),
+            limit=limit,
         )
         chunk: list[HistoryPair] = []
         used = 0

@@ -309,6 +309,9 @@ class Settings(ShopSettings):
     tool_max_steps: int = Field(default=3, ge=1, le=5)
     turn_timeout_s: float = Field(default=60.0, gt=0, le=600)
     history_token_budget: int = Field(default=2000, ge=200, le=100_000)
+    # once the history outgrows the budget, the summary folds the oldest messages until
+    # what is left fits this percentage of it (one fold makes room for several questions)
+    history_fold_to_percent: int = Field(default=50, ge=10, le=90)
     summary_max_tokens: int = Field(default=300, ge=50, le=4000)
     max_input_chars: int = Field(default=2000, ge=1, le=4096)
     order_lookups_per_hour: int = Field(default=10, ge=1, le=10_000)

@@ -553,13 +553,16 @@ async def test_a_voice_note_during_a_handoff_goes_to_the_operators_untranscribed
 
 
 def _faithful_summaries(body: Body) -> FakeReply:
-    """Chat turns as usual; a summary keeps the opening words of every folded message,
-    as a careful summary keeps every promise and question."""
+    """Chat turns as usual; a summary carries the previous one forward and keeps the
+    opening words of every folded message, as a careful summary keeps every promise and
+    question (short enough for SUMMARY_MAX_TOKENS)."""
     if body.get("tools"):
         return default_script(body)
     data = str(body["messages"][-1]["content"])
-    kept = [
-        line.split(":", 1)[1].split("]")[-1].strip()[:40]
+    previous = data.split("<previous_summary>", 1)[1].split("</previous_summary>", 1)[0]
+    kept = [previous.strip().removeprefix("Кратко:").strip()] if previous.strip() else []
+    kept += [
+        line.split(":", 1)[1].split("]")[-1].strip()[:28]
         for line in data.splitlines()
         if line.startswith(("customer:", "assistant:"))
     ]

@@ -147,6 +147,7 @@ def build_core(
             shop_name=settings.shop_name or DEFAULT_SHOP_NAME,
             history_token_budget=settings.history_token_budget,
             summary_max_tokens=settings.summary_max_tokens,
+            history_fold_to_percent=settings.history_fold_to_percent,
             draft_interval_s=settings.draft_interval_s,
             system_prompt=system_prompt,
         ),

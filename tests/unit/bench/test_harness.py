@@ -76,3 +76,21 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile(values, 50) == 50.0
     assert percentile(values, 99) == 99.0
     assert math.isnan(percentile([], 50))
+
+
+def test_prompt_parts_split_a_request_the_way_the_bot_builds_it() -> None:
+    from bench.prompt_tokens import parts_of
+    from services.chat import summary_block
+
+    messages = [
+        {"role": "system", "content": "instruction"},
+        {"role": "system", "content": summary_block("earlier facts")},
+        {"role": "user", "content": "old question"},
+        {"role": "assistant", "content": "old answer"},
+        {"role": "user", "content": "new question"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "content": '{"ok": true}'},
+    ]
+    one = lambda text: 1  # noqa: E731 - every message costs 1 + 4
+    parts = parts_of(messages, [{"name": "tool"}], one)  # type: ignore[arg-type]
+    assert parts == {"instruction": 5, "tools": 1, "summary": 5, "history": 10, "turn": 15}

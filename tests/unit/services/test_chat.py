@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from services.chat import ChatService
+from services.history import message_tokens
 from services.limits import TurnSlots
 from services.llm.types import LLMResponse, Message, ToolChoice
 from services.loop_types import (
@@ -520,6 +521,10 @@ async def test_turns_beyond_the_concurrency_bound_wait_and_are_not_dropped(
 
 # --- the summary runs after the reply ----------------------------------------------------
 
+# a budget that holds two of these tests' pairs ("question N qqq…", "aaa…"), not three
+_PAIR = message_tokens("question 0 " + "q" * 200) + message_tokens("a" * 200)
+TWO_PAIRS = 2 * _PAIR + _PAIR // 4
+
 
 async def test_reply_does_not_wait_for_the_summary(db: Database) -> None:
     summary_started = asyncio.Event()
@@ -534,7 +539,7 @@ async def test_reply_does_not_wait_for_the_summary(db: Database) -> None:
     service, summarizer = _service(
         db,
         loop,
-        budget=250,
+        budget=TWO_PAIRS,
         summary_llm=ScriptedLLM(summary),  # type: ignore[arg-type]
         # the summary is held until the end, so the fourth turn's wait for it always runs
         # out: the bound only sets how long (the product's 15 s is not what is tested)
@@ -586,7 +591,7 @@ async def test_a_turn_answered_while_a_summary_runs_is_still_summarised(db: Data
         prompts=prompts,
         conversations=reader,
         recorder=recorder,
-        history_token_budget=250,
+        history_token_budget=TWO_PAIRS,
         summary_max_tokens=100,
     )
     service = ChatService(
@@ -596,7 +601,7 @@ async def test_a_turn_answered_while_a_summary_runs_is_still_summarised(db: Data
         summarizer=summarizer,
         shop=ShopRepository(db),
         shop_name="Кофейный двор",
-        history_token_budget=250,
+        history_token_budget=TWO_PAIRS,
     )
     await service.answer(Caller(key=5, chat_id=1), "question 0 " + "q" * 200)
     await reader.paused.wait()  # the first turn's run has read one pair: nothing to fold

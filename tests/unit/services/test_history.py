@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from services.history import (
     HistoryPair,
-    estimate_tokens,
     leaves_out,
-    message_tokens,
     select_window,
     to_pairs,
-    truncate_to_tokens,
     window_read_limit,
 )
 from storage.conversations import StoredMessage
@@ -28,21 +25,6 @@ def _pairs(*sizes: int) -> list[HistoryPair]:
         messages.append(_msg(2 * index + 1, "user", "u" * size))
         messages.append(_msg(2 * index + 2, "assistant", "a" * size))
     return to_pairs(messages)
-
-
-def test_estimate_is_quarter_of_characters_rounded_up_plus_overhead() -> None:
-    assert estimate_tokens("") == 0
-    assert estimate_tokens("abcd") == 1
-    assert estimate_tokens("abcde") == 2
-    assert message_tokens("Привет") == 2 + 4
-    assert message_tokens("x" * 400) == message_tokens("y" * 400) == 104
-
-
-def test_truncate_fits_the_estimate() -> None:
-    text = "слово " * 500
-    cut = truncate_to_tokens(text, 50)
-    assert estimate_tokens(cut) <= 50 and text.startswith(cut)
-    assert truncate_to_tokens("short", 50) == "short"
 
 
 def _ids(pairs: list[HistoryPair]) -> list[tuple[int | None, int | None]]:
@@ -67,10 +49,11 @@ def test_messages_without_a_partner_are_units_of_their_own_not_dropped() -> None
 
 
 def test_window_takes_newest_whole_pairs_that_fit() -> None:
-    pairs = _pairs(40, 40, 40, 40)  # each pair: 2 * (10 + 4) = 28 tokens
-    window = select_window(pairs, budget_tokens=60)
+    pairs = _pairs(40, 40, 40, 40)
+    budget = 2 * pairs[0].tokens + pairs[0].tokens // 2
+    window = select_window(pairs, budget_tokens=budget)
     assert [p.user.id for p in window] == [5, 7]  # the two newest, oldest first
-    assert sum(p.tokens for p in window) <= 60
+    assert sum(p.tokens for p in window) <= budget
     for pair in window:  # never a half pair
         assert (pair.user.role, pair.assistant.role) == ("user", "assistant")
 

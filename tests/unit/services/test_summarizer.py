@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from services.history import estimate_tokens, to_pairs
+from services.history import estimate_tokens, message_tokens, to_pairs
 from services.llm.errors import LLMUnavailable
 from services.llm.types import LLMResponse, Message, ToolChoice
 from services.prompts import build_prompt_registry
@@ -15,12 +15,26 @@ from storage.records import TurnRecorder
 from tests.doubles import ScriptedLLM, text_response
 from tests.doubles.history import append_pair
 
-BUDGET = 250  # with 200-character messages a pair costs 108 tokens: the window holds 2,
-# and one summary call folds at most 2 pairs (its input is bounded by the same budget)
+
+def _texts(i: int) -> tuple[str, str]:
+    """One numbered exchange of 200-character messages."""
+    return (
+        f"question {i} about order {1000 + i} ".ljust(200, "."),
+        f"answer {i}: order {1000 + i} is in transit ".ljust(200, "."),
+    )
+
+
+PAIR = sum(message_tokens(text) for text in _texts(10))  # the larger numbers cost the most
+# the window holds 2 pairs, and one summary call folds at most 2 (its input is bounded by
+# the same budget)
+BUDGET = 2 * PAIR + PAIR // 2
 CAP = 60
 
 
-def _summarizer(db: Database, llm: ScriptedLLM) -> ConversationSummarizer:
+def _summarizer(
+    db: Database, llm: ScriptedLLM, *, fold_to_percent: int = 100
+) -> ConversationSummarizer:
+    """Without hysteresis (100 %) unless a test is about it: a fold leaves a full window."""
     return ConversationSummarizer(
         model=llm,
         prompts=build_prompt_registry(),
@@ -28,6 +42,7 @@ def _summarizer(db: Database, llm: ScriptedLLM) -> ConversationSummarizer:
         recorder=TurnRecorder(db),
         history_token_budget=BUDGET,
         summary_max_tokens=CAP,
+        fold_to_percent=fold_to_percent,
     )
 
 
@@ -37,12 +52,9 @@ async def _conversation(db: Database, pairs: int) -> tuple[int, list[int]]:
     session = await repo.open_session(1)
     last_ids = []
     for i in range(pairs):
+        question, answer = _texts(i)
         _, last = await append_pair(
-            db,
-            session,
-            user_text=f"question {i} about order {1000 + i} ".ljust(200, "."),
-            assistant_text=f"answer {i}: order {1000 + i} is in transit ".ljust(200, "."),
-            turn_id=f"t{i}",
+            db, session, user_text=question, assistant_text=answer, turn_id=f"t{i}"
         )
         last_ids.append(last)
     return session, last_ids
@@ -108,8 +120,9 @@ async def test_failure_keeps_the_previous_summary_and_is_retried(db: Database) -
     repo = ConversationRepository(db)
     assert await summarizer.fold_once(session) is SummaryOutcome.UPDATED
 
-    await append_pair(db, session, user_text="x" * 200, assistant_text="y" * 200, turn_id="t4")
-    await append_pair(db, session, user_text="x" * 200, assistant_text="y" * 200, turn_id="t5")
+    for i in (4, 5):
+        question, answer = _texts(i)
+        await append_pair(db, session, user_text=question, assistant_text=answer, turn_id=f"t{i}")
     assert await summarizer.fold_once(session) is SummaryOutcome.FAILED
     assert await summarizer.fold_once(session) is SummaryOutcome.FAILED
     kept = await repo.summary(session)
@@ -217,3 +230,55 @@ def test_customer_text_cannot_break_out_of_the_data_blocks() -> None:
     text = summary_request_text("<previous_summary>x", pairs)
     assert text.count("<messages>") == 1 and text.count("</messages>") == 1
     assert text.count("<previous_summary>") == 1
+
+
+async def _summary_calls_over_a_long_conversation(
+    db: Database, fold_to_percent: int, questions: int
+) -> tuple[int, list[int]]:
+    """Summary calls while a conversation grows pair by pair, and the history (in pairs)
+    each next question's prompt carries."""
+    repo = ConversationRepository(db)
+    session = await repo.open_session(fold_to_percent)
+    llm = ScriptedLLM(lambda messages, tool_choice: text_response("summary so far"))
+    summarizer = _summarizer(db, llm, fold_to_percent=fold_to_percent)
+    carried = []
+    for i in range(questions):
+        question, answer = _texts(i)
+        await append_pair(
+            db, session, user_text=question, assistant_text=answer, turn_id=f"{fold_to_percent}-{i}"
+        )
+        await summarizer.catch_up(session)  # what the turn's schedule() runs
+        _summary, window = await summarizer.memory(session)
+        carried.append(len(window))
+    return len(llm.requests), carried
+
+
+async def test_folding_in_batches_makes_room_for_several_questions(db: Database) -> None:
+    every_time, full = await _summary_calls_over_a_long_conversation(db, 100, 20)
+    batched, lighter = await _summary_calls_over_a_long_conversation(db, 50, 20)
+    # without hysteresis a fold follows almost every question once the window is full
+    assert every_time >= 17
+    # folding down to half the budget: one summary call for every two questions at most
+    assert batched <= every_time // 2
+    # and the prompts carry less history, never more than the budget allows
+    assert sum(lighter) < sum(full)
+    assert max(lighter) <= 2 and max(full) <= 2
+
+
+async def test_a_history_within_the_budget_is_not_folded(db: Database) -> None:
+    session, _ = await _conversation(db, 2)  # exactly the window
+    llm = ScriptedLLM.from_responses()
+    summarizer = _summarizer(db, llm, fold_to_percent=50)
+    assert await summarizer.catch_up(session) is SummaryOutcome.NOTHING_TO_FOLD
+    assert llm.requests == []
+
+
+async def test_an_outgrown_history_is_folded_down_to_the_lower_mark(db: Database) -> None:
+    session, last_ids = await _conversation(db, 4)
+    llm = ScriptedLLM(lambda messages, tool_choice: text_response("orders 1000-1002"))
+    summarizer = _summarizer(db, llm, fold_to_percent=50)
+    assert await summarizer.catch_up(session) is SummaryOutcome.NOTHING_TO_FOLD
+    summary = await ConversationRepository(db).summary(session)
+    # half the budget holds one pair: pairs 0-2 are folded (in two bounded chunks)
+    assert summary is not None and summary.covers_message_id == last_ids[2]
+    assert len(llm.requests) == 2
