@@ -26,6 +26,7 @@ from bot.telegram.action_sweeper import ActionSweeper
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
+from bot.telegram.outgoing import OutgoingDelivery
 from bot.telegram.routers.actions import (
     Staff,
     build_action_router,
@@ -41,6 +42,7 @@ from services.prompts.support_chat import ORDER_ACTIONS_V1
 from services.stats import StatsReport
 from storage.actions import ActionRepository, LocalActionStore
 from storage.database import Database, StorageRetry
+from storage.outgoing import OutgoingRepository
 from storage.shop import ShopRepository
 from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.actions.capabilities import ActionCapabilities
@@ -213,9 +215,15 @@ def actions_on_telegram(
                 "shop's people, but neither ADMIN_IDS nor OPERATOR_CHAT_ID is set"
             )
 
+    delivery = OutgoingDelivery(
+        OutgoingRepository(needs.db, clock=time.time),
+        telegram.sender,
+        storage_retry=needs.storage_retry,
+        first_retry_s=min(settings.action_retry_first_s, 15.0),
+    )
     sweeper = ActionSweeper(
         service,
-        telegram.sender,
+        delivery,
         telegram.texts,
         staff_chats=sorted(settings.admin_ids),
         operator_chat_id=operator_chat_id,
