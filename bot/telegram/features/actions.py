@@ -1,5 +1,5 @@
 """Actions with confirmation as one feature: on only when ACTIONS_ENABLED names
-an action (cancel_order, request_return).
+an action (cancel_order, request_return, change_address).
 
 It adds one proposing tool per action on (tools/actions/propose.py), the router of the
 card's ✅/✖ presses among the commands (limited per user like every button press), and
