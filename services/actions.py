@@ -377,7 +377,12 @@ class ActionService:
     async def _carry_out(self, row: ActionRow, *, recheck: bool, asked: list[bool]) -> Outcome:
         definition = self._definitions.get(row.action)
         if definition is None:  # switched off (ACTIONS_ENABLED) since it was proposed
-            return Outcome(ResultKind.FAILED, reason="action_off")
+            if recheck:  # never asked the shop: nothing was done
+                return Outcome(ResultKind.FAILED, reason="action_off")
+            # the shop may have done it and the bot may no longer ask: a person checks
+            return Outcome(
+                ResultKind.NEEDS_ATTENTION, reason="needs_attention", detail="action switched off"
+            )
         arguments = definition.arguments_model.model_validate_json(row.arguments)
         try:
             order = await self._shop.read_fresh(row.order_number)

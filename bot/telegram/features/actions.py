@@ -171,13 +171,42 @@ async def keep_capabilities(parts: ActionParts) -> None:
         await parts.capabilities.learn()
 
 
-def actions_off_feature() -> Feature:
-    """With no action on: only the answer to a press on an old card ("no longer offered")."""
+def actions_off_feature(needs: Needs, telegram: TelegramNeeds) -> Feature:
+    """With no action on: the answer to a press on an old card ("no longer offered"), and
+    the end of actions left unfinished while they were on (a process that died, an
+    outcome still unknown): one never carried out ends failed, one the shop may have
+    done needs a person — each told once, like the sweeper tells it with actions on."""
+    settings = needs.settings
+    repo = ActionRepository(needs.db, clock=time.time)
+    # no definition: the shop is never asked (see ActionService._carry_out)
+    unused: ActionShop = DirectoryActions(needs.shop, LocalRequestActions(repo))
+    service = ActionService(
+        repo,
+        unused,
+        ShopRepository(needs.db),
+        (),
+        storage_retry=needs.storage_retry,
+        sweep=sweep_of(settings),
+        clock=time.time,
+    )
+    sweeper = ActionSweeper(
+        service,
+        OutgoingDelivery(
+            OutgoingRepository(needs.db, clock=time.time),
+            telegram.sender,
+            storage_retry=needs.storage_retry,
+            first_retry_s=min(settings.action_retry_first_s, 15.0),
+        ),
+        telegram.texts,
+        staff_chats=sorted(settings.admin_ids),
+        operator_chat_id=settings.operator_chat_id,
+        every_s=min(settings.action_retry_first_s, 15.0),
+    )
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         return FeatureRouters(commands=(build_actions_off_router(deps),))
 
-    return Feature(name="actions_off", routers=routers)
+    return Feature(name="actions_off", routers=routers, background=sweeper.run)
 
 
 def sweep_of(settings: Settings) -> Sweep:

@@ -15,11 +15,12 @@ from bot.telegram.outgoing import HOLD_S, OutgoingDelivery
 from bot.telegram.routers.actions import Staff
 from bot.telegram.sender import SendResult
 from bot.telegram.texts import BUILT_IN, RU
-from services.actions import ResultKind
+from services.actions import ActionService, ResultKind
 from storage.actions import ActionStatus
 from storage.outgoing import Outgoing, OutgoingRepository
 from tests.unit.services.test_actions import (  # noqa: F401 (fixtures)
     OWNER,
+    RETRY,
     UnknownFirst,
     World,
     _history,
@@ -192,3 +193,44 @@ async def test_a_reminder_while_telegram_is_down_arrives_later_once(world: World
         await sweeper.sweep_once()
     [reminder] = telegram.to(ADMIN)
     assert "Reminder: the request for order 1001" in reminder
+
+
+async def test_actions_left_unfinished_when_actions_are_switched_off_end_and_are_told(
+    world: World,  # noqa: F811
+) -> None:
+    """ACTIONS_ENABLED emptied while one action's outcome was unknown and another's press
+    had died before the shop was asked: the sweeper of the switched-off feature (a
+    service without definitions) never asks the shop; the unknown one needs a person
+    (customer and admin told), the other failed (nothing was done), each told once."""
+    telegram = Telegram()
+    unknown_op = await world.card("1001")
+    never = UnknownFirst(world.local, lost=10_000)
+    await _sweeping(world, never).press(
+        unknown_op, chat_id=OWNER, user_id=OWNER, update_id=61, confirm=True, history=_history
+    )
+    died_op = await world.card("1006", turn="d" * 32)
+    await world.press(died_op, update=62)  # confirmed ... and the process died
+    off = ActionService(world.repo, never, world.shop, (), storage_retry=RETRY, clock=world.clock)
+    sweeper = ActionSweeper(
+        off,
+        OutgoingDelivery(
+            OutgoingRepository(world.db, clock=world.clock), telegram, clock=world.clock
+        ),  # type: ignore[arg-type]
+        BUILT_IN,
+        staff_chats=[ADMIN],
+        operator_chat_id=None,
+        every_s=1,
+    )
+    asked = len(never.operation_ids)
+    for _ in range(3):
+        world.clock.advance(1000)
+        await sweeper.sweep_once()
+    assert len(never.operation_ids) == asked  # the shop was not asked again
+    unknown = await world.repo.get(unknown_op)
+    died = await world.repo.get(died_op)
+    assert unknown is not None and unknown.status is ActionStatus.NEEDS_ATTENTION
+    assert died is not None and died.status is ActionStatus.FAILED
+    assert sorted(telegram.to(OWNER)) == sorted([RU.action_needs_attention, RU.action_failed])
+    [line] = telegram.to(ADMIN)
+    assert "order 1001 needs a person's check" in line and "switched off" in line
+    assert await world.status("1006") == "processing"
