@@ -147,12 +147,6 @@ class OutgoingRepository:
             return None
         return str(record["status"]), record["message_id"]
 
-    async def count_pending(self) -> int:
-        record = await self._db.fetch_one(
-            "SELECT count(*) FROM outgoing_messages WHERE status = 'pending'"
-        )
-        return 0 if record is None else int(record[0])
-
     async def prune(self, *, older_than_s: float) -> int:
         """Delete finished messages created more than `older_than_s` ago."""
         return await self._db.write(

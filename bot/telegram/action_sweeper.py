@@ -71,6 +71,10 @@ class ActionSweeper:
         self._every_s = every_s
 
     async def run(self) -> None:
+        try:
+            await self._delivery.forget_old()
+        except Exception:
+            log.exception("actions: pruning sent messages failed")
         while True:
             try:
                 await self.sweep_once()

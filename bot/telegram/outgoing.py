@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 HOLD_S = 300.0  # a try's hold: another worker takes the message after this if this one died
 GIVE_UP_AFTER_S = 86_400.0  # as long as Telegram keeps an update: then failed
+RETENTION_S = 7 * 86_400.0  # finished messages are kept a week, as the inbox's rows
 
 
 class OutgoingDelivery:
@@ -43,6 +44,12 @@ class OutgoingDelivery:
         self._first_retry_s = first_retry_s
         self._max_retry_s = max_retry_s
         self._clock = clock
+
+    async def forget_old(self) -> int:
+        """Delete finished messages older than a week (at start, as the inbox does)."""
+        return await self._retry.run(
+            "pruning sent messages", lambda: self._repo.prune(older_than_s=RETENTION_S)
+        )
 
     async def deliver_due(self) -> int:
         """Try every due message once; returns how many were delivered now."""

@@ -234,3 +234,19 @@ async def test_actions_left_unfinished_when_actions_are_switched_off_end_and_are
     [line] = telegram.to(ADMIN)
     assert "order 1001 needs a person's check" in line and "switched off" in line
     assert await world.status("1006") == "processing"
+
+
+async def test_sent_messages_are_forgotten_after_a_week_pending_ones_never(
+    world: World,  # noqa: F811
+) -> None:
+    telegram = Telegram()
+    outbox = OutgoingRepository(world.db, clock=world.clock)
+    delivery = OutgoingDelivery(outbox, telegram, clock=world.clock)  # type: ignore[arg-type]
+    await outbox.add([Outgoing("k:sent", OWNER, "a", "a")])
+    await delivery.deliver_due()
+    telegram.down = True
+    await outbox.add([Outgoing("k:waiting", OWNER, "b", "b")])
+    world.clock.advance(8 * 86_400)
+    assert await delivery.forget_old() == 1
+    assert await outbox.get("k:sent") is None
+    assert await outbox.get("k:waiting") == ("pending", None)

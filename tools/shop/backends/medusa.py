@@ -93,6 +93,7 @@ PHONE_ORDERS = 20
 CANCEL_OP_KEY = "support_bot_cancel_operation_id"
 RETURN_OP_KEY = "support_bot_operation_id"
 ADDRESS_OP_KEY = "support_bot_address_operation_id"
+ADDRESS_FIELDS = "id,status,fulfillment_status,metadata,shipping_address.*"
 _IN_TRANSIT = ("shipped", "partially_shipped", "partially_delivered")
 
 
@@ -324,11 +325,11 @@ class MedusaBackend:
         raw = await self._find(order.number)
         return None if raw is None else str(raw["id"])
 
-    async def _read(self, order_id: str) -> dict[str, Any] | None:
+    async def _read(
+        self, order_id: str, fields: str = "id,status,fulfillment_status,metadata"
+    ) -> dict[str, Any] | None:
         reply = await self._http.request(
-            "GET",
-            f"/admin/orders/{order_id}",
-            params={"fields": "id,status,fulfillment_status,metadata"},
+            "GET", f"/admin/orders/{order_id}", params={"fields": fields}
         )
         if reply.status == 404:
             return None
@@ -394,7 +395,7 @@ class MedusaBackend:
         (the engine does not change an order's country)."""
         try:
             order_id = await self._order_ref(order)
-            raw = None if order_id is None else await self._read_address(order_id)
+            raw = None if order_id is None else await self._read(order_id, ADDRESS_FIELDS)
             if order_id is None or raw is None:
                 return ActionRejected("not_found")
             if (raw.get("metadata") or {}).get(ADDRESS_OP_KEY) == operation_id:
@@ -429,19 +430,6 @@ class MedusaBackend:
         if reply.status == 400:
             return ActionRejected("address_refused")
         raise ShopUnavailable("malformed", f"medusa address change answered {reply.status}")
-
-    async def _read_address(self, order_id: str) -> dict[str, Any] | None:
-        reply = await self._http.request(
-            "GET",
-            f"/admin/orders/{order_id}",
-            params={"fields": "id,status,fulfillment_status,metadata,shipping_address.*"},
-        )
-        if reply.status == 404:
-            return None
-        raw = expect_object(reply, "medusa order").get("order")
-        if not isinstance(raw, dict):
-            raise ShopUnavailable("malformed", "medusa order: no object")
-        return raw
 
     @unreadable_is_malformed
     async def request_return(
