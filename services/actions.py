@@ -52,6 +52,7 @@ from storage.actions import (
     RequestStatus,
 )
 from storage.database import StorageRetry, StorageUnavailable
+from storage.outgoing import Outgoing
 from storage.shop import ShopRepository
 from tools.actions.builtin import being_returned
 from tools.actions.capabilities import ActionCapabilities
@@ -376,7 +377,12 @@ class ActionService:
     async def _carry_out(self, row: ActionRow, *, recheck: bool, asked: list[bool]) -> Outcome:
         definition = self._definitions.get(row.action)
         if definition is None:  # switched off (ACTIONS_ENABLED) since it was proposed
-            return Outcome(ResultKind.FAILED, reason="action_off")
+            if recheck:  # never asked the shop: nothing was done
+                return Outcome(ResultKind.FAILED, reason="action_off")
+            # the shop may have done it and the bot may no longer ask: a person checks
+            return Outcome(
+                ResultKind.NEEDS_ATTENTION, reason="needs_attention", detail="action switched off"
+            )
         arguments = definition.arguments_model.model_validate_json(row.arguments)
         try:
             order = await self._shop.read_fresh(row.order_number)
@@ -469,11 +475,18 @@ class ActionService:
         return Outcome(ResultKind.CHECKING, reason="unknown", detail=last)
 
     async def record(
-        self, row: ActionRow, outcome: Outcome, *, said: str, history_key: str = ""
+        self,
+        row: ActionRow,
+        outcome: Outcome,
+        *,
+        said: str,
+        history_key: str = "",
+        tell: Sequence[Outgoing] = (),
     ) -> bool:
-        """The outcome and `said` (the customer's result message, after the card's words)
-        in the chat's history, in one transaction; CHECKING stays `executing` (the shop's
-        last answer noted). False: another press or sweeper recorded it first."""
+        """The outcome, `said` (the customer's result message, after the card's words)
+        in the chat's history and `tell` (messages about it, stored to be sent: the
+        durable outbox) in one transaction; CHECKING stays `executing` (the shop's last
+        answer noted). False: another press or sweeper recorded it first."""
         if outcome.kind is ResultKind.CHECKING:
             await self._retry.run(
                 "noting an unknown outcome",
@@ -483,7 +496,9 @@ class ActionService:
         if outcome.kind is ResultKind.REQUESTED:
             return await self._retry.run(
                 "recording a request to people",
-                lambda: self._repo.await_person(row.operation_id, history=(row.chat_id, said)),
+                lambda: self._repo.await_person(
+                    row.operation_id, history=(row.chat_id, said), tell=tell
+                ),
             )
         status = {
             ResultKind.DONE: ActionStatus.DONE,
@@ -502,6 +517,7 @@ class ActionService:
                 history=(row.chat_id, said),
                 last_answer=outcome.detail,
                 history_key=history_key,
+                tell=tell,
             ),
         )
 
@@ -625,22 +641,32 @@ class ActionService:
         )
         return request is not None
 
-    async def due_requests(self, older_than_s: float) -> list[ActionRequest]:
-        """Requests nobody answered within `older_than_s`, each returned once (remind)."""
+    async def due_requests(
+        self,
+        older_than_s: float,
+        tell: Callable[[ActionRequest], Sequence[Outgoing]] = lambda _request: (),
+    ) -> list[ActionRequest]:
+        """Requests nobody answered within `older_than_s`, each returned once, its
+        reminders (`tell`) stored to be sent in the same transaction."""
         return await self._retry.run(
             "reading unanswered requests",
-            lambda: self._repo.escalate(older_than_s=older_than_s),
+            lambda: self._repo.escalate(older_than_s=older_than_s, tell=tell),
         )
 
     async def open_requests(self) -> list[ActionRequest]:
         return await self._repo.open_requests()
 
-    async def sweep(self, history: Callable[[ActionRow, Outcome], str]) -> list[Press]:
+    async def sweep(
+        self,
+        history: Callable[[ActionRow, Outcome], str],
+        tell: Callable[[ActionRow, Outcome], Sequence[Outgoing]] = lambda _row, _outcome: (),
+    ) -> list[Press]:
         """Move on every confirmed action nobody has moved on (`Sweep`): ask the shop
         again with the same operation id; a result is recorded like a press's (`history`:
-        its line); still unknown after the last ask, it needs a person's attention. The
-        actions that ended now, for the front end to tell the customer (and, needing
-        attention, the shop's people) — once: only the sweeper whose record won."""
+        its line); still unknown after the last ask, it needs a person's attention. What
+        tells of an ended action (`tell`: to the customer and, needing attention, the
+        shop's people) is stored with its record, once — only the sweeper whose record
+        won — and sent from the durable outbox. Returns the actions that ended now."""
         stranded = await self._retry.run(
             "reading stranded actions",
             lambda: self._repo.stranded(quiet_for_s=self._sweep.quiet_for_s),
@@ -658,7 +684,8 @@ class ActionService:
                     ResultKind.NEEDS_ATTENTION, reason="needs_attention", detail=outcome.detail
                 )
                 self._log(row, "needs attention", 0.0, outcome.detail)
-            if await self.record(row, outcome, said=history(row, outcome)):
+            said = history(row, outcome)
+            if await self.record(row, outcome, said=said, tell=tell(row, outcome)):
                 ended.append(Press(ClaimKind.PROCEED, row, outcome))
         return ended
 

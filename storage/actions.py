@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Literal
 
 from storage.backend import Database, Row, Tx
+from storage.outgoing import Outgoing, add
 
 
 class ActionStatus(StrEnum):
@@ -297,11 +298,12 @@ class ActionRepository:
         history: tuple[int, str] | None,
         last_answer: str | None = None,
         history_key: str = "",
+        tell: Sequence[Outgoing] = (),
     ) -> bool:
-        """The action's result and (`history`: chat id, words) its line in the chat's
-        history, once, in one transaction. A confirmed action becomes done or failed; a
-        declined one (the press moved it) only gets its history line. False when it was
-        already finished."""
+        """The action's result, (`history`: chat id, words) its line in the chat's
+        history and (`tell`) the messages that tell of it (storage/outgoing.py), once, in
+        one transaction. A confirmed action becomes done or failed; a declined one (the
+        press moved it) only gets its history line. False when it was already finished."""
         now = self._clock()
         before = "('declined')" if status is ActionStatus.DECLINED else "('confirmed', 'executing')"
         async with self._db.transaction() as tx:
@@ -318,12 +320,16 @@ class ActionRepository:
                 chat_id, words = history
                 key = f"action:{operation_id}{history_key}"
                 await _add_history(tx, chat_id, words, key=key, now=now)
+            await add(tx, tell, now=now)
         return True
 
-    async def await_person(self, operation_id: str, *, history: tuple[int, str]) -> bool:
+    async def await_person(
+        self, operation_id: str, *, history: tuple[int, str], tell: Sequence[Outgoing] = ()
+    ) -> bool:
         """A confirmed action became a request to the shop's people: `executing`, reason
-        `requested` (the sweeper leaves it alone: a person answers), and its line in the
-        chat's history, in one transaction. False when it was already finished."""
+        `requested` (the sweeper leaves it alone: a person answers), its line in the
+        chat's history and (`tell`) the messages about it, in one transaction. False when
+        it was already finished."""
         now = self._clock()
         async with self._db.transaction() as tx:
             changed = await tx.execute(
@@ -335,6 +341,7 @@ class ActionRepository:
                 return False
             chat_id, words = history
             await _add_history(tx, chat_id, words, key=f"action:{operation_id}", now=now)
+            await add(tx, tell, now=now)
         return True
 
     async def open_request(self, operation_id: str, order_number: str) -> None:
@@ -405,9 +412,15 @@ class ActionRepository:
         )
         return [_request(r) for r in rows]
 
-    async def escalate(self, *, older_than_s: float) -> list[ActionRequest]:
+    async def escalate(
+        self,
+        *,
+        older_than_s: float,
+        tell: Callable[[ActionRequest], Sequence[Outgoing]] = lambda _request: (),
+    ) -> list[ActionRequest]:
         """Unanswered requests older than `older_than_s`, not reminded of yet, each taken
-        by one conditional update (two instances: one reminds)."""
+        by one conditional update (two instances: one reminds) in the same transaction
+        as its reminders (`tell`)."""
         now = self._clock()
         rows = await self._db.fetch_all(
             f"SELECT {_REQUEST_COLUMNS} FROM action_requests WHERE status IN"
@@ -417,13 +430,16 @@ class ActionRepository:
         )
         taken = []
         for row in rows:
-            changed = await self._db.write(
-                "UPDATE action_requests SET escalated_at = ?"
-                " WHERE operation_id = ? AND escalated_at IS NULL",
-                (now, row["operation_id"]),
-            )
-            if changed == 1:
-                taken.append(_request(row))
+            request = _request(row)
+            async with self._db.transaction() as tx:
+                changed = await tx.execute(
+                    "UPDATE action_requests SET escalated_at = ?"
+                    " WHERE operation_id = ? AND escalated_at IS NULL",
+                    (now, request.operation_id),
+                )
+                if changed == 1:
+                    await add(tx, tell(request), now=now)
+                    taken.append(request)
         return taken
 
     async def confirmed_arguments(

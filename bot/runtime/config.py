@@ -363,7 +363,7 @@ class Settings(ShopSettings):
     model_price_currency: str = Field(default="USD", min_length=1, max_length=8)
 
     # Actions the customer confirms (bot/telegram/features/actions.py): the ones on, by name
-    # (cancel_order, request_return; comma-separated); empty: no actions at all
+    # (cancel_order, request_return, change_address; comma-separated); empty: no actions at all
     actions_enabled: Annotated[tuple[str, ...], NoDecode] = ()
     # how long a confirmation card can be pressed (seconds)
     action_confirm_ttl_s: float = Field(default=900.0, ge=10, le=7 * 24 * 3600)

@@ -10,6 +10,11 @@ the order and the shop's last answer — never the customer's words. Told once: 
 sweep whose record won reports an action. A request to the shop's people (local backend)
 the sweep carried out after a press died gets its request card here; a request nobody
 answered in ACTION_REQUEST_ESCALATE_S is reminded of once.
+
+Nothing here is sent directly: every message is stored in the durable outbox
+(storage/outgoing.py) in the same transaction as the record it tells of, and delivered
+by `OutgoingDelivery` (bot/telegram/outgoing.py) — retried while Telegram cannot be
+reached, sent once — so a crash or an outage at that moment loses no message.
 """
 
 from __future__ import annotations
@@ -22,12 +27,13 @@ from collections.abc import Iterable
 from aiogram.types import InlineKeyboardMarkup
 
 from bot.telegram.formatting import markdown_to_messages
-from bot.telegram.keyboards import request_keyboard
+from bot.telegram.keyboards import markup_to_json, request_keyboard
+from bot.telegram.outgoing import OutgoingDelivery
 from bot.telegram.routers.actions import Staff, operators_line, request_card, result_words
-from bot.telegram.sender import Sender
 from bot.telegram.texts import TextTable, language_for
 from services.actions import ActionService, Outcome, Press, ResultKind
-from storage.actions import ActionRow
+from storage.actions import ActionRequest, ActionRow
+from storage.outgoing import Outgoing
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +52,7 @@ class ActionSweeper:
     def __init__(
         self,
         service: ActionService,
-        sender: Sender,
+        delivery: OutgoingDelivery,
         texts: TextTable,
         *,
         staff_chats: Iterable[int],
@@ -58,13 +64,17 @@ class ActionSweeper:
         self._requests_staff = staff
         self._escalate_after_s = escalate_after_s
         self._service = service
-        self._sender = sender
+        self._delivery = delivery
         self._texts = texts
         self._staff = tuple(dict.fromkeys(staff_chats))
         self._operators = operator_chat_id
         self._every_s = every_s
 
     async def run(self) -> None:
+        try:
+            await self._delivery.forget_old()
+        except Exception:
+            log.exception("actions: pruning sent messages failed")
         while True:
             try:
                 await self.sweep_once()
@@ -73,25 +83,26 @@ class ActionSweeper:
             await asyncio.sleep(self._every_s)
 
     async def sweep_once(self) -> list[Press]:
-        ended = await self._service.sweep(self._history)
-        for press in ended:
-            await self._tell(press)
-        await self._remind()
+        """One sweep and its reminders (their messages stored with their records), then
+        every message of the outbox that is due (new ones, and ones Telegram could not
+        take before)."""
+        ended = await self._service.sweep(self._history, self._tell)
+        if self._escalate_after_s is not None and self._requests_staff is not None:
+            await self._service.due_requests(self._escalate_after_s, self._reminders)
+        await self._delivery.deliver_due()
         return ended
 
-    async def _remind(self) -> None:
-        """One reminder per request nobody answered in time."""
-        if self._escalate_after_s is None or self._requests_staff is None:
-            return
-        for request in await self._service.due_requests(self._escalate_after_s):
-            hours = self._escalate_after_s / 3600
-            line = (
-                f"⏰ Reminder: the request for order {request.order_number} "
-                f"(op {request.operation_id[:8]}) has had no answer for {hours:.1f} h. "
-                "The customer is waiting: press ✅ Done or ✖ Refuse on its card."
-            )
-            for chat in self._requests_staff.chats:
-                await self._send(chat, line, plain=True)
+    def _reminders(self, request: ActionRequest) -> list[Outgoing]:
+        """One reminder per staff chat for a request nobody answered in time."""
+        assert self._escalate_after_s is not None and self._requests_staff is not None
+        hours = self._escalate_after_s / 3600
+        line = (
+            f"⏰ Reminder: the request for order {request.order_number} "
+            f"(op {request.operation_id[:8]}) has had no answer for {hours:.1f} h. "
+            "The customer is waiting: press ✅ Done or ✖ Refuse on its card."
+        )
+        key = f"request:{request.operation_id}:reminder"
+        return [_plain(f"{key}:{chat}", chat, line) for chat in self._requests_staff.chats]
 
     def _words(self, row: ActionRow, outcome: Outcome) -> str:
         language = language_for(row.language)
@@ -101,45 +112,37 @@ class ActionSweeper:
         language = language_for(row.language)
         return f"{self._service.card_words(row, language)}\n{self._words(row, outcome)}"
 
-    async def _tell(self, press: Press) -> None:
-        row, outcome = press.row, press.outcome
-        if row is None or outcome is None:
-            return
-        await self._send(row.chat_id, self._words(row, outcome))
+    def _tell(self, row: ActionRow, outcome: Outcome) -> list[Outgoing]:
+        """What tells of an action the sweep ended: the customer's result, and the staff's
+        card, line or the operators' line."""
+        key = f"action:{row.operation_id}"
+        (part, *_) = markdown_to_messages(self._words(row, outcome))
+        messages = [Outgoing(f"{key}:customer", row.chat_id, part.html, part.plain)]
         if outcome.kind is ResultKind.REQUESTED and self._requests_staff is not None:
             card = request_card(row, self._service.card_words(row, "en"))
-            for chat in self._requests_staff.chats:
-                await self._send(chat, card, plain=True, markup=request_keyboard(row.operation_id))
+            markup = request_keyboard(row.operation_id)
+            messages += [
+                _plain(f"{key}:request:{chat}", chat, card, markup)
+                for chat in self._requests_staff.chats
+            ]
         elif outcome.kind is ResultKind.NEEDS_ATTENTION:
             line = attention_line(row, outcome)
-            for chat in (*self._staff, *((self._operators,) if self._operators else ())):
-                await self._send(chat, line, plain=True)
+            chats = (*self._staff, *((self._operators,) if self._operators else ()))
+            messages += [_plain(f"{key}:attention:{chat}", chat, line) for chat in chats]
         elif outcome.kind is ResultKind.DONE and self._operators is not None:
-            await self._send(self._operators, operators_line(row, outcome), plain=True)
+            line = operators_line(row, outcome)
+            messages.append(_plain(f"{key}:operators", self._operators, line))
+        return messages
 
-    async def _send(
-        self,
-        chat_id: int,
-        words: str,
-        *,
-        plain: bool = False,
-        markup: InlineKeyboardMarkup | None = None,
-    ) -> None:
-        if plain:
-            result = await self._sender.send_text(
-                chat_id,
-                html.escape(words, quote=False),
-                parse_mode="HTML",
-                plain_text=words,
-                reply_markup=markup,
-            )
-        else:
-            (part, *_) = markdown_to_messages(words)
-            result = await self._sender.send_text(
-                chat_id, part.html, parse_mode="HTML", plain_text=part.plain
-            )
-        if result.status != "delivered":
-            log.warning(
-                "actions: a message about an ended action was not delivered (%s)",
-                result.reason or result.status,
-            )
+
+def _plain(
+    key: str, chat_id: int, words: str, markup: InlineKeyboardMarkup | None = None
+) -> Outgoing:
+    """A staff message: the words as they are (escaped, never read as markup)."""
+    return Outgoing(
+        key,
+        chat_id,
+        html.escape(words, quote=False),
+        words,
+        None if markup is None else markup_to_json(markup),
+    )

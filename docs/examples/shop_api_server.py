@@ -2,9 +2,10 @@
 
 Run: SHOP_API_TOKEN=change-me python3 shop_api_server.py, then set SHOP_API_URL to
 http://127.0.0.1:8081 (https in production). Replace ORDERS with a read of your shop.
-It serves no actions: ACTIONS is empty, so the bot offers customers none. To let them
-cancel or return through the bot, add the POST routes of docs/shop-api.openapi.yaml and
-name them in ACTIONS ("cancel_order", "request_return").
+It declares no actions unless SHOP_API_ACTIONS names them, so by default the bot offers
+customers none. It carries out one as an example, the change of delivery address
+(SHOP_API_ACTIONS=change_address): once per Idempotency-Key, only while the order is
+processing. Add cancel and returns the same way (docs/shop-api.openapi.yaml).
 """
 
 import json
@@ -23,8 +24,17 @@ ORDERS = {
         "delivery": {"carrier": "CDEK", "tracking_number": "1234567890", "eta": "2026-12-04"},
         "total": {"amount": "12990.00", "currency": "RUB"},
     },
+    "100235": {
+        "number": "100235",
+        "status": "processing",
+        "updated_at": "2026-12-02T12:00:00+03:00",
+        "customer": {"phone": "+79123456789", "email": "anna@example.com"},
+        "items": [{"name": "Milk frother", "quantity": 1}],
+    },
 }
-ACTIONS: list[str] = []  # the actions this server carries out (GET /capabilities)
+# the actions this server carries out (GET /capabilities), e.g. "change_address"
+ACTIONS = [name for name in os.environ.get("SHOP_API_ACTIONS", "").split(",") if name]
+ANSWERED: dict[str, int] = {}  # Idempotency-Key -> the status answered: act once per key
 
 
 class ShopApi(BaseHTTPRequestHandler):
@@ -42,6 +52,25 @@ class ShopApi(BaseHTTPRequestHandler):
             mine = [o for o in ORDERS.values() if o["customer"].get("phone") == phone]
             return self.answer(200, {"orders": mine})
         self.answer(404, {"error": "not found"})
+
+    def do_POST(self) -> None:
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return self.answer(401, {"error": "unauthorized"})
+        number, _, action = urlsplit(self.path).path.removeprefix("/orders/").partition("/")
+        if action != "address" or "change_address" not in ACTIONS:
+            return self.answer(501, {"error": "not_supported"})
+        order = ORDERS.get(unquote(number))
+        if order is None:
+            return self.answer(404, {"error": "not found"})
+        key = self.headers.get("Idempotency-Key", "")
+        if key in ANSWERED:  # the same request again: answer as the first time
+            return self.answer(ANSWERED[key], {})
+        if order["status"] != "processing":
+            return self.answer(409, {"error": "already_shipped"})
+        length = int(self.headers.get("Content-Length", "0"))
+        order["shipping_address"] = json.loads(self.rfile.read(length))  # your shop's write
+        ANSWERED[key] = 200
+        self.answer(200, {})
 
     def answer(self, status: int, body: object) -> None:
         data = json.dumps(body).encode()

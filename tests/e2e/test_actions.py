@@ -535,19 +535,15 @@ async def test_http_shop_that_declares_no_actions_is_offered_none_and_a_501_ends
     )
 
 
-async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
+async def _pressed_on_a_shop_that_never_answers(
     start_bot: StartBot,
     fake_telegram: FakeTelegramServer,
     fake_openai: FakeOpenAIServer,
     fake_shop_api: FakeShopApi,
-    database_path: Path,
+    admin: int,
 ) -> None:
-    """The shop dies for good after the card was shown: its action requests are never
-    answered. The press says the shop has not confirmed yet; the bot asks again in the
-    background within its bound, then the action needs attention: the customer hears
-    once that a person will check, the admin gets one line with the order and the
-    shop's last answer, /stats lists it, and nothing stays `executing`."""
-    admin = 7695
+    """The bot on an http shop that stops answering actions once the card is shown
+    (the sweeper's bound short: 2 asks, 0.5 s); the customer has pressed ✅."""
     fake_shop_api.put(order(MINE, "processing", telegram_id=CUSTOMER))
     fake_openai.handler = tool_step(_calls, _model)
     await start_bot(
@@ -562,6 +558,24 @@ async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
     card = await say(fake_telegram, f"Отмените заказ {MINE}")
     fake_shop_api.actions_hang = True
     await press(fake_telegram, card)
+
+
+async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+    database_path: Path,
+) -> None:
+    """The shop dies for good after the card was shown: its action requests are never
+    answered. The press says the shop has not confirmed yet; the bot asks again in the
+    background within its bound, then the action needs attention: the customer hears
+    once that a person will check, the admin gets one line with the order and the
+    shop's last answer, /stats lists it, and nothing stays `executing`."""
+    admin = 7695
+    await _pressed_on_a_shop_that_never_answers(
+        start_bot, fake_telegram, fake_openai, fake_shop_api, admin
+    )
     await wait_for_db(
         database_path,
         "SELECT status, last_answer FROM pending_actions",
@@ -579,6 +593,44 @@ async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
     told = [m for m in fake_telegram.messages_to(admin) if "person's check" in m.plain_text]
     assert len(told) == 1  # told once
     assert fake_shop_api.cancellations == []
+
+
+async def test_telegram_down_when_the_sweeper_tells_delays_its_messages_never_loses_them(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+    database_path: Path,
+) -> None:
+    """The moment the sweeper ends an action, Telegram refuses every message (flood
+    control beyond the bot's bound: certainly not sent). The customer's "a person will
+    check" and the admin's line were stored with the outcome; they arrive once Telegram
+    takes messages again — each exactly once."""
+    admin = 7696
+    await _pressed_on_a_shop_that_never_answers(
+        start_bot, fake_telegram, fake_openai, fake_shop_api, admin
+    )
+    await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)  # "checking"
+    hold = fake_telegram.hold_send_message(CUSTOMER)
+    await asyncio.wait_for(hold.arrived.wait(), WAIT_S)  # the sweeper's message, in flight
+    fake_telegram.fail_next_sends_with_retry_after(retry_after=100_000, times=2)
+    hold.release()  # it and the admin's line are refused
+    await wait_for_db(
+        database_path,
+        "SELECT count(*) FROM outgoing_messages WHERE status = 'delivered'",
+        [(2,)],
+    )
+    messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
+    assert messages[2].plain_text == RU.action_needs_attention
+    assert await settled(fake_telegram, 3)  # once
+    told = [m for m in fake_telegram.messages_to(admin) if "person's check" in m.plain_text]
+    assert len(told) == 1
+    tries = [
+        c
+        for c in fake_telegram.calls_of("sendMessage")
+        if c.params.get("chat_id") == CUSTOMER and "проверит" in str(c.params.get("text"))
+    ]
+    assert len(tries) == 2  # refused once, then sent
 
 
 async def test_presses_get_an_honest_note_even_once_actions_are_off(

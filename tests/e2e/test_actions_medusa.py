@@ -102,3 +102,73 @@ async def test_cancel_a_live_medusa_order_confirmed_told_and_the_next_answer_kno
     assert "cancelled" in answer
     assert len(fake_telegram.messages_to(ANNA)) == cards_before + 3  # one result, no repeat
     assert medusa_engine.api_key not in bot.output and "Traceback" not in bot.output
+
+
+NEW_ADDRESS = {
+    "line1": "Lenina 5",
+    "line2": "apt. 12",
+    "city": "Kazan",
+    "postal_code": "420111",
+    "country_code": "RU",
+}
+
+
+def _address_calls(text: str) -> list[Body]:
+    """Digits after '#': propose the new address (parsed, as a model would)."""
+    return [
+        fake_call("propose_change_address", {"order_id": n, "address": NEW_ADDRESS})
+        for n in re.findall(r"#(\d+)", text)
+    ]
+
+
+async def test_a_new_delivery_address_confirmed_reaches_the_engine_and_a_shipped_order_gets_no_card(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    medusa_engine: MedusaEngine,
+) -> None:
+    number = medusa_engine.place_order("anna")
+    shipped = medusa_engine.orders["in_transit"]
+    fake_openai.handler = tool_step(_address_calls, _model)
+    bot = await start_bot(
+        SHOP_BACKEND="medusa",
+        SHOP_API_URL=medusa_engine.url,
+        SHOP_API_TOKEN=medusa_engine.api_key,
+        SHOP_TIMEOUT_S="4",
+        ACTIONS_ENABLED="change_address",
+    )
+    await bot.wait_for_line("shop data: medusa backend at")
+    await say(
+        fake_telegram, ANNA, contact_update(ANNA, phone_number=ANNA_PHONE, contact_user_id=ANNA)
+    )
+    seen = len(fake_telegram.messages_to(ANNA))
+    fake_telegram.enqueue_update(
+        message_update(ANNA, text=f"Доставьте заказ #{number} на Ленина 5, кв. 12, Казань")
+    )
+    card = (await fake_telegram.wait_for_messages(ANNA, seen + 1, within=WAIT_S))[-1]
+    where = "Lenina 5, apt. 12, 420111 Kazan, RU"
+    assert f"Изменить адрес доставки заказа {number} на: {where}?" in card.plain_text
+    assert len(card_buttons(card)) == 2
+    order_id = medusa_engine.order_id(number)
+    fields = "id,shipping_address.*"
+    before = medusa_engine.admin("GET", f"/admin/orders/{order_id}?fields={fields}")
+    assert before["order"]["shipping_address"]["address_1"] == "Tverskaya 1"
+
+    assert await press(fake_telegram, card) == RU.action_working
+    result = (await fake_telegram.wait_for_messages(ANNA, seen + 2, within=WAIT_S))[-1]
+    assert result.plain_text == f"Адрес доставки заказа {number} изменён: {where}."
+    after = medusa_engine.admin("GET", f"/admin/orders/{order_id}?fields={fields}")
+    address = after["order"]["shipping_address"]  # read back through the engine's API
+    assert (address["address_1"], address["address_2"], address["city"]) == (
+        "Lenina 5",
+        "apt. 12",
+        "Kazan",
+    )
+    assert await press(fake_telegram, card) == RU.action_already
+
+    fake_telegram.enqueue_update(
+        message_update(ANNA, text=f"Доставьте заказ #{shipped} на Ленина 5")
+    )
+    answer = (await fake_telegram.wait_for_messages(ANNA, seen + 3, within=WAIT_S))[-1]
+    assert card_buttons(answer) == []  # already shipped: no card
+    assert "Lenina" not in bot.output and "420111" not in bot.output  # never in the log

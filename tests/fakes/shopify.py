@@ -8,6 +8,9 @@ Built from the documented request/response shapes, not from Shopify's code:
 - customers(query: "phone:...") with their orders;
 - orderCancel → {job {id done: false}, orderCancelUserErrors: []}, the order cancelled;
 - returnRequest → {return {id status: REQUESTED}, userErrors: []};
+- orderUpdate(input: OrderInput) → {order {id}, userErrors: []}: `shippingAddress`
+  (MailingAddressInput) overwrites the order's address, `metafields` are added to the
+  order's; a fulfilled or cancelled order's address cannot change (a userError);
 - THROTTLED: {"errors": [{"message": "Throttled", "extensions": {"code": "THROTTLED"}}],
   "extensions": {"cost": {"requestedQueryCost", "actualQueryCost": null, "throttleStatus":
   {"maximumAvailable", "currentlyAvailable", "restoreRate"}}}} with HTTP 200 or 429
@@ -45,6 +48,7 @@ class FakeShopify:
     orders: list[dict[str, Any]] = field(default_factory=list)
     customers: list[dict[str, Any]] = field(default_factory=list)
     returns: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    address_updates: int = 0  # orderUpdate calls that changed an address
     requests: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # "401", "throttled200", ...
     url: str = ""
@@ -107,6 +111,15 @@ class FakeShopify:
             },
             "fulfillments": [],
             "totalPriceSet": {"shopMoney": {"amount": "1990.00", "currencyCode": "RUB"}},
+            "shippingAddress": {
+                "firstName": "Anna",
+                "lastName": "Petrova",
+                "address1": "Tverskaya 1",
+                "city": "Moscow",
+                "zip": "125009",
+                "countryCodeV2": "RU",
+            },
+            "metafields": {},
         }
         if fulfillment:
             order["fulfillments"].append(
@@ -232,6 +245,38 @@ class FakeShopify:
                 "orderCancelUserErrors": [],
             }
         }
+
+    def _op_AddressState(self, variables: dict[str, Any]) -> dict[str, Any]:
+        order = self.by_id(variables["id"])
+        if order is None:
+            return {"order": None}
+        value = order["metafields"].get("support_bot.address_operation")
+        return {
+            "order": {
+                **{k: order[k] for k in ("id", "cancelledAt", "displayFulfillmentStatus")},
+                "shippingAddress": order["shippingAddress"],
+                "metafield": None if value is None else {"value": value},
+            }
+        }
+
+    def _op_AddressUpdate(self, variables: dict[str, Any]) -> dict[str, Any]:
+        data = variables["input"]
+        order = self.by_id(data["id"])
+        if (
+            order is None
+            or order["cancelledAt"]
+            or order["displayFulfillmentStatus"] != "UNFULFILLED"
+        ):
+            errors = [
+                {"field": ["shippingAddress"], "message": "Shipping address cannot be changed"}
+            ]
+            return {"orderUpdate": {"order": None, "userErrors": errors}}
+        self.address_updates += 1
+        order["shippingAddress"] = dict(data["shippingAddress"])  # overwrites the whole address
+        for metafield in data.get("metafields") or []:
+            key = f"{metafield['namespace']}.{metafield['key']}"
+            order["metafields"][key] = metafield["value"]
+        return {"orderUpdate": {"order": {"id": order["id"]}, "userErrors": []}}
 
     def _op_Returns(self, variables: dict[str, Any]) -> dict[str, Any]:
         made = self.returns.get(variables["id"], [])

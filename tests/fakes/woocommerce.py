@@ -4,7 +4,8 @@ Built from the documented shapes (https://woocommerce.github.io/woocommerce-rest
 REST API v3): consumer key/secret as HTTP Basic; GET /wp-json/wc/v3/orders/{id} (404
 `woocommerce_rest_shop_order_invalid_id`), GET /orders?search=&per_page=&page= with the
 X-WP-Total / X-WP-TotalPages headers (the search matches loosely, here: any order whose
-number or billing phone digits contain the text), PUT /orders/{id} {"status"}, GET/POST
+number or billing phone digits contain the text), PUT /orders/{id} {"status"} or
+{"shipping": {...}} (the properties given are set, the others kept), GET/POST
 /orders/{id}/notes ({id, author, date_created_gmt, note, customer_note}); 401
 `woocommerce_rest_cannot_view`. Dates are `date_modified_gmt` without a zone (GMT).
 A test scripts failures with `fail_next` and reads `requests` ("GET /orders/12", ...).
@@ -63,6 +64,16 @@ class FakeWoo:
             ),
             "date_completed_gmt": "2026-11-20T10:00:00" if status == "completed" else None,
             "billing": {"phone": phone, "email": "anna@example.com"},
+            "shipping": {
+                "first_name": "Anna",
+                "last_name": "Petrova",
+                "address_1": "Tverskaya 1",
+                "address_2": "",
+                "city": "Moscow",
+                "state": "",
+                "postcode": "125009",
+                "country": "RU",
+            },
             "line_items": [{"id": order_id * 10, "name": "Mug", "quantity": 2}],
             "meta_data": [],
             **extra,
@@ -128,7 +139,11 @@ class FakeWoo:
         order = self.orders.get(int(request.match_info["id"]))
         if order is None:
             return _error("woocommerce_rest_shop_order_invalid_id", "Invalid ID.", 404)
-        order.update((await request.json()) or {})
+        for key, value in ((await request.json()) or {}).items():
+            if isinstance(value, dict) and isinstance(order.get(key), dict):
+                order[key].update(value)  # e.g. shipping: the properties given are set
+            else:
+                order[key] = value
         return web.json_response(order)
 
     async def get_notes(self, request: web.Request) -> web.Response:

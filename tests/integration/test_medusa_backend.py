@@ -1,6 +1,6 @@
 """The medusa backend against the real Medusa v2 engine (tests/shop_engine/medusa_engine.py):
 reads by number and by phone, live status changes, a rejected key, and the customer's
-cancel and return carried out exactly once per operation id."""
+cancel, return and change of delivery address carried out exactly once per operation id."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from tools.shop.backend import (
     ActionDone,
     ActionRejected,
     ReturnLine,
+    ShippingAddress,
     ShopSetupError,
     ShopUnavailable,
 )
-from tools.shop.backends.medusa import RETURN_OP_KEY, MedusaBackend
+from tools.shop.backends.medusa import ADDRESS_OP_KEY, RETURN_OP_KEY, MedusaBackend
 
 pytestmark = [pytest.mark.medusa, pytest.mark.timeout(900)]
 
@@ -170,6 +171,66 @@ async def test_a_return_is_requested_once_per_operation(
     ours = [r for r in returns if (r.get("metadata") or {}).get(RETURN_OP_KEY) == "op-return-1"]
     assert [(r["id"], r["status"]) for r in ours] == [(first.reference, "requested")]
     assert len(returns) == 1
+
+
+NEW_ADDRESS = ShippingAddress(
+    line1="Lenina 5", line2="apt. 12", city="Kazan", postal_code="420111", country_code="RU"
+)
+
+
+def _address(medusa_engine: MedusaEngine, number: int) -> dict[str, object]:
+    order_id = medusa_engine.order_id(number)
+    fields = "id,metadata,shipping_address.*"
+    return dict(medusa_engine.admin("GET", f"/admin/orders/{order_id}?fields={fields}")["order"])
+
+
+async def test_an_address_change_reaches_the_shop_once_per_operation(
+    shop: MedusaBackend, medusa_engine: MedusaEngine
+) -> None:
+    number = medusa_engine.place_order("anna")
+    order = await shop.get_order(str(number))
+    assert order is not None
+    assert await shop.change_address(order, NEW_ADDRESS, "op-address-1") == ActionDone()
+    raw = _address(medusa_engine, number)  # read back through the engine's API
+    address = raw["shipping_address"]
+    assert isinstance(address, dict)
+    assert (address["address_1"], address["address_2"], address["city"]) == (
+        "Lenina 5",
+        "apt. 12",
+        "Kazan",
+    )
+    assert (address["postal_code"], address["country_code"]) == ("420111", "ru")
+    assert address["first_name"] == "anna"  # the recipient is kept
+    assert raw["metadata"] == {ADDRESS_OP_KEY: "op-address-1"}
+    changes = medusa_engine.admin("GET", f"/admin/orders/{medusa_engine.order_id(number)}/changes")[
+        "order_changes"
+    ]
+    # the same operation again (a retry after a crash): done, no second change
+    assert await shop.change_address(order, NEW_ADDRESS, "op-address-1") == ActionDone()
+    again = medusa_engine.admin("GET", f"/admin/orders/{medusa_engine.order_id(number)}/changes")[
+        "order_changes"
+    ]
+    assert len(again) == len(changes)
+
+
+async def test_an_address_change_is_refused_once_shipped_or_to_another_country(
+    shop: MedusaBackend, medusa_engine: MedusaEngine
+) -> None:
+    shipped = await shop.get_order(str(medusa_engine.orders["in_transit"]))
+    assert shipped is not None
+    refused = await shop.change_address(shipped, NEW_ADDRESS, "op-address-shipped")
+    assert refused == ActionRejected("already_shipped")
+    number = medusa_engine.place_order("boris")
+    order = await shop.get_order(str(number))
+    assert order is not None
+    abroad = ShippingAddress(
+        line1="Hauptstr. 1", city="Berlin", postal_code="10115", country_code="DE"
+    )
+    assert await shop.change_address(order, abroad, "op-address-de") == ActionRejected(
+        "country_not_changeable"
+    )
+    address = _address(medusa_engine, number)["shipping_address"]
+    assert isinstance(address, dict) and address["address_1"] == "Tverskaya 1"
 
 
 async def test_answers_written_in_parts_are_read_whole(medusa_engine: MedusaEngine) -> None:

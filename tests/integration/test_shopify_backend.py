@@ -1,6 +1,6 @@
 """The shopify backend against a fake Admin GraphQL API (2026-07 shapes, tests/fakes/shopify.py):
 exact names through a fuzzy search, phones, statuses, a rejected token, THROTTLED (200 and
-429), 5xx, time-outs, non-JSON, and cancel/return once per operation id."""
+429), 5xx, time-outs, non-JSON, and cancel/return/address change once per operation id."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tools.shop.backend import (
     ActionDone,
     ActionRejected,
     ReturnLine,
+    ShippingAddress,
     ShopSetupError,
     ShopUnavailable,
 )
@@ -176,6 +177,45 @@ async def test_a_shipped_order_is_not_cancelled(
     assert order is not None
     assert await shop.cancel_order(order, "op-1") == ActionRejected("not_cancellable")
     assert "Cancel" not in fake_shopify.requests
+
+
+NEW_ADDRESS = ShippingAddress(
+    line1="Lenina 5", line2="apt. 12", city="Kazan", postal_code="420111", country_code="RU"
+)
+
+
+async def test_an_address_change_once_keeping_the_recipient(
+    shop: ShopifyBackend, fake_shopify: FakeShopify
+) -> None:
+    fake_shopify.add_order(1001)
+    order = await shop.get_order("1001")
+    assert order is not None
+    assert await shop.change_address(order, NEW_ADDRESS, "op-1") == ActionDone()
+    stored = fake_shopify.by_id(str(order.ref))
+    assert stored is not None
+    assert stored["shippingAddress"] == {
+        "firstName": "Anna",
+        "lastName": "Petrova",
+        "address1": "Lenina 5",
+        "address2": "apt. 12",
+        "city": "Kazan",
+        "zip": "420111",
+        "countryCode": "RU",
+    }
+    assert await shop.change_address(order, NEW_ADDRESS, "op-1") == ActionDone()
+    assert fake_shopify.address_updates == 1  # the repeat found its mark
+
+
+async def test_an_address_change_is_refused_once_shipped(
+    shop: ShopifyBackend, fake_shopify: FakeShopify
+) -> None:
+    fake_shopify.add_order(1001, fulfillment="IN_TRANSIT")
+    order = await shop.get_order("1001")
+    assert order is not None
+    assert await shop.change_address(order, NEW_ADDRESS, "op-1") == ActionRejected(
+        "already_shipped"
+    )
+    assert "AddressUpdate" not in fake_shopify.requests
 
 
 async def test_a_return_is_requested_once(shop: ShopifyBackend, fake_shopify: FakeShopify) -> None:

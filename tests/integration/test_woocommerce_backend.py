@@ -14,6 +14,7 @@ from tools.shop.backend import (
     ActionDone,
     ActionRejected,
     ReturnLine,
+    ShippingAddress,
     ShopSetupError,
     ShopUnavailable,
 )
@@ -191,6 +192,51 @@ async def test_a_completed_order_is_not_cancelled(
     order = await shop.get_order("5")
     assert order is not None
     assert await shop.cancel_order(order, "op-1") == ActionRejected("not_cancellable")
+    assert "PUT /orders/5" not in fake_woo.requests
+
+
+NEW_ADDRESS = ShippingAddress(
+    line1="Lenina 5",
+    line2="apt. 12",
+    city="Kazan",
+    postal_code="420111",
+    country_code="RU",
+    region="Tatarstan",
+)
+
+
+async def test_an_address_change_once_keeping_the_recipient(
+    shop: WooCommerceBackend, fake_woo: FakeWoo
+) -> None:
+    fake_woo.add_order(5)
+    order = await shop.get_order("5")
+    assert order is not None
+    assert await shop.change_address(order, NEW_ADDRESS, "op-1") == ActionDone()
+    assert fake_woo.orders[5]["shipping"] == {
+        "first_name": "Anna",
+        "last_name": "Petrova",
+        "address_1": "Lenina 5",
+        "address_2": "apt. 12",
+        "city": "Kazan",
+        "state": "Tatarstan",
+        "postcode": "420111",
+        "country": "RU",
+    }
+    [note] = fake_woo.notes[5]
+    assert "Lenina" not in note["note"]  # the note names the operation, not the address
+    assert await shop.change_address(order, NEW_ADDRESS, "op-1") == ActionDone()
+    assert fake_woo.requests.count("PUT /orders/5") == 1
+    assert len(fake_woo.notes[5]) == 1
+
+
+async def test_an_address_change_is_refused_once_completed(
+    shop: WooCommerceBackend, fake_woo: FakeWoo
+) -> None:
+    fake_woo.add_order(5, status="completed")
+    order = await shop.get_order("5")
+    assert order is not None
+    refused = await shop.change_address(order, NEW_ADDRESS, "op-1")
+    assert refused == ActionRejected("already_shipped")
     assert "PUT /orders/5" not in fake_woo.requests
 
 

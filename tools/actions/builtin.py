@@ -1,13 +1,15 @@
-"""The two built-in actions: cancel an order that has not shipped, and open a return of a
-delivered order's items inside the product's return window."""
+"""The three built-in actions: cancel an order that has not shipped, open a return of a
+delivered order's items inside the product's return window, and change the delivery
+address of an order that has not shipped."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tools.actions.definition import (
     ActionArguments,
@@ -19,7 +21,7 @@ from tools.actions.definition import (
     Words,
     items_words,
 )
-from tools.shop.backend import ActionResult, OrderActions, ReturnLine
+from tools.shop.backend import ActionResult, OrderActions, ReturnLine, ShippingAddress
 from tools.shop.orders import LiveOrder, OrderItem
 from tools.shop.rules import OrderStatus, normalise_product_name
 
@@ -224,7 +226,149 @@ REQUEST_RETURN: ActionDefinition[ReturnArguments] = ActionDefinition(
     execute=_open_return,
 )
 
+
+# -- change_address ------------------------------------------------------------------
+
+# Characters an address never needs that the card's formatting would read as markup
+# (bold, italics, code, links) or as a tag: refused, so the address on the card is
+# exactly the words the customer gave — data, never formatting.
+_MARKUP = re.compile(r"[*_`~\[\]<>\\|]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+_POSTAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 -]{0,10}")
+_COUNTRY = re.compile(r"[A-Za-z]{2}")
+
+
+def _plain_text(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = " ".join(value.split())
+    if _CONTROL.search(value):
+        raise ValueError("contains invisible control characters; ask for it again in plain words")
+    if _MARKUP.search(value):
+        raise ValueError(
+            "may not contain * _ ` ~ [ ] < > \\ or |; ask the customer to write the address "
+            "in plain words"
+        )
+    return value or None
+
+
+class NewAddress(BaseModel):
+    """The new delivery address, parsed into its parts from the customer's words."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    line1: str = Field(
+        min_length=3, max_length=200, description="Street and house (building), as written."
+    )
+    line2: str | None = Field(
+        default=None, max_length=100, description="Apartment, floor, entrance; omit if none."
+    )
+    city: str = Field(min_length=1, max_length=100, description="City, town or village.")
+    postal_code: str = Field(
+        min_length=2, max_length=11, description="Postal code (index), e.g. 101000."
+    )
+    country_code: str = Field(
+        min_length=2, max_length=2, description="ISO 3166-1 alpha-2 country code, e.g. RU."
+    )
+    region: str | None = Field(
+        default=None, max_length=100, description="Region, province or state, if given."
+    )
+
+    @field_validator("line1", "line2", "city", "region")
+    @classmethod
+    def _words(cls, value: str | None) -> str | None:
+        return _plain_text(value)
+
+    @field_validator("postal_code")
+    @classmethod
+    def _postal(cls, value: str) -> str:
+        value = value.strip()
+        if not _POSTAL.fullmatch(value):
+            raise ValueError("is not a postal code (letters, digits, spaces, hyphens); ask again")
+        return value.upper()
+
+    @field_validator("country_code")
+    @classmethod
+    def _country(cls, value: str) -> str:
+        if not _COUNTRY.fullmatch(value.strip()):
+            raise ValueError("must be two letters (ISO 3166-1), e.g. RU or DE")
+        return value.strip().upper()
+
+    def shipping(self) -> ShippingAddress:
+        return ShippingAddress(
+            line1=self.line1,
+            line2=self.line2,
+            city=self.city,
+            postal_code=self.postal_code,
+            country_code=self.country_code,
+            region=self.region,
+        )
+
+
+class AddressArguments(ActionArguments):
+    address: NewAddress = Field(
+        description=(
+            "The new delivery address, each part from the customer's own words; ask for "
+            "what is missing (street and house, city, postal code, country) — never guess."
+        )
+    )
+
+
+async def _may_change_address(
+    order: LiveOrder, _args: AddressArguments, _policy: Policy
+) -> Decision:
+    if order.status is OrderStatus.PROCESSING:
+        return Allowed()
+    if order.status is OrderStatus.CANCELLED:
+        return Refused("order_cancelled", "This order is cancelled: there is nothing to deliver.")
+    return Refused(
+        "already_shipped",
+        f"The delivery address can no longer be changed: the order's status is "
+        f"{order.status.value} (only orders still being processed can be). Explain this; "
+        "suggest contacting the carrier with the tracking number if there is one.",
+    )
+
+
+def _address_effect(order: LiveOrder, args: AddressArguments) -> Words:
+    where = args.address.shipping().words()
+    return {
+        "ru": f"Изменить адрес доставки заказа {order.number} на: {where}?",
+        "en": f"Change the delivery address of order {order.number} to: {where}?",
+    }
+
+
+def _address_done(order: LiveOrder, args: AddressArguments, _ref: str | None) -> Words:
+    where = args.address.shipping().words()
+    return {
+        "ru": f"Адрес доставки заказа {order.number} изменён: {where}.",
+        "en": f"The delivery address of order {order.number} is now: {where}.",
+    }
+
+
+async def _change_address(
+    actions: OrderActions, order: LiveOrder, args: AddressArguments, operation_id: str
+) -> ActionResult:
+    return await actions.change_address(order, args.address.shipping(), operation_id)
+
+
+CHANGE_ADDRESS: ActionDefinition[AddressArguments] = ActionDefinition(
+    name="change_address",
+    description=(
+        "Propose changing the delivery address of one of the customer's orders that has "
+        "not shipped yet (still being processed), to the new address the customer gave, "
+        "parsed into its parts. Nothing changes yet: the customer gets a card showing "
+        "the new address in full and confirms or declines it with its buttons. Never say "
+        "the address is changed before that."
+    ),
+    arguments_model=AddressArguments,
+    check=_may_change_address,
+    effect=_address_effect,
+    done=_address_done,
+    execute=_change_address,
+)
+
 BUILT_IN_ACTIONS: tuple[ActionDefinition[Any], ...] = (
     CANCEL_ORDER,
     REQUEST_RETURN,
+    CHANGE_ADDRESS,
 )

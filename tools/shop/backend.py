@@ -127,9 +127,29 @@ class ActionRequested:
 
 ActionResult = ActionDone | ActionRejected | ActionUnknown | ActionRequested
 
+
+@dataclass(frozen=True, slots=True)
+class ShippingAddress:
+    """A new delivery address as the customer confirmed it on the card (personal data:
+    never logged). `country_code`: ISO 3166-1 alpha-2, upper case."""
+
+    line1: str  # street and house
+    city: str
+    postal_code: str
+    country_code: str
+    line2: str | None = None  # apartment, floor, entrance
+    region: str | None = None  # province, state, oblast
+
+    def words(self) -> str:
+        """One line, as the card shows it: "Lenina 5, apt. 3, 101000 Moscow, RU"."""
+        parts = [self.line1, self.line2, f"{self.postal_code} {self.city}", self.region]
+        return ", ".join([p for p in parts if p] + [self.country_code])
+
+
 # The built-in actions' names, as a backend declares them (`supported_actions`).
 CANCEL_ORDER = "cancel_order"
 REQUEST_RETURN = "request_return"
+CHANGE_ADDRESS = "change_address"
 NOT_SUPPORTED = "not_supported"  # an `ActionRejected` reason: the shop does not do this
 
 
@@ -150,3 +170,9 @@ class OrderActions(Protocol):
     async def request_return(
         self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
     ) -> ActionResult: ...
+
+    async def change_address(
+        self, order: LiveOrder, address: ShippingAddress, operation_id: str
+    ) -> ActionResult:
+        """The order's delivery address replaced (an order not shipped yet)."""
+        ...

@@ -1,5 +1,5 @@
 """Actions with confirmation as one feature: on only when ACTIONS_ENABLED names
-an action (cancel_order, request_return).
+an action (cancel_order, request_return, change_address).
 
 It adds one proposing tool per action on (tools/actions/propose.py), the router of the
 card's ✅/✖ presses among the commands (limited per user like every button press), and
@@ -26,6 +26,7 @@ from bot.telegram.action_sweeper import ActionSweeper
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
+from bot.telegram.outgoing import OutgoingDelivery
 from bot.telegram.routers.actions import (
     Staff,
     build_action_router,
@@ -41,6 +42,7 @@ from services.prompts.support_chat import ORDER_ACTIONS_V1
 from services.stats import StatsReport
 from storage.actions import ActionRepository, LocalActionStore
 from storage.database import Database, StorageRetry
+from storage.outgoing import OutgoingRepository
 from storage.shop import ShopRepository
 from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.actions.capabilities import ActionCapabilities
@@ -169,13 +171,42 @@ async def keep_capabilities(parts: ActionParts) -> None:
         await parts.capabilities.learn()
 
 
-def actions_off_feature() -> Feature:
-    """With no action on: only the answer to a press on an old card ("no longer offered")."""
+def actions_off_feature(needs: Needs, telegram: TelegramNeeds) -> Feature:
+    """With no action on: the answer to a press on an old card ("no longer offered"), and
+    the end of actions left unfinished while they were on (a process that died, an
+    outcome still unknown): one never carried out ends failed, one the shop may have
+    done needs a person — each told once, like the sweeper tells it with actions on."""
+    settings = needs.settings
+    repo = ActionRepository(needs.db, clock=time.time)
+    # no definition: the shop is never asked (see ActionService._carry_out)
+    unused: ActionShop = DirectoryActions(needs.shop, LocalRequestActions(repo))
+    service = ActionService(
+        repo,
+        unused,
+        ShopRepository(needs.db),
+        (),
+        storage_retry=needs.storage_retry,
+        sweep=sweep_of(settings),
+        clock=time.time,
+    )
+    sweeper = ActionSweeper(
+        service,
+        OutgoingDelivery(
+            OutgoingRepository(needs.db, clock=time.time),
+            telegram.sender,
+            storage_retry=needs.storage_retry,
+            first_retry_s=min(settings.action_retry_first_s, 15.0),
+        ),
+        telegram.texts,
+        staff_chats=sorted(settings.admin_ids),
+        operator_chat_id=settings.operator_chat_id,
+        every_s=min(settings.action_retry_first_s, 15.0),
+    )
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         return FeatureRouters(commands=(build_actions_off_router(deps),))
 
-    return Feature(name="actions_off", routers=routers)
+    return Feature(name="actions_off", routers=routers, background=sweeper.run)
 
 
 def sweep_of(settings: Settings) -> Sweep:
@@ -213,9 +244,15 @@ def actions_on_telegram(
                 "shop's people, but neither ADMIN_IDS nor OPERATOR_CHAT_ID is set"
             )
 
+    delivery = OutgoingDelivery(
+        OutgoingRepository(needs.db, clock=time.time),
+        telegram.sender,
+        storage_retry=needs.storage_retry,
+        first_retry_s=min(settings.action_retry_first_s, 15.0),
+    )
     sweeper = ActionSweeper(
         service,
-        telegram.sender,
+        delivery,
         telegram.texts,
         staff_chats=sorted(settings.admin_ids),
         operator_chat_id=operator_chat_id,

@@ -95,7 +95,8 @@ async def build_application(
     on_telegram = TelegramNeeds(transport.sender, texts, model, turn_slots, voice_notes, instances)
     features = telegram_features(built, needs, on_telegram)
     if not any(feature.name == "actions" for feature in features):
-        features = (*features, actions_off_feature())  # old cards' presses get an answer
+        # old cards' presses get an answer; actions left unfinished end
+        features = (*features, actions_off_feature(needs, on_telegram))
 
     registry = core.build_tools(settings, tools_of(built), shop=shop)
     metrics = operations.build_metrics(settings, registry.names)

@@ -5,6 +5,7 @@ reads the example server's answers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import sys
@@ -19,6 +20,7 @@ import yaml
 from pydantic import SecretStr
 
 from tests.fakes.shop_api import TOKEN, FakeShopApi, order
+from tools.shop.backend import NOT_SUPPORTED, ActionDone, ActionRejected, ShippingAddress
 from tools.shop.backends.http import HttpBackend
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -50,6 +52,7 @@ def test_the_document_is_openapi_3_1_with_valid_schemas_and_resolvable_refs() ->
         "/capabilities",  # actions
         "/orders/{number}/cancel",
         "/orders/{number}/returns",
+        "/orders/{number}/address",
     }
     for name, schema in document["components"]["schemas"].items():
         jsonschema.Draft202012Validator.check_schema(schema), name
@@ -112,12 +115,12 @@ async def test_the_reference_fake_answers_by_the_document(fake_shop_api: FakeSho
         )
 
 
-@pytest.fixture
-async def example_server(tmp_path: Path) -> AsyncIterator[str]:
+@contextlib.asynccontextmanager
+async def _serving(**extra: str) -> AsyncIterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "SHOP_API_TOKEN": "example-token", "PORT": str(port)}
+    env = {**os.environ, "SHOP_API_TOKEN": "example-token", "PORT": str(port), **extra}
     process = await asyncio.create_subprocess_exec(sys.executable, str(EXAMPLE), env=env)
     try:
         async with asyncio.timeout(120):  # an outer limit on a process's start
@@ -137,6 +140,12 @@ async def example_server(tmp_path: Path) -> AsyncIterator[str]:
         await process.wait()
 
 
+@pytest.fixture
+async def example_server() -> AsyncIterator[str]:
+    async with _serving() as url:
+        yield url
+
+
 async def test_the_readme_example_server_answers_by_the_document_and_the_bot_reads_it(
     example_server: str,
 ) -> None:
@@ -153,11 +162,58 @@ async def test_the_readme_example_server_answers_by_the_document_and_the_bot_rea
         await client.check()
         found = await client.get_order("100234")
         assert found is not None and found.customer_phone == "+79123456789"
-        assert [o.number for o in await client.orders_for_phone("+79123456789")] == ["100234"]
+        mine = {o.number for o in await client.orders_for_phone("+79123456789")}
+        assert mine == {"100234", "100235"}
         assert await client.get_order("999") is None
         assert await client.supported_actions() == frozenset()  # it declares no action
     finally:
         await client.aclose()
+
+
+async def test_the_example_server_changes_an_address_once_as_the_document_says() -> None:
+    """The bot's client against the example server declaring change_address: the address
+    reaches the shop (read back), once per operation id; a shipped order is refused; a
+    server that does not declare it answers 501 (not supported, nothing done)."""
+    address = ShippingAddress(
+        line1="Lenina 5", line2="apt. 12", city="Kazan", postal_code="420111", country_code="RU"
+    )
+    headers = {"Authorization": "Bearer example-token"}
+    async with _serving(SHOP_API_ACTIONS="change_address") as url:
+        client = HttpBackend(url, SecretStr("example-token"))
+        try:
+            assert await client.supported_actions() == frozenset({"change_address"})
+            order = await client.get_order("100235")
+            assert order is not None
+            assert await client.change_address(order, address, "op-1") == ActionDone()
+            async with aiohttp.ClientSession() as http:
+                async with http.get(f"{url}/orders/100235", headers=headers) as response:
+                    stored = await response.json()
+            validate(stored, "Order")  # an extra field is allowed
+            assert stored["shipping_address"] == {
+                "line1": "Lenina 5",
+                "line2": "apt. 12",
+                "city": "Kazan",
+                "postal_code": "420111",
+                "country_code": "RU",
+                "region": None,
+            }
+            validate(stored["shipping_address"], "AddressChange")
+            assert await client.change_address(order, address, "op-1") == ActionDone()
+            shipped = await client.get_order("100234")
+            assert shipped is not None
+            refused = await client.change_address(shipped, address, "op-2")
+            assert refused == ActionRejected("already_shipped")
+        finally:
+            await client.aclose()
+    async with _serving() as url:
+        client = HttpBackend(url, SecretStr("example-token"))
+        try:
+            order = await client.get_order("100235")
+            assert order is not None
+            refused = await client.change_address(order, address, "op-3")
+            assert refused == ActionRejected(NOT_SUPPORTED)
+        finally:
+            await client.aclose()
 
 
 def test_the_docs_show_the_example_server_as_it_is_tested() -> None:

@@ -24,10 +24,10 @@ name the shop's host and the HTTP status, never the token, a phone or a query.
 Actions (`OrderActions`): the shop declares which it does (`GET /capabilities` →
 `{"actions": [...]}`; none when it serves no such route), and a 501/405 to an action
 means it does not do that one (`NOT_SUPPORTED`, nothing done). `POST
-/orders/{number}/cancel` and `POST /orders/{number}/returns` with `Idempotency-Key:
-<operation id>`, one attempt each; an outcome that may have taken effect (timeout,
-broken connection, 5xx) is `ActionUnknown`, and services/actions.py asks again with the
-same key, which the contract makes safe.
+/orders/{number}/cancel`, `POST /orders/{number}/returns` and `POST
+/orders/{number}/address` with `Idempotency-Key: <operation id>`, one attempt each; an
+outcome that may have taken effect (timeout, broken connection, 5xx) is `ActionUnknown`,
+and services/actions.py asks again with the same key, which the contract makes safe.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from tools.shop.backend import (
     ActionUnknown,
     OrderActions,
     ReturnLine,
+    ShippingAddress,
     ShopSetupError,
     ShopUnavailable,
 )
@@ -259,6 +260,23 @@ class HttpBackend:
         reference = outcome[1].get("id") if isinstance(outcome[1], dict) else None
         return ActionDone(reference=str(reference)[:100] if reference else None)
 
+    async def change_address(
+        self, order: LiveOrder, address: ShippingAddress, operation_id: str
+    ) -> ActionResult:
+        """`POST /orders/{number}/address` {line1, line2, city, postal_code, country_code,
+        region} with `Idempotency-Key`."""
+        body = {
+            "line1": address.line1,
+            "line2": address.line2,
+            "city": address.city,
+            "postal_code": address.postal_code,
+            "country_code": address.country_code,
+            "region": address.region,
+        }
+        path = f"/orders/{quote(order.number, safe='')}/address"
+        outcome = await self._post(path, body, operation_id)
+        return outcome if not isinstance(outcome, tuple) else ActionDone()
+
     async def _post(
         self, path: str, body: dict[str, Any] | None, key: str
     ) -> ActionResult | tuple[int, Any]:
@@ -271,9 +289,12 @@ class HttpBackend:
             "Idempotency-Key": key,
         }
         try:
-            async with self._slots, self._client().post(
-                self._url + path, json=body or {}, headers=headers, allow_redirects=False
-            ) as response:
+            async with (
+                self._slots,
+                self._client().post(
+                    self._url + path, json=body or {}, headers=headers, allow_redirects=False
+                ) as response,
+            ):
                 status = response.status
                 try:
                     raw: bytes | None = await read_body(response, MAX_BODY_BYTES)

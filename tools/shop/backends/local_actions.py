@@ -9,7 +9,9 @@ customer's ✅ reaches) only opens a request the admins answer with Done or Refu
   in the same transaction, so a repeated call with the same id answers `ActionDone` and
   changes nothing (storage/actions.py `LocalActionStore`);
 - return: a row of `order_returns` keyed by the operation id; its reference is "R-" and
-  the id's first 8 characters.
+  the id's first 8 characters;
+- delivery address: the imported orders hold no address, so the person's Done is the
+  whole of it (nothing in the bot's copy changes).
 
 `DirectoryActions` puts a backend's actions next to the `ShopDirectory` the order tools
 read through: the mechanism (tools/actions/) reads proposals through the directory,
@@ -26,6 +28,7 @@ from datetime import UTC, datetime
 from storage.actions import ActionRepository, LocalActionStore
 from tools.shop.backend import (
     CANCEL_ORDER,
+    CHANGE_ADDRESS,
     REQUEST_RETURN,
     ActionDone,
     ActionRejected,
@@ -33,11 +36,12 @@ from tools.shop.backend import (
     ActionResult,
     OrderActions,
     ReturnLine,
+    ShippingAddress,
 )
 from tools.shop.directory import ShopDirectory
 from tools.shop.orders import LiveOrder, OrderNumberRule
 
-LOCAL_ACTIONS = frozenset({CANCEL_ORDER, REQUEST_RETURN})
+LOCAL_ACTIONS = frozenset({CANCEL_ORDER, REQUEST_RETURN, CHANGE_ADDRESS})
 
 
 class LocalRequestActions:
@@ -56,6 +60,12 @@ class LocalRequestActions:
 
     async def request_return(
         self, order: LiveOrder, lines: Sequence[ReturnLine], reason: str, operation_id: str
+    ) -> ActionResult:
+        await self._requests.open_request(operation_id, order.number)
+        return ActionRequested()
+
+    async def change_address(
+        self, order: LiveOrder, address: ShippingAddress, operation_id: str
     ) -> ActionResult:
         await self._requests.open_request(operation_id, order.number)
         return ActionRequested()
@@ -91,6 +101,11 @@ class LocalOrderActions:
             return ActionDone(reference=f"R-{operation_id[:8].upper()}")
         return ActionRejected("not_found")
 
+    async def change_address(
+        self, order: LiveOrder, address: ShippingAddress, operation_id: str
+    ) -> ActionResult:
+        return ActionDone()  # the person changed it in the shop; the copy holds no address
+
 
 class DirectoryActions:
     """A shop's reads (its `ShopDirectory`) and actions, as tools/actions/ needs them
@@ -124,5 +139,13 @@ class DirectoryActions:
     ) -> ActionResult:
         try:
             return await self._actions.request_return(order, lines, reason, operation_id)
+        finally:
+            self._directory.forget_order(order.number)
+
+    async def change_address(
+        self, order: LiveOrder, address: ShippingAddress, operation_id: str
+    ) -> ActionResult:
+        try:
+            return await self._actions.change_address(order, address, operation_id)
         finally:
             self._directory.forget_order(order.number)

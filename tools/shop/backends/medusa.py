@@ -1,5 +1,5 @@
 """SHOP_BACKEND=medusa: orders read live from a Medusa v2 shop's Admin API, and the
-customer's confirmed cancel and return carried out there.
+customer's confirmed cancel, return and change of delivery address carried out there.
 
 Verified against Medusa 2.21.2 (tests/shop_engine/medusa/, the real engine in the tests;
 docs/plans/issue-31-live-shop.md §4.1, §5, §8). Admin API reference:
@@ -29,6 +29,7 @@ import aiohttp
 
 from tools.shop.backend import (
     CANCEL_ORDER,
+    CHANGE_ADDRESS,
     REQUEST_RETURN,
     ActionDone,
     ActionRejected,
@@ -36,6 +37,7 @@ from tools.shop.backend import (
     ActionUnknown,
     OrderActions,
     ReturnLine,
+    ShippingAddress,
     ShopSetupError,
     ShopUnavailable,
     unreadable_is_malformed,
@@ -90,6 +92,8 @@ MAX_PAGES = 4  # a short number on a big shop: more pages than this → "ambiguo
 PHONE_ORDERS = 20
 CANCEL_OP_KEY = "support_bot_cancel_operation_id"
 RETURN_OP_KEY = "support_bot_operation_id"
+ADDRESS_OP_KEY = "support_bot_address_operation_id"
+ADDRESS_FIELDS = "id,status,fulfillment_status,metadata,shipping_address.*"
 _IN_TRANSIT = ("shipped", "partially_shipped", "partially_delivered")
 
 
@@ -321,11 +325,11 @@ class MedusaBackend:
         raw = await self._find(order.number)
         return None if raw is None else str(raw["id"])
 
-    async def _read(self, order_id: str) -> dict[str, Any] | None:
+    async def _read(
+        self, order_id: str, fields: str = "id,status,fulfillment_status,metadata"
+    ) -> dict[str, Any] | None:
         reply = await self._http.request(
-            "GET",
-            f"/admin/orders/{order_id}",
-            params={"fields": "id,status,fulfillment_status,metadata"},
+            "GET", f"/admin/orders/{order_id}", params={"fields": fields}
         )
         if reply.status == 404:
             return None
@@ -339,7 +343,7 @@ class MedusaBackend:
         return self
 
     async def supported_actions(self) -> frozenset[str]:
-        return frozenset({CANCEL_ORDER, REQUEST_RETURN})
+        return frozenset({CANCEL_ORDER, REQUEST_RETURN, CHANGE_ADDRESS})
 
     @unreadable_is_malformed
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
@@ -379,6 +383,53 @@ class MedusaBackend:
         if reply.status == 400:
             return ActionRejected("not_cancellable")
         raise ShopUnavailable("malformed", f"medusa cancel answered {reply.status}")
+
+    @unreadable_is_malformed
+    async def change_address(
+        self, order: LiveOrder, address: ShippingAddress, operation_id: str
+    ) -> ActionResult:
+        """`POST /admin/orders/{id}` {shipping_address, metadata} (AdminUpdateOrder, the
+        engine's update-order workflow, verified on 2.21.2): one request sets the address
+        and marks the order with the operation id, so a repeat finds its own mark and
+        answers done. Refused by the shop: a cancelled or shipped order, another country
+        (the engine does not change an order's country)."""
+        try:
+            order_id = await self._order_ref(order)
+            raw = None if order_id is None else await self._read(order_id, ADDRESS_FIELDS)
+            if order_id is None or raw is None:
+                return ActionRejected("not_found")
+            if (raw.get("metadata") or {}).get(ADDRESS_OP_KEY) == operation_id:
+                return ActionDone()
+            if raw.get("status") == "canceled":
+                return ActionRejected("order_cancelled")
+            if raw.get("fulfillment_status") not in ("not_fulfilled", None):
+                return ActionRejected("already_shipped")
+            current = (raw.get("shipping_address") or {}).get("country_code")
+            if isinstance(current, str) and current.lower() != address.country_code.lower():
+                return ActionRejected("country_not_changeable")
+            body = {
+                "shipping_address": {
+                    "address_1": address.line1,
+                    "address_2": address.line2 or "",
+                    "city": address.city,
+                    "postal_code": address.postal_code,
+                    "province": address.region or "",
+                    "country_code": address.country_code.lower(),
+                },
+                "metadata": {**(raw.get("metadata") or {}), ADDRESS_OP_KEY: operation_id},
+            }
+            reply = await self._http.request(
+                "POST", f"/admin/orders/{order_id}", json_body=body, idempotent=False
+            )
+        except ShopUnavailable as exc:
+            if exc.kind == "timeout":
+                return ActionUnknown("medusa: address change timed out")
+            raise
+        if 200 <= reply.status < 300:
+            return ActionDone()
+        if reply.status == 400:
+            return ActionRejected("address_refused")
+        raise ShopUnavailable("malformed", f"medusa address change answered {reply.status}")
 
     @unreadable_is_malformed
     async def request_return(

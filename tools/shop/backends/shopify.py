@@ -1,5 +1,5 @@
 """SHOP_BACKEND=shopify: orders read live from a Shopify store's Admin GraphQL API, and
-the customer's confirmed cancel and return carried out there.
+the customer's confirmed cancel, return and change of delivery address carried out there.
 
 Written against Admin GraphQL API version 2026-07 (pinned in SHOPIFY_API_VERSION, which
 the owner may override; Shopify supports a version for at least 12 months):
@@ -8,6 +8,10 @@ the owner may override; Shopify supports a version for at least 12 months):
 - orderCancel (async, returns a Job; `refundMethod` replaced `refund`):
   https://shopify.dev/docs/api/admin-graphql/2026-07/mutations/orderCancel
 - returnRequest: https://shopify.dev/docs/api/admin-graphql/2026-07/mutations/returnRequest
+- orderUpdate (OrderInput.shippingAddress overwrites the address; `metafields` are added
+  to the order's): https://shopify.dev/docs/api/admin-graphql/2026-07/mutations/orderUpdate,
+  https://shopify.dev/docs/api/admin-graphql/2026-07/input-objects/OrderInput,
+  https://shopify.dev/docs/api/admin-graphql/2026-07/input-objects/MailingAddressInput
 - rate limits (calculated query cost, THROTTLED with extensions.cost.throttleStatus):
   https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits
 Auth: an Admin API access token in `X-Shopify-Access-Token`: short-lived ones of a Dev
@@ -29,6 +33,7 @@ import aiohttp
 
 from tools.shop.backend import (
     CANCEL_ORDER,
+    CHANGE_ADDRESS,
     REQUEST_RETURN,
     ActionDone,
     ActionRejected,
@@ -36,6 +41,7 @@ from tools.shop.backend import (
     ActionUnknown,
     OrderActions,
     ReturnLine,
+    ShippingAddress,
     ShopSetupError,
     ShopUnavailable,
     unreadable_is_malformed,
@@ -83,6 +89,15 @@ ORDER_STATE = (
     "query OrderState($id: ID!) { order(id: $id) { id cancelledAt displayFulfillmentStatus } }"
 )
 SHOP_NAME = "query { shop { name } }"
+ADDRESS_STATE = (
+    "query AddressState($id: ID!) { order(id: $id) { id cancelledAt displayFulfillmentStatus"
+    " shippingAddress { firstName lastName phone company }"
+    ' metafield(namespace: "support_bot", key: "address_operation") { value } } }'
+)
+ADDRESS_UPDATE = (
+    "mutation AddressUpdate($input: OrderInput!) { orderUpdate(input: $input) {"
+    " order { id } userErrors { field message } } }"
+)
 CANCEL = (
     "mutation Cancel($orderId: ID!, $staffNote: String) { orderCancel(orderId: $orderId,"
     " reason: CUSTOMER, restock: true, notifyCustomer: true,"
@@ -360,7 +375,7 @@ class ShopifyBackend:
         return self
 
     async def supported_actions(self) -> frozenset[str]:
-        return frozenset({CANCEL_ORDER, REQUEST_RETURN})
+        return frozenset({CANCEL_ORDER, REQUEST_RETURN, CHANGE_ADDRESS})
 
     @unreadable_is_malformed
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
@@ -395,6 +410,62 @@ class ShopifyBackend:
             if exc.kind == "timeout":
                 return ActionUnknown("shopify: cancel timed out")
             raise
+
+    @unreadable_is_malformed
+    async def change_address(
+        self, order: LiveOrder, address: ShippingAddress, operation_id: str
+    ) -> ActionResult:
+        """orderUpdate with the new shippingAddress (the recipient's name, phone and
+        company kept: the input overwrites the whole address) and, in the same mutation,
+        the operation id in the order's metafield support_bot.address_operation — read
+        first, so a repeat answers done without a second change. The region is not sent
+        (Shopify wants a province code, the customer gives a name)."""
+        try:
+            order_id = await self._ref(order)
+            data = (
+                None if order_id is None else await self._graphql(ADDRESS_STATE, {"id": order_id})
+            )
+            state = None if data is None else data.get("order")
+            if order_id is None or not isinstance(state, dict):
+                return ActionRejected("not_found")
+            if (state.get("metafield") or {}).get("value") == operation_id:
+                return ActionDone()
+            if state.get("cancelledAt"):
+                return ActionRejected("order_cancelled")
+            if state.get("displayFulfillmentStatus") not in _CANCELLABLE:
+                return ActionRejected("already_shipped")
+            kept = {
+                k: v
+                for k, v in (state.get("shippingAddress") or {}).items()
+                if k in ("firstName", "lastName", "phone", "company") and isinstance(v, str)
+            }
+            mailing = {
+                **kept,
+                "address1": address.line1,
+                "address2": address.line2 or "",
+                "city": address.city,
+                "zip": address.postal_code,
+                "countryCode": address.country_code,
+            }
+            metafield = {
+                "namespace": "support_bot",
+                "key": "address_operation",
+                "type": "single_line_text_field",
+                "value": operation_id,
+            }
+            done = await self._graphql(
+                ADDRESS_UPDATE,
+                {"input": {"id": order_id, "shippingAddress": mailing, "metafields": [metafield]}},
+                mutation=True,
+            )
+        except ShopUnavailable as exc:
+            if exc.kind == "timeout":
+                return ActionUnknown("shopify: address change timed out")
+            raise
+        payload = done.get("orderUpdate") or {}
+        if payload.get("userErrors") or not isinstance(payload.get("order"), dict):
+            return ActionRejected("address_refused")
+        return ActionDone()
 
     @unreadable_is_malformed
     async def request_return(

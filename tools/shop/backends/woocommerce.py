@@ -1,5 +1,7 @@
 """SHOP_BACKEND=woocommerce: orders read live from a WooCommerce shop's REST API v3, and
-the customer's confirmed cancel and return request carried out there.
+the customer's confirmed cancel, return request and change of delivery address carried
+out there (the address: PUT /orders/{id} with its `shipping` properties, REST API v3
+"Update an order", https://woocommerce.github.io/woocommerce-rest-api-docs/#update-an-order).
 
 Written against the WooCommerce REST API v3 (https://woocommerce.github.io/woocommerce-rest-api-docs/:
 orders, order notes, authentication, pagination; statuses
@@ -25,6 +27,7 @@ import aiohttp
 
 from tools.shop.backend import (
     CANCEL_ORDER,
+    CHANGE_ADDRESS,
     REQUEST_RETURN,
     ActionDone,
     ActionRejected,
@@ -32,6 +35,7 @@ from tools.shop.backend import (
     ActionUnknown,
     OrderActions,
     ReturnLine,
+    ShippingAddress,
     ShopSetupError,
     ShopUnavailable,
     unreadable_is_malformed,
@@ -279,7 +283,7 @@ class WooCommerceBackend:
         return self
 
     async def supported_actions(self) -> frozenset[str]:
-        return frozenset({CANCEL_ORDER, REQUEST_RETURN})
+        return frozenset({CANCEL_ORDER, REQUEST_RETURN, CHANGE_ADDRESS})
 
     @unreadable_is_malformed
     async def cancel_order(self, order: LiveOrder, operation_id: str) -> ActionResult:
@@ -313,6 +317,57 @@ class WooCommerceBackend:
             return ActionRejected("not_cancellable")
         if expect_object(reply, "woocommerce cancel").get("status") != "cancelled":
             return ActionRejected("not_cancellable")
+        return ActionDone()
+
+    @unreadable_is_malformed
+    async def change_address(
+        self, order: LiveOrder, address: ShippingAddress, operation_id: str
+    ) -> ActionResult:
+        """A private note naming the operation (without the address), then PUT the
+        order's `shipping` properties (repeatable: the same values again change nothing;
+        the recipient's name is kept). An order this operation already changed is done,
+        whatever its status since; otherwise only a pending, on-hold or processing one."""
+        mark = f"[{OP_MARK} {operation_id}]"
+        shipping = {
+            "address_1": address.line1,
+            "address_2": address.line2 or "",
+            "city": address.city,
+            "state": address.region or "",
+            "postcode": address.postal_code,
+            "country": address.country_code,
+        }
+        try:
+            raw = await self._raw(order)
+            if raw is None:
+                return ActionRejected("not_found")
+            order_id = str(raw["id"])
+            note = await self._note_with(order_id, mark)
+            current = raw.get("shipping") or {}
+            if note is not None and all(current.get(k) == v for k, v in shipping.items()):
+                return ActionDone()
+            if raw.get("status") == "cancelled":
+                return ActionRejected("order_cancelled")
+            if raw.get("status") not in CANCELLABLE:
+                return ActionRejected("already_shipped")
+            if note is None:
+                await self._add_note(
+                    order_id, f"Delivery address changed at the customer's request {mark}"
+                )
+            reply = await self._http.request(
+                "PUT",
+                f"{API}/orders/{order_id}",
+                json_body={"shipping": shipping},
+                idempotent=True,
+            )
+        except ShopUnavailable as exc:
+            if exc.kind == "timeout":
+                return ActionUnknown("woocommerce: address change timed out")
+            raise
+        if reply.status == 400:
+            return ActionRejected("address_refused")
+        stored = expect_object(reply, "woocommerce address").get("shipping") or {}
+        if not all(stored.get(k) == v for k, v in shipping.items()):
+            return ActionUnknown("woocommerce: the address did not read back")
         return ActionDone()
 
     @unreadable_is_malformed
