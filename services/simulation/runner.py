@@ -50,6 +50,7 @@ from storage.actions import ActionRepository, ActionRow
 from storage.database import Database, open_database
 from storage.shop import ShopRepository
 from tools.base import Caller
+from tools.knowledge.base import KnowledgeBase
 from tools.shop.demo import DEMO_FAQ, DEMO_RETURN_POLICIES, demo_orders
 from tools.shop.import_document import plan_import
 from tools.shop.orders import FOUR_DIGITS, OrderNumberRule
@@ -59,10 +60,22 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class SimulatedBot:
-    """The bot's chat service and, with actions on, the service the card's ✅/✖ uses."""
+    """The bot's chat service and, with actions on, the service the card's ✅/✖ uses;
+    with the knowledge feature on, the knowledge its `search_knowledge` reads."""
 
     chat: ChatService
     actions: ActionService | None = None
+    knowledge: KnowledgeBase | None = None
+
+
+async def add_knowledge(bot: SimulatedBot, scenario: Scenario) -> None:
+    """The scenario's pages into the run's (throwaway) knowledge."""
+    if scenario.knowledge is None or not scenario.knowledge.pages:
+        return
+    if bot.knowledge is None:
+        raise RuntimeError("the scenario brings knowledge, but the knowledge feature is off")
+    for page in scenario.knowledge.pages:
+        await bot.knowledge.add_entry(page.title, page.text, url=page.url)
 
 
 class BotFactory(Protocol):
@@ -321,6 +334,7 @@ class Simulator:
         recording = RecordingModel(model)
         bot = self.build_bot(db, recording, scenario.settings)
         try:
+            await add_knowledge(bot, scenario)
             await self._converse(bot, recording, scenario, transcript)
         finally:
             await bot.chat.aclose()

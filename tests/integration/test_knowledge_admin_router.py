@@ -74,7 +74,7 @@ class Adding:
     async def add_url(self, url: str, progress: Progress) -> Added:
         for done in (1, 2, 3):
             await asyncio.wait_for(self.steps.get(), OUTER_LIMIT_S)
-            progress(done, 3)
+            progress(done, 3, f"https://shop.example/page-{done}.html")
         if self.fail:
             raise KnowledgeInputError(self.fail)
         await self.repo.ensure_source("site", url, "Linen Yard help centre", now=1.0)
@@ -87,7 +87,7 @@ class Adding:
 
     async def add_file(self, name: str, data: bytes, progress: Progress) -> Added:
         self.files.append((name, data))
-        progress(1, 1)
+        progress(1, 1, f"indexing {name}")
         return Added(name, documents=1, passages=4)
 
 
@@ -134,7 +134,10 @@ async def test_adding_a_site_is_one_message_edited_to_the_end(
     assert first.text == f"⏳ Adding {SITE}…"
     pipeline.adding.steps.put_nowait(1)
     await fake_telegram.wait_until(
-        lambda: fake_telegram.messages_to(ADMIN)[0].text.endswith("1 of 3 read…")
+        lambda: (
+            fake_telegram.messages_to(ADMIN)[0].text
+            == f"⏳ Adding {SITE}: 1 of 3…\nhttps://shop.example/page-1.html"
+        )
     )
     for _ in range(2):
         pipeline.adding.steps.put_nowait(1)

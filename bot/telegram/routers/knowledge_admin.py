@@ -51,7 +51,7 @@ _URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _CAPTION_COMMAND = re.compile(r"^/knowledge(@\w+)?(\s|$)", re.IGNORECASE)
 _TELEGRAM_FILE_PATH = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*")
 
-Progress = Callable[[int, int], None]  # done, total
+Progress = Callable[[int, int, str], None]  # done, total, what (a page, a stage)
 Words = Mapping[Language, Mapping[str, str]]
 
 
@@ -120,7 +120,7 @@ KNOWLEDGE_WORDS: dict[Language, dict[str, str]] = {
         "knowledge_removed": "Removed: {title}.",
         "knowledge_already_removed": "Already removed.",
         "knowledge_working": "⏳ Adding {source}…",
-        "knowledge_progress": "⏳ Adding {source}: {done} of {total} read…",
+        "knowledge_progress": "⏳ Adding {source}: {done} of {total}…\n{what}",
         "knowledge_done": (
             "✅ {source}: {documents} pages or files read, {passages} passages in all."
         ),
@@ -158,7 +158,7 @@ KNOWLEDGE_WORDS: dict[Language, dict[str, str]] = {
         "knowledge_removed": "Удалено: {title}.",
         "knowledge_already_removed": "Уже удалено.",
         "knowledge_working": "⏳ Добавляю {source}…",
-        "knowledge_progress": "⏳ Добавляю {source}: прочитано {done} из {total}…",
+        "knowledge_progress": "⏳ Добавляю {source}: {done} из {total}…\n{what}",
         "knowledge_done": (
             "✅ {source}: прочитано страниц и файлов: {documents}, всего фрагментов: {passages}."
         ),
@@ -360,8 +360,8 @@ def build_knowledge_admin_router(
         live = LiveMessage(sender, message.chat.id)
         await live.start(w("knowledge_working", source=source))
 
-        def progress(done: int, total: int) -> None:
-            live.update(w("knowledge_progress", source=source, done=done, total=total))
+        def progress(done: int, total: int, what: str) -> None:
+            live.update(w("knowledge_progress", source=source, done=done, total=total, what=what))
 
         try:
             added = await work(progress)
