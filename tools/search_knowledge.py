@@ -15,6 +15,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from storage.knowledge_searches import KnowledgeSearchLog
 from tools.base import LookupResult, Tool, ToolContext
 from tools.knowledge.base import KnowledgeBase, Passage
 from tools.knowledge.shop_sources import ShopSourcesRefresh
@@ -85,9 +86,12 @@ def _shown(passage: Passage) -> KnowledgePassage:
 
 
 def search_knowledge_tool(
-    knowledge: KnowledgeBase, refresh: ShopSourcesRefresh | None = None
+    knowledge: KnowledgeBase,
+    refresh: ShopSourcesRefresh | None = None,
+    log: KnowledgeSearchLog | None = None,
 ) -> Tool[SearchKnowledgeArguments, SearchKnowledgeResult]:
-    """The tool over `knowledge`; `refresh` brings the FAQ source up to date first."""
+    """The tool over `knowledge`; `refresh` brings the FAQ source up to date first;
+    `log` records each customer's search (hits and misses, for /stats and the gaps)."""
 
     async def search_knowledge(
         arguments: SearchKnowledgeArguments, context: ToolContext
@@ -95,6 +99,15 @@ def search_knowledge_tool(
         if refresh is not None:
             await refresh(context.shop)
         hits = await knowledge.search(arguments.query, limit=MAX_PASSAGES)
+        if log is not None:
+            best = (hits[0].link or hits[0].file_name or hits[0].title) if hits else None
+            await log.record(
+                arguments.query,
+                len(hits),
+                best,
+                chat_id=context.caller.chat_id,
+                turn_id=context.turn_id,
+            )
         if hits:
             return SearchKnowledgeResult(
                 query=arguments.query,

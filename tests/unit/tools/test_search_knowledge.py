@@ -12,6 +12,7 @@ import pytest
 
 from storage.database import Database
 from storage.knowledge import KnowledgeRepository
+from storage.knowledge_searches import KnowledgeSearchLog
 from storage.shop import FaqRecord, ShopRepository
 from tools.base import ToolCall, ToolContext
 from tools.executor import ToolExecutor
@@ -45,10 +46,10 @@ def knowledge(db: Database) -> KnowledgeBase:
 
 
 @pytest.fixture
-def executor(knowledge: KnowledgeBase, clock: Clock) -> ToolExecutor:
+def executor(knowledge: KnowledgeBase, clock: Clock, db: Database) -> ToolExecutor:
     registry = ToolRegistry()
     refresh = ShopSourcesRefresh(knowledge, every_s=30.0, clock=clock)
-    registry.register(search_knowledge_tool(knowledge, refresh))
+    registry.register(search_knowledge_tool(knowledge, refresh, KnowledgeSearchLog(db)))
     return ToolExecutor(registry)
 
 
@@ -141,3 +142,17 @@ async def test_order_and_customer_data_never_come_out(
         assert order.order_id not in text.replace(f"заказ {order.order_id}", "")
         assert not order.owner_phone or order.owner_phone not in text
         assert not order.items or order.items not in text
+
+
+async def test_each_search_is_recorded_with_what_it_found(
+    executor: ToolExecutor, db: Database, context_for: Callable[..., ToolContext]
+) -> None:
+    await ask(executor, context_for(), "номер телефона")
+    await ask(executor, context_for(), "what is the capital of France?")
+    rows = await db.fetch_all(
+        "SELECT query, found, best, chat_id FROM knowledge_searches ORDER BY at"
+    )
+    assert [(r[0], r[1] > 0, r[2], r[3]) for r in rows] == [
+        ("номер телефона", True, "Контакты", 1001),
+        ("what is the capital of France?", False, None, 1001),
+    ]
