@@ -16,13 +16,12 @@ down) keeps its error for `knowledge list` and /knowledge and is tried again aft
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from bot.runtime.leadership import Leadership, LeaderWords
+from bot.runtime.leadership import Leadership, LeaderWords, while_leading
 
 log = logging.getLogger(__name__)
 
@@ -125,19 +124,7 @@ class KnowledgeResync:
         if self._leadership is None:
             await self._work()
             return
-        while True:
-            await self._leadership.acquire()
-            work = asyncio.create_task(self._work(), name="knowledge-sync")
-            lost = asyncio.create_task(self._leadership.lost(), name="knowledge-sync-lock")
-            try:
-                await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in (work, lost):
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-            if work.done() and not work.cancelled() and work.exception() is not None:
-                await self._leadership.step_down()
+        await while_leading(self._leadership, self._work, "knowledge-sync")
 
     async def _work(self) -> None:
         while True:
