@@ -51,6 +51,8 @@ from storage.database import Database, open_database
 from storage.shop import ShopRepository
 from tools.base import Caller
 from tools.knowledge.base import KnowledgeBase
+from tools.knowledge.fetch import FetchLimits
+from tools.knowledge.sync import KnowledgeSync
 from tools.shop.demo import DEMO_FAQ, DEMO_RETURN_POLICIES, demo_orders
 from tools.shop.import_document import plan_import
 from tools.shop.orders import FOUR_DIGITS, OrderNumberRule
@@ -69,13 +71,21 @@ class SimulatedBot:
 
 
 async def add_knowledge(bot: SimulatedBot, scenario: Scenario) -> None:
-    """The scenario's pages into the run's (throwaway) knowledge."""
-    if scenario.knowledge is None or not scenario.knowledge.pages:
+    """The scenario's pages and files into the run's (throwaway) knowledge; a file that
+    cannot be added stops the run with its one line."""
+    wanted = scenario.knowledge
+    if wanted is None or not (wanted.pages or wanted.files):
         return
     if bot.knowledge is None:
         raise RuntimeError("the scenario brings knowledge, but the knowledge feature is off")
-    for page in scenario.knowledge.pages:
+    for page in wanted.pages:
         await bot.knowledge.add_entry(page.title, page.text, url=page.url)
+    folder = Path(scenario.source).parent if scenario.source else Path.cwd()
+    sync = KnowledgeSync(bot.knowledge, FetchLimits())
+    for name in wanted.files:
+        report = await sync.add(str(folder / name))
+        if report.error is not None:
+            raise RuntimeError(f"knowledge file {name}: {report.error}")
 
 
 class BotFactory(Protocol):

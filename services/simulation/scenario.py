@@ -28,7 +28,8 @@ through the service the bot's ✅ uses; `actions_proposed` / `actions_executed` 
 
 Knowledge: `[[scenario.knowledge.pages]]` (title, url, text) are pages the shop's
 knowledge holds for this run (added to its throwaway knowledge, searched by
-`search_knowledge`); `[scenario.expect] cites = ["https://…"]` asks that a reply the
+`search_knowledge`), `[scenario.knowledge] files = ["delivery.pdf"]` files beside the
+scenario's file; `[scenario.expect] cites = ["https://…"]` asks that a reply the
 customer saw gives that page's link (or file name) and that a knowledge search of the run
 returned it — the answer is sourced, not remembered.
 
@@ -195,9 +196,14 @@ class KnowledgePage(_Strict):
 
 
 class ScenarioKnowledge(_Strict):
-    """What the shop's knowledge holds for one scenario (nothing else: a throwaway)."""
+    """What the shop's knowledge holds for one scenario (nothing else: a throwaway):
+    inline pages, and files (PDF, DOCX, Markdown, text, HTML) by their path relative to
+    the scenario's file, added as `support-bot knowledge add` adds them."""
 
     pages: list[KnowledgePage] = Field(default_factory=list, max_length=200)
+    files: list[Annotated[str, StringConstraints(min_length=1, max_length=500)]] = Field(
+        default_factory=list, max_length=50
+    )
 
 
 class Scenario(_Strict):
