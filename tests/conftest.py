@@ -79,6 +79,7 @@ async def db(
 
 
 # The fake OpenAI server as a fixture for every test package (tests/fakes/openai_server.py).
+from tests.fakes.help_site import help_site  # noqa: E402, F401
 from tests.fakes.openai_server import fake_openai  # noqa: E402, F401
 from tests.fakes.shop_api import fake_shop_api  # noqa: E402, F401
 from tests.fakes.shopify import fake_shopify  # noqa: E402, F401

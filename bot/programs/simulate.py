@@ -50,6 +50,7 @@ from bot.telegram.features.catalog import (
     tools_of,
     words_of,
 )
+from bot.telegram.features.knowledge import KNOWLEDGE
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.replies import customer_text
 from bot.telegram.routers.actions import result_words
@@ -231,7 +232,12 @@ class BotWiring:
         )
         # with actions on, a scenario's customer may press the card (bot's ActionService)
         actions = own_of(built, ACTIONS)
-        return SimulatedBot(core.chat_service, actions.service if actions else None)
+        knowledge = own_of(built, KNOWLEDGE)
+        return SimulatedBot(
+            core.chat_service,
+            actions.service if actions else None,
+            knowledge.knowledge if knowledge else None,
+        )
 
 
 def _shown(texts: TextTable) -> Any:

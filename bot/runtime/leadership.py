@@ -12,9 +12,12 @@ keeps working on what is stored; only the polling moves.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -112,6 +115,27 @@ class Leadership:
         """Give the lock up so another instance may lead."""
         self.role = Role.STANDBY
         await self._lock.release()
+
+
+async def while_leading(
+    leadership: Leadership, work: Callable[[], Coroutine[Any, Any, None]], name: str
+) -> None:
+    """Until cancelled: run `work` while this instance holds the lock — stopped when the
+    lock is lost, started again when it is won back; work that fails gives the lock up
+    so another instance may do it."""
+    while True:
+        await leadership.acquire()
+        task = asyncio.create_task(work(), name=name)
+        lost = asyncio.create_task(leadership.lost(), name=f"{name}-lock")
+        try:
+            await asyncio.wait({task, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for one in (task, lost):
+                one.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await one
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            await leadership.step_down()
 
 
 def polling_leadership(database_url: SecretStr | None, bot_token: SecretStr) -> Leadership | None:

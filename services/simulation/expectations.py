@@ -267,6 +267,25 @@ def check_actions_executed(scenario: Scenario, transcript: Transcript) -> Iterat
     )
 
 
+def _knowledge_found(transcript: Transcript) -> str:
+    """Every search_knowledge result of the run, as the text the model received."""
+    return " ".join(
+        tool.result or "" for tool in transcript.tools if tool.name == "search_knowledge"
+    )
+
+
+def check_cites(scenario: Scenario, transcript: Transcript) -> Iterator[Failure]:
+    """Each cited link (or file name) is in a reply the customer saw and came from a
+    knowledge search of this run: the answer is sourced, not remembered or invented."""
+    replies = " ".join(_replies(transcript))
+    found = _knowledge_found(transcript)
+    for cite in scenario.expect.cites:
+        if cite not in found:
+            yield Failure("cites", f"{cite} was not found by a knowledge search")
+        elif cite not in replies:
+            yield Failure("cites", f"no reply gives the source {cite}")
+
+
 KINDS: dict[str, Check] = {
     "tools": check_tools,
     "no_tools": check_no_tools,
@@ -282,6 +301,7 @@ KINDS: dict[str, Check] = {
     "order_status": check_order_status,
     "actions_proposed": check_actions_proposed,
     "actions_executed": check_actions_executed,
+    "cites": check_cites,
 }
 # every field of `Expect` is a kind above (tests/unit/services/test_simulation_expectations.py)
 assert set(KINDS) == set(Expect.model_fields)

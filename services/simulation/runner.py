@@ -50,6 +50,9 @@ from storage.actions import ActionRepository, ActionRow
 from storage.database import Database, open_database
 from storage.shop import ShopRepository
 from tools.base import Caller
+from tools.knowledge.base import KnowledgeBase
+from tools.knowledge.fetch import FetchLimits
+from tools.knowledge.sync import KnowledgeSync
 from tools.shop.demo import DEMO_FAQ, DEMO_RETURN_POLICIES, demo_orders
 from tools.shop.import_document import plan_import
 from tools.shop.orders import FOUR_DIGITS, OrderNumberRule
@@ -59,10 +62,30 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class SimulatedBot:
-    """The bot's chat service and, with actions on, the service the card's ✅/✖ uses."""
+    """The bot's chat service and, with actions on, the service the card's ✅/✖ uses;
+    with the knowledge feature on, the knowledge its `search_knowledge` reads."""
 
     chat: ChatService
     actions: ActionService | None = None
+    knowledge: KnowledgeBase | None = None
+
+
+async def add_knowledge(bot: SimulatedBot, scenario: Scenario) -> None:
+    """The scenario's pages and files into the run's (throwaway) knowledge; a file that
+    cannot be added stops the run with its one line."""
+    wanted = scenario.knowledge
+    if wanted is None or not (wanted.pages or wanted.files):
+        return
+    if bot.knowledge is None:
+        raise RuntimeError("the scenario brings knowledge, but the knowledge feature is off")
+    for page in wanted.pages:
+        await bot.knowledge.add_entry(page.title, page.text, url=page.url)
+    folder = Path(scenario.source).parent if scenario.source else Path.cwd()
+    sync = KnowledgeSync(bot.knowledge, FetchLimits())
+    for name in wanted.files:
+        report = await sync.add(str(folder / name))
+        if report.error is not None:
+            raise RuntimeError(f"knowledge file {name}: {report.error}")
 
 
 class BotFactory(Protocol):
@@ -321,6 +344,7 @@ class Simulator:
         recording = RecordingModel(model)
         bot = self.build_bot(db, recording, scenario.settings)
         try:
+            await add_knowledge(bot, scenario)
             await self._converse(bot, recording, scenario, transcript)
         finally:
             await bot.chat.aclose()

@@ -26,6 +26,13 @@ Actions: `[scenario.settings] actions_enabled = ["cancel_order"]` offers them;
 `[scenario.customer] on_action_card = "confirm"` (or "decline") presses the card's button
 through the service the bot's ✅ uses; `actions_proposed` / `actions_executed` judge them.
 
+Knowledge: `[[scenario.knowledge.pages]]` (title, url, text) are pages the shop's
+knowledge holds for this run (added to its throwaway knowledge, searched by
+`search_knowledge`), `[scenario.knowledge] files = ["delivery.pdf"]` files beside the
+scenario's file; `[scenario.expect] cites = ["https://…"]` asks that a reply the
+customer saw gives that page's link (or file name) and that a knowledge search of the run
+returned it — the answer is sourced, not remembered.
+
 Everything is validated when the file is read; a problem names the file, the scenario
 and the field, so an owner can fix the file without reading code.
 """
@@ -123,6 +130,10 @@ class Expect(_Strict):
     # exactly these actions were proposed (a card was shown) / carried out; [] = none
     actions_proposed: list[ActionExpectation] | None = None
     actions_executed: list[ActionExpectation] | None = None
+    # pages' links (or file names) a reply must cite, found by a knowledge search
+    cites: list[Annotated[str, StringConstraints(min_length=1, max_length=2000)]] = Field(
+        default_factory=list
+    )
 
     @field_validator("must_match", "must_not_match")
     @classmethod
@@ -176,6 +187,25 @@ class ScenarioSettings(_Strict):
         return None if values is None else tuple(dict.fromkeys(map(_action_name, values)))
 
 
+class KnowledgePage(_Strict):
+    """A page of the shop's knowledge for one scenario: its title, link and text."""
+
+    title: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+    url: Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000)]
+    text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000)]
+
+
+class ScenarioKnowledge(_Strict):
+    """What the shop's knowledge holds for one scenario (nothing else: a throwaway):
+    inline pages, and files (PDF, DOCX, Markdown, text, HTML) by their path relative to
+    the scenario's file, added as `support-bot knowledge add` adds them."""
+
+    pages: list[KnowledgePage] = Field(default_factory=list, max_length=200)
+    files: list[Annotated[str, StringConstraints(min_length=1, max_length=500)]] = Field(
+        default_factory=list, max_length=50
+    )
+
+
 class Scenario(_Strict):
     id: ScenarioId
     title: str = ""
@@ -186,6 +216,7 @@ class Scenario(_Strict):
     simulated: SimulatedCustomer | None = None
     expect: Expect = Expect()
     settings: ScenarioSettings = ScenarioSettings()
+    knowledge: ScenarioKnowledge | None = None
     source: str = ""  # the file it came from (set by the loader)
 
     @model_validator(mode="after")

@@ -311,6 +311,10 @@ def run_child(request: dict[str, Any]) -> None:
 
 def main() -> None:
     path, parent_alive = sys.argv[1], int(sys.argv[2])
+    # numpy's BLAS (the knowledge's vectors) starts its worker threads when imported; one
+    # thread of its own keeps this process forkable (the bot's products are einsum anyway)
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
     for name in WARM_MODULES:
         try:
             importlib.import_module(name)

@@ -15,6 +15,10 @@ Rules, from the last customer message and the tool results of this turn:
 - "cancel" with an order number, when `propose_cancel_order` is offered (actions on) →
   that proposal too; its answer asks to press the card, or says it cannot be cancelled;
 - once the results are in → an answer in the customer's language, built from them;
+- a question (a "?" or a question word) that nothing above answers, when
+  `search_knowledge` is offered → that search with the customer's words; its answer is
+  the best passage (instruction-like sentences left out) with its source's link, or an
+  honest "I don't know" with the shop's contacts;
 - "remind me which order" → the numbers found in the summary and the history;
 - requests without tools → a summary (which keeps the order numbers), or, when the
   system message is the simulated customer's, the customer's first message from its
@@ -98,6 +102,24 @@ def _info_text(data: Body, ru: bool) -> str:
     return f"Sorry, I have no information about that. Contact the shop: {contacts}"
 
 
+_QUESTION = re.compile(
+    r"\?|^(как|где|когда|сколько|можно|есть ли|what|how|when|where|can|do you|is there)\b", re.I
+)
+
+
+def _knowledge_text(data: Body, ru: bool) -> str:
+    passages = data.get("passages") or []
+    if data.get("found") and passages:
+        best = passages[0]
+        source = best.get("url") or best.get("file") or best.get("title")
+        said = _safe(best.get("text"))[:400]
+        return f"{said} {'Источник' if ru else 'Source'}: {source}"
+    contacts = data.get("contacts") or ""
+    if ru:
+        return f"К сожалению, я не знаю ответа на этот вопрос. Связаться с магазином: {contacts}"
+    return f"Sorry, I don't know the answer to that. Contact the shop: {contacts}"
+
+
 def _handoff_text(data: Body, ru: bool) -> str:
     if ru:
         return "Передаю разговор сотруднику магазина — вам ответят здесь, в этом чате."
@@ -125,6 +147,7 @@ def _answer(name: str, result: Any, ru: bool) -> str:
         "get_shop_info": _info_text,
         "request_human": _handoff_text,
         "propose_cancel_order": _proposal_text,
+        "search_knowledge": _knowledge_text,
     }.get(name)
     return render(data, ru) if render else ""
 
@@ -171,6 +194,13 @@ def _recall(messages: list[Body], ru: bool) -> str:
     return f"Вы называли заказ {joined}." if ru else f"You mentioned order {joined}."
 
 
+def _asks_the_shop(text: str, lowered: str) -> bool:
+    """A question for the shop's knowledge: not about an order, not an instruction."""
+    if any(word in lowered for word in ("заказ", "order")) or _INSTRUCTION_LIKE.search(text):
+        return False
+    return bool(_QUESTION.search(lowered.strip()))
+
+
 def careful_script(body: Body) -> FakeReply:
     messages: list[Body] = list(body.get("messages") or [])
     if not body.get("tools"):
@@ -192,6 +222,8 @@ def careful_script(body: Body) -> FakeReply:
             wanted += [
                 ("propose_cancel_order", {"order_id": n}) for n in _ORDER_RE.findall(user_text)
             ]
+        if not wanted and _asks_the_shop(user_text, lowered) and "search_knowledge" in offered:
+            wanted.append(("search_knowledge", {"query": user_text.strip()[:300]}))
     pending = [(n, a) for n, a in wanted if (n, a) not in [(m, b) for m, b, _ in made]]
     if pending and body.get("tool_choice") != "none":
         return completion(tool_calls=[fake_call(name, args) for name, args in pending])

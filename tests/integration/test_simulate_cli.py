@@ -49,13 +49,14 @@ async def test_the_default_suite_passes_against_a_careful_model(
     model_env: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = tmp_path / "report.md"
-    assert await cli("--report", str(report)) == 0
+    code = await cli("--report", str(report))
+    assert code == 0
     out = capsys.readouterr()
     assert "overall" in out.out and "USD" in out.out  # the table with the cost
-    assert "[39/39]" in out.err  # the progress lines
+    assert "[43/43]" in out.err  # the progress lines
     text = report.read_text(encoding="utf-8")
     assert "## Failing runs (0)" in text
-    assert "| fake-model | 39 | 1.00 | 1.00 |" in text
+    assert "| fake-model | 43 | 1.00 | 1.00 |" in text
 
 
 async def test_failing_scenarios_exit_1_and_min_pass_decides(

@@ -143,6 +143,22 @@ CASES: dict[str, tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]] = {
         {"actions_executed": []},
         {**CANCEL_ON, "customer": {"on_action_card": "confirm"}},
     ),
+    "cites": (
+        "Вы доставляете по выходным?",
+        {"cites": ["https://shop.example/help/weekend-delivery"]},
+        {"cites": ["https://shop.example/help/returns"]},
+        {
+            "knowledge": {
+                "pages": [
+                    {
+                        "title": "Доставка в выходные",
+                        "url": "https://shop.example/help/weekend-delivery",
+                        "text": "Да, мы возим заказы по выходным: в субботу и воскресенье.",
+                    }
+                ]
+            }
+        },
+    ),
 }
 
 
@@ -419,8 +435,8 @@ def test_the_documented_scenario_examples_are_valid_scenarios(tmp_path: Path) ->
     example.write_text(blocks[0], encoding="utf-8")
     [scripted] = read_scenarios(example)
     assert set(scripted.expect.model_dump(exclude_unset=True)) == set(KINDS)
-    simulated = blocks[0].split("[scenario.customer]")[0].replace(
-        'turns = ["Где мой заказ 5003?"]', ""
+    simulated = (
+        blocks[0].split("[scenario.customer]")[0].replace('turns = ["Где мой заказ 5003?"]', "")
     )
     example.write_text(simulated + blocks[1], encoding="utf-8")
     [played] = read_scenarios(example)
@@ -431,3 +447,29 @@ def test_the_documented_scenario_examples_are_valid_scenarios(tmp_path: Path) ->
     example.write_text(short, encoding="utf-8")
     [mine] = read_scenarios(example)
     assert mine.shop == "own" and mine.shop_data is None  # the owner's data, not retyped
+
+
+async def test_a_scenario_brings_a_file_and_the_answer_cites_it(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A scenario's knowledge file (beside the scenario's file) is read as the owner's
+    would be, and a cited file name is judged like a link; a missing file stops the run
+    with its one line."""
+    fake_openai.handler = careful_script
+    (tmp_path / "gift-cards.md").write_text(
+        "# Подарочные сертификаты\n\nСертификат действует 12 месяцев со дня покупки.\n",
+        encoding="utf-8",
+    )
+    case = scenario(
+        "Сколько действует подарочный сертификат?",
+        {"cites": ["gift-cards.md"], "must_contain": ["12 месяцев"]},
+        knowledge={"files": ["gift-cards.md"]},
+        source=str(tmp_path / "mine.toml"),
+    )
+    [result] = await run(fake_openai, case)
+    assert result.passed, result.failures
+    missing = case.model_copy(
+        update={"knowledge": case.knowledge.model_copy(update={"files": ["nope.pdf"]})}  # type: ignore[union-attr]
+    )
+    [stopped] = await run(fake_openai, missing)
+    assert not stopped.passed and "nope.pdf" in (stopped.transcript.crash or "")

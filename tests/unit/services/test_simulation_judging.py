@@ -95,3 +95,33 @@ def test_a_crashed_run_fails_whatever_else() -> None:
     crashed.crash = "the run stopped: RuntimeError: boom"
     [failure] = judge(scenario(), crashed)
     assert failure.kind == "run" and "boom" in failure.detail
+
+
+PAGE = "https://shop.example/help/weekend-delivery"
+
+
+def _knowledge_result(url: str) -> str:
+    return json.dumps(
+        {"ok": True, "data": {"found": True, "passages": [{"title": "Weekend", "url": url}]}}
+    )
+
+
+def test_a_cited_source_must_be_in_a_reply_and_found_by_a_knowledge_search() -> None:
+    searched = (ToolUse("search_knowledge", '{"query": "weekend?"}', _knowledge_result(PAGE)),)
+    wanted = scenario(cites=[PAGE], private_data=False)
+    assert judge(wanted, transcript(f"Yes, on Saturdays. Source: {PAGE}", tools=searched)) == []
+    [missing] = judge(wanted, transcript("Yes, on Saturdays.", tools=searched))
+    assert missing.kind == "cites" and "no reply gives the source" in missing.detail
+    # a link the model wrote without any search is not a sourced answer
+    [invented] = judge(wanted, transcript(f"Yes. Source: {PAGE}"))
+    assert "was not found by a knowledge search" in invented.detail
+
+
+def test_a_scenario_brings_its_own_pages_and_they_are_checked() -> None:
+    page = {"title": "Weekend", "url": PAGE, "text": "We deliver on Saturdays."}
+    loaded = Scenario.model_validate({"id": "k", "turns": ["?"], "knowledge": {"pages": [page]}})
+    assert loaded.knowledge is not None and loaded.knowledge.pages[0].url == PAGE
+    with pytest.raises(ValueError, match="url"):
+        Scenario.model_validate(
+            {"id": "k", "turns": ["?"], "knowledge": {"pages": [{**page, "url": "file.txt"}]}}
+        )
