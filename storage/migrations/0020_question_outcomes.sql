@@ -1,0 +1,22 @@
+-- What became of each question (services/outcomes.py), written with the turn in its own
+-- transaction: `outcome` facts | no_facts | dont_know | handoff | action | declined |
+-- failed (NULL: a turn stored before this version), `fact_tools` the tools whose results
+-- the answer stood on (comma-separated), `repeat_of` the earlier turn of the same chat
+-- whose question this one asks again (within a day). A 👎, a later handoff or a repeat
+-- is read at report time, so a turn row is never updated.
+ALTER TABLE turns ADD COLUMN outcome TEXT;
+ALTER TABLE turns ADD COLUMN fact_tools TEXT;
+ALTER TABLE turns ADD COLUMN repeat_of TEXT;
+CREATE INDEX turns_outcome ON turns(outcome, started_at);
+CREATE INDEX turns_repeat_of ON turns(repeat_of) WHERE repeat_of IS NOT NULL;
+
+-- Every time an admin read a customer's conversation in Telegram (/chat, /gaps): who,
+-- whose, when and from where. Only ids and times.
+CREATE TABLE conversation_views (
+    id        INTEGER PRIMARY KEY,
+    admin_id  INTEGER NOT NULL,
+    chat_id   INTEGER NOT NULL,
+    via       TEXT NOT NULL,          -- 'chat' | 'gaps' | 'page'
+    viewed_at REAL NOT NULL
+);
+CREATE INDEX conversation_views_at ON conversation_views(viewed_at);
