@@ -19,16 +19,19 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+_PLACEHOLDER = re.compile(r"\[[^\]\s]{1,20}\]")  # what services/masking.py put in
 _STOP = frozenset(
     """
     a an the to of in on at for from by with and or is are was were be been am do does did
     i you we my your our me us it its this that there here can could would will shall
     please hi hello hey thanks thank what how when where which who why whats hows
+    have has had give get got need want know tell any some there much many does
     и в во на с со к ко по за из у о об а но или ли же бы не ни да нет то это этот эта эти
     я мы вы ты мне меня вам вас нам нас мой моя мое моё мои ваш ваша ваше ваши он она они
     его ее её их как где когда что чем кто какой какая какие какое почему зачем сколько
     можно нужно надо есть будет был была были ещё еще уже там тут здесь пожалуйста
     привет здравствуйте добрый день вечер утро спасибо скажите подскажите
+    хочу хотел хотела нужен нужна узнать дайте дает даёте какой какая какие какое
     """.split()
 )
 _EN_SUFFIXES = ("ing", "ies", "ed", "es", "s")
@@ -40,7 +43,7 @@ SAME_GROUP = 0.5  # and for "about the same thing" (grouping gaps)
 def stems(text: str) -> frozenset[str]:
     """The question's content words as crude stems (see the module notes)."""
     found = set()
-    for word in _WORD.findall(text.lower()):
+    for word in _WORD.findall(_PLACEHOLDER.sub(" ", text).lower()):
         word = word.replace("ё", "е")
         if word in _STOP or len(word) < 2:
             continue

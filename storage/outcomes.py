@@ -137,26 +137,28 @@ class OutcomeRepository:
         return found
 
     async def conversation(
-        self, chat_id: int, *, before: float | None = None, limit: int = 20
-    ) -> list[ConversationLine]:
-        """The chat's last `limit` messages before `before` (all sessions), oldest first,
-        with the tool calls of their turns as lines of their own."""
-        top = float("inf") if before is None else before
+        self, chat_id: int, *, before_id: int | None = None, limit: int = 20
+    ) -> tuple[list[ConversationLine], int | None]:
+        """The chat's last `limit` messages before message `before_id` (all sessions),
+        oldest first, with the tool calls of their turns as lines of their own; and the
+        id to page back from (None when nothing older is left)."""
+        top = 2**62 if before_id is None else before_id
         rows = await self._db.fetch_all(
             """
-            SELECT m.created_at, m.role, m.content, m.turn_id, t.outcome, t.started_at
+            SELECT m.id, m.created_at, m.role, m.content, m.turn_id, t.outcome
             FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
             LEFT JOIN turns AS t ON t.id = m.turn_id
-            WHERE s.chat_id = ? AND m.created_at < ?
-            ORDER BY m.created_at DESC, m.id DESC LIMIT ?
+            WHERE s.chat_id = ? AND m.id < ?
+            ORDER BY m.id DESC LIMIT ?
             """,
-            (chat_id, top, limit),
+            (chat_id, top, limit + 1),
         )
-        rows = list(reversed(rows))
-        lines: list[ConversationLine] = []
-        turn_ids = sorted({str(r[3]) for r in rows if r[3] is not None and r[1] == "user"})
+        older = int(rows[limit - 1][0]) if len(rows) > limit else None
+        page = list(reversed(rows[:limit]))
+        turn_ids = sorted({str(r[4]) for r in page if r[4] is not None})
         calls = await self._tool_calls(turn_ids)
-        for created_at, role, content, turn_id, outcome, _started in rows:
+        lines: list[ConversationLine] = []
+        for _id, created_at, role, content, turn_id, outcome in page:
             tid = None if turn_id is None else str(turn_id)
             if role == "assistant" and tid is not None:
                 lines.extend(calls.get(tid, ()))
@@ -169,7 +171,20 @@ class OutcomeRepository:
                     outcome=None if role != "user" or outcome is None else str(outcome),
                 )
             )
-        return lines
+        return lines, older
+
+    async def question(self, turn_id: str) -> MissedQuestion | None:
+        """One question by its turn, with the customer's words."""
+        row = await self._db.fetch_one(
+            "SELECT t.id, t.chat_id, t.started_at, m.content FROM turns AS t"
+            " JOIN messages AS m ON m.turn_id = t.id AND m.role = 'user' WHERE t.id = ?",
+            (turn_id,),
+        )
+        return (
+            None
+            if row is None
+            else MissedQuestion(str(row[0]), int(row[1]), float(row[2]), str(row[3]))
+        )
 
     async def _tool_calls(self, turn_ids: Sequence[str]) -> dict[str, list[ConversationLine]]:
         if not turn_ids:
@@ -248,3 +263,12 @@ class OutcomeRepository:
                 )
             )
         return (int(chat[0]) if chat else 0), lines
+
+
+async def claim_digest(db: Database, week: str, at: float) -> bool:
+    """Claim the weekly digest of `week`; False when it was already sent (or claimed)."""
+    changed = await db.write(
+        "INSERT INTO gap_digests(week, sent_at) VALUES (?, ?) ON CONFLICT(week) DO NOTHING",
+        (week, at),
+    )
+    return changed > 0

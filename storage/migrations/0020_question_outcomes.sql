@@ -20,3 +20,10 @@ CREATE TABLE conversation_views (
     viewed_at REAL NOT NULL
 );
 CREATE INDEX conversation_views_at ON conversation_views(viewed_at);
+
+-- The weekly digest of gaps to the admins (off by default): one row per week it was sent,
+-- claimed before sending, so several instances send it once.
+CREATE TABLE gap_digests (
+    week    TEXT PRIMARY KEY,         -- ISO year and week, e.g. 2026-W49
+    sent_at REAL NOT NULL
+);

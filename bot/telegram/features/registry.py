@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.telegram.features.actions import ACTIONS
 from bot.telegram.features.catalog import FeatureSpec
+from bot.telegram.features.gaps import GAPS
 from bot.telegram.features.handoff import HANDOFF
 from bot.telegram.features.instances import INSTANCES
 from bot.telegram.features.order_updates import ORDER_UPDATES
@@ -25,4 +26,5 @@ FEATURES: tuple[FeatureSpec[Any, Any], ...] = (
     INSTANCES,
     ACTIONS,
     ORDER_UPDATES,
+    GAPS,
 )

@@ -13,3 +13,8 @@ CREATE TABLE conversation_views (
     viewed_at DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX conversation_views_at ON conversation_views(viewed_at);
+
+CREATE TABLE gap_digests (
+    week    TEXT PRIMARY KEY,
+    sent_at DOUBLE PRECISION NOT NULL
+);

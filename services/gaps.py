@@ -1,0 +1,154 @@
+"""What the bot could not answer, grouped by meaning; and a conversation as an admin reads it.
+
+The gaps report (`GapsService.report`) takes the questions of a period whose outcome is
+"don't know" (services/outcomes.py: a FAQ or knowledge search that found nothing, or the
+answer said so), groups those about the same thing (services/similar.py; an embedder's
+similarity when one is given, the lexical one otherwise), largest group first, and keeps
+two real wordings of each — masked (services/masking.py), since an owner reads them and
+may forward them. A group is named by the turn of its first question, so a button can
+say which group it is about in a few bytes.
+
+Reading a conversation (`ConversationReader`) returns the last messages of one chat,
+paged, with the tool calls of each turn as short lines; every read is recorded (who,
+whose, when, from where) before anything is shown.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from services.masking import mask
+from services.outcomes import GAP_OUTCOMES
+from services.similar import group_questions, similarity
+from storage.outcomes import ConversationLine, MissedQuestion, OutcomeRepository
+
+GAP_PERIODS: dict[str, float | None] = {
+    "24h": 24 * 3600.0,
+    "7d": 7 * 86400.0,
+    "30d": 30 * 86400.0,
+    "all": None,
+}
+DEFAULT_GAP_PERIOD = "7d"
+MAX_GROUPS = 10  # shown in one report; the rest are counted
+WORDINGS = 2
+PAGE = 12  # messages per page of a conversation
+
+
+class GapsUsageError(ValueError):
+    """The argument is not a known period."""
+
+
+@dataclass(frozen=True, slots=True)
+class GapGroup:
+    """Questions about the same thing: how many, two masked wordings, the lead's turn."""
+
+    key: str  # the turn id of its first question
+    count: int
+    chats: int
+    wordings: tuple[str, ...]
+    lead_chat_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class GapsReport:
+    period: str
+    total: int  # questions not answered in the period
+    groups: tuple[GapGroup, ...]  # largest first, at most MAX_GROUPS
+    more_groups: int  # groups not shown
+
+
+class GapsService:
+    """The gaps report; `alike` is the similarity of two questions (an embedder's, or the
+    lexical fallback)."""
+
+    def __init__(
+        self,
+        repository: OutcomeRepository,
+        *,
+        clock: Callable[[], float] = time.time,
+        alike: Callable[[str, str], float] = similarity,
+    ) -> None:
+        self._repo = repository
+        self._clock = clock
+        self._alike = alike
+
+    def parse_period(self, arg: str | None) -> str:
+        key = (arg or "").strip().lower() or DEFAULT_GAP_PERIOD
+        if key not in GAP_PERIODS:
+            raise GapsUsageError(key)
+        return key
+
+    async def report(self, period: str, language: str) -> GapsReport:
+        until = self._clock()
+        length = GAP_PERIODS[period]
+        since = None if length is None else until - length
+        missed = await self._repo.missed(since, until, outcomes=[str(o) for o in GAP_OUTCOMES])
+        # grouped on the masked words: a name or a phone says nothing about the question
+        masked = [(m, " ".join(mask(m.text, language).split())) for m in missed]
+        groups = group_questions(masked, _text, alike=self._alike)
+        shown = tuple(_group(g.members) for g in groups[:MAX_GROUPS])
+        return GapsReport(
+            period=period,
+            total=len(missed),
+            groups=shown,
+            more_groups=max(0, len(groups) - MAX_GROUPS),
+        )
+
+    async def question_of(self, turn_id: str) -> MissedQuestion | None:
+        """A group's lead question (for "answer this"), unmasked: the admin answers it."""
+        return await self._repo.question(turn_id)
+
+
+def _text(question: tuple[MissedQuestion, str]) -> str:
+    return question[1]
+
+
+def _group(members: list[tuple[MissedQuestion, str]]) -> GapGroup:
+    wordings: list[str] = []
+    for _question, masked in reversed(members):  # the newest wordings first
+        shown = masked if len(masked) <= 200 else masked[:199] + "…"
+        if shown.lower() not in (w.lower() for w in wordings):
+            wordings.append(shown)
+        if len(wordings) == WORDINGS:
+            break
+    lead = members[0][0]
+    return GapGroup(
+        key=lead.turn_id,
+        count=len(members),
+        chats=len({q.chat_id for q, _ in members}),
+        wordings=tuple(wordings),
+        lead_chat_id=lead.chat_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationPage:
+    chat_id: int
+    lines: tuple[ConversationLine, ...]
+    older: int | None  # the message id to page back from, None at the start
+
+
+class ConversationReader:
+    """The last messages of a conversation for an admin, each read recorded."""
+
+    def __init__(
+        self, repository: OutcomeRepository, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._repo = repository
+        self._clock = clock
+
+    async def read(
+        self, chat_id: int, *, admin_id: int, via: str, before: int | None = None
+    ) -> ConversationPage | None:
+        """A page of the chat's conversation (None: the bot never talked there); the
+        read is recorded first."""
+        if not await self._repo.known_chat(chat_id):
+            return None
+        await self._repo.record_view(admin_id=admin_id, chat_id=chat_id, via=via, at=self._clock())
+        lines, older = await self._repo.conversation(chat_id, before_id=before, limit=PAGE)
+        return ConversationPage(chat_id, tuple(lines), older)
+
+    async def chat_of_turn(self, turn_id: str) -> int | None:
+        return await self._repo.chat_of_turn(turn_id)

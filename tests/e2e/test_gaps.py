@@ -1,0 +1,86 @@
+"""What the bot could not answer, through the real process: questions the shop's FAQ has
+no entry for land in /gaps, grouped, with masked wordings; an admin reads the
+conversation behind a group (audited); nobody else sees any of it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.chat_helpers import WAIT_S, StartBot, ask, query, wait_for_db
+from tests.fakes.telegram_server import FakeTelegramServer, SentMessage, callback_update
+
+ADMIN = 951
+CUSTOMERS = (952, 953, 954)
+
+
+def buttons(message: SentMessage) -> list[dict[str, Any]]:
+    rows = (message.reply_markup or {}).get("inline_keyboard") or []
+    return [b for row in rows for b in row]
+
+
+async def press(telegram: FakeTelegramServer, chat: int, message: SentMessage, data: str) -> str:
+    """Press a button under `message` as `chat`'s person; the next message in that chat."""
+    before = len(telegram.messages_to(chat))
+    telegram.enqueue_update(
+        callback_update(chat, data=data, message_id=message.message_id, language_code="en")
+    )
+    return (await telegram.wait_for_messages(chat, before + 1, within=WAIT_S))[before].text
+
+
+async def test_misses_are_grouped_in_gaps_and_the_admin_reads_the_conversation(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, database_path: Path
+) -> None:
+    await start_bot(ADMIN_IDS=str(ADMIN))
+    asked = (
+        "Гарантия есть?",
+        "А гарантия какая?",
+        "Какая у вас гарантия? Я Анна Смирнова, +7 912 345-67-89",
+    )
+    for customer, text in zip(CUSTOMERS, asked, strict=True):
+        answer = await ask(fake_telegram, customer, text)
+        assert "не знаю" in answer
+    await ask(fake_telegram, CUSTOMERS[0], "Привет")  # a greeting is not a gap
+    await wait_for_db(
+        database_path, "SELECT count(*) FROM turns WHERE outcome = 'dont_know'", [(3,)]
+    )
+
+    report = await ask(fake_telegram, ADMIN, "/gaps", language_code="en")
+    assert "Questions the bot could not answer, in the last 7 days: 3" in report
+    assert re.search(r"1\. Asked 3 times by 3 customers", report), report
+    # the two newest wordings, the customer's name and phone masked
+    assert "«Какая у вас гарантия? Я [name], [phone]»" in report, report
+    assert "«А гарантия какая?»" in report and "«Гарантия есть?»" not in report
+    assert "Анна" not in report and "912" not in report
+    [gaps_message] = [m for m in fake_telegram.messages_to(ADMIN) if "Asked 3 times" in m.text]
+    [read] = [b for b in buttons(gaps_message) if b["text"] == "💬 Read #1"]
+
+    conversation = await press(fake_telegram, ADMIN, gaps_message, read["callback_data"])
+    assert "Conversation with chat" in conversation
+    assert "🔧 get_shop_info — business_error: not_found" in conversation
+    assert "[dont_know]" in conversation
+    views = query(database_path, "SELECT admin_id, via FROM conversation_views")
+    assert views == [(ADMIN, "gaps")]
+
+    page = await ask(fake_telegram, ADMIN, f"/chat {CUSTOMERS[0]}", language_code="en")
+    assert "Гарантия есть?" in page and "Привет" in page  # the admin reads it whole
+    assert len(query(database_path, "SELECT 1 FROM conversation_views")) == 2
+
+
+async def test_nobody_else_sees_gaps_or_conversations(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, database_path: Path
+) -> None:
+    await start_bot(ADMIN_IDS=str(ADMIN))
+    customer = CUSTOMERS[0]
+    await ask(fake_telegram, customer, "Гарантия есть?")
+    unknown = await ask(fake_telegram, customer, "/help_me_please", language_code="en")
+    assert await ask(fake_telegram, customer, "/gaps", language_code="en") == unknown
+    assert await ask(fake_telegram, customer, f"/chat {customer}", language_code="en") == unknown
+    [turn_id] = [r[0] for r in query(database_path, "SELECT id FROM turns")]
+    last = fake_telegram.messages_to(customer)[-1]
+    for forged in (f"gap:r:{turn_id}", f"cv:{customer}:0", "gap:x:1"):
+        assert await press(fake_telegram, customer, last, forged) == unknown
+    # and an admin's forged press names no conversation either
+    assert await press(fake_telegram, ADMIN, last, "gap:r:nothing") == unknown
+    assert query(database_path, "SELECT count(*) FROM conversation_views") == [(0,)]
