@@ -9,15 +9,20 @@ to a person within a day.
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from bot.programs.export import run_export
 from bot.telegram.stats_view.table import render_table
 from services.chat import ChatOptions, ChatService, build_chat_service
+from services.export import conversations
 from services.llm.types import Message, ToolChoice
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
@@ -25,6 +30,7 @@ from services.stats import StatsService
 from storage.database import Database
 from storage.feedback import FeedbackRepository
 from storage.handoffs import HandoffRepository
+from storage.outcomes import OutcomeRepository
 from storage.shop import ShopRepository
 from storage.stats import StatsRepository
 from tests.doubles import ScriptedLLM, text_response, tool_call, tool_calls_response
@@ -158,3 +164,43 @@ async def test_a_different_question_is_not_a_repeat(stack: Stack) -> None:
     await stack.service.answer(CUSTOMER, "Где мой заказ 8041?")
     await stack.service.answer(CUSTOMER, "Сколько стоит доставка в Казань?")
     assert [r for _, _, r in await _outcomes(stack.db)] == [None, None]
+
+
+async def test_export_masks_the_customers_data_unless_asked(
+    stack: Stack, db_backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await stack.service.answer(CUSTOMER, "Привет, я Анна Смирнова, мой телефон +7 912 345-67-89")
+    await stack.service.answer(CUSTOMER, "Где мой заказ 8041?")
+    masked = [c async for c in conversations(OutcomeRepository(stack.db), since=0.0)]
+    [conversation] = masked
+    dumped = json.dumps(conversation, ensure_ascii=False)
+    for private in ("Анна", "Смирнова", "912", "8041"):
+        assert private not in dumped, private
+    assert conversation["chat"].startswith("chat-")  # a pseudonym, not the chat id
+    roles = [m["role"] for m in conversation["messages"]]
+    assert roles == ["customer", "bot", "customer", "tool", "bot"]
+    assert conversation["messages"][3] == {
+        "at": conversation["messages"][3]["at"],
+        "role": "tool",
+        "tool": "get_order_status",
+        "status": "success",
+    }
+    assert [m.get("outcome") for m in conversation["messages"] if m["role"] == "customer"] == [
+        "no_facts",
+        "facts",
+    ]
+    [plain] = [c async for c in conversations(OutcomeRepository(stack.db), since=0.0, masked=False)]
+    assert plain["chat"] == CUSTOMER.chat_id and "Анна Смирнова" in json.dumps(
+        plain, ensure_ascii=False
+    )
+    if db_backend != "sqlite":
+        return
+    # the command: a file of JSON Lines, masked by default; a bad date is one line
+    monkeypatch.setenv("DATABASE_PATH", str(tmp_path / "test.sqlite3"))
+    out = tmp_path / "export.jsonl"
+    args = argparse.Namespace(since="2000-01-01", output=str(out), unmasked=False, language="ru")
+    assert await run_export(args) == 0
+    [line] = out.read_text(encoding="utf-8").splitlines()
+    assert "[телефон]" in line and "912" not in line
+    bad = argparse.Namespace(since="yesterday", output=None, unmasked=False, language="en")
+    assert await run_export(bad) == 2
