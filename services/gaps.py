@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from services.masking import mask
 from services.outcomes import GAP_OUTCOMES
@@ -121,6 +122,71 @@ def _group(members: list[tuple[MissedQuestion, str]]) -> GapGroup:
         wordings=tuple(wordings),
         lead_chat_id=lead.chat_id,
     )
+
+
+class KnowledgeWriter(Protocol):
+    """Where an admin's answer goes: the shop's knowledge (tools/knowledge/base.py), as
+    an entry searchable by the next question."""
+
+    async def add_entry(self, title: str, text: str, *, url: str | None = None) -> int: ...
+
+
+ANSWER_WITHIN_S = 3600.0  # an "Answer this" waits this long for the admin's message
+MAX_ANSWER_CHARS = 3000
+
+
+class GapAnswers:
+    """ "Answer this": the admin presses it under a gap, and the next message they write
+    becomes a knowledge entry at once — titled with the question (masked: the entry is
+    the shop's text from now on), holding the admin's words."""
+
+    def __init__(
+        self,
+        repository: OutcomeRepository,
+        knowledge: KnowledgeWriter,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._repo = repository
+        self._knowledge = knowledge
+        self._clock = clock
+
+    async def start(self, admin_id: int, turn_id: str, language: str) -> str | None:
+        """Wait for the admin's answer to the gap of `turn_id`; the question as the entry
+        will be titled, None when the question is not stored."""
+        question = await self._repo.question(turn_id)
+        if question is None:
+            return None
+        await self._repo.await_answer(admin_id=admin_id, turn_id=turn_id, at=self._clock())
+        return entry_title(question.text, language)
+
+    async def waiting(self, admin_id: int) -> str | None:
+        """The turn whose gap the admin is answering now, if any."""
+        return await self._repo.awaited_answer(admin_id, since=self._clock() - ANSWER_WITHIN_S)
+
+    async def cancel(self, admin_id: int) -> bool:
+        return await self._repo.drop_answer(admin_id)
+
+    async def answer(self, admin_id: int, text: str, language: str) -> str | None:
+        """The admin's words become the entry for the awaited question: its title, or
+        None when no answer was awaited (or the question is gone)."""
+        turn_id = await self.waiting(admin_id)
+        if turn_id is None:
+            return None
+        question = await self._repo.question(turn_id)
+        if question is None:
+            await self._repo.drop_answer(admin_id)
+            return None
+        title = entry_title(question.text, language)
+        await self._knowledge.add_entry(title, text.strip()[:MAX_ANSWER_CHARS])
+        await self._repo.drop_answer(admin_id, turn_id)
+        return title
+
+
+def entry_title(question: str, language: str) -> str:
+    """A customer's question as a knowledge entry's title: masked, one line, bounded."""
+    title = " ".join(mask(question, language).split())
+    return title if len(title) <= 200 else title[:199] + "…"
 
 
 @dataclass(frozen=True, slots=True)

@@ -213,6 +213,35 @@ class OutcomeRepository:
         )
         return row is not None
 
+    async def await_answer(self, *, admin_id: int, turn_id: str, at: float) -> None:
+        """The admin's next message answers the gap of `turn_id` (replaces a waiting one)."""
+        await self._db.write(
+            "INSERT INTO gap_answers(admin_id, turn_id, asked_at) VALUES (?, ?, ?)"
+            " ON CONFLICT(admin_id) DO UPDATE SET turn_id = excluded.turn_id,"
+            " asked_at = excluded.asked_at",
+            (admin_id, turn_id, at),
+        )
+
+    async def awaited_answer(self, admin_id: int, *, since: float) -> str | None:
+        """The turn whose gap the admin is answering (asked at or after `since`)."""
+        row = await self._db.fetch_one(
+            "SELECT turn_id FROM gap_answers WHERE admin_id = ? AND asked_at >= ?",
+            (admin_id, since),
+        )
+        return None if row is None else str(row[0])
+
+    async def drop_answer(self, admin_id: int, turn_id: str | None = None) -> bool:
+        """No answer awaited from the admin any more (only `turn_id`'s, when given)."""
+        if turn_id is None:
+            changed = await self._db.write(
+                "DELETE FROM gap_answers WHERE admin_id = ?", (admin_id,)
+            )
+        else:
+            changed = await self._db.write(
+                "DELETE FROM gap_answers WHERE admin_id = ? AND turn_id = ?", (admin_id, turn_id)
+            )
+        return changed > 0
+
     async def record_view(self, *, admin_id: int, chat_id: int, via: str, at: float) -> None:
         await self._db.write(
             "INSERT INTO conversation_views(admin_id, chat_id, via, viewed_at) VALUES (?, ?, ?, ?)",

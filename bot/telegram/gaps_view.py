@@ -53,6 +53,15 @@ GAPS_WORDS: dict[Language, dict[str, str]] = {
         "period_7d": "in the last 7 days",
         "period_30d": "in the last 30 days",
         "period_all": "of all time",
+        "answer_prompt": (
+            "✍️ Write the answer to «{question}» in your next message here. It becomes the "
+            "shop's answer at once; /cancel to stop."
+        ),
+        "answer_added": (
+            "✅ Added to the shop's answers: «{question}». The bot uses it from the next question."
+        ),
+        "answer_cancelled": "Nothing was added.",
+        "answer_gone": "That question is no longer stored.",
     },
     "ru": {
         "gaps_title": "Вопросы без ответа {period}: {total}",
@@ -79,6 +88,15 @@ GAPS_WORDS: dict[Language, dict[str, str]] = {
         "period_7d": "за 7 дней",
         "period_30d": "за 30 дней",
         "period_all": "за всё время",
+        "answer_prompt": (
+            "✍️ Напишите ответ на «{question}» следующим сообщением. Он сразу станет ответом "
+            "магазина; /cancel — отменить."
+        ),
+        "answer_added": (
+            "✅ Добавлено в ответы магазина: «{question}». Бот отвечает так со следующего вопроса."
+        ),
+        "answer_cancelled": "Ничего не добавлено.",
+        "answer_gone": "Этого вопроса больше нет в базе.",
     },
 }
 

@@ -27,3 +27,11 @@ CREATE TABLE gap_digests (
     week    TEXT PRIMARY KEY,         -- ISO year and week, e.g. 2026-W49
     sent_at REAL NOT NULL
 );
+
+-- "Answer this" under a gap: the admin pressed it and the next message they write to the
+-- bot becomes the shop's answer to that question (one waiting answer per admin).
+CREATE TABLE gap_answers (
+    admin_id INTEGER PRIMARY KEY,
+    turn_id  TEXT NOT NULL,           -- the gap's first question
+    asked_at REAL NOT NULL
+);

@@ -84,3 +84,35 @@ async def test_nobody_else_sees_gaps_or_conversations(
     # and an admin's forged press names no conversation either
     assert await press(fake_telegram, ADMIN, last, "gap:r:nothing") == unknown
     assert query(database_path, "SELECT count(*) FROM conversation_views") == [(0,)]
+
+
+async def test_the_admin_answers_a_gap_and_it_is_a_knowledge_entry_at_once(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, database_path: Path
+) -> None:
+    await start_bot(ADMIN_IDS=str(ADMIN))
+    await ask(fake_telegram, CUSTOMERS[0], "Какая гарантия? Пишите на anna@mail.ru")
+    await wait_for_db(
+        database_path, "SELECT count(*) FROM turns WHERE outcome = 'dont_know'", [(1,)]
+    )
+    await ask(fake_telegram, ADMIN, "/gaps", language_code="en")
+    gaps_message = fake_telegram.messages_to(ADMIN)[-1]
+    [answer] = [b for b in buttons(gaps_message) if b["text"] == "✍️ Answer #1"]
+    prompt = await press(fake_telegram, ADMIN, gaps_message, answer["callback_data"])
+    assert "Write the answer to «Какая гарантия? Пишите на [email]»" in prompt
+
+    # a command cancels; nothing is added
+    assert await ask(fake_telegram, ADMIN, "/cancel", language_code="en") == "Nothing was added."
+    prompt = await press(fake_telegram, ADMIN, gaps_message, answer["callback_data"])
+    added = await ask(
+        fake_telegram, ADMIN, "Гарантия на всю технику — 12 месяцев.", language_code="en"
+    )
+    assert added.startswith("✅ Added to the shop's answers: «Какая гарантия? Пишите на [email]»")
+    rows = query(
+        database_path,
+        "SELECT d.title, p.text FROM knowledge_passages AS p"
+        " JOIN knowledge_documents AS d ON d.id = p.document_id",
+    )
+    assert any("12 месяцев" in str(text) for _title, text in rows), rows
+    assert not any("anna@mail.ru" in str(cell) for row in rows for cell in row)
+    # the admin's next message is an ordinary one again
+    assert "Гарантия" not in await ask(fake_telegram, ADMIN, "/cancel", language_code="en")

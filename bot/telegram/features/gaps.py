@@ -22,11 +22,11 @@ from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
 from bot.telegram.gaps_view import GAPS_WORDS, render_gaps, words
-from bot.telegram.routers.gaps import build_gaps_router
+from bot.telegram.routers.gaps import build_gap_answer_router, build_gaps_router
 from bot.telegram.sender import Sender
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language
-from services.gaps import ConversationReader, GapsService
+from services.gaps import ConversationReader, GapAnswers, GapsService, KnowledgeWriter
 from services.stats import StatsReport
 from storage.database import Database
 from storage.outcomes import OutcomeRepository, claim_digest
@@ -97,6 +97,31 @@ class Digest:
             await asyncio.sleep(DIGEST_CHECK_S)
 
 
+class LazyKnowledge:
+    """The shop's knowledge an admin's answer is added to, built on the first answer:
+    the engine (numpy, the bundled model) is imported only then, not by every start."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._knowledge: KnowledgeWriter | None = None
+
+    async def add_entry(self, title: str, text: str, *, url: str | None = None) -> int:
+        if self._knowledge is None:
+            from storage.knowledge import KnowledgeRepository
+            from tools.knowledge.base import KnowledgeBase
+            from tools.knowledge.embedders import EmbedderChoice, build_embedder
+
+            # the bundled embedder, as the knowledge search uses by default
+            embedder = build_embedder(EmbedderChoice())
+            repository = KnowledgeRepository(self._db)
+            self._knowledge = KnowledgeBase(repository, embedder, clock=time.time)
+        return await self._knowledge.add_entry(title, text, url=url)
+
+
+def knowledge_for_answers(db: Database) -> KnowledgeWriter:
+    return LazyKnowledge(db)
+
+
 def gaps_on_telegram(
     needs: Needs, telegram: TelegramNeeds, _own: None, conf: GapsSettings
 ) -> Feature:
@@ -107,9 +132,15 @@ def gaps_on_telegram(
     tz = ZoneInfo(settings.stats_timezone)
     admins = frozenset(settings.admin_ids)
 
+    answers = GapAnswers(repo, knowledge_for_answers(needs.db))
+
     def routers(deps: HandlerDeps) -> FeatureRouters:
-        router = build_gaps_router(deps, gaps=gaps, reader=reader, admin_ids=admins, timezone=tz)
-        return FeatureRouters(commands=(router,))
+        router = build_gaps_router(
+            deps, gaps=gaps, reader=reader, admin_ids=admins, timezone=tz, answers=answers
+        )
+        return FeatureRouters(
+            commands=(router,), messages=(build_gap_answer_router(answers, admins),)
+        )
 
     async def stats_section(report: StatsReport) -> TableSection:
         missed = report.outcomes.by_outcome.get("dont_know", 0)

@@ -10,11 +10,12 @@ message, stored and sent like every answer.
 
 from __future__ import annotations
 
+import html
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import tzinfo
 
-from aiogram import Router
+from aiogram import F, Router
+from aiogram.enums import ChatType
 from aiogram.filters import Command, CommandObject, Filter
 from aiogram.methods import AnswerCallbackQuery
 from aiogram.types import CallbackQuery, Message
@@ -23,12 +24,9 @@ from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.filters import FromUsers, IsCommand
 from bot.telegram.formatting import Rendered
 from bot.telegram.gaps_view import ChatPageButton, GapButton, render_gaps, render_page, words
-from services.gaps import ConversationReader, GapsService, GapsUsageError
+from services.gaps import ConversationReader, GapAnswers, GapsService, GapsUsageError
 
 log = logging.getLogger(__name__)
-
-# what "Answer this" does with the admin's press: None while no knowledge base takes answers
-AnswerStarter = Callable[[CallbackQuery, UpdateContext, str], Awaitable[None]]
 
 
 class IsPressOf(Filter):
@@ -49,8 +47,9 @@ def build_gaps_router(
     reader: ConversationReader,
     admin_ids: frozenset[int],
     timezone: tzinfo,
-    answer: AnswerStarter | None = None,
+    answers: GapAnswers | None = None,
 ) -> Router:
+    """`answers`: "Answer this" under each gap (None: no knowledge base takes answers)."""
     router = Router(name="gaps")
 
     async def show_page(
@@ -74,7 +73,7 @@ def build_gaps_router(
             return
         report = await gaps.report(period, ctx.language)
         html_text, plain, keyboard = render_gaps(
-            report, ctx.language, answerable=answer is not None
+            report, ctx.language, answerable=answers is not None
         )
         await ctx.outbox.send_rendered([Rendered(html_text, plain)], reply_markup=keyboard)
 
@@ -99,7 +98,16 @@ def build_gaps_router(
             log.info("a gaps or conversation press refused: not an admin")
             await ctx.outbox.send(ctx.texts.unknown_command)
             return
-        await _admin_press(query, ctx, reader, timezone, answer)
+        await _admin_press(query, ctx, reader, timezone, answers)
+
+    if answers is not None:
+
+        @router.message(IsCommand(), FromUsers(admin_ids), Command("cancel"), Answering(answers))
+        async def cancel(message: Message, ctx: UpdateContext) -> None:
+            assert message.from_user is not None
+            await answers.cancel(message.from_user.id)
+            text = words(ctx.language)["answer_cancelled"]
+            await ctx.outbox.send_rendered([Rendered(text, text)])
 
     return router
 
@@ -109,7 +117,7 @@ async def _admin_press(
     ctx: UpdateContext,
     reader: ConversationReader,
     timezone: tzinfo,
-    answer: AnswerStarter | None,
+    answers: GapAnswers | None,
 ) -> None:
     """An admin's press: a page of a conversation, a gap's conversation, or "answer this"."""
     admin = query.from_user.id
@@ -118,13 +126,49 @@ async def _admin_press(
         await _show_page(
             reader, timezone, ctx, page.chat, admin=admin, via="page", before=page.before
         )
-    elif gap is not None and gap.action == "a" and answer is not None:
-        await answer(query, ctx, gap.key)
+    elif gap is not None and gap.action == "a" and answers is not None:
+        question = await answers.start(admin, gap.key, ctx.language)
+        w = words(ctx.language)
+        text = (
+            w["answer_gone"] if question is None else w["answer_prompt"].format(question=question)
+        )
+        await ctx.outbox.send_rendered([Rendered(html.escape(text), text)])
     elif gap is not None and (chat_id := await reader.chat_of_turn(gap.key)) is not None:
         await _show_page(reader, timezone, ctx, chat_id, admin=admin, via="gaps", before=0)
     else:  # not our data (forged), or a question no longer stored
         log.info("a gaps or conversation press refused: not a button of ours")
         await ctx.outbox.send(ctx.texts.unknown_command)
+
+
+class Answering(Filter):
+    """An admin's message in their private chat with the bot while "Answer this" waits."""
+
+    def __init__(self, answers: GapAnswers) -> None:
+        self._answers = answers
+
+    async def __call__(self, message: Message) -> bool:
+        user = message.from_user
+        if message.chat.type != ChatType.PRIVATE or user is None:
+            return False
+        return await self._answers.waiting(user.id) is not None
+
+
+def build_gap_answer_router(answers: GapAnswers, admin_ids: frozenset[int]) -> Router:
+    """The admin's message that answers a gap: a knowledge entry at once. Among the
+    routers before the customers' chat, so the model never sees it."""
+    router = Router(name="gap_answer")
+    router.message.filter(FromUsers(admin_ids), Answering(answers))
+
+    @router.message(F.text, ~IsCommand())
+    async def answered(message: Message, ctx: UpdateContext) -> None:
+        assert message.from_user is not None and message.text is not None
+        question = await answers.answer(message.from_user.id, message.text, ctx.language)
+        w = words(ctx.language)
+        text = w["answer_gone"] if question is None else w["answer_added"].format(question=question)
+        await ctx.outbox.send_rendered([Rendered(html.escape(text), text)])
+        log.info("an admin answered a gap; the answer is a knowledge entry now")
+
+    return router
 
 
 async def _show_page(

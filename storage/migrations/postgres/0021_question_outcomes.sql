@@ -18,3 +18,9 @@ CREATE TABLE gap_digests (
     week    TEXT PRIMARY KEY,
     sent_at DOUBLE PRECISION NOT NULL
 );
+
+CREATE TABLE gap_answers (
+    admin_id BIGINT PRIMARY KEY,
+    turn_id  TEXT NOT NULL,
+    asked_at DOUBLE PRECISION NOT NULL
+);
