@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from pydantic import Field
@@ -26,10 +27,13 @@ from bot.telegram.routers.gaps import build_gap_answer_router, build_gaps_router
 from bot.telegram.sender import Sender
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language
-from services.gaps import ConversationReader, GapAnswers, GapsService, KnowledgeWriter
+from services.gaps import ConversationReader, GapAnswers, GapsService, QuestionEmbedder
 from services.stats import StatsReport
 from storage.database import Database
 from storage.outcomes import OutcomeRepository, claim_digest
+
+if TYPE_CHECKING:
+    from tools.knowledge.base import KnowledgeBase
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +102,15 @@ class Digest:
 
 
 class LazyKnowledge:
-    """The shop's knowledge an admin's answer is added to, built on the first answer:
-    the engine (numpy, the bundled model) is imported only then, not by every start."""
+    """The shop's knowledge an admin's answer is added to, and the embedder /gaps groups
+    by, built on first use: the engine (numpy, the bundled model) is imported only then,
+    not by every start."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._knowledge: KnowledgeWriter | None = None
+        self._knowledge: KnowledgeBase | None = None
 
-    async def add_entry(self, title: str, text: str, *, url: str | None = None) -> int:
+    def _built(self) -> KnowledgeBase:
         if self._knowledge is None:
             from storage.knowledge import KnowledgeRepository
             from tools.knowledge.base import KnowledgeBase
@@ -115,11 +120,13 @@ class LazyKnowledge:
             embedder = build_embedder(EmbedderChoice())
             repository = KnowledgeRepository(self._db)
             self._knowledge = KnowledgeBase(repository, embedder, clock=time.time)
-        return await self._knowledge.add_entry(title, text, url=url)
+        return self._knowledge
 
+    async def add_entry(self, title: str, text: str, *, url: str | None = None) -> int:
+        return await self._built().add_entry(title, text, url=url)
 
-def knowledge_for_answers(db: Database) -> KnowledgeWriter:
-    return LazyKnowledge(db)
+    def embedder(self) -> QuestionEmbedder | None:
+        return self._built().embedder
 
 
 def gaps_on_telegram(
@@ -127,12 +134,13 @@ def gaps_on_telegram(
 ) -> Feature:
     settings = needs.settings
     repo = OutcomeRepository(needs.db)
-    gaps = GapsService(repo)
+    knowledge = LazyKnowledge(needs.db)
+    gaps = GapsService(repo, embedder=knowledge.embedder)
     reader = ConversationReader(repo)
     tz = ZoneInfo(settings.stats_timezone)
     admins = frozenset(settings.admin_ids)
 
-    answers = GapAnswers(repo, knowledge_for_answers(needs.db))
+    answers = GapAnswers(repo, knowledge)
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         router = build_gaps_router(
