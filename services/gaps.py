@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -177,6 +177,7 @@ class KnowledgeWriter(Protocol):
     async def add_entry(self, title: str, text: str, *, url: str | None = None) -> int: ...
 
 
+DRAFT_KEY = "qa:"  # an awaited answer that edits a draft (not a gap's turn id)
 ANSWER_WITHIN_S = 3600.0  # an "Answer this" waits this long for the admin's message
 MAX_ANSWER_CHARS = 3000
 
@@ -192,10 +193,19 @@ class GapAnswers:
         knowledge: KnowledgeWriter,
         *,
         clock: Callable[[], float] = time.time,
+        edit_draft: Callable[[int, int, str], Awaitable[str | None]] | None = None,
     ) -> None:
+        """`edit_draft(draft id, admin, answer)`: an edited draft's answer is added
+        (services/answer_drafts.py), its question returned."""
         self._repo = repository
         self._knowledge = knowledge
         self._clock = clock
+        self._edit_draft = edit_draft
+
+    async def start_edit(self, admin_id: int, draft_id: int) -> None:
+        """✏️ under a draft: the admin's next message is its answer."""
+        key = f"{DRAFT_KEY}{draft_id}"
+        await self._repo.await_answer(admin_id=admin_id, turn_id=key, at=self._clock())
 
     async def start(self, admin_id: int, turn_id: str, language: str) -> str | None:
         """Wait for the admin's answer to the gap of `turn_id`; the question as the entry
@@ -219,6 +229,10 @@ class GapAnswers:
         turn_id = await self.waiting(admin_id)
         if turn_id is None:
             return None
+        if turn_id.startswith(DRAFT_KEY) and self._edit_draft is not None:
+            await self._repo.drop_answer(admin_id, turn_id)
+            draft_id = int(turn_id.removeprefix(DRAFT_KEY))
+            return await self._edit_draft(draft_id, admin_id, text)
         question = await self._repo.question(turn_id)
         if question is None:
             await self._repo.drop_answer(admin_id)

@@ -75,10 +75,12 @@ _NAME_CUE = re.compile(
 )
 # a Russian full name: three capitalised words, the last a patronymic; or a surname with a
 # typical ending beside a name
+# a Russian surname's endings, in every case: Кузнецов, Кузнецовой, Петрову, Вяземского
+_SURNAME = r"(?:(?:ов|ев|ёв|ин|ын)(?:а|ой|у|ым|ом|е|ых)?|(?:ск|цк)(?:ий|ая|ой|ого|ому|им|ую))"
 _RU_FULL_NAME = re.compile(
     r"\b[А-ЯЁ][а-яё]+\s+[А-ЯЁ][а-яё]+\s+[А-ЯЁ][а-яё]+(?:вич|вна|чна|ична|ьич)\b"
-    r"|\b[А-ЯЁ][а-яё]+(?:ов|ова|ев|ева|ёв|ёва|ин|ина|ын|ына|ский|ская|цкий|цкая)\s+[А-ЯЁ][а-яё]{2,}\b"
-    r"|\b[А-ЯЁ][а-яё]{2,}\s+[А-ЯЁ][а-яё]+(?:ов|ова|ев|ева|ёв|ёва|ин|ина|ын|ына|ский|ская|цкий|цкая)\b"
+    rf"|\b[А-ЯЁ][а-яё]+{_SURNAME}\s+[А-ЯЁ][а-яё]{{2,}}\b"
+    rf"|\b[А-ЯЁ][а-яё]{{2,}}\s+[А-ЯЁ][а-яё]+{_SURNAME}\b"
 )
 # words after a name cue that are not names ("I am looking", "I'm Not sure", "this is Big")
 _NOT_NAMES = frozenset(

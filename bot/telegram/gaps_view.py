@@ -62,6 +62,19 @@ GAPS_WORDS: dict[Language, dict[str, str]] = {
         ),
         "answer_cancelled": "Nothing was added.",
         "answer_gone": "That question is no longer stored.",
+        "draft_title": "📝 A draft for the shop's answers, from what an operator told a customer:",
+        "draft_question": "Question: {question}",
+        "draft_answer": "Answer: {answer}",
+        "draft_add": "✅ Add",
+        "draft_edit": "✏️ Edit",
+        "draft_skip": "✖ Skip",
+        "draft_added": "✅ Added to the shop's answers: «{question}».",
+        "draft_skipped": "✖ Skipped; nothing was added.",
+        "draft_decided": "This draft was decided already.",
+        "draft_edit_prompt": (
+            "✏️ Write the answer to «{question}» as it should be, in your next message; "
+            "/cancel to stop."
+        ),
     },
     "ru": {
         "gaps_title": "Вопросы без ответа {period}: {total}",
@@ -97,6 +110,19 @@ GAPS_WORDS: dict[Language, dict[str, str]] = {
         ),
         "answer_cancelled": "Ничего не добавлено.",
         "answer_gone": "Этого вопроса больше нет в базе.",
+        "draft_title": "📝 Черновик ответа магазина — из того, что оператор сказал покупателю:",
+        "draft_question": "Вопрос: {question}",
+        "draft_answer": "Ответ: {answer}",
+        "draft_add": "✅ Добавить",
+        "draft_edit": "✏️ Изменить",
+        "draft_skip": "✖ Пропустить",
+        "draft_added": "✅ Добавлено в ответы магазина: «{question}».",
+        "draft_skipped": "✖ Пропущено, ничего не добавлено.",
+        "draft_decided": "По этому черновику уже решили.",
+        "draft_edit_prompt": (
+            "✏️ Напишите ответ на «{question}» так, как нужно, следующим сообщением; "
+            "/cancel — отменить."
+        ),
     },
 }
 
@@ -136,6 +162,44 @@ class ChatPageButton(CallbackData, prefix="cv"):
         except (TypeError, ValueError):
             return None
         return button if button.before >= 0 and button.pack() == data else None
+
+
+class DraftButton(CallbackData, prefix="qa"):
+    """Under a draft from an operator's answer: `a` add, `e` edit, `s` skip."""
+
+    draft: int
+    action: str
+
+    @classmethod
+    def read(cls, data: str | None) -> Self | None:
+        try:
+            button = cls.unpack(data or "")
+        except (TypeError, ValueError):
+            return None
+        if button.action not in ("a", "e", "s") or button.draft <= 0:
+            return None
+        return button if button.pack() == data else None
+
+
+def render_draft(
+    draft_id: int, question: str, answer: str, language: Language
+) -> tuple[str, InlineKeyboardMarkup]:
+    """A draft for the admins as (HTML, buttons)."""
+    w = words(language)
+    text = "\n\n".join(
+        [
+            w["draft_title"],
+            w["draft_question"].format(question=question),
+            w["draft_answer"].format(answer=answer),
+        ]
+    )
+    row = [
+        InlineKeyboardButton(
+            text=w[f"draft_{name}"], callback_data=DraftButton(draft=draft_id, action=key).pack()
+        )
+        for name, key in (("add", "a"), ("edit", "e"), ("skip", "s"))
+    ]
+    return html.escape(text), InlineKeyboardMarkup(inline_keyboard=[row])
 
 
 def render_gaps(

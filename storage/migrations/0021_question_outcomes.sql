@@ -35,3 +35,20 @@ CREATE TABLE gap_answers (
     turn_id  TEXT NOT NULL,           -- the gap's first question
     asked_at REAL NOT NULL
 );
+
+-- A question and answer the model drafted from what an operator told a customer, once per
+-- closed handoff; nothing enters the knowledge until an admin presses ✅ (or edits it).
+-- status: drafting (claimed) -> pending (sent to the admins) | none (nothing general to
+-- learn) -> added | skipped, each move one conditional update.
+CREATE TABLE answer_drafts (
+    id         INTEGER PRIMARY KEY,
+    handoff_id INTEGER NOT NULL UNIQUE,
+    chat_id    INTEGER NOT NULL,
+    question   TEXT,
+    answer     TEXT,
+    status     TEXT NOT NULL CHECK (status IN
+                 ('drafting', 'pending', 'none', 'added', 'skipped')),
+    created_at REAL NOT NULL,
+    decided_by INTEGER,
+    decided_at REAL
+);

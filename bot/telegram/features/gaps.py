@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Coroutine
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from pydantic import Field
@@ -22,13 +23,15 @@ from bot.runtime.config import FeatureSettings
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
-from bot.telegram.gaps_view import GAPS_WORDS, render_gaps, words
+from bot.telegram.gaps_view import GAPS_WORDS, render_draft, render_gaps, words
 from bot.telegram.routers.gaps import build_gap_answer_router, build_gaps_router
 from bot.telegram.sender import Sender
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language
+from services.answer_drafts import AnswerDrafter
 from services.gaps import ConversationReader, GapAnswers, GapsService, QuestionEmbedder
 from services.stats import StatsReport
+from storage.answer_drafts import AnswerDraftRepository
 from storage.database import Database
 from storage.outcomes import OutcomeRepository, claim_digest
 
@@ -48,6 +51,8 @@ class GapsSettings(FeatureSettings):
     gaps_digest_enabled: bool = False
     gaps_digest_weekday: int = Field(default=1, ge=1, le=7)
     gaps_digest_hour: int = Field(default=9, ge=0, le=23)
+    # how often closed handoffs are looked for, to draft from the operators' answers
+    answer_drafts_every_s: float = Field(default=30.0, ge=0.2, le=3600.0)
 
 
 def week_due(now: float, tz: tzinfo, conf: GapsSettings) -> str | None:
@@ -129,6 +134,36 @@ class LazyKnowledge:
         return self._built().embedder
 
 
+class DraftProposer:
+    """Drafts from the handoffs closed lately, each put before every admin with
+    ✅ Add / ✏️ Edit / ✖ Skip (services/answer_drafts.py decides once)."""
+
+    def __init__(
+        self, drafts: AnswerDrafter, sender: Sender, admins: tuple[int, ...], language: Language
+    ) -> None:
+        self._drafts, self._sender, self._admins, self._language = drafts, sender, admins, language
+
+    async def propose(self) -> int:
+        drafted = await self._drafts.draft_closed()
+        for draft in drafted:
+            text, keyboard = render_draft(draft.id, draft.question, draft.answer, self._language)
+            for admin in self._admins:
+                result = await self._sender.send_text(
+                    admin, text, parse_mode="HTML", reply_markup=keyboard
+                )
+                if not result.delivered:
+                    log.warning("an answer draft to an admin: %s", result.reason)
+        return len(drafted)
+
+    async def run(self, every_s: float) -> None:
+        while True:
+            try:
+                await self.propose()
+            except Exception:
+                log.exception("drafting from closed handoffs failed; trying again later")
+            await asyncio.sleep(every_s)
+
+
 def gaps_on_telegram(
     needs: Needs, telegram: TelegramNeeds, _own: None, conf: GapsSettings
 ) -> Feature:
@@ -140,11 +175,23 @@ def gaps_on_telegram(
     tz = ZoneInfo(settings.stats_timezone)
     admins = frozenset(settings.admin_ids)
 
-    answers = GapAnswers(repo, knowledge)
+    language = telegram.texts.default_language
+    drafts = None
+    if settings.operator_chat_id is not None:  # handoff on: operators answer customers
+        drafts = AnswerDrafter(
+            AnswerDraftRepository(needs.db), telegram.model, knowledge, language=language
+        )
+    answers = GapAnswers(repo, knowledge, edit_draft=drafts.edited if drafts else None)
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         router = build_gaps_router(
-            deps, gaps=gaps, reader=reader, admin_ids=admins, timezone=tz, answers=answers
+            deps,
+            gaps=gaps,
+            reader=reader,
+            admin_ids=admins,
+            timezone=tz,
+            answers=answers,
+            drafts=drafts,
         )
         return FeatureRouters(
             commands=(router,), messages=(build_gap_answer_router(answers, admins),)
@@ -158,20 +205,31 @@ def gaps_on_telegram(
 
         return lines
 
-    background = None
+    work: list[Callable[[], Coroutine[Any, Any, None]]] = []
     if conf.gaps_digest_enabled:
         digest = Digest(
             gaps,
             needs.db,
             telegram.sender,
             admins=tuple(sorted(admins)),
-            language=telegram.texts.default_language,
+            language=language,
             tz=tz,
             conf=conf,
         )
-        background = digest.run
+        work.append(digest.run)
+    if drafts is not None and admins:
+        proposer = DraftProposer(drafts, telegram.sender, tuple(sorted(admins)), language)
+        every_s = conf.answer_drafts_every_s
+        work.append(lambda: proposer.run(every_s))
+
+    async def background() -> None:
+        await asyncio.gather(*(start() for start in work))
+
     return Feature(
-        name="gaps", routers=routers, stats_sections=(stats_section,), background=background
+        name="gaps",
+        routers=routers,
+        stats_sections=(stats_section,),
+        background=background if work else None,
     )
 
 

@@ -23,7 +23,15 @@ from aiogram.types import CallbackQuery, Message
 from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.filters import FromUsers, IsCommand
 from bot.telegram.formatting import Rendered
-from bot.telegram.gaps_view import ChatPageButton, GapButton, render_gaps, render_page, words
+from bot.telegram.gaps_view import (
+    ChatPageButton,
+    DraftButton,
+    GapButton,
+    render_gaps,
+    render_page,
+    words,
+)
+from services.answer_drafts import AnswerDrafter
 from services.gaps import ConversationReader, GapAnswers, GapsService, GapsUsageError
 
 log = logging.getLogger(__name__)
@@ -48,6 +56,7 @@ def build_gaps_router(
     admin_ids: frozenset[int],
     timezone: tzinfo,
     answers: GapAnswers | None = None,
+    drafts: AnswerDrafter | None = None,
 ) -> Router:
     """`answers`: "Answer this" under each gap (None: no knowledge base takes answers)."""
     router = Router(name="gaps")
@@ -88,7 +97,9 @@ def build_gaps_router(
         admin = message.from_user.id
         await _show_page(reader, timezone, ctx, int(arg), admin=admin, via="chat", before=0)
 
-    @router.callback_query(IsPressOf(GapButton.__prefix__, ChatPageButton.__prefix__))
+    @router.callback_query(
+        IsPressOf(GapButton.__prefix__, ChatPageButton.__prefix__, DraftButton.__prefix__)
+    )
     async def press(query: CallbackQuery, ctx: UpdateContext) -> None:
         try:  # stops the button's spinner; cosmetic
             await deps.sender.call(AnswerCallbackQuery(callback_query_id=query.id))
@@ -98,7 +109,7 @@ def build_gaps_router(
             log.info("a gaps or conversation press refused: not an admin")
             await ctx.outbox.send(ctx.texts.unknown_command)
             return
-        await _admin_press(query, ctx, reader, timezone, answers)
+        await _admin_press(query, ctx, reader, timezone, answers, drafts)
 
     if answers is not None:
 
@@ -118,11 +129,16 @@ async def _admin_press(
     reader: ConversationReader,
     timezone: tzinfo,
     answers: GapAnswers | None,
+    drafts: AnswerDrafter | None,
 ) -> None:
-    """An admin's press: a page of a conversation, a gap's conversation, or "answer this"."""
+    """An admin's press: a page of a conversation, a gap's conversation, "answer this",
+    or a draft's ✅ / ✏️ / ✖."""
     admin = query.from_user.id
     gap, page = GapButton.read(query.data), ChatPageButton.read(query.data)
-    if page is not None:
+    draft = DraftButton.read(query.data)
+    if draft is not None and drafts is not None and answers is not None:
+        await _draft_press(draft, admin, ctx, drafts, answers)
+    elif page is not None:
         await _show_page(
             reader, timezone, ctx, page.chat, admin=admin, via="page", before=page.before
         )
@@ -169,6 +185,29 @@ def build_gap_answer_router(answers: GapAnswers, admin_ids: frozenset[int]) -> R
         log.info("an admin answered a gap; the answer is a knowledge entry now")
 
     return router
+
+
+async def _draft_press(
+    button: DraftButton,
+    admin: int,
+    ctx: UpdateContext,
+    drafts: AnswerDrafter,
+    answers: GapAnswers,
+) -> None:
+    """✅ adds the draft to the knowledge, ✖ discards it, ✏️ waits for the admin's answer."""
+    w = words(ctx.language)
+    draft = await drafts.get(button.draft)
+    if draft is None or draft.status != "pending" or draft.question is None:
+        text = w["draft_decided"]
+    elif button.action == "a":
+        added = await drafts.add(draft.id, admin)
+        text = w["draft_added"].format(question=draft.question) if added else w["draft_decided"]
+    elif button.action == "s":
+        text = w["draft_skipped"] if await drafts.skip(draft.id, admin) else w["draft_decided"]
+    else:
+        await answers.start_edit(admin, draft.id)
+        text = w["draft_edit_prompt"].format(question=draft.question)
+    await ctx.outbox.send_rendered([Rendered(html.escape(text), text)])
 
 
 async def _show_page(
