@@ -82,6 +82,34 @@ _RU_FULL_NAME = re.compile(
     rf"|\b[А-ЯЁ][а-яё]+{_SURNAME}\s+[А-ЯЁ][а-яё]{{2,}}\b"
     rf"|\b[А-ЯЁ][а-яё]{{2,}}\s+[А-ЯЁ][а-яё]+{_SURNAME}\b"
 )
+# common first names (Russian in their stem: Ольга, Ольги, Ольге, Ольгой), masked alone
+_FIRST_NAMES = frozenset(
+    """
+    александр алексе анатоли андре анн антон арина артём артем валентин валери василий
+    вер виктор виктори владимир владислав галин дари денис дмитри евгени екатерин елен
+    иван ирин кирилл константин ксени лариса любов людмил максим марин мари михаил надежд
+    наталь никит никола олег ольг павел павл полин роман светлан серге софь стас тамар
+    татьян юли юри яков ян
+    alex alexander andrew anna anne ben charles chris daniel david elizabeth emily emma
+    george hannah jack james jane jennifer jessica john joseph julia kate laura linda lisa
+    maria mark mary matthew michael natalie olivia paul peter rachel richard robert sarah
+    sophie steven thomas tom william
+    """.split()
+)
+_CAPITALISED = re.compile(r"\b[A-ZА-ЯЁ][a-zа-яё]{2,}\b")
+_RU_ENDINGS = ("ой", "ей", "ем", "ом", "а", "ы", "е", "у", "ю", "я", "и", "й", "ь")
+
+
+def _first_name(word: str) -> bool:
+    lowered = word.lower().replace("ё", "е")
+    if lowered in _FIRST_NAMES:
+        return True
+    for ending in _RU_ENDINGS:
+        if lowered.endswith(ending) and lowered[: -len(ending)] in _FIRST_NAMES:
+            return True
+    return False
+
+
 # words after a name cue that are not names ("I am looking", "I'm Not sure", "this is Big")
 _NOT_NAMES = frozenset(
     """
@@ -110,6 +138,9 @@ def mask(text: str, language: Language = "en") -> str:
         lambda t: _ADDRESS.sub(words["address"], t),
         lambda t: _NAME_CUE.sub(lambda m: _name(m, words), t),
         lambda t: _RU_FULL_NAME.sub(words["name"], t),
+        lambda t: _CAPITALISED.sub(
+            lambda m: words["name"] if _first_name(m.group()) else m.group(), t
+        ),
     ]
     for step in steps:
         text = step(text)

@@ -199,7 +199,7 @@ def render_draft(
         )
         for name, key in (("add", "a"), ("edit", "e"), ("skip", "s"))
     ]
-    return html.escape(text), InlineKeyboardMarkup(inline_keyboard=[row])
+    return html.escape(text, quote=False), InlineKeyboardMarkup(inline_keyboard=[row])
 
 
 def render_gaps(
@@ -210,7 +210,7 @@ def render_gaps(
     period = w[f"period_{report.period}"]
     if not report.groups:
         text = w["gaps_none"].format(period=period)
-        return html.escape(text), text, None
+        return html.escape(text, quote=False), text, None
     lines = [w["gaps_title"].format(period=period, total=report.total), ""]
     rows: list[list[InlineKeyboardButton]] = []
     for n, group in enumerate(report.groups, start=1):
@@ -235,7 +235,7 @@ def render_gaps(
     if answerable:
         lines.extend(["", w["gaps_hint"]])
     plain = "\n".join(lines)[:MESSAGE_LIMIT]
-    return html.escape(plain), plain, InlineKeyboardMarkup(inline_keyboard=rows)
+    return html.escape(plain, quote=False), plain, InlineKeyboardMarkup(inline_keyboard=rows)
 
 
 def render_page(
@@ -265,7 +265,7 @@ def render_page(
             callback_data=ChatPageButton(chat=page.chat_id, before=0).pack(),
         )
     )
-    return html.escape(plain), plain, InlineKeyboardMarkup(inline_keyboard=[row])
+    return html.escape(plain, quote=False), plain, InlineKeyboardMarkup(inline_keyboard=[row])
 
 
 def _line(line: ConversationLine, w: dict[str, str], tz: tzinfo) -> str:

@@ -67,7 +67,7 @@ def build_gaps_router(
         page = await reader.read(chat_id, admin_id=admin, via=via, before=before or None)
         if page is None:
             text = words(ctx.language)["chat_unknown"].format(chat=chat_id)
-            await ctx.outbox.send_rendered([Rendered(text, text)])
+            await ctx.outbox.send_rendered([Rendered(html.escape(text, quote=False), text)])
             return
         html_text, plain, keyboard = render_page(page, ctx.language, timezone)
         await ctx.outbox.send_rendered([Rendered(html_text, plain)], reply_markup=keyboard)
@@ -78,7 +78,7 @@ def build_gaps_router(
             period = gaps.parse_period(command.args)
         except GapsUsageError:
             hint = words(ctx.language)["gaps_usage"]
-            await ctx.outbox.send_rendered([Rendered(hint, hint)])
+            await ctx.outbox.send_rendered([Rendered(html.escape(hint, quote=False), hint)])
             return
         report = await gaps.report(period, ctx.language)
         html_text, plain, keyboard = render_gaps(
@@ -91,7 +91,7 @@ def build_gaps_router(
         arg = (command.args or "").strip()
         if not arg.lstrip("-").isdigit() or len(arg) > 20:
             hint = words(ctx.language)["chat_usage"]
-            await ctx.outbox.send_rendered([Rendered(hint, hint)])
+            await ctx.outbox.send_rendered([Rendered(html.escape(hint, quote=False), hint)])
             return
         assert message.from_user is not None  # FromUsers: a person
         admin = message.from_user.id
@@ -118,7 +118,7 @@ def build_gaps_router(
             assert message.from_user is not None
             await answers.cancel(message.from_user.id)
             text = words(ctx.language)["answer_cancelled"]
-            await ctx.outbox.send_rendered([Rendered(text, text)])
+            await ctx.outbox.send_rendered([Rendered(html.escape(text, quote=False), text)])
 
     return router
 
@@ -148,7 +148,7 @@ async def _admin_press(
         text = (
             w["answer_gone"] if question is None else w["answer_prompt"].format(question=question)
         )
-        await ctx.outbox.send_rendered([Rendered(html.escape(text), text)])
+        await ctx.outbox.send_rendered([Rendered(html.escape(text, quote=False), text)])
     elif gap is not None and (chat_id := await reader.chat_of_turn(gap.key)) is not None:
         await _show_page(reader, timezone, ctx, chat_id, admin=admin, via="gaps", before=0)
     else:  # not our data (forged), or a question no longer stored
@@ -181,7 +181,7 @@ def build_gap_answer_router(answers: GapAnswers, admin_ids: frozenset[int]) -> R
         question = await answers.answer(message.from_user.id, message.text, ctx.language)
         w = words(ctx.language)
         text = w["answer_gone"] if question is None else w["answer_added"].format(question=question)
-        await ctx.outbox.send_rendered([Rendered(html.escape(text), text)])
+        await ctx.outbox.send_rendered([Rendered(html.escape(text, quote=False), text)])
         log.info("an admin answered a gap; the answer is a knowledge entry now")
 
     return router
@@ -207,7 +207,7 @@ async def _draft_press(
     else:
         await answers.start_edit(admin, draft.id)
         text = w["draft_edit_prompt"].format(question=draft.question)
-    await ctx.outbox.send_rendered([Rendered(html.escape(text), text)])
+    await ctx.outbox.send_rendered([Rendered(html.escape(text, quote=False), text)])
 
 
 async def _show_page(
@@ -224,7 +224,7 @@ async def _show_page(
     page = await reader.read(chat_id, admin_id=admin, via=via, before=before or None)
     if page is None:
         text = words(ctx.language)["chat_unknown"].format(chat=chat_id)
-        await ctx.outbox.send_rendered([Rendered(text, text)])
+        await ctx.outbox.send_rendered([Rendered(html.escape(text, quote=False), text)])
         return
     html_text, plain, keyboard = render_page(page, ctx.language, timezone)
     await ctx.outbox.send_rendered([Rendered(html_text, plain)], reply_markup=keyboard)
