@@ -1,4 +1,4 @@
-"""Rows of the drafts made from operators' answers (`answer_drafts`, migration 0021) and
+"""Rows of the drafts made from operators' answers (`answer_drafts`, migration 0022) and
 the handoff exchanges they are made from. One draft per closed handoff (its unique
 `handoff_id` is the claim, so several instances draft it once); every change of status
 is one conditional update, so two admins' presses decide it once."""

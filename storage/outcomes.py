@@ -1,4 +1,4 @@
-"""SQL over the questions' outcomes (`turns.outcome`, `repeat_of`, migration 0021): the
+"""SQL over the questions' outcomes (`turns.outcome`, `repeat_of`, migration 0022): the
 resolution figures of /stats, the questions the bot could not answer (/gaps), a
 conversation as an admin reads it, and the audit of those reads.
 

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from bot.runtime.config import Settings
+from bot.telegram.features.knowledge import KnowledgeSettings
 from storage.database import Database, open_database
 from tests.failure_reports import pytest_runtest_makereport  # noqa: F401 (a hook)
 from tests.pg import pg_cluster, pg_db, pg_empty_url, pg_url  # noqa: F401 (fixtures)
@@ -32,8 +33,13 @@ from tests.shop_engine.medusa_engine import (  # noqa: F401 (a fixture)
     stop_engine_boot,
 )
 
-# every setting the bot reads, so a developer's environment never leaks into a test
-SETTING_NAMES = tuple(name.upper() for name in Settings.model_fields)
+# every setting the bot reads (the features' groups too), so a developer's environment
+# never leaks into a test
+SETTING_NAMES = tuple(
+    name.upper()
+    for fields in (Settings.model_fields, KnowledgeSettings.model_fields)
+    for name in fields
+)
 
 
 @pytest.fixture(autouse=True)
@@ -78,6 +84,7 @@ async def db(
 
 
 # The fake OpenAI server as a fixture for every test package (tests/fakes/openai_server.py).
+from tests.fakes.help_site import help_site  # noqa: E402, F401
 from tests.fakes.openai_server import fake_openai  # noqa: E402, F401
 from tests.fakes.shop_api import fake_shop_api  # noqa: E402, F401
 from tests.fakes.shopify import fake_shopify  # noqa: E402, F401

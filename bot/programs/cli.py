@@ -1,5 +1,6 @@
 """Command line: `support-bot` runs the bot; `support-bot import-data FILE.json` loads shop data;
-`support-bot remove-demo` removes the demo shop's data; `support-bot texts` prints the fixed
+`support-bot remove-demo` removes the demo shop's data; `support-bot knowledge …` teaches the
+bot the shop's pages and files (bot/programs/knowledge.py); `support-bot texts` prints the fixed
 texts customers will read (after SHOP_NAME and TEXTS_FILE); `support-bot simulate` runs
 test conversations against the model (bot/programs/simulate.py).
 
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Callable
 
 from bot.programs.export import add_parser as add_export_parser
+from bot.programs.knowledge import add_parser as add_knowledge_parser
 from bot.programs.setting_names import unknown_setting_warnings
 from bot.programs.simulate import add_parser as add_simulate_parser
 from bot.runtime.config import (
@@ -44,6 +46,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     sub.add_parser("texts", help="print the fixed texts customers will read, per language")
     add_simulate_parser(sub)
     add_export_parser(sub)
+    add_knowledge_parser(sub)
     return parser.parse_args(argv)
 
 
@@ -132,6 +135,10 @@ def main(argv: list[str] | None = None) -> None:
         from bot.programs.export import export
 
         raise SystemExit(export(args))
+    if args.command == "knowledge":
+        from bot.programs.knowledge import knowledge_command
+
+        raise SystemExit(asyncio.run(knowledge_command(args)))
     if args.command == "simulate":
         from bot.programs.simulate import simulate
 

@@ -109,6 +109,14 @@ class OrderUpdatesButton(CallbackData, prefix="ou"):
 CALLBACK_DATA_LIMIT = 64  # bytes (Bot API: InlineKeyboardButton.callback_data)
 
 
+class KnowledgeButton(CallbackData, prefix="kn"):
+    """The owner's /knowledge list (bot/telegram/routers/knowledge_admin.py): `kn:rm:<source
+    id>` removes that source, `kn:add:0` says how to add one. Pressed by admins only."""
+
+    action: Literal["rm", "add"]
+    source: int = 0
+
+
 def share_phone_keyboard(texts: Texts) -> ReplyKeyboardMarkup:
     return ReplyKeyboardMarkup(
         keyboard=[[KeyboardButton(text=texts.share_phone_button, request_contact=True)]],

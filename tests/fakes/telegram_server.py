@@ -704,6 +704,33 @@ class FakeTelegramServer:
                 return _ok(True)
         return _error(400, "Bad Request: message to edit not found")
 
+    async def _m_editmessagetext(
+        self, params: dict[str, Any], request: web.Request
+    ) -> web.Response:
+        """The message's text (and keyboard) replaced, as Telegram does: the same text and
+        keyboard again is refused ("message is not modified")."""
+        chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
+        for index, sent in enumerate(self.messages):
+            if sent.chat_id == chat_id and sent.message_id == message_id:
+                text, markup = str(params["text"]), params.get("reply_markup")
+                if text == sent.text and markup == sent.params.get("reply_markup"):
+                    return _error(400, "Bad Request: message is not modified")
+                new_params = {**sent.params, "text": text, "reply_markup": markup}
+                self.messages[index] = SentMessage(
+                    sent.message_id, chat_id, text, params.get("parse_mode"), new_params, sent.kind
+                )
+                self._notify()
+                return _ok({**self._accepted_shape(chat_id, message_id), "text": text})
+        return _error(400, "Bad Request: message to edit not found")
+
+    def _accepted_shape(self, chat_id: int, message_id: int) -> dict[str, Any]:
+        return {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
+            "from": {k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")},
+        }
+
     async def _m_setmycommands(self, _p: dict[str, Any], _r: web.Request) -> web.Response:
         return _ok(True)
 

@@ -14,18 +14,20 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from pydantic import Field
 
-from bot.runtime.config import FeatureSettings
+from bot.runtime.config import FeatureSettings, Settings, SettingsError, load_feature_settings
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
+from bot.telegram.features.knowledge import KnowledgeSettings, build_knowledge
 from bot.telegram.gaps_view import GAPS_WORDS, render_draft, render_gaps, words
 from bot.telegram.routers.gaps import build_gap_answer_router, build_gaps_router
 from bot.telegram.sender import Sender
+from bot.telegram.startup import CannotStart
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language
 from services.answer_drafts import AnswerDrafter
@@ -34,9 +36,7 @@ from services.stats import StatsReport
 from storage.answer_drafts import AnswerDraftRepository
 from storage.database import Database
 from storage.outcomes import OutcomeRepository, claim_digest
-
-if TYPE_CHECKING:
-    from tools.knowledge.base import KnowledgeBase
+from tools.knowledge.base import KnowledgeBase
 
 log = logging.getLogger(__name__)
 
@@ -111,20 +111,14 @@ class LazyKnowledge:
     by, built on first use: the engine (numpy, the bundled model) is imported only then,
     not by every start."""
 
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    def __init__(self, db: Database, conf: KnowledgeSettings, settings: Settings) -> None:
+        self._db, self._conf, self._settings = db, conf, settings
         self._knowledge: KnowledgeBase | None = None
 
     def _built(self) -> KnowledgeBase:
         if self._knowledge is None:
-            from storage.knowledge import KnowledgeRepository
-            from tools.knowledge.base import KnowledgeBase
-            from tools.knowledge.embedders import EmbedderChoice, build_embedder
-
-            # the bundled embedder, as the knowledge search uses by default
-            embedder = build_embedder(EmbedderChoice())
-            repository = KnowledgeRepository(self._db)
-            self._knowledge = KnowledgeBase(repository, embedder, clock=time.time)
+            # the same store and embedder (KNOWLEDGE_EMBEDDER) as the knowledge search
+            self._knowledge = build_knowledge(self._db, self._conf, self._settings)
         return self._knowledge
 
     async def add_entry(self, title: str, text: str, *, url: str | None = None) -> int:
@@ -169,19 +163,29 @@ def gaps_on_telegram(
 ) -> Feature:
     settings = needs.settings
     repo = OutcomeRepository(needs.db)
-    knowledge = LazyKnowledge(needs.db)
-    gaps = GapsService(repo, embedder=knowledge.embedder)
+    try:
+        knowledge_conf = load_feature_settings(KnowledgeSettings)
+    except SettingsError as exc:  # the knowledge feature, built first, says it at start
+        raise CannotStart(str(exc)) from None
+    knowledge = LazyKnowledge(needs.db, knowledge_conf, settings)
+    # with the knowledge search off, gaps are grouped by words and none can be answered
+    learning = knowledge_conf.knowledge_enabled
+    gaps = GapsService(repo, embedder=knowledge.embedder if learning else lambda: None)
     reader = ConversationReader(repo)
     tz = ZoneInfo(settings.stats_timezone)
     admins = frozenset(settings.admin_ids)
 
     language = telegram.texts.default_language
     drafts = None
-    if settings.operator_chat_id is not None:  # handoff on: operators answer customers
+    if learning and settings.operator_chat_id is not None:  # operators answer customers
         drafts = AnswerDrafter(
             AnswerDraftRepository(needs.db), telegram.model, knowledge, language=language
         )
-    answers = GapAnswers(repo, knowledge, edit_draft=drafts.edited if drafts else None)
+    answers = (
+        GapAnswers(repo, knowledge, edit_draft=drafts.edited if drafts else None)
+        if learning
+        else None
+    )
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         router = build_gaps_router(
@@ -193,6 +197,8 @@ def gaps_on_telegram(
             answers=answers,
             drafts=drafts,
         )
+        if answers is None:
+            return FeatureRouters(commands=(router,))
         return FeatureRouters(
             commands=(router,), messages=(build_gap_answer_router(answers, admins),)
         )

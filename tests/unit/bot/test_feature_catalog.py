@@ -26,13 +26,16 @@ from tests.unit.test_config import make
 
 SHOP = "Кофейный двор"
 WITH_ACTIONS = "support_chat@4+order_actions@1"
-# the configurations of before, and the whole prompt the model saw in each
+# the configurations of before (the shop's knowledge came later: off), and the whole
+# prompt the model saw in each
+OFF = {"KNOWLEDGE_ENABLED": "false"}
 BEFORE = [
-    ({}, SUPPORT_CHAT_V4, "support_chat@4"),
-    ({"OPERATOR_CHAT_ID": "-1001234"}, SUPPORT_CHAT_V4, "support_chat@4"),
-    ({"ACTIONS_ENABLED": "cancel_order"}, SUPPORT_CHAT_ACTIONS_V3, WITH_ACTIONS),
+    (OFF, SUPPORT_CHAT_V4, "support_chat@4"),
+    ({**OFF, "OPERATOR_CHAT_ID": "-1001234"}, SUPPORT_CHAT_V4, "support_chat@4"),
+    ({**OFF, "ACTIONS_ENABLED": "cancel_order"}, SUPPORT_CHAT_ACTIONS_V3, WITH_ACTIONS),
     (
         {
+            **OFF,
             "OPERATOR_CHAT_ID": "-1001234",
             "ACTIONS_ENABLED": "cancel_order,request_return",
             "ORDER_UPDATES_ENABLED": "true",
@@ -90,7 +93,9 @@ async def test_simulate_differs_only_by_always_offering_a_person(
     simulated = await _simulated(wired, db)
     try:
         assert "request_human" not in wired.tool_names
-        assert simulated.tool_names == (*wired.tool_names, "request_human")
+        assert "request_human" in simulated.tool_names
+        others = tuple(name for name in simulated.tool_names if name != "request_human")
+        assert others == wired.tool_names
         assert simulated.instruction == wired.chat_service.instruction
     finally:
         await simulated.aclose()
@@ -99,3 +104,19 @@ async def test_simulate_differs_only_by_always_offering_a_person(
 async def test_the_features_words_name_only_their_own_tools() -> None:
     """What `make check` runs (bot/telegram/features/lint.py), on the real list."""
     assert await check(FEATURES) == []
+
+
+@pytest.mark.parametrize("wired", [{}], indirect=True)
+async def test_by_default_the_shop_s_knowledge_is_searched_in_the_bot_and_in_simulate(
+    wired: Application, db: Database
+) -> None:
+    instruction = wired.chat_service.instruction
+    assert instruction.ref == "support_chat@4+knowledge@1"
+    assert "call search_knowledge" in instruction.text
+    assert "search_knowledge" in wired.tool_names
+    simulated = await _simulated(wired, db)
+    try:
+        assert "search_knowledge" in simulated.tool_names
+        assert simulated.instruction == instruction
+    finally:
+        await simulated.aclose()

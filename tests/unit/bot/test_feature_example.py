@@ -43,7 +43,11 @@ async def wired(
     await app.chat_service.aclose()
 
 
-@pytest.mark.parametrize("wired", [{"SHOP_HOURS": "Mon-Fri 9-18"}], indirect=True)
+# the shop's knowledge off: the instruction is the frame and this feature's words alone
+OFF = {"KNOWLEDGE_ENABLED": "false"}
+
+
+@pytest.mark.parametrize("wired", [{**OFF, "SHOP_HOURS": "Mon-Fri 9-18"}], indirect=True)
 async def test_on_its_tool_fragment_and_command_are_in_the_bot_and_in_simulate(
     wired: Application, db: Database
 ) -> None:
@@ -63,7 +67,7 @@ async def test_on_its_tool_fragment_and_command_are_in_the_bot_and_in_simulate(
         await simulated.aclose()
 
 
-@pytest.mark.parametrize("wired", [{}], indirect=True)
+@pytest.mark.parametrize("wired", [OFF], indirect=True)
 async def test_off_nothing_of_it_is_there(wired: Application) -> None:
     assert "get_shop_hours" not in wired.tool_names
     assert wired.chat_service.instruction == PLAIN_SYSTEM_PROMPT.render(shop_name="Online shop")

@@ -1,4 +1,4 @@
--- PostgreSQL twin of ../0021_question_outcomes.sql (ids BIGINT, times DOUBLE PRECISION).
+-- PostgreSQL twin of ../0022_question_outcomes.sql (ids BIGINT, times DOUBLE PRECISION).
 ALTER TABLE turns ADD COLUMN outcome TEXT;
 ALTER TABLE turns ADD COLUMN fact_tools TEXT;
 ALTER TABLE turns ADD COLUMN repeat_of TEXT;
