@@ -42,7 +42,7 @@ CREATE TABLE gap_answers (
 -- learn) -> added | skipped, each move one conditional update.
 CREATE TABLE answer_drafts (
     id         INTEGER PRIMARY KEY,
-    handoff_id INTEGER NOT NULL UNIQUE,
+    handoff_id INTEGER NOT NULL,
     chat_id    INTEGER NOT NULL,
     question   TEXT,
     answer     TEXT,
@@ -52,3 +52,4 @@ CREATE TABLE answer_drafts (
     decided_by INTEGER,
     decided_at REAL
 );
+CREATE UNIQUE INDEX answer_drafts_handoff ON answer_drafts(handoff_id);
