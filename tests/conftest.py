@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from bot.runtime.config import Settings
+from bot.telegram.features.gaps import GapsSettings
 from bot.telegram.features.knowledge import KnowledgeSettings
 from storage.database import Database, open_database
 from tests.failure_reports import pytest_runtest_makereport  # noqa: F401 (a hook)
@@ -37,7 +38,11 @@ from tests.shop_engine.medusa_engine import (  # noqa: F401 (a fixture)
 # never leaks into a test
 SETTING_NAMES = tuple(
     name.upper()
-    for fields in (Settings.model_fields, KnowledgeSettings.model_fields)
+    for fields in (
+        Settings.model_fields,
+        KnowledgeSettings.model_fields,
+        GapsSettings.model_fields,
+    )
     for name in fields
 )
 
