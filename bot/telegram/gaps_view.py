@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import re
 from datetime import datetime, tzinfo
-from typing import Self
+from typing import Self, TypeVar
 
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
@@ -131,6 +131,19 @@ def words(language: Language) -> dict[str, str]:
     return GAPS_WORDS[language]
 
 
+Button = TypeVar("Button", bound=CallbackData)
+
+
+def _strict(cls: type[Button], data: str | None) -> Button | None:
+    """The button's data exactly as we write it (Telegram returns whatever a client
+    sends); None for anything else."""
+    try:
+        button = cls.unpack(data or "")
+    except (TypeError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
+    return button if button.pack() == data else None
+
+
 class GapButton(CallbackData, prefix="gap"):
     """A gap group's button: `r` read the conversation of its latest question, `a`
     answer it; `key` is the turn id of the group's first question."""
@@ -140,13 +153,10 @@ class GapButton(CallbackData, prefix="gap"):
 
     @classmethod
     def read(cls, data: str | None) -> Self | None:
-        try:
-            button = cls.unpack(data or "")
-        except (TypeError, ValueError):
+        button = _strict(cls, data)
+        if button is None or button.action not in ("r", "a"):
             return None
-        if button.action not in ("r", "a") or not _TURN_ID.fullmatch(button.key):
-            return None
-        return button if button.pack() == data else None
+        return button if _TURN_ID.fullmatch(button.key) else None
 
 
 class ChatPageButton(CallbackData, prefix="cv"):
@@ -157,11 +167,8 @@ class ChatPageButton(CallbackData, prefix="cv"):
 
     @classmethod
     def read(cls, data: str | None) -> Self | None:
-        try:
-            button = cls.unpack(data or "")
-        except (TypeError, ValueError):
-            return None
-        return button if button.before >= 0 and button.pack() == data else None
+        button = _strict(cls, data)
+        return button if button is not None and button.before >= 0 else None
 
 
 class DraftButton(CallbackData, prefix="qa"):
@@ -172,13 +179,10 @@ class DraftButton(CallbackData, prefix="qa"):
 
     @classmethod
     def read(cls, data: str | None) -> Self | None:
-        try:
-            button = cls.unpack(data or "")
-        except (TypeError, ValueError):
+        button = _strict(cls, data)
+        if button is None or button.action not in ("a", "e", "s"):
             return None
-        if button.action not in ("a", "e", "s") or button.draft <= 0:
-            return None
-        return button if button.pack() == data else None
+        return button if button.draft > 0 else None
 
 
 def render_draft(

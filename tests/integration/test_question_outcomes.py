@@ -20,12 +20,14 @@ from pathlib import Path
 import pytest
 
 from bot.programs.export import run_export
+from bot.programs.simulate import write_drafts
 from bot.telegram.stats_view.table import render_table
 from services.chat import ChatOptions, ChatService, build_chat_service
 from services.export import conversations
 from services.llm.types import Message, ToolChoice
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
+from services.simulation.scenario import load_scenarios
 from services.stats import StatsService
 from storage.database import Database
 from storage.feedback import FeedbackRepository
@@ -204,3 +206,21 @@ async def test_export_masks_the_customers_data_unless_asked(
     assert "[телефон]" in line and "912" not in line
     bad = argparse.Namespace(since="yesterday", output=None, unmasked=False, language="en")
     assert await run_export(bad) == 2
+
+
+async def test_simulate_from_gaps_writes_a_scenario_per_group(
+    stack: Stack, db_backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await stack.service.answer(CUSTOMER, "Делаете гравировку на кружках? Я Анна Смирнова")
+    await stack.service.answer(CUSTOMER, "Привет")
+    if db_backend != "sqlite":
+        return
+    monkeypatch.setenv("DATABASE_PATH", str(tmp_path / "test.sqlite3"))
+    out = tmp_path / "gaps.toml"
+    args = argparse.Namespace(from_feedback=False, from_gaps=True, out=out)
+    assert await write_drafts(args) == 0
+    written = out.read_text(encoding="utf-8")
+    scenarios = load_scenarios([out])
+    [scenario] = scenarios
+    assert scenario.turns == ["Делаете гравировку на кружках? Я [имя]"]
+    assert "Анна" not in written
