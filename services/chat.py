@@ -72,10 +72,12 @@ from services.log_context import bound_turn
 from services.loop import BoundedToolLoop
 from services.loop_types import LoopResult, LoopTrace, StopReason, TurnError, TurnReply
 from services.offers import Offer, offers_for, offers_from_json, offers_to_json
+from services.outcomes import FOLLOW_UP_S, Outcome, TurnOutcome, classify
 from services.output_guard import SystemPromptGuard
 from services.prompts import PromptRegistry, RenderedPrompt
 from services.prompts.composed import SystemPrompt, compose
 from services.prompts.support_chat import SUPPORT_CHAT_FRAME
+from services.similar import same_question
 from services.summarizer import ConversationSummarizer
 from services.text_calls import scan
 from storage.conversations import ConversationRepository, SessionSummary
@@ -293,13 +295,20 @@ class ChatService:
         )
         turn.prompt_ref = result.prompt_ref
         offers = offers_for(turn.notes, answered=not (refused or withheld))
+        stop_reason = WITHHELD if withheld else str(result.stop_reason)
         stored = await self._save(
             turn,
             trace=result.trace,
-            stop_reason=WITHHELD if withheld else str(result.stop_reason),
+            stop_reason=stop_reason,
             error_code=None,
             history=history,
             offers=offers,
+            outcome=classify(
+                audits=result.trace.audit_records,
+                notes=turn.notes,
+                answer=result.text,
+                stop_reason=stop_reason,
+            ),
         )
         if stored and history is not None:
             self._summarizer.schedule(turn.session_id or 0)
@@ -327,6 +336,7 @@ class ChatService:
                 stop_reason="error",
                 error_code=code,
                 offers=offers,
+                outcome=TurnOutcome(Outcome.FAILED),
             )
         return TurnReply(
             turn_id=turn.id, text=None, stop_reason=None, error_code=code, offers=offers
@@ -402,10 +412,12 @@ class ChatService:
         error_code: str | None,
         history: StoredPair | None = None,
         offers: tuple[Offer, ...] = (),
+        outcome: TurnOutcome,
     ) -> bool:
         """Store the turn's rows (and its pair): storage faults are retried (raising
         `StorageUnavailable` beyond the bound), any other failure is logged, not raised."""
         assert turn.session_id is not None
+        repeat_of = await self._repeats(turn)
         record = TurnRecord(
             id=turn.id,
             session_id=turn.session_id,
@@ -425,6 +437,9 @@ class ChatService:
             prompt=turn.prompt_ref,
             request_key=turn.request_key,
             offers=offers_to_json(offers),
+            outcome=str(outcome.outcome),
+            fact_tools=outcome.fact_tools_text,
+            repeat_of=repeat_of,
         )
         try:
             await self._storage_retry.run(
@@ -442,6 +457,18 @@ class ChatService:
             log.exception("could not store turn %s", turn.id)
             return False
         return True
+
+    async def _repeats(self, turn: _Turn) -> str | None:
+        """The chat's earlier turn (within a day) whose question this one asks again;
+        None when none, or when it cannot be read (the turn is stored all the same)."""
+        try:
+            recent = await self._recorder.recent_questions(
+                turn.caller.chat_id, since=turn.started_at - FOLLOW_UP_S
+            )
+        except Exception:
+            log.warning("turn %s: could not read the chat's earlier questions", turn.id)
+            return None
+        return next((tid for tid, text in recent if same_question(text, turn.text)), None)
 
 
 def build_messages(

@@ -17,7 +17,9 @@ from datetime import UTC, datetime, tzinfo
 
 from services.chat import WITHHELD
 from services.loop_types import UNAVAILABLE_CODES, StopReason
+from services.outcomes import FOLLOW_UP_S
 from storage.handoffs import HandoffCounts
+from storage.outcomes import OutcomeFigures
 from storage.stats import (
     FeedbackFigures,
     ModelFigures,
@@ -234,6 +236,7 @@ class StatsReport:
     feedback: FeedbackFigures = field(default_factory=FeedbackFigures)
     cost: Cost | None = None
     timezone: tzinfo = UTC  # STATS_TIMEZONE: the table's and the chart's times
+    outcomes: OutcomeFigures = field(default_factory=OutcomeFigures)
 
     @property
     def questions(self) -> Questions:
@@ -309,6 +312,7 @@ class StatsService:
             timezone=self._tz,
             voice=voice,
             stopped=StoppedFigures(*await self._repo.stopped_turns(since, until)),
+            outcomes=await self._repo.outcome_figures(since, until, FOLLOW_UP_S),
         )
         if start is None or start >= until:
             return base

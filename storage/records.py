@@ -103,6 +103,10 @@ class TurnRecord:
     cached_tokens: int | None = None  # cached input tokens (part of prompt_tokens)
     # what the turn offered besides its text, as JSON (services/offers.py); None: nothing
     offers: str | None = None
+    # what became of the question (services/outcomes.py) and the tools it stood on
+    outcome: str | None = None
+    fact_tools: str | None = None
+    repeat_of: str | None = None  # the chat's earlier turn this question asks again
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +164,20 @@ class TurnRecorder:
             return None
         return AnsweredTurn(turn_id=row[0], stop_reason=row[1], answer=row[2], offers=row[3])
 
+    async def recent_questions(
+        self, chat_id: int, *, since: float, limit: int = 3
+    ) -> list[tuple[str, str]]:
+        """The chat's latest questions since `since` that reached the history, newest
+        first, as (turn id, the customer's words): what a new question may repeat."""
+        rows = await self._db.fetch_all(
+            "SELECT t.id, m.content FROM turns AS t"
+            " JOIN messages AS m ON m.turn_id = t.id AND m.role = 'user'"
+            " WHERE t.chat_id = ? AND t.started_at >= ?"
+            " ORDER BY t.started_at DESC LIMIT ?",
+            (chat_id, since, limit),
+        )
+        return [(str(r[0]), str(r[1])) for r in rows]
+
     async def save_turn(
         self,
         turn: TurnRecord,
@@ -208,8 +226,9 @@ class TurnRecorder:
             await tx.execute(
                 "INSERT INTO turns(id, session_id, chat_id, user_id, started_at, duration_ms, "
                 "status, stop_reason, error_code, model_steps, tool_calls, prompt_tokens, "
-                "completion_tokens, total_tokens, prompt, request_key, cached_tokens, offers) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "completion_tokens, total_tokens, prompt, request_key, cached_tokens, offers, "
+                "outcome, fact_tools, repeat_of) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     turn.id,
                     turn.session_id,
@@ -229,6 +248,9 @@ class TurnRecorder:
                     turn.request_key,
                     turn.cached_tokens,
                     turn.offers,
+                    turn.outcome,
+                    turn.fact_tools,
+                    turn.repeat_of,
                 ),
             )
             await _add_to_daily_totals(tx, self._db.dialect, turn)

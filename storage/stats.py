@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.backend import Database, Dialect
+from storage.outcomes import OutcomeFigures, OutcomeRepository
 from storage.records import DAY_S, AuditStatus
 
 # The audit statuses a tool call can have (the CHECK constraint of tool_calls.status).
@@ -576,6 +577,12 @@ class StatsRepository:
             (bucket_start, low, bucket_s, until),
         )
         return [QuestionBucket(int(r[0]), int(r[1]), int(r[2])) for r in rows if r[1]]
+
+    async def outcome_figures(
+        self, since: float | None, until: float, window_s: float
+    ) -> OutcomeFigures:
+        """The questions by outcome and how many were resolved (storage/outcomes.py)."""
+        return await OutcomeRepository(self._db).figures(since, until, window_s)
 
     async def stopped_turns(self, since: float | None, until: float) -> tuple[int, int]:
         """Turns the customer stopped (stop button of a streamed answer) in the period, and

@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from bot.programs.export import add_parser as add_export_parser
 from bot.programs.knowledge import add_parser as add_knowledge_parser
 from bot.programs.setting_names import unknown_setting_warnings
 from bot.programs.simulate import add_parser as add_simulate_parser
@@ -46,6 +47,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     sub.add_parser("remove-demo", help="remove the demo orders, return policies and FAQ")
     sub.add_parser("texts", help="print the fixed texts customers will read, per language")
     add_simulate_parser(sub)
+    add_export_parser(sub)
     add_knowledge_parser(sub)
     return parser.parse_args(argv)
 
@@ -132,6 +134,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(asyncio.run(run_remove_demo()))
     if args.command == "texts":
         raise SystemExit(print_texts())
+    if args.command == "export":
+        from bot.programs.export import export
+
+        raise SystemExit(export(args))
     if args.command == "knowledge":
         from bot.programs.knowledge import knowledge_command
 

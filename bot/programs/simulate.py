@@ -38,7 +38,13 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bot.programs.data_import import describe_target
-from bot.runtime.config import Settings, SettingsError, load_database_choice, load_settings
+from bot.runtime.config import (
+    Settings,
+    SettingsError,
+    load_database_choice,
+    load_settings,
+    load_shop_settings,
+)
 from bot.runtime.exit_codes import ExitCode
 from bot.telegram.features.actions import ACTIONS
 from bot.telegram.features.catalog import (
@@ -64,11 +70,12 @@ from bot.telegram.wiring.core import (
     build_turn_slots,
 )
 from services.actions import Outcome
+from services.gaps import GapsService
 from services.llm.client import OpenAIChatModel
 from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ChatModel
 from services.loop_types import TurnReply
-from services.simulation.drafts import drafts_document
+from services.simulation.drafts import drafts_document, gap_scenarios
 from services.simulation.own_shop import OwnShop, read_own_shop
 from services.simulation.report import (
     below,
@@ -89,6 +96,7 @@ from services.stats import Prices
 from storage.database import Database, DatabaseOpenError, is_database_error, open_database
 from storage.feedback import disliked_conversations
 from storage.migrations import MigrationError
+from storage.outcomes import OutcomeRepository
 from storage.shop import ShopRepository
 from tools.shop.orders import FOUR_DIGITS
 
@@ -154,7 +162,14 @@ def add_parser(sub: Any) -> None:
         "--from-feedback", action="store_true", help="write scenario drafts from 👎-rated answers"
     )
     parser.add_argument(
-        "--out", type=Path, help="with --from-feedback: the drafts file (default: print)"
+        "--from-gaps",
+        action="store_true",
+        help="write scenarios from the questions the bot could not answer (last 30 days)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="with --from-feedback or --from-gaps: the file to write (default: print)",
     )
 
 
@@ -474,7 +489,8 @@ def _report(
 
 
 async def write_drafts(args: argparse.Namespace) -> int:
-    """`--from-feedback`: drafts from the bot's own database (read, never written)."""
+    """`--from-feedback` / `--from-gaps`: drafts from the bot's own database (read, never
+    written)."""
     try:
         choice = load_database_choice()
         db = await open_database(choice.target, migrate=False, pool_size=1)
@@ -483,10 +499,15 @@ async def write_drafts(args: argparse.Namespace) -> int:
     except (DatabaseOpenError, MigrationError) as exc:
         return _error(f"the database cannot be opened: {exc}")
     try:
-        conversations = await disliked_conversations(db)
+        if args.from_gaps:
+            language = load_shop_settings().default_language
+            report = await GapsService(OutcomeRepository(db)).report("30d", language)
+            text, count = gap_scenarios(report.groups, language), len(report.groups)
+        else:
+            conversations = await disliked_conversations(db)
+            text, count = drafts_document(conversations), len(conversations)
     finally:
         await db.close()
-    text = drafts_document(conversations)
     if args.out is None:
         sys.stdout.write(text)
         return ExitCode.OK
@@ -494,7 +515,7 @@ async def write_drafts(args: argparse.Namespace) -> int:
         args.out.write_text(text, encoding="utf-8")
     except OSError as exc:
         return _error(f"{args.out} cannot be written: {exc.strerror or exc}")
-    print(f"{len(conversations)} draft(s) written to {args.out}", file=sys.stderr)
+    print(f"{count} draft(s) written to {args.out}", file=sys.stderr)
     return ExitCode.OK
 
 
@@ -508,7 +529,7 @@ def _valid(args: argparse.Namespace) -> str | None:
 
 def simulate(args: argparse.Namespace) -> int:
     """The command: settings (no bot token needed), texts, then the run or the drafts."""
-    if args.from_feedback:
+    if args.from_feedback or args.from_gaps:
         return asyncio.run(write_drafts(args))
     problem = _valid(args)
     if problem is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from services.gaps import GapGroup
 from services.simulation.expectations import language_of
 from storage.feedback import DislikedConversation
 
@@ -67,4 +68,40 @@ def drafts_document(conversations: Sequence[DislikedConversation]) -> str:
     body: list[str] = []
     for index, conversation in enumerate(conversations, 1):
         body += scenario_draft(conversation, index)
+    return "\n".join(head + body)
+
+
+def gap_scenarios(groups: Sequence[GapGroup], language: str) -> str:
+    """`simulate --from-gaps`: one scenario per group of questions the bot could not
+    answer (their masked wordings as turns), expecting the shop's knowledge searched and
+    no "I don't know" — run it after answering the gap (/gaps → Answer) to see the new
+    entry answer it."""
+    head = [
+        "# Scenarios from the questions the bot could not answer (support-bot simulate",
+        "# --from-gaps). Answer the gaps first (/gaps → Answer), then run: support-bot",
+        "# simulate THIS_FILE. The wordings are masked; add what the answer must contain.",
+        "",
+    ]
+    if not groups:
+        return "\n".join([*head, "# No unanswered question is stored in this period.", ""])
+    dont_know = (
+        ["не знаю", "нет информации"] if language == "ru" else ["don't know", "no information"]
+    )
+    body: list[str] = []
+    for index, group in enumerate(groups, 1):
+        body += [
+            "[[scenario]]",
+            f'id = "gap-{index:03d}"',
+            f'title = "Asked {group.count} times, the bot did not know: {group.key[:12]}"',
+            'shop = "own"',
+            f"turns = [{_toml_string(group.wordings[0])}]",
+            "[scenario.customer]",
+            "telegram_id = 1001",
+            f'language = "{language}"',
+            "[scenario.expect]",
+            f"must_not_contain = [{', '.join(_toml_string(w) for w in dont_know)}]",
+            '# must_contain = ["..."]  # what the shop\'s answer says',
+            f'language = "{language}"',
+            "",
+        ]
     return "\n".join(head + body)

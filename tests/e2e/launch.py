@@ -50,6 +50,9 @@ class _Server:
         self.log = os.path.join(self.folder, "server.log")
         env = {k: v for k, v in os.environ.items() if k != START_SWITCH}
         env["PYTHONUNBUFFERED"] = "1"
+        # numpy (the knowledge search) starts OpenBLAS's worker thread at import; the fork
+        # server may hold no thread but its own, and a shop's vectors need no BLAS threads
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
         # The server ends when this process does: it reads EOF on this pipe once our end
         # is closed, by whichever thread, or by the process's death. (A parent-death
         # signal would be tied to the thread that started the server, and a thread of an

@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.telegram.features.actions import ACTIONS
 from bot.telegram.features.catalog import FeatureSpec
+from bot.telegram.features.gaps import GAPS
 from bot.telegram.features.handoff import HANDOFF
 from bot.telegram.features.instances import INSTANCES
 from bot.telegram.features.knowledge import KNOWLEDGE
@@ -27,4 +28,5 @@ FEATURES: tuple[FeatureSpec[Any, Any], ...] = (
     ACTIONS,
     ORDER_UPDATES,
     KNOWLEDGE,
+    GAPS,
 )

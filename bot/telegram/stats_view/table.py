@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from bot.telegram.stats_view.resolution import resolution_block
 from bot.telegram.stats_view.streaming import stopped_block
 from bot.telegram.stats_view.voice import voice_rows
 from bot.telegram.stats_view.wording import (
@@ -100,6 +101,7 @@ def questions_block(report: StatsReport, w: StatsWords, lang: Language) -> list[
     lines.append(
         kv(w.answered, f"{format_int(q.answered, lang)}  {share(q.answered, q.asked, lang)}")
     )
+    lines.extend(resolution_block(report, lang))
     lines.append(kv(w.not_answered, format_int(q.not_answered_total, lang)))
     for reason, n in q.not_answered.items():
         lines.append(kv(w.reasons[reason], format_int(n, lang), indent=3))
