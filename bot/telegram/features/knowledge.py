@@ -23,7 +23,7 @@ from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, Telegram
 from bot.telegram.knowledge_admin import admin_parts
 from bot.telegram.routers.knowledge_admin import KNOWLEDGE_WORDS, MAX_DOWNLOAD_BYTES
 from services.prompts.knowledge import KNOWLEDGE_V1
-from storage.database import Database
+from storage.database import Database, StorageUnavailable, storage_fault
 from storage.knowledge import KnowledgeRepository
 from storage.knowledge_searches import KnowledgeSearchLog
 from storage.shop import ShopRepository
@@ -147,12 +147,23 @@ def knowledge_on_telegram(
 ) -> Feature:
     async def background() -> None:
         """The FAQ and demo pages indexed, the model loaded, the rest embedded: before
-        the first question where the bot is quick enough to start first."""
-        await embed_in_background(parts.knowledge)
+        the first question where the bot is quick enough to start first. A database
+        that stays locked leaves it to the next search (which refreshes what is stale);
+        it never stops the bot."""
         try:
-            await parts.refresh(ShopRepository(needs.db))
+            await embed_in_background(parts.knowledge)
+            await needs.storage_retry.run(
+                "indexing the shop's FAQ for the knowledge search",
+                lambda: parts.refresh(ShopRepository(needs.db)),
+            )
         except EmbedderError as exc:
             log.warning("knowledge: the FAQ is not indexed yet (%s)", exc)
+        except StorageUnavailable as exc:
+            log.warning("knowledge: not indexed at start (%s); the next search tries again", exc)
+        except Exception as exc:
+            if storage_fault(exc) is None:
+                raise
+            log.warning("knowledge: not indexed at start (%s); the next search tries again", exc)
 
     admin = admin_parts(
         needs.settings,
