@@ -416,6 +416,8 @@ class Settings(ShopSettings):
     # seconds a found order / a missing one is reused before the shop is asked again
     shop_cache_ttl_s: float = Field(default=30.0, ge=0, le=3600)
     shop_miss_ttl_s: float = Field(default=10.0, ge=0, le=3600)
+    # the live shop's product catalogue, read at most this often (products feature)
+    shop_products_ttl_s: float = Field(default=60.0, ge=0, le=3600)
     # seconds one request to the shop may take (the order tool's own bound is 5 s)
     shop_timeout_s: float = Field(default=3.0, gt=0, le=4)
     # The platform backends (README "Connect your shop"; SHOP_API_URL and SHOP_API_TOKEN

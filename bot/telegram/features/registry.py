@@ -15,6 +15,7 @@ from bot.telegram.features.catalog import FeatureSpec
 from bot.telegram.features.handoff import HANDOFF
 from bot.telegram.features.instances import INSTANCES
 from bot.telegram.features.order_updates import ORDER_UPDATES
+from bot.telegram.features.products import PRODUCTS
 from bot.telegram.features.streaming import STREAMING
 from bot.telegram.features.voice import VOICE
 
@@ -25,4 +26,5 @@ FEATURES: tuple[FeatureSpec[Any, Any], ...] = (
     INSTANCES,
     ACTIONS,
     ORDER_UPDATES,
+    PRODUCTS,
 )
