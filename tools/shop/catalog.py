@@ -3,22 +3,40 @@
 It reads the catalogue through the `ShopDirectory` (so a live shop is asked at most once
 per `products_ttl_s`, one request in flight, errors never cached) and keeps the search
 index of the snapshot it last saw: a new snapshot that equals the old one keeps the
-index, a changed one is indexed again. The semantic half (`SemanticIndexer`), when there
-is an embedder, is built in the background from the same snapshot; until it is ready,
-and without an embedder, search is lexical only.
+index, a changed one is indexed again. With an embedder (the knowledge search's
+`Embedder`), the meaning half of a snapshot is built in the background: each product's
+text embedded once (`_vectors` keeps them by text, so a changed catalogue embeds only
+what changed). Until it is ready, search is by words; a search that finds nothing by
+words waits for it a little (`wait_s`), so the first question after a start is not
+answered "not found" for want of a second.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
 
+import numpy as np
+
+from tools.knowledge.embedder import Embedder, EmbedderError, Vectors
 from tools.shop.directory import ShopDirectory
-from tools.shop.product_search import Filters, ProductIndex, SearchResult, SemanticRanker
+from tools.shop.product_search import (
+    Filters,
+    ProductIndex,
+    SearchResult,
+    VectorRanker,
+    product_text,
+)
 from tools.shop.products import Product, StockWords
 
 log = logging.getLogger("tools.shop.catalog")
+
+# multilingual-e5 cosines of a short product text and a question: unrelated ones stay
+# under this on the demo catalogue (an "айфон" asked of a clothes shop: 0.80), the
+# product meant is above it ("тёплая куртка на зиму" → the parka: 0.84)
+PRODUCT_MIN_SIMILARITY = 0.82
+EMBED_BATCH = 8  # small: a question waiting for the engine waits one batch at most
+MAX_KEPT_VECTORS = 100_000
 
 
 class ProductCatalog:
@@ -29,57 +47,96 @@ class ProductCatalog:
         directory: ShopDirectory,
         stock: StockWords,
         *,
-        semantic: Callable[[Sequence[Product]], SemanticBuild] | None = None,
+        embedder: Embedder | None = None,
+        min_similarity: float = PRODUCT_MIN_SIMILARITY,
+        wait_s: float = 4.0,
     ) -> None:
         self.directory = directory
         self.stock = stock
-        self._semantic = semantic
-        self._snapshot: Sequence[Product] | None = None
+        self._embedder = embedder
+        self._floor = min_similarity
+        self._wait_s = wait_s
+        self._snapshot: object = None
         self._index = ProductIndex(())
-        self._build: SemanticBuild | None = None
+        self._meaning: asyncio.Task[VectorRanker] | None = None
+        self._vectors: dict[str, Vectors] = {}
 
     async def index(self) -> ProductIndex:
         """The index of the directory's current snapshot; raises `ShopUnavailable`."""
         snapshot = await self.directory.products()
         if snapshot is not self._snapshot:
-            if self._snapshot is None or tuple(snapshot) != tuple(self._snapshot):
+            if tuple(snapshot) != self._index.products:
                 self._index = ProductIndex(snapshot)
-                if self._semantic is not None:
-                    if self._build is not None:
-                        self._build.cancel()
-                    self._build = self._semantic(self._index.products)
+                self._start_meaning(self._index.products)
             self._snapshot = snapshot
         return self._index
 
     async def search(self, query: str, filters: Filters, *, limit: int) -> SearchResult:
         index = await self.index()
-        ranker = self._build.ranker() if self._build is not None else None
-        return index.search(query, filters, self.stock, limit=limit, semantic=ranker)
+        found = index.search(query, filters, self.stock, limit=limit)
+        meaning = await self._meaning_of(query, limit, wait=not found.hits)
+        if not meaning:
+            return found
+        return index.search(query, filters, self.stock, limit=limit, meaning=meaning)
 
     async def get(self, product_id: str) -> Product | None:
         return (await self.index()).get(product_id)
 
+    async def warm(self) -> None:
+        """Read the catalogue and build the meaning half now (at the bot's start)."""
+        await self.index()
+        if self._meaning is not None:
+            await asyncio.wait({self._meaning})
 
-class SemanticBuild:
-    """The meaning half of one snapshot, being built in the background."""
+    # -- the meaning half ----------------------------------------------------------
 
-    def __init__(self, task: asyncio.Task[SemanticRanker]) -> None:
-        self._task = task
-        task.add_done_callback(self._landed)
+    def _start_meaning(self, products: tuple[Product, ...]) -> None:
+        if self._embedder is None:
+            return
+        if self._meaning is not None:
+            self._meaning.cancel()
+        self._meaning = asyncio.create_task(self._build(self._embedder, products))
+        self._meaning.add_done_callback(_landed)
 
-    def ranker(self) -> SemanticRanker | None:
-        """The ranker once built (None meanwhile, or when building failed)."""
-        if not self._task.done() or self._task.cancelled() or self._task.exception():
-            return None
-        return self._task.result()
+    async def _build(self, embedder: Embedder, products: tuple[Product, ...]) -> VectorRanker:
+        texts = [product_text(p) for p in products]
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start : start + EMBED_BATCH]
+            for text, vector in zip(batch, await embedder.embed_passages(batch), strict=True):
+                self._vectors[text] = vector
+        if len(self._vectors) > MAX_KEPT_VECTORS:  # keep only this snapshot's
+            wanted = set(texts)
+            self._vectors = {t: v for t, v in self._vectors.items() if t in wanted}
+        dimension = embedder.dimension or 0
+        matrix = (
+            np.stack([self._vectors[t] for t in texts]).astype(np.float32)
+            if texts
+            else np.zeros((0, dimension), dtype=np.float32)
+        )
+        return VectorRanker(matrix, self._floor)
 
-    def cancel(self) -> None:
-        self._task.cancel()
+    async def _meaning_of(self, query: str, limit: int, *, wait: bool) -> list[int]:
+        """The meaning half's ranking, or [] while it is not ready (waited for up to
+        `wait_s` when `wait`) or when it cannot be had."""
+        task = self._meaning
+        if task is None or self._embedder is None:
+            return []
+        if not task.done() and wait:
+            await asyncio.wait({task}, timeout=self._wait_s)
+        if not task.done() or task.cancelled() or task.exception() is not None:
+            return []
+        try:
+            vector = await self._embedder.embed_query(query)
+        except EmbedderError as exc:
+            log.warning("products: the question could not be embedded (%s); by words", exc)
+            return []
+        return task.result().rank(vector, max(50, limit * 10))
 
-    @staticmethod
-    def _landed(task: asyncio.Task[SemanticRanker]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.warning(
-                "products: the search by meaning could not be built (%s); searching by words",
-                type(task.exception()).__name__,
-            )
+
+def _landed(task: asyncio.Task[VectorRanker]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning(
+            "products: the search by meaning could not be built (%s); searching by words",
+            type(task.exception()).__name__,
+        )

