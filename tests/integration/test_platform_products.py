@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from tests.fakes.shopify import TOKEN, FakeShopify
+from tests.fakes.woocommerce import KEY, SECRET, FakeWoo
 from tools.shop.backend import ShopUnavailable
 from tools.shop.backends.shopify import ShopifyBackend
+from tools.shop.backends.woocommerce import WooCommerceBackend
 from tools.shop.orders import Money
 
 
@@ -81,3 +83,66 @@ async def test_a_shopify_page_it_cannot_read_is_unavailable(fake_shopify: FakeSh
     finally:
         await shop.aclose()
     assert caught.value.kind == "malformed"
+
+
+async def test_woocommerce_products_with_their_variations(fake_woo: FakeWoo) -> None:
+    fake_woo.products = [
+        {
+            "id": 10,
+            "name": "Кроссовки Runner",
+            "status": "publish",
+            "permalink": "https://woo.example/product/runner/",
+            "short_description": "<p>Лёгкие &amp; мягкие</p>",
+            "type": "variable",
+            "price": "5490",
+            "variations": [11, 12],
+        },
+        {
+            "id": 20,
+            "name": "Чайник",
+            "status": "publish",
+            "permalink": "https://woo.example/product/kettle/",
+            "description": "<b>1,7 л</b>",
+            "type": "simple",
+            "price": "2990",
+            "manage_stock": False,
+            "stock_status": "outofstock",
+            "variations": [],
+        },
+        {"id": 30, "name": "Черновик", "status": "draft", "variations": []},
+    ]
+    fake_woo.variations[10] = [
+        {
+            "id": 11,
+            "price": "5490",
+            "manage_stock": True,
+            "stock_quantity": 2,
+            "stock_status": "instock",
+            "attributes": [{"id": 1, "name": "Размер", "option": "42"}],
+        },
+        {
+            "id": 12,
+            "price": "5490",
+            "manage_stock": True,
+            "stock_quantity": 0,
+            "stock_status": "onbackorder",
+            "attributes": [{"id": 1, "name": "Размер", "option": "43"}],
+        },
+    ]
+    shop = WooCommerceBackend(fake_woo.url, KEY, SECRET)
+    try:
+        runner, kettle = await shop.catalogue()
+    finally:
+        await shop.aclose()
+    assert (runner.title, runner.url) == ("Кроссовки Runner", "https://woo.example/product/runner/")
+    assert runner.description == "Лёгкие & мягкие"
+    first, second = runner.variants
+    assert (first.options, first.stock, first.price) == (
+        (("Размер", "42"),),
+        2,
+        Money(Decimal("5490"), "RUB"),
+    )
+    assert (second.stock, second.in_stock) == (None, True)  # back orders: for sale
+    (only,) = kettle.variants
+    assert (only.options, only.stock, only.in_stock) == ((), None, False)
+    assert kettle.description == "1,7 л"
