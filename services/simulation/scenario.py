@@ -123,6 +123,10 @@ class Expect(_Strict):
     # exactly these actions were proposed (a card was shown) / carried out; [] = none
     actions_proposed: list[ActionExpectation] | None = None
     actions_executed: list[ActionExpectation] | None = None
+    # products a reply names, each found by a product tool in the run
+    products_named: list[str] = Field(default_factory=list)
+    # every price a reply names is one a tool result gave
+    no_invented_prices: bool = False
 
     @field_validator("must_match", "must_not_match")
     @classmethod

@@ -52,10 +52,10 @@ async def test_the_default_suite_passes_against_a_careful_model(
     assert await cli("--report", str(report)) == 0
     out = capsys.readouterr()
     assert "overall" in out.out and "USD" in out.out  # the table with the cost
-    assert "[39/39]" in out.err  # the progress lines
+    assert "[44/44]" in out.err  # the progress lines
     text = report.read_text(encoding="utf-8")
     assert "## Failing runs (0)" in text
-    assert "| fake-model | 39 | 1.00 | 1.00 |" in text
+    assert "| fake-model | 44 | 1.00 | 1.00 |" in text
 
 
 async def test_failing_scenarios_exit_1_and_min_pass_decides(
