@@ -3,18 +3,20 @@
 It reads the catalogue through the `ShopDirectory` (so a live shop is asked at most once
 per `products_ttl_s`, one request in flight, errors never cached) and keeps the search
 index of the snapshot it last saw: a new snapshot that equals the old one keeps the
-index, a changed one is indexed again. With an embedder (the knowledge search's
-`Embedder`), the meaning half of a snapshot is built in the background: each product's
-text embedded once (`_vectors` keeps them by text, so a changed catalogue embeds only
-what changed). Until it is ready, search is by words; a search that finds nothing by
-words waits for it a little (`wait_s`), so the first question after a start is not
-answered "not found" for want of a second.
+index, a changed one is indexed again (in a thread, once for all the questions
+waiting). With an embedder (the knowledge search's `Embedder`), the meaning half of a
+snapshot is built in the background: each product's text embedded once (`_vectors`
+keeps them by text, so a changed catalogue embeds only what changed). Until it is
+ready, search is by words; a search that finds nothing by words waits for it a little
+(`wait_s`), so the first question after a start is not answered "not found" for want
+of a second.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tools.shop.directory import ShopDirectory
@@ -58,6 +60,7 @@ class ProductCatalog:
         self._floor = min_similarity
         self._wait_s = wait_s
         self._snapshot: object = None
+        self._indexing: tuple[object, asyncio.Future[ProductIndex]] | None = None
         self._index = ProductIndex(())
         self._meaning: asyncio.Task[VectorRanker] | None = None
         self._vectors: dict[str, Vectors] = {}
@@ -65,11 +68,21 @@ class ProductCatalog:
     async def index(self) -> ProductIndex:
         """The index of the directory's current snapshot; raises `ShopUnavailable`."""
         snapshot = await self.directory.products()
-        if snapshot is not self._snapshot:
-            if tuple(snapshot) != self._index.products:
-                self._index = ProductIndex(snapshot)
-                self._start_meaning(self._index.products)
-            self._snapshot = snapshot
+        if snapshot is self._snapshot:
+            return self._index
+        if self._indexing is None or self._indexing[0] is not snapshot:
+            build = asyncio.ensure_future(self._reindex(snapshot))
+            self._indexing = (snapshot, build)
+        return await asyncio.shield(self._indexing[1])
+
+    async def _reindex(self, snapshot: Sequence[Product]) -> ProductIndex:
+        """The new snapshot's index, built in a thread (a big catalogue takes a second:
+        the other chats' turns go on meanwhile); an equal snapshot keeps the index."""
+        products = tuple(snapshot)
+        if products != self._index.products:
+            self._index = await asyncio.to_thread(ProductIndex, products)
+            self._start_meaning(self._index.products)
+        self._snapshot = snapshot
         return self._index
 
     async def search(self, query: str, filters: Filters, *, limit: int) -> SearchResult:

@@ -5,7 +5,10 @@ It is what keeps the bot well-behaved towards the shop, whichever backend is con
 - a short-lived cache per instance: a found order for `cache_ttl_s`, a missing one for
   `miss_ttl_s`, the product catalogue (`products`) for `products_ttl_s` (0 turns any
   off; the local backend reads its own database and caches nothing). Errors are never
-  cached: the next question asks the shop again;
+  cached: the next question asks the shop again. A catalogue past its time is still
+  answered from (for at most `PRODUCTS_STALE_S` more) while one request reads it again
+  in the background: a big catalogue takes seconds to read, and no customer should wait
+  for that once a minute;
 - single flight per key: N concurrent questions about one order are one request;
 - a circuit breaker: after `failures_to_open` failures in a row (unavailable, timeout,
   rate-limited, rejected credentials, malformed answers; a missing order is not a
@@ -29,7 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from tools.shop.backend import UNREADABLE, ShopBackend, ShopUnavailable
 from tools.shop.orders import LiveOrder, OrderNumberRule
@@ -41,6 +44,8 @@ T = TypeVar("T")
 CircuitState = Literal["ok", "degraded", "open"]
 # cache entries kept at most (expired ones are dropped first, then the oldest)
 MAX_CACHE_ENTRIES = 10_000
+# how long past its time a catalogue is still answered from while it is read again
+PRODUCTS_STALE_S = 300.0
 
 
 @dataclass(slots=True)
@@ -78,6 +83,8 @@ class ShopDirectory:
         self._cache_ttl_s = cache_ttl_s
         self._miss_ttl_s = miss_ttl_s
         self._products_ttl_s = products_ttl_s
+        self._last_products: tuple[float, tuple[Product, ...]] | None = None  # (read at, it)
+        self._refresh: asyncio.Future[tuple[Product, ...]] | None = None
         self._failures_to_open = failures_to_open
         self._open_for_s = open_for_s
         self._clock = clock
@@ -134,10 +141,26 @@ class ShopDirectory:
         source = self.backend
         if not isinstance(source, ProductSource):
             return ()
+        key = ("products", "")
+        last = self._last_products
+        now = self._clock()
+        cached = self._cache.get(key)
+        fresh = cached is not None and cached[0] > now
+        if last is not None and self._products_ttl_s > 0 and not fresh:
+            if now - last[0] < self._products_ttl_s + PRODUCTS_STALE_S:
+                if self._refresh is None or self._refresh.done():  # read again behind it
+                    self._refresh = asyncio.ensure_future(self._read_products(source))
+                    self._refresh.add_done_callback(_retrieved)
+                return last[1]
+        return await self._read_products(source)
+
+    async def _read_products(self, source: ProductSource) -> tuple[Product, ...]:
         found = await self._read(
             ("products", ""), lambda: _as_tuple(source.catalogue()), ttl=self._products_ttl_s
         )
         assert isinstance(found, tuple)
+        if self._last_products is None or self._last_products[1] is not found:
+            self._last_products = (self._clock(), found)
         return found
 
     async def check(self) -> None:
@@ -253,6 +276,11 @@ class ShopDirectory:
             while len(self._cache) >= MAX_CACHE_ENTRIES:
                 del self._cache[next(iter(self._cache))]
         self._cache[key] = (now + ttl, value)
+
+
+def _retrieved(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled():
+        done.exception()  # a background read's failure is counted and logged already
 
 
 async def _as_tuple(products: Awaitable[Sequence[Product]]) -> tuple[Product, ...]:

@@ -1,7 +1,8 @@
 """SHOP_BACKEND=http's catalogue (`GET /products`): read by the document's shapes, every
 page followed, a shop without the route has no products, a broken answer is
 `unavailable`; through the `ShopDirectory` one request serves every question of the
-cache's time, one at a time for questions arriving together, and a failure is not kept."""
+cache's time, one at a time for questions arriving together, a copy past its time still
+answers while it is read again, and a failure is not kept."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tests.fakes.shop_api import TOKEN, FakeShopApi
 from tests.unit.shop.test_shop_api_contract import validate
 from tools.shop.backend import ShopUnavailable
 from tools.shop.backends.http import HttpBackend
-from tools.shop.directory import ShopDirectory
+from tools.shop.directory import PRODUCTS_STALE_S, ShopDirectory
 from tools.shop.orders import Money
 
 
@@ -82,6 +83,12 @@ async def test_a_shop_without_products_has_none_and_a_broken_page_is_unavailable
         await backend.aclose()
 
 
+async def _settled(directory: ShopDirectory) -> None:
+    """Until the directory's background read has landed."""
+    if directory._refresh is not None:
+        await asyncio.wait({directory._refresh})
+
+
 async def test_the_directory_asks_once_per_cache_time_and_keeps_no_failure(
     fake_shop_api: FakeShopApi,
 ) -> None:
@@ -102,11 +109,21 @@ async def test_the_directory_asks_once_per_cache_time_and_keeps_no_failure(
         assert asked() == 1 and all(t is together[0] for t in together)
         assert await directory.products() is together[0]
         assert asked() == 1  # warm: no request
-        now[0] = 61.0
-        fake_shop_api.fail("500", times=2)  # a failure and its one retry
+        now[0] = 61.0  # past its time: answered from the copy, read again behind it
+        fake_shop_api.fail("500", times=2)  # that read fails (and its one retry)
+        assert await directory.products() is together[0]
+        await _settled(directory)
+        assert asked() == 3
+        fake_shop_api.fail(None)
+        assert await directory.products() is together[0]  # the failure is not kept:
+        await _settled(directory)  # asked again, and the new copy is used from now on
+        assert asked() == 4
+        fresh = await directory.products()
+        assert fresh is not together[0] and fresh[0].product_id == "p1"
+        now[0] = 61.0 + 60 + PRODUCTS_STALE_S + 1  # too old to answer from: wait for it
+        fake_shop_api.fail("500", times=2)
         with pytest.raises(ShopUnavailable):
             await directory.products()
         assert (await directory.products())[0].product_id == "p1"  # asked again at once
-        assert asked() == 4
     finally:
         await directory.aclose()
