@@ -209,7 +209,7 @@ async def main() -> None:
     await shop.start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            result = {"variants": sum(len(p["variants"]) for p in products)}
+            result: dict[str, Any] = {"variants": sum(len(p["variants"]) for p in products)}
             result |= await tool_path(shop, Path(tmp) / "bench.sqlite3")
     finally:
         await shop.close()
