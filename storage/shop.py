@@ -19,6 +19,7 @@ from storage.shop_records import (
     ImportCounts,
     OrderRecord,
     OrderUpsert,
+    ProductRecord,
     ReturnPolicyRecord,
     ReturnPolicyUpsert,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "ImportCounts",
     "OrderRecord",
     "OrderUpsert",
+    "ProductRecord",
     "ReturnPolicyRecord",
     "ReturnPolicyUpsert",
     "ShopRepository",
@@ -261,6 +263,20 @@ class ShopRepository:
         )
         return [str(row["topic"]) for row in rows]
 
+    # -- products -------------------------------------------------------------------
+
+    async def products_version(self) -> tuple[int, int]:
+        """Changes whenever the stored catalogue does (its size and newest row id): a
+        reader keeps its parsed copy while this stays the same."""
+        row = await self._db.fetch_one("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM products")
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    async def products(self) -> list[ProductRecord]:
+        rows = await self._db.fetch_all(
+            "SELECT product_id, document FROM products ORDER BY position, id"
+        )
+        return [ProductRecord(str(r["product_id"]), str(r["document"])) for r in rows]
+
     # -- the demo shop (tools.shop.demo) ---------------------------------------------
 
     async def seed_demo(
@@ -269,6 +285,7 @@ class ShopRepository:
         orders: Sequence[OrderRecord],
         policies: Sequence[ReturnPolicyRecord],
         faq: Sequence[FaqRecord] = (),
+        products: Sequence[ProductRecord] = (),
     ) -> bool:
         """Insert the demo rows, marked `demo`, into whichever of their tables is empty, in
         one transaction — only into a database without data of the shop's own (and never
@@ -287,6 +304,9 @@ class ShopRepository:
                 seeded = True
             if faq and await _is_empty(tx, "faq_entries"):
                 await _insert_faq(tx, faq, demo=True)
+                seeded = True
+            if products and await _is_empty(tx, "products"):
+                await _insert_products(tx, products, demo=True)
                 seeded = True
         return seeded
 
@@ -316,6 +336,7 @@ class ShopRepository:
         policies: Sequence[ReturnPolicyUpsert],
         texts: Mapping[str, str | None],
         faq: Sequence[FaqRecord] | None = None,
+        products: Sequence[ProductRecord] | None = None,
         now: float | None = None,
     ) -> ImportCounts:
         """Upsert everything in ONE transaction: either all of it is written or none.
@@ -323,7 +344,8 @@ class ShopRepository:
         `texts` maps a shop-text key to its new value, or None to remove it. An alias is
         moved to the policy that lists it, and a policy given with aliases has exactly
         those aliases afterwards. `faq`, when given, replaces the whole FAQ (entries not
-        in it are removed); None leaves the stored FAQ as it is. The shop's own data
+        in it are removed); None leaves the stored FAQ as it is; `products` likewise
+        replaces the whole catalogue. The shop's own data
         replaces the demo: every demo row is removed first and the demo is retired.
         """
         counts = ImportCounts()
@@ -335,6 +357,8 @@ class ShopRepository:
             await _write_texts(tx, texts, counts)
             if faq is not None:
                 await _replace_faq(tx, faq, counts)
+            if products is not None:
+                await _replace_products(tx, products, counts)
         return counts
 
 
@@ -417,7 +441,7 @@ async def _write_texts(tx: Tx, texts: Mapping[str, str | None], counts: ImportCo
             counts.texts_set.append(key)
 
 
-_DEMO_TABLES = ("orders", "return_policies", "faq_entries")
+_DEMO_TABLES = ("orders", "return_policies", "faq_entries", "products")
 # fixed SQL (no input): whether a row of the shop's own, or a demo row, is stored
 _OWN_DATA_SQL = "SELECT " + " OR ".join(
     [
@@ -454,6 +478,7 @@ async def _remove_demo(tx: Tx, now: float) -> DemoRemoved:
         orders=await tx.execute("DELETE FROM orders WHERE demo = 1"),
         policies=await tx.execute("DELETE FROM return_policies WHERE demo = 1"),
         faq=await tx.execute("DELETE FROM faq_entries WHERE demo = 1"),
+        products=await tx.execute("DELETE FROM products WHERE demo = 1"),
     )
     await tx.execute(
         "INSERT INTO demo_retired(id, retired_at) VALUES (1, ?) ON CONFLICT(id) DO NOTHING",
@@ -494,6 +519,22 @@ async def _insert_faq(tx: Tx, entries: Sequence[FaqRecord], *, demo: bool = Fals
         "INSERT INTO faq_aliases(alias, key) VALUES (?, ?)",
         [(alias, e.key) for e in entries for alias in e.aliases],
     )
+
+
+async def _insert_products(tx: Tx, products: Sequence[ProductRecord], *, demo: bool) -> None:
+    await tx.executemany(
+        "INSERT INTO products(product_id, document, position, demo) VALUES (?, ?, ?, ?)",
+        [(p.product_id, p.document, position, int(demo)) for position, p in enumerate(products)],
+    )
+
+
+async def _replace_products(
+    tx: Tx, products: Sequence[ProductRecord], counts: ImportCounts
+) -> None:
+    """Make the catalogue exactly `products` (inside the caller's transaction)."""
+    await tx.execute("DELETE FROM products")
+    await _insert_products(tx, products, demo=False)
+    counts.products_replaced = len(products)
 
 
 async def _replace_faq(tx: Tx, entries: Sequence[FaqRecord], counts: ImportCounts) -> None:

@@ -78,16 +78,26 @@ class FaqRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ProductRecord:
+    """One product: its id and its document (JSON: title, description, url, variants),
+    already validated by the caller."""
+
+    product_id: str
+    document: str
+
+
+@dataclass(frozen=True, slots=True)
 class DemoRemoved:
     """How many demo rows a removal deleted (aliases go with their policy or entry)."""
 
     orders: int = 0
     policies: int = 0
     faq: int = 0
+    products: int = 0
 
     @property
     def total(self) -> int:
-        return self.orders + self.policies + self.faq
+        return self.orders + self.policies + self.faq + self.products
 
 
 @dataclass(slots=True)
@@ -99,6 +109,7 @@ class ImportCounts:
     faq_inserted: int = 0
     faq_updated: int = 0
     faq_removed: int = 0
+    products_replaced: int | None = None  # the catalogue's size after a `products` import
     texts_set: list[str] = field(default_factory=list)
     texts_cleared: list[str] = field(default_factory=list)
     demo_removed: DemoRemoved = field(default_factory=DemoRemoved)

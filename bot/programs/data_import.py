@@ -44,7 +44,9 @@ from tools.shop.import_document import (
     MAX_ALIASES,
     MAX_FAQ_ENTRIES,
     MAX_FILE_ITEMS,
+    MAX_FILE_VARIANTS,
     MAX_ORDERS,
+    MAX_PRODUCTS,
     MAX_RETURN_POLICIES,
     ShopDataError,
     plan_import,
@@ -56,7 +58,15 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 # record, an order's items list and total, its items, and one alias list per policy and
 # FAQ entry (counted in the raw text, so also inside strings)
 MAX_JSON_CONTAINERS = (
-    4 + 3 * MAX_ORDERS + MAX_FILE_ITEMS + 2 * MAX_RETURN_POLICIES + 2 * MAX_FAQ_ENTRIES
+    4
+    + 3 * MAX_ORDERS
+    + MAX_FILE_ITEMS
+    + 2 * MAX_RETURN_POLICIES
+    + 2 * MAX_FAQ_ENTRIES
+    # the products' list, one object and a variants list each, three per variant
+    + 1
+    + 2 * MAX_PRODUCTS
+    + 3 * MAX_FILE_VARIANTS
 )
 
 
@@ -74,6 +84,8 @@ def _summary(counts: ImportCounts, *, faq: bool, target: str) -> str:
             f"faq: {counts.faq_inserted} inserted, {counts.faq_updated} updated, "
             f"{counts.faq_removed} removed"
         )
+    if counts.products_replaced is not None:  # the file had `products`: the whole catalogue
+        parts.append(f"products: {counts.products_replaced} (the catalogue replaced)")
     parts += [f"{key} set" for key in counts.texts_set]
     parts += [f"{key} removed" for key in counts.texts_cleared]
     if counts.demo_removed.total:
@@ -93,7 +105,8 @@ def open_requests_line(requests: list[ActionRequest]) -> str | None:
 
 
 def _demo_rows(removed: DemoRemoved) -> str:
-    return f"{removed.orders} orders, {removed.policies} return policies, {removed.faq} FAQ entries"
+    rows = f"{removed.orders} orders, {removed.policies} return policies, {removed.faq} FAQ entries"
+    return rows + (f", {removed.products} products" if removed.products else "")
 
 
 def describe_target(database: DatabaseChoice, *, new: bool = False) -> str:
@@ -211,7 +224,11 @@ async def run_import(path: str) -> ExitCode:
         return ExitCode.CANNOT_START
     try:
         counts = await ShopRepository(db).import_shop_data(
-            orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
+            orders=plan.orders,
+            policies=plan.policies,
+            texts=plan.texts,
+            faq=plan.faq,
+            products=plan.products,
         )
         waiting = await ActionRepository(db).open_requests()
     except Exception as exc:

@@ -416,6 +416,10 @@ class Settings(ShopSettings):
     # seconds a found order / a missing one is reused before the shop is asked again
     shop_cache_ttl_s: float = Field(default=30.0, ge=0, le=3600)
     shop_miss_ttl_s: float = Field(default=10.0, ge=0, le=3600)
+    # the live shop's product catalogue, read at most this often (products feature)
+    shop_products_ttl_s: float = Field(default=60.0, ge=0, le=3600)
+    # a product's page where the platform knows none (Medusa): "{handle}" is replaced
+    shop_product_url: str | None = None
     # seconds one request to the shop may take (the order tool's own bound is 5 s)
     shop_timeout_s: float = Field(default=3.0, gt=0, le=4)
     # The platform backends (README "Connect your shop"; SHOP_API_URL and SHOP_API_TOKEN
@@ -601,6 +605,16 @@ class Settings(ShopSettings):
                     "expected an https:// URL (plain http only to localhost: the token "
                     "would travel unencrypted)"
                 )
+        return url
+
+    @field_validator("shop_product_url")
+    @classmethod
+    def _check_shop_product_url(cls, value: str | None) -> str | None:
+        url = _check_http_url(value)
+        if url is not None and "{handle}" not in url:
+            raise ValueError(
+                "expected a page address with {handle}, e.g. https://shop.example/products/{handle}"
+            )
         return url
 
     @field_validator("shopify_shop")

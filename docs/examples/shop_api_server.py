@@ -1,7 +1,8 @@
 """A minimal shop API for the support bot (SHOP_BACKEND=http), standard library only.
 
 Run: SHOP_API_TOKEN=change-me python3 shop_api_server.py, then set SHOP_API_URL to
-http://127.0.0.1:8081 (https in production). Replace ORDERS with a read of your shop.
+http://127.0.0.1:8081 (https in production). Replace ORDERS and PRODUCTS with reads of
+your shop (PRODUCTS is served in one page; a big catalogue pages with "next").
 It declares no actions unless SHOP_API_ACTIONS names them, so by default the bot offers
 customers none. It carries out one as an example, the change of delivery address
 (SHOP_API_ACTIONS=change_address): once per Idempotency-Key, only while the order is
@@ -32,6 +33,29 @@ ORDERS = {
         "items": [{"name": "Milk frother", "quantity": 1}],
     },
 }
+PRODUCTS = [
+    {
+        "id": "barista",
+        "title": "Coffee machine Barista",
+        "description": "Espresso machine with a milk frother, 15 bar.",
+        "url": "https://shop.example/products/barista",
+        "variants": [
+            {
+                "id": "barista-black",
+                "options": {"colour": "black"},
+                "price": {"amount": "24990.00", "currency": "RUB"},
+                "stock": 4,
+            },
+            {
+                "id": "barista-white",
+                "options": {"colour": "white"},
+                "price": {"amount": "24990.00", "currency": "RUB"},
+                "stock": 0,
+                "restock_date": "2026-12-20",
+            },
+        ],
+    },
+]
 # the actions this server carries out (GET /capabilities), e.g. "change_address"
 ACTIONS = [name for name in os.environ.get("SHOP_API_ACTIONS", "").split(",") if name]
 ANSWERED: dict[str, int] = {}  # Idempotency-Key -> the status answered: act once per key
@@ -44,6 +68,8 @@ class ShopApi(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         if url.path == "/capabilities":
             return self.answer(200, {"actions": ACTIONS})
+        if url.path == "/products":
+            return self.answer(200, {"products": PRODUCTS, "next": None})
         if url.path.startswith("/orders/"):
             found = ORDERS.get(unquote(url.path.removeprefix("/orders/")))
             return self.answer(200, found) if found else self.answer(404, {"error": "not found"})

@@ -286,6 +286,57 @@ def check_cites(scenario: Scenario, transcript: Transcript) -> Iterator[Failure]
             yield Failure("cites", f"no reply gives the source {cite}")
 
 
+_PRODUCT_TOOLS = ("search_products", "get_product")
+# an amount next to a currency: "12 990 ₽", "12990 RUB", "$5.49", "5490 руб."
+_PRICE = re.compile(
+    r"(?:(?:[$€£]|RUB|USD|EUR)\s?(\d[\d\s.,]*\d|\d))"
+    r"|(?:(\d[\d\s.,]*\d|\d)\s?(?:₽|руб|р\.|RUB|USD|EUR|[$€£]))",
+    re.IGNORECASE,
+)
+
+
+def _amount(text: str) -> str:
+    """An amount's digits without separators and trailing zero cents: "12 990.00" → "12990"."""
+    digits = re.sub(r"[\s,]", "", text.strip())
+    return re.sub(r"\.0+$", "", digits).rstrip(".")
+
+
+def _tool_amounts(transcript: Transcript) -> set[str]:
+    found: set[str] = set()
+    for tool in transcript.tools:
+        for match in re.finditer(r'"amount":\s*"?([\d.]+)', tool.result or ""):
+            found.add(_amount(match.group(1)))
+    return found
+
+
+def check_products_named(scenario: Scenario, transcript: Transcript) -> Iterator[Failure]:
+    replies = "\n".join(_replies(transcript)).casefold()
+    results = " ".join(
+        t.result or "" for t in transcript.tools if t.name in _PRODUCT_TOOLS
+    ).casefold()
+    for title in scenario.expect.products_named:
+        if title.casefold() not in replies:
+            yield Failure("products_named", f"no reply names {title!r}")
+        elif title.casefold() not in results:
+            yield Failure(
+                "products_named", f"{title!r} was named without a product tool finding it"
+            )
+
+
+def check_no_invented_prices(scenario: Scenario, transcript: Transcript) -> Iterator[Failure]:
+    if not scenario.expect.no_invented_prices:
+        return
+    known = _tool_amounts(transcript)
+    for index, reply in enumerate(_replies(transcript), 1):
+        for match in _PRICE.finditer(reply):
+            amount = _amount(match.group(1) or match.group(2))
+            if amount not in known:
+                yield Failure(
+                    "no_invented_prices",
+                    f"reply {index} names a price {match.group(0).strip()!r} no tool gave",
+                )
+
+
 KINDS: dict[str, Check] = {
     "tools": check_tools,
     "no_tools": check_no_tools,
@@ -302,6 +353,8 @@ KINDS: dict[str, Check] = {
     "actions_proposed": check_actions_proposed,
     "actions_executed": check_actions_executed,
     "cites": check_cites,
+    "products_named": check_products_named,
+    "no_invented_prices": check_no_invented_prices,
 }
 # every field of `Expect` is a kind above (tests/unit/services/test_simulation_expectations.py)
 assert set(KINDS) == set(Expect.model_fields)

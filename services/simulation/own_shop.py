@@ -89,10 +89,12 @@ async def read_own_shop(shop: ShopRepository) -> OwnShop | None:
     orders = _within_items(stored[:MAX_ORDERS])
     policies = await shop.return_policies(MAX_RETURN_POLICIES)
     faq = await shop.faq_entries()
+    products = await shop.products()
     document: dict[str, Any] = {
         "orders": [_order(o) for o in orders],
         "return_policies": [_policy(p) for p in policies],
         "faq": [_faq(e) for e in faq],
+        "products": [{"product_id": p.product_id, **json.loads(p.document)} for p in products],
     }
     general = await shop.get_text(GENERAL_RETURN_POLICY_KEY)
     if general is not None:

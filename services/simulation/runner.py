@@ -53,7 +53,7 @@ from tools.base import Caller
 from tools.knowledge.base import KnowledgeBase
 from tools.knowledge.fetch import FetchLimits
 from tools.knowledge.sync import KnowledgeSync
-from tools.shop.demo import DEMO_FAQ, DEMO_RETURN_POLICIES, demo_orders
+from tools.shop.demo import DEMO_FAQ, DEMO_PRODUCTS, DEMO_RETURN_POLICIES, demo_orders
 from tools.shop.import_document import plan_import
 from tools.shop.orders import FOUR_DIGITS, OrderNumberRule
 
@@ -170,7 +170,8 @@ def demo_document(now: datetime | None = None) -> dict[str, Any]:
         for policy in DEMO_RETURN_POLICIES
     ]
     faq = [{"topic": e.topic, "answer": e.answer, "aliases": list(e.aliases)} for e in DEMO_FAQ]
-    return {"orders": orders, "return_policies": policies, "faq": faq}
+    products = [dict(product) for product in DEMO_PRODUCTS]
+    return {"orders": orders, "return_policies": policies, "faq": faq, "products": products}
 
 
 def _merged(base: list[Any], extra: list[Any], key: str) -> list[Any]:
@@ -201,7 +202,12 @@ def shop_document(
     """The shop a scenario runs on: its base (`base_document`) with its own data."""
     document = base_document(scenario, own, now)
     extra = scenario.shop_data or {}
-    for name, key in (("orders", "order_id"), ("return_policies", "product"), ("faq", "topic")):
+    for name, key in (
+        ("orders", "order_id"),
+        ("return_policies", "product"),
+        ("faq", "topic"),
+        ("products", "product_id"),
+    ):
         if name in extra:
             document[name] = _merged(document.get(name, []), list(extra[name]), key)
     if "general_return_policy" in extra:
@@ -334,7 +340,11 @@ class Simulator:
         rule = self.number_rule if own is not None else FOUR_DIGITS
         plan = plan_import(shop_document(scenario, own=own), rule)
         await shop.import_shop_data(
-            orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
+            orders=plan.orders,
+            policies=plan.policies,
+            texts=plan.texts,
+            faq=plan.faq,
+            products=plan.products,
         )
         customer = scenario.customer
         if customer.verified_phone is not None:

@@ -134,6 +134,10 @@ class Expect(_Strict):
     cites: list[Annotated[str, StringConstraints(min_length=1, max_length=2000)]] = Field(
         default_factory=list
     )
+    # products a reply names, each found by a product tool in the run
+    products_named: list[str] = Field(default_factory=list)
+    # every price a reply names is one a tool result gave
+    no_invented_prices: bool = False
 
     @field_validator("must_match", "must_not_match")
     @classmethod

@@ -140,7 +140,9 @@ def bot_env(
     its own value through `overrides`): the gap between two messages to one chat (Telegram's
     limit, 1 s by default; bot/telegram/pacer.py is tested against it on a virtual clock) and, on
     PostgreSQL, the claim lease a killed bot's chats wait out before a restarted bot takes
-    them (15 s by default; see `TEST_CLAIM_LEASE_S`).
+    them (15 s by default; see `TEST_CLAIM_LEASE_S`). Products are searched by words only
+    (PRODUCTS_EMBEDDER=none): the bundled model would be loaded and the demo catalogue
+    embedded by every bot started; the products' own tests turn it on.
     """
     env = {
         **base,
@@ -153,6 +155,7 @@ def bot_env(
         "SHUTDOWN_GRACE_S": "20",
         "LOG_LEVEL": "INFO",
         "TELEGRAM_CHAT_INTERVAL_S": TEST_CHAT_INTERVAL_S,
+        "PRODUCTS_EMBEDDER": "none",
     }
     if database_url is None:
         env["DATABASE_PATH"] = str(database)

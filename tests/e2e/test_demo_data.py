@@ -25,7 +25,7 @@ OWN_SHOP = {
     "return_policies": [{"product": "Ноутбук", "return_days": 14, "conditions": "Без следов."}],
 }
 SEEDED = "demo shop data seeded"
-DEMO_GONE = "4 orders, 3 return policies, 3 FAQ entries"
+DEMO_GONE = "4 orders, 3 return policies, 3 FAQ entries, 4 products"
 
 
 async def run_cli(env: dict[str, str], cwd: Path, *args: str) -> tuple[int, str, str]:

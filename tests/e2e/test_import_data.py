@@ -184,7 +184,7 @@ PATHOLOGICAL: dict[str, tuple[Callable[[Path], Path], int, str]] = {
         1,
         "general_return_policy: String should have at most 4000 characters",
     ),
-    "too many objects": (_write("[" + "{}," * 110_000 + "{}]"), 2, "JSON objects and arrays"),
+    "too many objects": (_write("[" + "{}," * 300_000 + "{}]"), 2, "JSON objects and arrays"),
     "too many orders": (
         _write(json.dumps({"orders": [_order(f"{i % 10_000:04d}") for i in range(10_001)]})),
         1,

@@ -12,6 +12,10 @@ model's scores come from running the suite against it (docs/simulations.md).
 Rules, from the last customer message and the tool results of this turn:
 - a request for a person → `request_human`;
 - order numbers, "return"+product, shop topics → the same calls as `default_script`;
+- a question about a product (have / sell / how much / in stock / size…), when
+  `search_products` is offered → one search with the customer's words and the size or
+  colour they named; its answer names only the products found, with their prices,
+  availability and page, or says the shop has no such product;
 - "cancel" with an order number, when `propose_cancel_order` is offered (actions on) →
   that proposal too; its answer asks to press the card, or says it cannot be cancelled;
 - once the results are in → an answer in the customer's language, built from them;
@@ -120,6 +124,77 @@ def _knowledge_text(data: Body, ru: bool) -> str:
     return f"Sorry, I don't know the answer to that. Contact the shop: {contacts}"
 
 
+_PRODUCT_WORDS = (
+    "есть ли",
+    "есть у вас",
+    "у вас есть",
+    "продаёте",
+    "продаете",
+    "сколько стоит",
+    "в наличии",
+    "размер",
+    "купить",
+    "do you have",
+    "do you sell",
+    "how much",
+    "in stock",
+    "size",
+    "buy",
+)
+_SIZE = re.compile(r"(?:размер[а-я]*\s+(\w+)|(\w+)\s+размер|size\s+(\w+))", re.I)
+_COLOURS = ("чёрн", "черн", "бел", "син", "голуб", "сер", "black", "white", "blue", "grey")
+AVAILABILITY = {
+    "in_stock": ("в наличии", "in stock"),
+    "few_left": ("осталось немного", "only a few left"),
+    "out_of_stock": ("нет в наличии", "out of stock"),
+}
+
+
+def _product_search(text: str) -> tuple[str, dict[str, Any]] | None:
+    lowered = text.lower()
+    if _ORDER_RE.search(text) or not any(word in lowered for word in _PRODUCT_WORDS):
+        return None
+    arguments: dict[str, Any] = {"query": text.strip()[:200]}
+    size = _SIZE.search(text)
+    if size:
+        arguments["size"] = next(g for g in size.groups() if g)
+    colour = next((w for w in re.findall(r"\w+", lowered) if w.startswith(_COLOURS)), None)
+    if colour:
+        arguments["colour"] = colour
+    return "search_products", arguments
+
+
+def _products_text(data: Body, ru: bool) -> str:
+    lines = []
+    for product in data.get("products") or []:
+        for variant in product.get("variants") or []:
+            options = ", ".join(str(v) for v in (variant.get("options") or {}).values())
+            price = variant.get("price") or {}
+            words = AVAILABILITY.get(str(variant.get("availability")), ("?", "?"))
+            line = "" if ru else "The shop has "
+            line += f"{_safe(product.get('title'))}"
+            line += f" ({options})" if options else ""
+            if ru:
+                line += f": {price.get('amount')} {price.get('currency')}, {words[0]}"
+            else:
+                line += f" for {price.get('amount')} {price.get('currency')}; it is {words[1]}"
+            if variant.get("restock_date"):
+                line += (" до " if ru else " until ") + str(variant["restock_date"])
+            lines.append(line)
+        if product.get("url"):
+            lines.append(("Страница товара: " if ru else "You can see it here: ") + product["url"])
+    if not lines:
+        for product in data.get("out_of_stock") or []:
+            lines.append(
+                f"{_safe(product.get('title'))}: " + ("нет в наличии" if ru else "out of stock")
+            )
+    if lines:
+        return "\n".join(lines)
+    if ru:
+        return "К сожалению, такого товара в нашем магазине нет."
+    return "Sorry, the shop does not have such a product."
+
+
 def _handoff_text(data: Body, ru: bool) -> str:
     if ru:
         return "Передаю разговор сотруднику магазина — вам ответят здесь, в этом чате."
@@ -145,6 +220,7 @@ def _answer(name: str, result: Any, ru: bool) -> str:
         "get_order_status": _order_text,
         "get_return_policy": _policy_text,
         "get_shop_info": _info_text,
+        "search_products": _products_text,
         "request_human": _handoff_text,
         "propose_cancel_order": _proposal_text,
         "search_knowledge": _knowledge_text,
@@ -218,6 +294,9 @@ def careful_script(body: Body) -> FakeReply:
         return completion(text=_recall(messages, ru))
     else:
         wanted = _wanted_calls(user_text)
+        product = _product_search(user_text) if "search_products" in offered else None
+        if product is not None and not wanted:
+            wanted.append(product)
         if "propose_cancel_order" in offered and ("отмен" in lowered or "cancel" in lowered):
             wanted += [
                 ("propose_cancel_order", {"order_id": n}) for n in _ORDER_RE.findall(user_text)

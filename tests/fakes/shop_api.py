@@ -16,6 +16,9 @@ Actions: `POST /api/orders/{number}/cancel` (processing → cancelled, else 409
 `Idempotency-Key`: a key seen before gets the first answer and acts no more.
 `cancellations` and `returns` list what was done; `lose_answers` acts, then answers 504
 that many times (an answer lost on the way back).
+
+Products: `GET /api/products[?after=N]` serves `products` (None: no such route, a 404)
+in pages of `products_page` with `next` (the index of the page's end).
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class FakeShopApi:
         self.not_supported: set[str] = set()  # paths' last part answered 501: "cancel", ...
         self.actions_hang = False  # an action's request is never answered (a dead shop)
         self.nested_answers = 0  # acted, but answered with JSON nested past any parser
+        self.products: list[dict[str, Any]] | None = None
+        self.products_page = 1000
 
     @property
     def base_url(self) -> str:
@@ -100,6 +105,7 @@ class FakeShopApi:
         app.router.add_get("/api/orders/{number}", self._one)
         app.router.add_get("/api/orders", self._list)
         app.router.add_get("/api/capabilities", self._capabilities)
+        app.router.add_get("/api/products", self._products)
         app.router.add_post("/api/orders/{number}/cancel", self._cancel)
         app.router.add_post("/api/orders/{number}/returns", self._return)
         app.router.add_get("/_fake/stats", self._stats)
@@ -159,6 +165,18 @@ class FakeShopApi:
             return web.json_response({"error": "phone is required"}, status=400)
         mine = [o for o in self.orders.values() if (o.get("customer") or {}).get("phone") == phone]
         return web.json_response({"orders": mine})
+
+    async def _products(self, request: web.Request) -> web.Response:
+        scripted = await self._scripted(request)
+        if scripted is not None:
+            return scripted
+        if self.products is None:
+            return web.json_response({"error": "not_found"}, status=404)
+        start = int(request.query.get("after", "0"))
+        end = start + self.products_page
+        more = end < len(self.products)
+        page = {"products": self.products[start:end], "next": str(end) if more else None}
+        return web.json_response(page)
 
     async def _cancel(self, request: web.Request) -> web.Response:
         return await self._act(request, self._do_cancel)

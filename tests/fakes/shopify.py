@@ -11,6 +11,9 @@ Built from the documented request/response shapes, not from Shopify's code:
 - orderUpdate(input: OrderInput) → {order {id}, userErrors: []}: `shippingAddress`
   (MailingAddressInput) overwrites the order's address, `metafields` are added to the
   order's; a fulfilled or cancelled order's address cannot change (a userError);
+- productVariants(first: 250, after: $cursor) with shop { currencyCode }: `variants`
+  (each a ProductVariant with its `product`), in pages of `variants_page` with
+  pageInfo { hasNextPage endCursor } (the cursor: the next index, as an opaque string);
 - THROTTLED: {"errors": [{"message": "Throttled", "extensions": {"code": "THROTTLED"}}],
   "extensions": {"cost": {"requestedQueryCost", "actualQueryCost": null, "throttleStatus":
   {"maximumAvailable", "currentlyAvailable", "restoreRate"}}}} with HTTP 200 or 429
@@ -56,6 +59,9 @@ class FakeShopify:
     valid_tokens: set[str] = field(default_factory=lambda: {TOKEN})
     token_lifetime_s: int = 86399
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    variants: list[dict[str, Any]] = field(default_factory=list)
+    variants_page: int = 250
+    currency: str = "RUB"
 
     def expire_tokens(self) -> None:
         """Every token the grant issued stops working (its 24 hours are over)."""
@@ -202,6 +208,18 @@ class FakeShopify:
             raise AssertionError(f"the fake does not know {operation}")
         answer: dict[str, Any] = handler(variables)
         return answer
+
+    def _op_ProductVariants(self, variables: dict[str, Any]) -> dict[str, Any]:
+        start = int(variables.get("cursor") or 0)
+        end = start + self.variants_page
+        more = end < len(self.variants)
+        return {
+            "shop": {"currencyCode": self.currency},
+            "productVariants": {
+                "pageInfo": {"hasNextPage": more, "endCursor": str(end) if more else None},
+                "nodes": self.variants[start:end],
+            },
+        }
 
     def _op_OrdersByName(self, variables: dict[str, Any]) -> dict[str, Any]:
         digits = re.sub(r"\D", "", str(variables["query"]))

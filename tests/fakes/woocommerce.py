@@ -8,6 +8,8 @@ number or billing phone digits contain the text), PUT /orders/{id} {"status"} or
 {"shipping": {...}} (the properties given are set, the others kept), GET/POST
 /orders/{id}/notes ({id, author, date_created_gmt, note, customer_note}); 401
 `woocommerce_rest_cannot_view`. Dates are `date_modified_gmt` without a zone (GMT).
+Products: GET /products?status=&per_page=&page= (X-WP-TotalPages), GET
+/products/{id}/variations, GET /data/currencies/current ({code, name, symbol}).
 A test scripts failures with `fail_next` and reads `requests` ("GET /orders/12", ...).
 """
 
@@ -40,6 +42,9 @@ class FakeWoo:
     failures: list[str] = field(default_factory=list)
     url: str = ""
     _note_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(100))
+    products: list[dict[str, Any]] = field(default_factory=list)
+    variations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    currency: str = "RUB"
 
     def fail_next(self, *kinds: str) -> None:
         """The next requests fail, in order: "401", "429", "429_long", "500", "slow", "not_json"."""
@@ -129,6 +134,23 @@ class FakeWoo:
             chunk, headers={"X-WP-Total": str(len(hits)), "X-WP-TotalPages": str(pages)}
         )
 
+    async def list_products(self, request: web.Request) -> web.Response:
+        per_page = int(request.query.get("per_page", "10"))
+        page = int(request.query.get("page", "1"))
+        status = request.query.get("status")
+        hits = [p for p in self.products if status is None or p.get("status") == status]
+        pages = max(1, -(-len(hits) // per_page))
+        return web.json_response(
+            hits[(page - 1) * per_page : page * per_page],
+            headers={"X-WP-Total": str(len(hits)), "X-WP-TotalPages": str(pages)},
+        )
+
+    async def list_variations(self, request: web.Request) -> web.Response:
+        return web.json_response(self.variations.get(int(request.match_info["id"]), []))
+
+    async def current_currency(self, request: web.Request) -> web.Response:
+        return web.json_response({"code": self.currency, "name": self.currency, "symbol": "₽"})
+
     async def get_order(self, request: web.Request) -> web.Response:
         order = self.orders.get(int(request.match_info["id"]))
         if order is None:
@@ -180,6 +202,9 @@ async def fake_woo() -> AsyncIterator[FakeWoo]:
     app.router.add_put(f"{API}/orders/{{id:\\d+}}", fake.put_order)
     app.router.add_get(f"{API}/orders/{{id:\\d+}}/notes", fake.get_notes)
     app.router.add_post(f"{API}/orders/{{id:\\d+}}/notes", fake.post_note)
+    app.router.add_get(f"{API}/products", fake.list_products)
+    app.router.add_get(f"{API}/products/{{id:\\d+}}/variations", fake.list_variations)
+    app.router.add_get(f"{API}/data/currencies/current", fake.current_currency)
     server = TestServer(app, host="127.0.0.1")
     await server.start_server()
     fake.url = str(server.make_url("")).rstrip("/")

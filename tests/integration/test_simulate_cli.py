@@ -53,10 +53,10 @@ async def test_the_default_suite_passes_against_a_careful_model(
     assert code == 0
     out = capsys.readouterr()
     assert "overall" in out.out and "USD" in out.out  # the table with the cost
-    assert "[43/43]" in out.err  # the progress lines
+    assert "[48/48]" in out.err  # the progress lines
     text = report.read_text(encoding="utf-8")
     assert "## Failing runs (0)" in text
-    assert "| fake-model | 43 | 1.00 | 1.00 |" in text
+    assert "| fake-model | 48 | 1.00 | 1.00 |" in text
 
 
 async def test_failing_scenarios_exit_1_and_min_pass_decides(
@@ -325,6 +325,8 @@ async def test_runs_file_has_every_run_and_the_calls_a_model_wrote_as_text(
     ]
     calls = exchange["model_calls"]
     assert [(c["structured_calls"], c["text_calls"]) for c in calls] == [(0, 1), (0, 0)]
+
+
 TEA_SHOP = {
     "orders": [
         {

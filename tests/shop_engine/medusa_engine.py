@@ -159,6 +159,57 @@ class MedusaEngine:
             "POST", f"/admin/orders/{order_id}/fulfillments/{fulfillment}/mark-as-delivered", {}
         )
 
+    def add_product(
+        self,
+        title: str,
+        handle: str,
+        description: str,
+        option: str,
+        stock: dict[str, int],
+        price: int,
+    ) -> str:
+        """A published product with one option, a variant per value (its price in RUB,
+        its inventory managed, `stock[value]` held at the warehouse), as the admin makes
+        one; its id. Idempotent by handle (the session's engine is shared)."""
+        found = self.admin("GET", f"/admin/products?handle={handle}&fields=id")["products"]
+        if found:
+            return str(found[0]["id"])
+        channel = self.admin("GET", "/admin/sales-channels?fields=id")["sales_channels"][0]["id"]
+        product = self.admin(
+            "POST",
+            "/admin/products",
+            {
+                "title": title,
+                "handle": handle,
+                "description": description,
+                "status": "published",
+                "options": [{"title": option, "values": list(stock)}],
+                "sales_channels": [{"id": channel}],
+                "variants": [
+                    {
+                        "title": value,
+                        "options": {option: value},
+                        "prices": [{"amount": price, "currency_code": "rub"}],
+                        "manage_inventory": True,
+                    }
+                    for value in stock
+                ],
+            },
+        )["product"]
+        variants = self.admin(
+            "GET",
+            f"/admin/products/{product['id']}?fields=variants.title,"
+            "variants.inventory_items.inventory_item_id",
+        )["product"]["variants"]
+        for variant in variants:
+            item = variant["inventory_items"][0]["inventory_item_id"]
+            self.admin(
+                "POST",
+                f"/admin/inventory-items/{item}/location-levels",
+                {"location_id": self.location(), "stocked_quantity": stock[variant["title"]]},
+            )
+        return str(product["id"])
+
     def location(self) -> str:
         if not self.location_id:
             self.location_id = self.admin("GET", "/admin/stock-locations?fields=id")[

@@ -17,8 +17,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from enum import StrEnum
 
 from storage.shop import ShopRepository
-from storage.shop_records import FaqRecord, OrderRecord, ReturnPolicyRecord
+from storage.shop_records import FaqRecord, OrderRecord, ProductRecord, ReturnPolicyRecord
 from tools.shop.faq import faq_key
+from tools.shop.import_document import plan_import
 from tools.shop.rules import OrderStatus, check_order_id, normalise_product_name
 
 DEMO_TIMEZONE = timezone(timedelta(hours=3), "MSK")
@@ -139,26 +140,117 @@ DEMO_FAQ: tuple[FaqRecord, ...] = (
         "Курьером по городу — 300 ₽, бесплатно при заказе от 5000 ₽; срок — 1–3 рабочих "
         "дня. Самовывоз из пункта выдачи — бесплатно, на следующий день после оформления.",
         aliases=(
-            "доставки", "доставку", "доставкой", "доставке", "курьер", "самовывоз",
-            "delivery", "shipping",
+            "доставки",
+            "доставку",
+            "доставкой",
+            "доставке",
+            "курьер",
+            "самовывоз",
+            "delivery",
+            "shipping",
         ),
     ),
     _faq(
         "Оплата",
-        "Картой онлайн при оформлении заказа, через СБП, или картой и наличными при "
-        "получении.",
+        "Картой онлайн при оформлении заказа, через СБП, или картой и наличными при получении.",
         aliases=("оплаты", "оплату", "оплатой", "оплатить", "payment", "pay"),
     ),
     _faq(
         "Контакты",
-        "Телефон: +7 000 000-00-00 (ежедневно с 9:00 до 21:00), e-mail: "
-        "support@example.com.",
+        "Телефон: +7 000 000-00-00 (ежедневно с 9:00 до 21:00), e-mail: support@example.com.",
         aliases=(
-            "контакт", "контактов", "телефон", "e-mail", "email", "связаться",
-            "contacts", "contact", "phone",
+            "контакт",
+            "контактов",
+            "телефон",
+            "e-mail",
+            "email",
+            "связаться",
+            "contacts",
+            "contact",
+            "phone",
         ),
     ),
 )
+
+
+# -- products (search_products, get_product) ----------------------------------------
+
+_DEMO_PRODUCT_PAGE = "https://shop.example/products/"
+
+
+def _demo_variant(
+    variant_id: str, options: dict[str, str], price: int, stock: int, restock: str | None = None
+) -> dict[str, object]:
+    variant: dict[str, object] = {
+        "variant_id": variant_id,
+        "options": options,
+        "price": {"amount": str(price), "currency": "RUB"},
+        "stock": stock,
+    }
+    if restock is not None:
+        variant["restock_date"] = restock
+    return variant
+
+
+# A small made-up catalogue (example addresses): written as an import would be, so the
+# demo's products are read exactly like a shop's own.
+DEMO_PRODUCTS: tuple[dict[str, object], ...] = (
+    {
+        "product_id": "arctic-parka",
+        "title": "Пуховик Arctic",
+        "description": "Зимний пуховик до −30 °C: натуральный пух, капюшон с мехом, "
+        "ветрозащитная ткань. Winter down parka.",
+        "url": _DEMO_PRODUCT_PAGE + "arctic-parka",
+        "variants": [
+            _demo_variant("arctic-s-black", {"Размер": "S", "Цвет": "чёрный"}, 12990, 6),
+            _demo_variant("arctic-m-black", {"Размер": "M", "Цвет": "чёрный"}, 12990, 2),
+            _demo_variant(
+                "arctic-l-black", {"Размер": "L", "Цвет": "чёрный"}, 12990, 0, "2026-12-20"
+            ),
+            _demo_variant("arctic-m-blue", {"Размер": "M", "Цвет": "синий"}, 12990, 9),
+        ],
+    },
+    {
+        "product_id": "runner-sneakers",
+        "title": "Кроссовки Runner",
+        "description": "Лёгкие беговые кроссовки с амортизирующей подошвой. Running shoes.",
+        "url": _DEMO_PRODUCT_PAGE + "runner-sneakers",
+        "variants": [
+            _demo_variant("runner-41-white", {"Размер": "41", "Цвет": "белый"}, 5490, 7),
+            _demo_variant("runner-42-white", {"Размер": "42", "Цвет": "белый"}, 5490, 3),
+            _demo_variant(
+                "runner-42-black", {"Размер": "42", "Цвет": "чёрный"}, 5490, 0, "2026-12-15"
+            ),
+            _demo_variant("runner-43-black", {"Размер": "43", "Цвет": "чёрный"}, 5490, 12),
+        ],
+    },
+    {
+        "product_id": "aqua-kettle",
+        "title": "Электрочайник Aqua",
+        "description": "Стеклянный чайник на 1,7 л с подсветкой и автоотключением. "
+        "Electric glass kettle.",
+        "url": _DEMO_PRODUCT_PAGE + "aqua-kettle",
+        "variants": [
+            _demo_variant("aqua-blue", {"Цвет": "голубой"}, 2990, 15),
+            _demo_variant("aqua-grey", {"Цвет": "серый"}, 2790, 0),
+        ],
+    },
+    {
+        "product_id": "barista-coffee-machine",
+        "title": "Кофемашина Barista",
+        "description": "Рожковая кофемашина с капучинатором, давление 15 бар. "
+        "Espresso coffee machine.",
+        "url": _DEMO_PRODUCT_PAGE + "barista-coffee-machine",
+        "variants": [_demo_variant("barista", {}, 24990, 4)],
+    },
+)
+
+
+def demo_product_records() -> list[ProductRecord]:
+    """The demo catalogue as the import stores it (validated by the import's rules)."""
+    plan = plan_import({"products": list(DEMO_PRODUCTS)})
+    assert plan.products is not None
+    return plan.products
 
 
 async def seed_demo_shop(shop: ShopRepository, *, now: datetime | None = None) -> bool:
@@ -168,7 +260,12 @@ async def seed_demo_shop(shop: ShopRepository, *, now: datetime | None = None) -
     `remove-demo` retired the demo. Returns True when anything was inserted.
     """
     orders = demo_orders(now or datetime.now(UTC))
-    return await shop.seed_demo(orders=orders, policies=DEMO_RETURN_POLICIES, faq=DEMO_FAQ)
+    return await shop.seed_demo(
+        orders=orders,
+        policies=DEMO_RETURN_POLICIES,
+        faq=DEMO_FAQ,
+        products=demo_product_records(),
+    )
 
 
 class DemoChange(StrEnum):

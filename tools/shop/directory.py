@@ -3,8 +3,12 @@
 It is what keeps the bot well-behaved towards the shop, whichever backend is configured:
 
 - a short-lived cache per instance: a found order for `cache_ttl_s`, a missing one for
-  `miss_ttl_s` (0 turns either off; the local backend reads its own database and caches
-  nothing). Errors are never cached: the next question asks the shop again;
+  `miss_ttl_s`, the product catalogue (`products`) for `products_ttl_s` (0 turns any
+  off; the local backend reads its own database and caches nothing). Errors are never
+  cached: the next question asks the shop again. A catalogue past its time is still
+  answered from (for at most `PRODUCTS_STALE_S` more) while one request reads it again
+  in the background: a big catalogue takes seconds to read, and no customer should wait
+  for that once a minute;
 - single flight per key: N concurrent questions about one order are one request;
 - a circuit breaker: after `failures_to_open` failures in a row (unavailable, timeout,
   rate-limited, rejected credentials, malformed answers; a missing order is not a
@@ -28,10 +32,11 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from tools.shop.backend import UNREADABLE, ShopBackend, ShopUnavailable
 from tools.shop.orders import LiveOrder, OrderNumberRule
+from tools.shop.products import Product, ProductSource
 
 log = logging.getLogger("tools.shop")
 
@@ -39,6 +44,8 @@ T = TypeVar("T")
 CircuitState = Literal["ok", "degraded", "open"]
 # cache entries kept at most (expired ones are dropped first, then the oldest)
 MAX_CACHE_ENTRIES = 10_000
+# how long past its time a catalogue is still answered from while it is read again
+PRODUCTS_STALE_S = 300.0
 
 
 @dataclass(slots=True)
@@ -65,6 +72,7 @@ class ShopDirectory:
         number_rule: OrderNumberRule | None = None,
         cache_ttl_s: float = 30.0,
         miss_ttl_s: float = 10.0,
+        products_ttl_s: float = 60.0,
         failures_to_open: int = 5,
         open_for_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
@@ -74,6 +82,9 @@ class ShopDirectory:
         self.number_rule = number_rule or backend.number_rule
         self._cache_ttl_s = cache_ttl_s
         self._miss_ttl_s = miss_ttl_s
+        self._products_ttl_s = products_ttl_s
+        self._last_products: tuple[float, tuple[Product, ...]] | None = None  # (read at, it)
+        self._refresh: asyncio.Future[tuple[Product, ...]] | None = None
         self._failures_to_open = failures_to_open
         self._open_for_s = open_for_s
         self._clock = clock
@@ -124,6 +135,34 @@ class ShopDirectory:
         assert isinstance(found, list)
         return found
 
+    async def products(self) -> Sequence[Product]:
+        """The shop's catalogue (one snapshot, the same object while cached); raises
+        `ShopUnavailable`, and an empty one when the backend reads no catalogue."""
+        source = self.backend
+        if not isinstance(source, ProductSource):
+            return ()
+        key = ("products", "")
+        last = self._last_products
+        now = self._clock()
+        cached = self._cache.get(key)
+        fresh = cached is not None and cached[0] > now
+        if last is not None and self._products_ttl_s > 0 and not fresh:
+            if now - last[0] < self._products_ttl_s + PRODUCTS_STALE_S:
+                if self._refresh is None or self._refresh.done():  # read again behind it
+                    self._refresh = asyncio.ensure_future(self._read_products(source))
+                    self._refresh.add_done_callback(_retrieved)
+                return last[1]
+        return await self._read_products(source)
+
+    async def _read_products(self, source: ProductSource) -> tuple[Product, ...]:
+        found = await self._read(
+            ("products", ""), lambda: _as_tuple(source.catalogue()), ttl=self._products_ttl_s
+        )
+        assert isinstance(found, tuple)
+        if self._last_products is None or self._last_products[1] is not found:
+            self._last_products = (self._clock(), found)
+        return found
+
     async def check(self) -> None:
         await self.backend.check()
 
@@ -132,7 +171,12 @@ class ShopDirectory:
 
     # -- internals ----------------------------------------------------------------
 
-    async def _read(self, key: tuple[str, str], fetch: Callable[[], Awaitable[object]]) -> object:
+    async def _read(
+        self,
+        key: tuple[str, str],
+        fetch: Callable[[], Awaitable[object]],
+        ttl: float | None = None,
+    ) -> object:
         now = self._clock()
         cached = self._cache.get(key)
         if cached is not None:
@@ -142,7 +186,7 @@ class ShopDirectory:
             del self._cache[key]
         flight = self._inflight.get(key)
         if flight is None:
-            flight = asyncio.ensure_future(self._fetch(key, fetch))
+            flight = asyncio.ensure_future(self._fetch(key, fetch, ttl))
             self._inflight[key] = flight
             flight.add_done_callback(lambda done: self._landed(key, done))
         # shielded: a caller that gives up (its turn's deadline) leaves the request to the
@@ -155,7 +199,9 @@ class ShopDirectory:
         if not done.cancelled():
             done.exception()  # retrieved: every waiter may have given up
 
-    async def _fetch(self, key: tuple[str, str], fetch: Callable[[], Awaitable[object]]) -> object:
+    async def _fetch(
+        self, key: tuple[str, str], fetch: Callable[[], Awaitable[object]], ttl: float | None
+    ) -> object:
         self._admit()
         started = self._clock()
         try:
@@ -174,7 +220,8 @@ class ShopDirectory:
             self._probing = False
             raise
         self._succeeded(started, found=value is not None)
-        ttl = self._cache_ttl_s if value is not None else self._miss_ttl_s
+        if ttl is None:
+            ttl = self._cache_ttl_s if value is not None else self._miss_ttl_s
         if ttl > 0:
             self._remember(key, value, ttl)
         return value
@@ -231,6 +278,16 @@ class ShopDirectory:
         self._cache[key] = (now + ttl, value)
 
 
+def _retrieved(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled():
+        done.exception()  # a background read's failure is counted and logged already
+
+
+async def _as_tuple(products: Awaitable[Sequence[Product]]) -> tuple[Product, ...]:
+    found = await products
+    return found if isinstance(found, tuple) else tuple(found)
+
+
 async def _as_list(orders: Awaitable[Sequence[LiveOrder]]) -> list[LiveOrder]:
     return list(await orders)
 
@@ -240,4 +297,6 @@ def local_directory(
 ) -> ShopDirectory:
     """A directory over a backend that reads the bot's own database: no cache (an import
     is seen at once); a storage fault passes through to the storage wait."""
-    return ShopDirectory(backend, number_rule=number_rule, cache_ttl_s=0, miss_ttl_s=0)
+    return ShopDirectory(
+        backend, number_rule=number_rule, cache_ttl_s=0, miss_ttl_s=0, products_ttl_s=0
+    )

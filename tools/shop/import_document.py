@@ -19,16 +19,28 @@ Document (every top-level key optional, unknown keys rejected)::
      "return_policies": [{"product": "Наушники", "return_days": 7,
                           "conditions": "...", "aliases": ["headphones"]}],
      "general_return_policy": "...",
-     "faq": [{"topic": "Доставка", "answer": "...", "aliases": ["delivery"]}]}
+     "faq": [{"topic": "Доставка", "answer": "...", "aliases": ["delivery"]}],
+     "products": [{"product_id": "arctic", "title": "Пуховик Arctic",
+                   "description": "...", "url": "https://shop.example/arctic",
+                   "variants": [{"variant_id": "arctic-m-black",
+                                 "options": {"Размер": "M", "Цвет": "чёрный"},
+                                 "price": {"amount": "12990", "currency": "RUB"},
+                                 "stock": 4, "restock_date": "2026-12-20"}]}]}
 
 An order's `items` (at most 200, a name and a quantity each), `total` (a non-negative
 amount, given as a string or a number, and a three-letter ISO 4217 currency code) and
 tracking (`carrier`, `tracking_number`, an http(s) `tracking_url`) are what the live
 backends read from a shop; the local backend shows them the same way.
 
+`products` is the shop's whole catalogue (docs/shop-data.md): when given it replaces the
+stored one (`[]` removes every product). A variant's availability is its `stock` (a count)
+or, where the shop keeps no count, `in_stock` (true or false); with neither it is for sale
+(in stock). Product ids and a product's variant ids are unique.
+
 Bounds: at most 10,000 orders (with 50,000 items in all) and 10,000 return policies per
-file, 50 aliases per policy; at most 1,000 FAQ entries with 50 aliases each; at most 100
-problem lines are kept (the total is counted).
+file, 50 aliases per policy; at most 1,000 FAQ entries with 50 aliases each; at most
+20,000 products with 100 variants each and 50,000 variants in all; at most 100 problem
+lines are kept (the total is counted).
 
 `owner_phone` names the order's owner by phone: it is stored in E.164 (see
 `tools.shop.rules.normalise_phone`: "+" and 8..15 digits; a Russian "8 (912) 345-67-89"
@@ -69,7 +81,7 @@ from pydantic import (
     field_validator,
 )
 
-from storage.shop_records import FaqRecord, OrderUpsert, ReturnPolicyUpsert
+from storage.shop_records import FaqRecord, OrderUpsert, ProductRecord, ReturnPolicyUpsert
 from tools.shop.faq import faq_key
 from tools.shop.orders import FOUR_DIGITS, OrderNumberRule
 from tools.shop.rules import (
@@ -89,6 +101,10 @@ MAX_ALIASES = 50
 MAX_FAQ_ENTRIES = 1_000
 MAX_ITEMS = 200  # an order's items (as the HTTP contract bounds them)
 MAX_FILE_ITEMS = 50_000  # the items of all orders of one file
+MAX_PRODUCTS = 20_000
+MAX_VARIANTS = 100  # one product's
+MAX_FILE_VARIANTS = 50_000  # the variants of all products of one file
+MAX_OPTIONS = 10
 MAX_PROBLEMS_SHOWN = 100
 # Telegram: "user identifiers have at most 52 significant bits"; also keeps every id
 # inside SQLite's 64-bit INTEGER.
@@ -185,7 +201,37 @@ class FaqIn(BaseModel):
     aliases: Annotated[list[FaqKey], Field(max_length=MAX_ALIASES)] | None = None
 
 
-_Record = TypeVar("_Record", OrderIn, ReturnPolicyIn, FaqIn)
+Id = Annotated[Text, StringConstraints(max_length=100)]
+OptionText = Annotated[Text, StringConstraints(max_length=100)]
+
+
+class VariantIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    variant_id: Id
+    title: Annotated[Text, StringConstraints(max_length=300)] | None = None
+    options: Annotated[dict[OptionText, OptionText], Field(max_length=MAX_OPTIONS)] = Field(
+        default_factory=dict
+    )
+    price: TotalIn | None = None
+    stock: Annotated[StrictInt, Field(ge=0, le=10**9)] | None = None
+    in_stock: bool | None = None
+    restock_date: date | None = None
+
+
+class ProductIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    product_id: Id
+    title: Annotated[Text, StringConstraints(max_length=300)]
+    description: Annotated[str, StringConstraints(strip_whitespace=True, max_length=5000)] = ""
+    url: (
+        Annotated[Text, StringConstraints(max_length=2000), AfterValidator(_web_address)] | None
+    ) = None
+    variants: Annotated[list[VariantIn], Field(min_length=1, max_length=MAX_VARIANTS)]
+
+
+_Record = TypeVar("_Record", OrderIn, ReturnPolicyIn, FaqIn, ProductIn)
 
 
 class _TopLevel(BaseModel):
@@ -197,6 +243,7 @@ class _TopLevel(BaseModel):
     return_policies: list[Any] = Field(default_factory=list)
     general_return_policy: Annotated[Text, StringConstraints(max_length=4000)] | None = None
     faq: list[Any] = Field(default_factory=list)  # null is invalid: [] removes every entry
+    products: list[Any] = Field(default_factory=list)  # likewise: [] removes every product
 
 
 @dataclass(slots=True)
@@ -207,6 +254,7 @@ class ImportPlan:
     policies: list[ReturnPolicyUpsert] = field(default_factory=list)
     texts: dict[str, str | None] = field(default_factory=dict)
     faq: list[FaqRecord] | None = None  # None: the document has no `faq`, keep the stored one
+    products: list[ProductRecord] | None = None  # None: no `products`, keep the stored ones
 
 
 class ShopDataError(ValueError):
@@ -247,7 +295,7 @@ def _record_label(raw: Any, loc: tuple[Any, ...]) -> str:
             items = raw[loc[0]]
             record = items[index] if index < len(items) else None
         if isinstance(record, dict):
-            for key in ("order_id", "product", "topic"):
+            for key in ("order_id", "product", "topic", "product_id"):
                 if isinstance(record.get(key), str):
                     parts[0] += f" ({key} {record[key][:60]!r})"
                     break
@@ -337,6 +385,35 @@ def _faq_problems(entries: list[FaqIn]) -> list[str]:
     return problems
 
 
+def _product_problems(products: list[ProductIn]) -> list[str]:
+    """A product id given twice, or a variant id twice within one product."""
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for index, product in enumerate(products):
+        label = f"products[{index}] (product_id {product.product_id[:60]!r})"
+        if product.product_id in seen:
+            problems.append(
+                f"{label}.product_id: duplicate of products[{seen[product.product_id]}]"
+            )
+        else:
+            seen[product.product_id] = index
+        variants: dict[str, int] = {}
+        for v_index, variant in enumerate(product.variants):
+            if variant.variant_id in variants:
+                problems.append(
+                    f"{label}.variants[{v_index}].variant_id: duplicate of "
+                    f"variants[{variants[variant.variant_id]}]"
+                )
+            else:
+                variants[variant.variant_id] = v_index
+    return problems
+
+
+def _product_record(product: ProductIn) -> ProductRecord:
+    document = product.model_dump(mode="json", exclude={"product_id"}, exclude_none=True)
+    return ProductRecord(product.product_id, json.dumps(document, ensure_ascii=False))
+
+
 def _policy_upsert(policy: ReturnPolicyIn) -> ReturnPolicyUpsert:
     key = normalise_product_name(policy.product)
     aliases = None
@@ -418,7 +495,7 @@ def plan_import(raw: Any, number_rule: OrderNumberRule = FOUR_DIGITS) -> ImportP
         raise ShopDataError(
             [
                 "document: expected a JSON object with orders, return_policies, "
-                "general_return_policy, faq"
+                "general_return_policy, faq, products"
             ]
         )
     problems = _Problems()
@@ -430,14 +507,19 @@ def plan_import(raw: Any, number_rule: OrderNumberRule = FOUR_DIGITS) -> ImportP
     orders = _records(raw, "orders", OrderIn, MAX_ORDERS, problems, {"number_rule": number_rule})
     policies = _records(raw, "return_policies", ReturnPolicyIn, MAX_RETURN_POLICIES, problems)
     faq = _records(raw, "faq", FaqIn, MAX_FAQ_ENTRIES, problems)
+    products = _records(raw, "products", ProductIn, MAX_PRODUCTS, problems)
     items = sum(len(order.items or ()) for order in orders)
     if items > MAX_FILE_ITEMS:
         problems.add(
             [f"orders: {items} items in all, at most {MAX_FILE_ITEMS} per file; split the file"]
         )
+    variants = sum(len(product.variants) for product in products)
+    if variants > MAX_FILE_VARIANTS:
+        problems.add([f"products: {variants} variants in all, at most {MAX_FILE_VARIANTS}"])
     if not problems.total:
         problems.add(_cross_record_problems(orders, policies))
         problems.add(_faq_problems(faq))
+        problems.add(_product_problems(products))
     if problems.total or top is None:
         raise ShopDataError(problems.shown, problems.total)
 
@@ -450,4 +532,6 @@ def plan_import(raw: Any, number_rule: OrderNumberRule = FOUR_DIGITS) -> ImportP
         plan.texts[GENERAL_RETURN_POLICY_KEY] = top.general_return_policy
     if "faq" in top.model_fields_set:
         plan.faq = [_faq_record(entry) for entry in faq]
+    if "products" in top.model_fields_set:
+        plan.products = [_product_record(product) for product in products]
     return plan

@@ -17,6 +17,7 @@ from bot.telegram.features.handoff import HANDOFF
 from bot.telegram.features.instances import INSTANCES
 from bot.telegram.features.knowledge import KNOWLEDGE
 from bot.telegram.features.order_updates import ORDER_UPDATES
+from bot.telegram.features.products import PRODUCTS
 from bot.telegram.features.streaming import STREAMING
 from bot.telegram.features.voice import VOICE
 
@@ -29,4 +30,5 @@ FEATURES: tuple[FeatureSpec[Any, Any], ...] = (
     ORDER_UPDATES,
     KNOWLEDGE,
     GAPS,
+    PRODUCTS,
 )

@@ -64,6 +64,7 @@ def build_shop_directory(settings: Settings, db: Database) -> ShopDirectory:
             number_rule=rule,
             cache_ttl_s=settings.shop_cache_ttl_s,
             miss_ttl_s=settings.shop_miss_ttl_s,
+            products_ttl_s=settings.shop_products_ttl_s,
         )
     if settings.shop_backend == "http":
         assert settings.shop_api_url is not None and settings.shop_api_token is not None
@@ -78,6 +79,7 @@ def build_shop_directory(settings: Settings, db: Database) -> ShopDirectory:
             number_rule=rule,
             cache_ttl_s=settings.shop_cache_ttl_s,
             miss_ttl_s=settings.shop_miss_ttl_s,
+            products_ttl_s=settings.shop_products_ttl_s,
         )
     return local_directory(LocalBackend(ShopRepository(db)), rule)
 

@@ -20,7 +20,12 @@ def build_platform_backend(settings: Settings) -> ShopBackend:
     timeout = settings.shop_timeout_s
     if settings.shop_backend == "medusa":
         assert settings.shop_api_url is not None
-        return MedusaBackend(settings.shop_api_url, token, timeout_s=timeout)
+        return MedusaBackend(
+            settings.shop_api_url,
+            token,
+            timeout_s=timeout,
+            product_url=settings.shop_product_url,
+        )
     if settings.shop_backend == "shopify":
         assert settings.shopify_shop is not None
         client = settings.shopify_client_id, settings.shopify_client_secret

@@ -26,9 +26,9 @@ from tests.unit.test_config import make
 
 SHOP = "Кофейный двор"
 WITH_ACTIONS = "support_chat@4+order_actions@1"
-# the configurations of before (the shop's knowledge came later: off), and the whole
+# the configurations of before (the shop's knowledge and products came later: off), and the whole
 # prompt the model saw in each
-OFF = {"KNOWLEDGE_ENABLED": "false"}
+OFF = {"KNOWLEDGE_ENABLED": "false", "PRODUCTS_ENABLED": "false"}
 BEFORE = [
     (OFF, SUPPORT_CHAT_V4, "support_chat@4"),
     ({**OFF, "OPERATOR_CHAT_ID": "-1001234"}, SUPPORT_CHAT_V4, "support_chat@4"),

@@ -50,6 +50,7 @@ def test_the_document_is_openapi_3_1_with_valid_schemas_and_resolvable_refs() ->
         "/orders/{number}",
         "/orders",
         "/capabilities",  # actions
+        "/products",  # products
         "/orders/{number}/cancel",
         "/orders/{number}/returns",
         "/orders/{number}/address",
@@ -157,6 +158,8 @@ async def test_the_readme_example_server_answers_by_the_document_and_the_bot_rea
             validate(await response.json(), "Order")
         async with http.get(f"{example_server}/orders/1", headers=headers) as response:
             assert response.status == 404
+        async with http.get(f"{example_server}/products", headers=headers) as response:
+            validate(await response.json(), "ProductPage")
     client = HttpBackend(example_server, SecretStr("example-token"))
     try:
         await client.check()
@@ -166,6 +169,9 @@ async def test_the_readme_example_server_answers_by_the_document_and_the_bot_rea
         assert mine == {"100234", "100235"}
         assert await client.get_order("999") is None
         assert await client.supported_actions() == frozenset()  # it declares no action
+        (product,) = await client.catalogue()
+        assert product.url == "https://shop.example/products/barista"
+        assert [v.stock for v in product.variants] == [4, 0]
     finally:
         await client.aclose()
 

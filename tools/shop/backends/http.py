@@ -9,7 +9,12 @@ with `Authorization: Bearer SHOP_API_TOKEN`:
   cancelled) and `updated_at` (RFC 3339 with an offset) required; `customer {phone,
   email, telegram_id}`, `items [{name, quantity}]`, `delivery {carrier,
   tracking_number, tracking_url, eta, pickup_point}`, `total {amount, currency}`
-  optional; unknown fields ignored.
+  optional; unknown fields ignored;
+- optional, the catalogue: `GET {SHOP_API_URL}/products[?after={cursor}]` → 200
+  `{"products": [...], "next": cursor or null}` (pages followed to the end, at most
+  `MAX_CATALOGUE_VARIANTS` variants), 404 when the shop serves no products; a product
+  `{id, title, description, url, variants: [{id, title, options, price, stock,
+  in_stock, restock_date}]}`.
 
 Behaving well towards the shop: one request may take `timeout_s` (connect 1.5 s at
 most); one retry after a connection error or a 5xx, only if a second attempt fits the
@@ -66,11 +71,14 @@ from tools.shop.backend import (
 )
 from tools.shop.backends.body import BodyTooLarge, decode_json, read_body
 from tools.shop.orders import SHOP_WRITTEN, Delivery, LiveOrder, Money, OrderItem, OrderNumberRule
+from tools.shop.products import MAX_CATALOGUE_VARIANTS, Product, Variant
 from tools.shop.rules import OrderStatus, normalise_phone_or_none
 
 log = logging.getLogger("tools.shop.http")
 
 MAX_BODY_BYTES = 1024 * 1024
+MAX_PRODUCTS_PAGE_BYTES = 8 * 1024 * 1024  # one page of the catalogue
+MAX_PRODUCT_PAGES = 200
 # orders kept from one phone's list (the newest)
 PHONE_ORDERS_LIMIT = 20
 # a second attempt is made only when at least this much of the budget is left
@@ -127,6 +135,54 @@ class OrderIn(_Model):
 
 class OrderListIn(_Model):
     orders: Annotated[list[OrderIn], Field(max_length=1000)]
+
+
+class VariantIn(_Model):
+    id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    title: Text | None = None
+    options: Annotated[
+        dict[Annotated[str, StringConstraints(max_length=100)], Text], Field(max_length=10)
+    ] = {}
+    price: TotalIn | None = None
+    stock: Annotated[int, Field(ge=-1_000_000, le=10**9)] | None = None
+    in_stock: bool | None = None
+    restock_date: date | None = None
+
+
+class ProductIn(_Model):
+    id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    title: Annotated[str, StringConstraints(min_length=1, max_length=300)]
+    description: Annotated[str, StringConstraints(max_length=5000)] = ""
+    url: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    variants: Annotated[list[VariantIn], Field(min_length=1, max_length=100)]
+
+
+class ProductPageIn(_Model):
+    products: Annotated[list[ProductIn], Field(max_length=5000)]
+    next: Annotated[str, StringConstraints(min_length=1, max_length=500)] | None = None
+
+
+def to_product(product: ProductIn) -> Product:
+    """The contract's product as the bot's (a page link only when it is http(s))."""
+    url = product.url if product.url and urlsplit(product.url).scheme in ("http", "https") else None
+    return Product(
+        product_id=product.id,
+        title=product.title,
+        description=product.description,
+        url=url,
+        variants=tuple(
+            Variant(
+                variant_id=v.id,
+                title=v.title or "",
+                options=tuple(v.options.items()),
+                price=None if v.price is None else Money(v.price.amount, v.price.currency.upper()),
+                stock=v.stock,
+                in_stock=v.in_stock,
+                restock_date=v.restock_date,
+            )
+            for v in product.variants
+        ),
+    )
 
 
 def to_live_order(order: OrderIn) -> LiveOrder:
@@ -201,6 +257,35 @@ class HttpBackend:
         listed = _parse(OrderListIn, body).orders
         orders = sorted((to_live_order(o) for o in listed), key=lambda o: o.updated_at)
         return orders[::-1][:PHONE_ORDERS_LIMIT]
+
+    async def catalogue(self) -> tuple[Product, ...]:
+        """Every page of `GET /products` (none when the shop serves no catalogue: 404)."""
+        products: list[Product] = []
+        variants = 0
+        cursor: str | None = None
+        for _ in range(MAX_PRODUCT_PAGES):
+            params = {"after": cursor} if cursor is not None else None
+            status, body = await self._get("/products", params, limit=MAX_PRODUCTS_PAGE_BYTES)
+            if status == 404:
+                return ()
+            page = _parse(ProductPageIn, body)
+            for raw in page.products:
+                variants += len(raw.variants)
+                if variants > MAX_CATALOGUE_VARIANTS:
+                    log.warning(
+                        "shop API at %s: the catalogue is cut at %d variants",
+                        self.host,
+                        MAX_CATALOGUE_VARIANTS,
+                    )
+                    return tuple(products)
+                products.append(to_product(raw))
+            if page.next is None or page.next == cursor:
+                return tuple(products)
+            cursor = page.next
+        log.warning(
+            "shop API at %s: the catalogue is cut at %d pages", self.host, MAX_PRODUCT_PAGES
+        )
+        return tuple(products)
 
     async def check(self) -> None:
         """One list request for a phone nobody has: proves the address, the token and the
@@ -345,7 +430,12 @@ class HttpBackend:
         return self._session
 
     async def _get(
-        self, path: str, params: dict[str, str] | None = None, *, attempts: int = 2
+        self,
+        path: str,
+        params: dict[str, str] | None = None,
+        *,
+        attempts: int = 2,
+        limit: int = MAX_BODY_BYTES,
     ) -> tuple[int, Any]:
         """(status, decoded JSON or None) for 200 and 404; `ShopUnavailable` otherwise."""
         loop = asyncio.get_running_loop()
@@ -355,7 +445,7 @@ class HttpBackend:
             attempt += 1
             try:
                 async with self._slots:
-                    return await self._once(path, params)
+                    return await self._once(path, params, limit)
             except _Retryable as retry:
                 left = deadline - loop.time()
                 wait = retry.after_s
@@ -369,7 +459,9 @@ class HttpBackend:
                 if wait:
                     await asyncio.sleep(wait)
 
-    async def _once(self, path: str, params: dict[str, str] | None) -> tuple[int, Any]:
+    async def _once(
+        self, path: str, params: dict[str, str] | None, limit: int = MAX_BODY_BYTES
+    ) -> tuple[int, Any]:
         headers = {"Authorization": f"Bearer {self._token.get_secret_value()}"}
         try:
             async with self._client().get(
@@ -390,7 +482,7 @@ class HttpBackend:
                     raise _Retryable("unavailable", f"HTTP {status}")
                 if status != 200:
                     raise ShopUnavailable("unavailable", f"HTTP {status}")
-                raw = await read_body(response, MAX_BODY_BYTES)
+                raw = await read_body(response, limit)
         except TimeoutError:
             raise ShopUnavailable("timeout", f"no answer within {self._timeout_s:g} s") from None
         except aiohttp.ClientConnectionError as exc:
@@ -439,7 +531,7 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, seconds)
 
 
-def _parse(model: type[OrderIn] | type[OrderListIn], body: Any) -> Any:
+def _parse(model: type[OrderIn] | type[OrderListIn] | type[ProductPageIn], body: Any) -> Any:
     try:
         return model.model_validate(body)
     except ValidationError as exc:

@@ -1,7 +1,8 @@
 """`SHOP_BACKEND=local` (the default and the demo): orders from the bot's own database.
 
-The orders are the ones `import-data` wrote (or the demo's), read through
-storage/shop.py. Nothing is live: the data is as fresh as the last import. The only
+The orders and products are the ones `import-data` wrote (or the demo's), read through
+storage/shop.py. Nothing is live: the data is as fresh as the last import. The catalogue
+is parsed once per import (`ShopRepository.products_version`). The only
 backend that sets `LiveOrder.public`: an order without an owner id and without an owner
 phone is the demo's public order, shown to anyone (tools/shop/access.py).
 """
@@ -12,6 +13,7 @@ import json
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
 
 from pydantic import TypeAdapter
 
@@ -26,6 +28,7 @@ from tools.shop.orders import (
     OrderItem,
     OrderNumberRule,
 )
+from tools.shop.products import Product, Variant
 from tools.shop.rules import OrderStatus
 
 _DATETIME = TypeAdapter(datetime)
@@ -41,6 +44,7 @@ class LocalBackend:
     def __init__(self, shop: ShopRepository, number_rule: OrderNumberRule = FOUR_DIGITS) -> None:
         self._shop = shop
         self.number_rule = number_rule
+        self._catalogue: tuple[tuple[int, int], tuple[Product, ...]] | None = None
 
     async def get_order(self, number: str) -> LiveOrder | None:
         record = await self._shop.get_order(number)
@@ -49,6 +53,15 @@ class LocalBackend:
     async def orders_for_phone(self, phone: str) -> Sequence[LiveOrder]:
         records = await self._shop.orders_for_phone(phone, limit=PHONE_ORDERS_LIMIT)
         return [live_order(record) for record in records]
+
+    async def catalogue(self) -> tuple[Product, ...]:
+        """The imported products: the same tuple until the next import."""
+        version = await self._shop.products_version()
+        if self._catalogue is None or self._catalogue[0] != version:
+            records = await self._shop.products()
+            parsed = tuple(product_of(r.product_id, json.loads(r.document)) for r in records)
+            self._catalogue = (version, parsed)
+        return self._catalogue[1]
 
     async def check(self) -> None:
         """Nothing to probe: the database is opened (and checked) before the backend."""
@@ -101,4 +114,29 @@ def live_order(record: OrderRecord) -> LiveOrder:
         delivery=_delivery(record),
         total=total,
         public=record.owner_telegram_id is None and record.owner_phone is None,
+    )
+
+
+def product_of(product_id: str, document: dict[str, Any]) -> Product:
+    """A stored product (the import document's form, validated when imported)."""
+    return Product(
+        product_id=product_id,
+        title=document["title"],
+        description=document.get("description", ""),
+        url=document.get("url"),
+        variants=tuple(_variant(v) for v in document["variants"]),
+    )
+
+
+def _variant(raw: dict[str, Any]) -> Variant:
+    price = raw.get("price")
+    restock = raw.get("restock_date")
+    return Variant(
+        variant_id=raw["variant_id"],
+        title=raw.get("title") or "",
+        options=tuple((str(k), str(v)) for k, v in (raw.get("options") or {}).items()),
+        price=None if price is None else Money(Decimal(price["amount"]), price["currency"]),
+        stock=raw.get("stock"),
+        in_stock=raw.get("in_stock"),
+        restock_date=None if restock is None else _DATE.validate_python(restock),
     )

@@ -15,6 +15,15 @@ Two behaviours of the engine shape this module:
 - admin routes take no Idempotency-Key, so an action writes its operation id into the
   platform's record first (the order's or the return's `metadata`) and looks for it
   before acting again.
+
+The catalogue (`catalogue`): GET /admin/products (published only, pages of
+`PRODUCT_PAGE`) with each variant's options, prices and inventory levels
+(https://docs.medusajs.com/api/admin#products_getproducts). The Admin API computes no
+`inventory_quantity` (the Store API does, with a publishable key), so a variant that
+manages inventory has what its inventory items' location levels hold (stocked minus
+reserved, divided by the quantity one variant needs); one that does not, or allows
+back orders, is for sale. A product's page is `product_url` with the product's handle
+(SHOP_PRODUCT_URL; Medusa knows no storefront address).
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from tools.shop.backends.platform_http import (
     phone_or_none,
 )
 from tools.shop.orders import Delivery, LiveOrder, Money, OrderItem, OrderNumberRule
+from tools.shop.products import MAX_CATALOGUE_VARIANTS, Product, Variant
 from tools.shop.rules import OrderStatus
 
 logger = logging.getLogger(__name__)
@@ -95,6 +105,27 @@ RETURN_OP_KEY = "support_bot_operation_id"
 ADDRESS_OP_KEY = "support_bot_address_operation_id"
 ADDRESS_FIELDS = "id,status,fulfillment_status,metadata,shipping_address.*"
 _IN_TRANSIT = ("shipped", "partially_shipped", "partially_delivered")
+PRODUCT_FIELDS = ",".join(
+    (
+        "id",
+        "title",
+        "description",
+        "handle",
+        "variants.id",
+        "variants.title",
+        "variants.manage_inventory",
+        "variants.allow_backorder",
+        "variants.options.value",
+        "variants.options.option.title",
+        "variants.prices.amount",
+        "variants.prices.currency_code",
+        "variants.inventory_items.required_quantity",
+        "variants.inventory_items.inventory.location_levels.stocked_quantity",
+        "variants.inventory_items.inventory.location_levels.reserved_quantity",
+    )
+)
+PRODUCT_PAGE = 100
+MAX_PRODUCT_PAGES = 500
 
 
 def map_status(status: object, fulfillment_status: object) -> OrderStatus:
@@ -176,6 +207,55 @@ def to_live_order(raw: dict[str, Any]) -> LiveOrder:
     )
 
 
+def _stock(raw: dict[str, Any]) -> int | None:
+    """What a managed variant has (the fewest whole variants its inventory items make),
+    None when it is not managed or may be back-ordered (then it is for sale)."""
+    if not raw.get("manage_inventory") or raw.get("allow_backorder"):
+        return None
+    counts: list[int] = []
+    for link in raw.get("inventory_items") or []:
+        if not isinstance(link, dict):
+            continue
+        levels = ((link.get("inventory") or {}).get("location_levels")) or []
+        held = sum(
+            int(level.get("stocked_quantity") or 0) - int(level.get("reserved_quantity") or 0)
+            for level in levels
+            if isinstance(level, dict)
+        )
+        needed = max(1, int(link.get("required_quantity") or 1))
+        counts.append(max(0, held) // needed)
+    return min(counts) if counts else 0
+
+
+def to_variant(raw: dict[str, Any]) -> Variant:
+    options = tuple(
+        (str((o.get("option") or {}).get("title") or ""), str(o.get("value") or ""))
+        for o in raw.get("options") or []
+        if isinstance(o, dict) and o.get("value") is not None
+    )
+    prices = [p for p in raw.get("prices") or [] if isinstance(p, dict)]
+    price = _money(prices[0].get("amount"), prices[0].get("currency_code")) if prices else None
+    return Variant(
+        variant_id=str(raw["id"]),
+        title=_text(raw.get("title")) or "",
+        options=options,
+        price=price,
+        stock=_stock(raw),
+    )
+
+
+def to_product(raw: dict[str, Any], product_url: str | None) -> Product:
+    handle = _text(raw.get("handle"))
+    url = product_url.replace("{handle}", handle) if product_url and handle else None
+    return Product(
+        product_id=str(raw["id"]),
+        title=str(raw["title"]),
+        description=_text(raw.get("description")) or "",
+        url=url,
+        variants=tuple(to_variant(v) for v in raw.get("variants") or [] if isinstance(v, dict)),
+    )
+
+
 def _is_number(raw: dict[str, Any], number: str) -> bool:
     return str(raw.get("display_id")) == number or (
         raw.get("custom_display_id") is not None and str(raw.get("custom_display_id")) == number
@@ -201,9 +281,11 @@ class MedusaBackend:
         timeout_s: float = 3.0,
         number_rule: OrderNumberRule = MEDUSA_NUMBERS,
         session: aiohttp.ClientSession | None = None,
+        product_url: str | None = None,
     ) -> None:
         token = base64.b64encode(f"{api_key}:".encode()).decode()
         self.number_rule = number_rule
+        self._product_url = product_url
         self._http = PlatformClient(
             base_url,
             {"Authorization": f"Basic {token}"},
@@ -285,6 +367,37 @@ class MedusaBackend:
             found.extend(to_live_order(o) for o in orders if isinstance(o, dict))
         found.sort(key=lambda o: o.updated_at, reverse=True)
         return found[:PHONE_ORDERS]
+
+    @unreadable_is_malformed
+    async def catalogue(self) -> tuple[Product, ...]:
+        """The published products, page by page (module docstring)."""
+        products: list[Product] = []
+        variants = 0
+        for page in range(MAX_PRODUCT_PAGES):
+            params: dict[str, str | int] = {
+                "fields": PRODUCT_FIELDS,
+                "status[]": "published",
+                "limit": PRODUCT_PAGE,
+                "offset": page * PRODUCT_PAGE,
+            }
+            body = expect_object(
+                await self._http.request("GET", "/admin/products", params=params),
+                "medusa products",
+            )
+            listed = body.get("products")
+            if not isinstance(listed, list):
+                raise ShopUnavailable("malformed", "medusa products: no list")
+            for raw in listed:
+                product = to_product(raw, self._product_url)
+                variants += len(product.variants)
+                if variants > MAX_CATALOGUE_VARIANTS:
+                    logger.warning("medusa: the catalogue is cut at %d variants", variants)
+                    return tuple(products)
+                products.append(product)
+            count = body.get("count")
+            if not listed or not isinstance(count, int) or count <= (page + 1) * PRODUCT_PAGE:
+                return tuple(products)
+        return tuple(products)
 
     async def check(self) -> None:
         try:

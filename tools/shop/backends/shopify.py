@@ -14,6 +14,13 @@ the owner may override; Shopify supports a version for at least 12 months):
   https://shopify.dev/docs/api/admin-graphql/2026-07/input-objects/MailingAddressInput
 - rate limits (calculated query cost, THROTTLED with extensions.cost.throttleStatus):
   https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits
+- the catalogue, one flat page of variants with their product (cheaper per call than
+  products with nested variants, under the 1,000-point query limit):
+  https://shopify.dev/docs/api/admin-graphql/2026-07/queries/productVariants,
+  https://shopify.dev/docs/api/admin-graphql/2026-07/objects/ProductVariant
+  (price, inventoryQuantity — needs read_inventory —, inventoryPolicy, availableForSale,
+  selectedOptions, inventoryItem.tracked), Product (title, description, onlineStoreUrl,
+  status: only ACTIVE are sold) and shop.currencyCode for the prices' currency.
 Auth: an Admin API access token in `X-Shopify-Access-Token`: short-lived ones of a Dev
 Dashboard app (client credentials grant), or the fixed one of a custom app created in the
 admin before 2026 (tools/shop/backends/shopify_token.py). Shopify is
@@ -49,6 +56,7 @@ from tools.shop.backend import (
 from tools.shop.backends.platform_http import PlatformClient, Reply, parse_time, phone_or_none
 from tools.shop.backends.shopify_token import ClientCredentials, StaticToken, TokenSource
 from tools.shop.orders import Delivery, LiveOrder, Money, OrderItem, OrderNumberRule
+from tools.shop.products import MAX_CATALOGUE_VARIANTS, Product, Variant
 from tools.shop.rules import OrderStatus
 
 logger = logging.getLogger(__name__)
@@ -98,6 +106,14 @@ ADDRESS_UPDATE = (
     "mutation AddressUpdate($input: OrderInput!) { orderUpdate(input: $input) {"
     " order { id } userErrors { field message } } }"
 )
+PRODUCT_VARIANTS = (
+    "query ProductVariants($cursor: String) { shop { currencyCode }"
+    " productVariants(first: 250, after: $cursor) { pageInfo { hasNextPage endCursor }"
+    " nodes { id title price inventoryQuantity inventoryPolicy availableForSale"
+    " selectedOptions { name value } inventoryItem { tracked }"
+    " product { id title description(truncateAt: 1000) onlineStoreUrl status } } } }"
+)
+MAX_VARIANT_PAGES = MAX_CATALOGUE_VARIANTS // 250
 CANCEL = (
     "mutation Cancel($orderId: ID!, $staffNote: String) { orderCancel(orderId: $orderId,"
     " reason: CUSTOMER, restock: true, notifyCustomer: true,"
@@ -208,6 +224,50 @@ def to_live_order(raw: dict[str, Any], prefix: str) -> LiveOrder:
         delivered_at=max(delivered) if delivered else None,
         ref=str(raw["id"]),
     )
+
+
+def to_variant(raw: dict[str, Any], currency: str) -> Variant:
+    """A ProductVariant: a count where Shopify tracks it and does not sell beyond it,
+    else its own availableForSale."""
+    counted = (raw.get("inventoryItem") or {}).get("tracked") and raw.get(
+        "inventoryPolicy"
+    ) != "CONTINUE"
+    quantity = raw.get("inventoryQuantity")
+    price = raw.get("price")
+    options = tuple(
+        (str(o.get("name") or ""), str(o.get("value") or ""))
+        for o in raw.get("selectedOptions") or []
+        if isinstance(o, dict) and o.get("name") != "Title"  # "Default Title": no options
+    )
+    return Variant(
+        variant_id=str(raw["id"]),
+        title=_text(raw.get("title")) or "",
+        options=options,
+        price=Money(Decimal(str(price)), currency) if price is not None and currency else None,
+        stock=int(quantity) if counted and isinstance(quantity, int) else None,
+        in_stock=None if counted else bool(raw.get("availableForSale")),
+    )
+
+
+def group_products(nodes: list[dict[str, Any]], currency: str) -> list[Product]:
+    """Variants (each with its product) grouped into the active products, in order."""
+    products: dict[str, tuple[dict[str, Any], list[Variant]]] = {}
+    for node in nodes:
+        product = node.get("product") or {}
+        if product.get("status") != "ACTIVE":
+            continue
+        entry = products.setdefault(str(product["id"]), (product, []))
+        entry[1].append(to_variant(node, currency))
+    return [
+        Product(
+            product_id=pid,
+            title=str(raw["title"]),
+            description=_text(raw.get("description")) or "",
+            url=_text(raw.get("onlineStoreUrl")),
+            variants=tuple(variants),
+        )
+        for pid, (raw, variants) in products.items()
+    ]
 
 
 def _quote(value: str) -> str:
@@ -328,6 +388,23 @@ class ShopifyBackend:
             found.extend(to_live_order(o, self._prefix) for o in _nodes(customer.get("orders")))
         found.sort(key=lambda o: o.updated_at, reverse=True)
         return found[:20]
+
+    @unreadable_is_malformed
+    async def catalogue(self) -> tuple[Product, ...]:
+        """Every page of productVariants, grouped by product (module docstring)."""
+        nodes: list[dict[str, Any]] = []
+        currency = ""
+        cursor: str | None = None
+        for _ in range(MAX_VARIANT_PAGES):
+            data = await self._graphql(PRODUCT_VARIANTS, {"cursor": cursor})
+            currency = str((data.get("shop") or {}).get("currencyCode") or currency)
+            connection = data.get("productVariants") or {}
+            nodes.extend(_nodes(connection))
+            info = connection.get("pageInfo") or {}
+            cursor = _text(info.get("endCursor"))
+            if not info.get("hasNextPage") or cursor is None:
+                break
+        return tuple(group_products(nodes, currency))
 
     async def check(self) -> None:
         try:

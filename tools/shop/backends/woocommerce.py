@@ -10,6 +10,13 @@ Auth: a REST API key (consumer key and secret) as HTTP Basic over HTTPS. WooComm
 a WordPress plugin this machine cannot run, so the tests use a fake built from those
 documented shapes (tests/fakes/woocommerce.py).
 
+The catalogue: GET /products?status=publish (pages of 100, X-WP-TotalPages), and for a
+variable product its GET /products/{id}/variations (one request each: the API has no
+batch read of variations), with the shop's currency from GET /data/currencies/current.
+A product's or variation's `stock_quantity` counts where `manage_stock` is on, else its
+`stock_status` (instock, onbackorder: for sale; outofstock) says; the page is its
+`permalink`; the description's HTML is read as text.
+
 Core WooCommerce has no "shipped" status and no returns: `completed` reads as delivered,
 plugins' statuses are mapped by the owner (WOOCOMMERCE_STATUS_MAP), and a return request
 becomes a private order note for the staff, carrying the operation id.
@@ -18,7 +25,9 @@ becomes a private order note for the staff, carrying the operation id.
 from __future__ import annotations
 
 import base64
+import html
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -47,6 +56,7 @@ from tools.shop.backends.platform_http import (
     phone_or_none,
 )
 from tools.shop.orders import Delivery, LiveOrder, Money, OrderItem, OrderNumberRule
+from tools.shop.products import MAX_CATALOGUE_VARIANTS, Product, Variant
 from tools.shop.rules import OrderStatus
 
 logger = logging.getLogger(__name__)
@@ -72,6 +82,9 @@ CANCELLABLE = ("pending", "on-hold", "processing")
 OP_MARK = "support-bot op"
 PER_PAGE = 50
 MAX_PAGES = 2
+PRODUCTS_PER_PAGE = 100
+MAX_PRODUCT_PAGES = 200
+_TAG = re.compile(r"<[^>]*>")
 _warned: set[str] = set()
 
 
@@ -94,6 +107,56 @@ def _tracking(meta: object) -> Delivery | None:
                 tracking_url=_text(last.get("custom_tracking_link")),
             )
     return None
+
+
+def _plain(text: object) -> str:
+    return " ".join(html.unescape(_TAG.sub(" ", text)).split()) if isinstance(text, str) else ""
+
+
+def woo_variant(
+    raw: dict[str, Any], currency: str, options: tuple[tuple[str, str], ...]
+) -> Variant:
+    """A simple product or a variation: its price, and a count where it manages stock."""
+    price = raw.get("price")
+    try:
+        money = Money(Decimal(str(price)), currency) if price not in (None, "") else None
+    except InvalidOperation:
+        money = None
+    counted = bool(raw.get("manage_stock")) and isinstance(raw.get("stock_quantity"), int)
+    status = raw.get("stock_status")
+    return Variant(
+        variant_id=str(raw["id"]),
+        options=options,
+        price=money,
+        stock=int(raw["stock_quantity"]) if counted and status != "onbackorder" else None,
+        in_stock=None if counted and status != "onbackorder" else status != "outofstock",
+    )
+
+
+def woo_product(raw: dict[str, Any], variations: list[dict[str, Any]], currency: str) -> Product:
+    if variations:
+        variants = tuple(
+            woo_variant(
+                v,
+                currency,
+                tuple(
+                    (str(a.get("name") or ""), str(a.get("option") or ""))
+                    for a in v.get("attributes") or []
+                    if isinstance(a, dict)
+                ),
+            )
+            for v in variations
+            if isinstance(v, dict)
+        )
+    else:
+        variants = (woo_variant(raw, currency, ()),)
+    return Product(
+        product_id=str(raw["id"]),
+        title=str(raw["name"]),
+        description=_plain(raw.get("short_description")) or _plain(raw.get("description")),
+        url=_text(raw.get("permalink")),
+        variants=variants,
+    )
 
 
 class WooCommerceBackend:
@@ -219,6 +282,44 @@ class WooCommerceBackend:
         ]
         matches.sort(key=lambda o: o.updated_at, reverse=True)
         return matches[:20]
+
+    @unreadable_is_malformed
+    async def catalogue(self) -> tuple[Product, ...]:
+        """The published products with their variations (module docstring)."""
+        currency_reply = await self._http.request("GET", f"{API}/data/currencies/current")
+        currency = str(expect_object(currency_reply, "woocommerce currency").get("code") or "")
+        products: list[Product] = []
+        variants = 0
+        for page in range(1, MAX_PRODUCT_PAGES + 1):
+            params: dict[str, str | int] = {
+                "status": "publish",
+                "per_page": PRODUCTS_PER_PAGE,
+                "page": page,
+            }
+            reply = await self._http.request("GET", f"{API}/products", params=params)
+            if reply.status != 200 or not isinstance(reply.body, list):
+                raise ShopUnavailable("malformed", f"woocommerce products: status {reply.status}")
+            for raw in reply.body:
+                variations = await self._variations(raw) if raw.get("variations") else []
+                product = woo_product(raw, variations, currency)
+                variants += len(product.variants)
+                if variants > MAX_CATALOGUE_VARIANTS:
+                    logger.warning("woocommerce: the catalogue is cut at %d variants", variants)
+                    return tuple(products)
+                products.append(product)
+            pages = reply.headers.get("X-WP-TotalPages", "1")
+            if not pages.isdigit() or page >= int(pages):
+                break
+        return tuple(products)
+
+    async def _variations(self, raw: dict[str, Any]) -> list[dict[str, Any]]:
+        params: dict[str, str | int] = {"per_page": 100}
+        reply = await self._http.request(
+            "GET", f"{API}/products/{int(raw['id'])}/variations", params=params
+        )
+        if reply.status != 200 or not isinstance(reply.body, list):
+            raise ShopUnavailable("malformed", f"woocommerce variations: status {reply.status}")
+        return [v for v in reply.body if isinstance(v, dict)]
 
     async def check(self) -> None:
         try:
