@@ -107,16 +107,16 @@ async def test_the_features_words_name_only_their_own_tools() -> None:
 
 
 @pytest.mark.parametrize("wired", [{}], indirect=True)
-async def test_by_default_the_shop_s_knowledge_is_searched_in_the_bot_and_in_simulate(
+async def test_by_default_the_shop_s_knowledge_and_products_are_searched_in_the_bot_and_in_simulate(
     wired: Application, db: Database
 ) -> None:
     instruction = wired.chat_service.instruction
-    assert instruction.ref == "support_chat@4+knowledge@1"
+    assert instruction.ref == "support_chat@4+knowledge@1+products@1"
     assert "call search_knowledge" in instruction.text
-    assert "search_knowledge" in wired.tool_names
+    assert {"search_knowledge", "search_products", "get_product"} <= set(wired.tool_names)
     simulated = await _simulated(wired, db)
     try:
-        assert "search_knowledge" in simulated.tool_names
+        assert {"search_knowledge", "search_products"} <= set(simulated.tool_names)
         assert simulated.instruction == instruction
     finally:
         await simulated.aclose()
