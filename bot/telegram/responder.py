@@ -80,8 +80,21 @@ class Responder:
         # last one that ended went through, or none failed yet); read by /healthz
         self.failing_since: float | None = None
 
-    def outbox(self, row: InboxRow, *, reply_to_message_id: int | None = None) -> Outbox:
-        return Outbox(self, row, reply_to_message_id=reply_to_message_id)
+    def outbox(
+        self,
+        row: InboxRow,
+        *,
+        reply_to_message_id: int | None = None,
+        business_connection_id: str | None = None,
+    ) -> Outbox:
+        """The update's reply channel; an update from a chat of the owner's business
+        account (`business_connection_id`) is answered there, as the owner."""
+        return Outbox(
+            self,
+            row,
+            reply_to_message_id=reply_to_message_id,
+            business_connection_id=business_connection_id,
+        )
 
     async def reply(
         self, row: InboxRow, parts: Sequence[StoredReply], *, turn_id: str | None = None
@@ -115,12 +128,15 @@ class Responder:
 
     async def deliver(self, row: InboxRow) -> None:
         """Send the parts Telegram has not accepted yet; finish the row."""
-        if row.chat_id is None:
-            await self._finish(row.update_id, FAILED, "no_chat")
-            return
         for part in row.undelivered:
+            # a part names its chat, or goes to the update's (an update without a chat,
+            # e.g. a business connection, is answered only in chats its parts name)
+            chat_id = part.chat_id if part.chat_id is not None else row.chat_id
+            if chat_id is None:
+                await self._finish(row.update_id, FAILED, "no_chat")
+                return
             try:
-                result = await self._send_part(row.chat_id, part)
+                result = await self._send_part(chat_id, part)
             except Exception:
                 log.exception("sending the reply to update %s failed", row.update_id)
                 await self._finish(row.update_id, FAILED, "send_error")
@@ -143,10 +159,9 @@ class Responder:
             return
         await self._finish(row.update_id, DELIVERED, None)
 
-    async def _send_part(self, row_chat_id: int, part: StoredReply) -> SendResult:
-        """One part to its chat (the update's unless the part names another); a part
-        whose forum topic was deleted goes to the topic `topic_lost` gives instead."""
-        chat_id = part.chat_id if part.chat_id is not None else row_chat_id
+    async def _send_part(self, chat_id: int, part: StoredReply) -> SendResult:
+        """One part to its chat; a part whose forum topic was deleted goes to the topic
+        `topic_lost` gives instead."""
         result = await self._send_once(chat_id, part, part.thread_id)
         if result.reason == THREAD_NOT_FOUND and part.thread_id is not None:
             thread_id = await self._topic_lost(chat_id, part.thread_id)
@@ -165,6 +180,16 @@ class Responder:
                 message_thread_id=thread_id,
             )
         markup = markup_from_json(part.reply_markup)
+        if part.business_connection_id is not None:  # in the owner's chat, as the owner
+            return await self._sender.send_text(
+                chat_id,
+                part.html,
+                parse_mode="HTML",
+                plain_text=part.plain,
+                reply_to_message_id=part.reply_to_message_id,
+                reply_markup=markup,
+                business_connection_id=part.business_connection_id,
+            )
         if thread_id is None:  # the usual answer: no topic argument at all
             return await self._sender.send_text(
                 chat_id,
@@ -197,14 +222,21 @@ class Responder:
         )
 
     @contextlib.asynccontextmanager
-    async def typing(self, chat_id: int) -> AsyncIterator[None]:
-        """Show "typing…" in the chat until the block ends (refreshed every few seconds)."""
+    async def typing(
+        self, chat_id: int, *, business_connection_id: str | None = None
+    ) -> AsyncIterator[None]:
+        """Show "typing…" in the chat until the block ends (refreshed every few seconds);
+        `business_connection_id`: in a chat of the owner's business account."""
 
         async def keep_typing() -> None:
             while True:
                 try:
                     await self._sender.call(
-                        SendChatAction(chat_id=chat_id, action=ChatAction.TYPING)
+                        SendChatAction(
+                            chat_id=chat_id,
+                            action=ChatAction.TYPING,
+                            business_connection_id=business_connection_id,
+                        )
                     )
                 except Exception as exc:  # cosmetic: never fail a turn over it
                     log.debug("chat action failed in chat %s: %s", chat_id, type(exc).__name__)
@@ -223,11 +255,17 @@ class Outbox:
     """The reply channel of one inbox row, handed to handlers in their `ctx`."""
 
     def __init__(
-        self, responder: Responder, row: InboxRow, *, reply_to_message_id: int | None
+        self,
+        responder: Responder,
+        row: InboxRow,
+        *,
+        reply_to_message_id: int | None,
+        business_connection_id: str | None = None,
     ) -> None:
         self._responder = responder
         self._row = row
         self._reply_to = reply_to_message_id
+        self._business = business_connection_id
         self.used = False
 
     @property
@@ -268,6 +306,7 @@ class Outbox:
                 plain=part.plain,
                 reply_to_message_id=self._reply_to if index == 0 else None,
                 reply_markup=markup if index == len(parts) - 1 else None,
+                business_connection_id=self._business,
             )
             for index, part in enumerate(parts)
         ]

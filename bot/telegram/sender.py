@@ -209,12 +209,15 @@ class Sender:
         reply_to_message_id: int | None = None,
         reply_markup: ReplyMarkup | None = None,
         message_thread_id: int | None = None,
+        business_connection_id: str | None = None,
     ) -> SendResult:
         """Send one message; if Telegram rejects the formatting, send `plain_text` instead.
 
         `plain_text` defaults to `text` sent without a parse mode. `reply_markup` (a
         keyboard) goes with the message and with its plain-text fallback.
-        `message_thread_id`: the forum topic to post in (the operators' group).
+        `message_thread_id`: the forum topic to post in (the operators' group);
+        `business_connection_id`: posted in a chat of the owner's business account, as
+        the owner (Business mode).
         """
         # the one place answers, notices and briefs leave for Telegram: no control or bidi
         # override characters from model output or names reach a reader
@@ -232,6 +235,7 @@ class Sender:
             reply_parameters=reply,
             reply_markup=reply_markup,
             message_thread_id=message_thread_id,
+            business_connection_id=business_connection_id,
         )
         await self._pacer.chat_turn(chat_id)
         attempted = await self._attempt(method, chat_id, self._policy)
@@ -249,6 +253,7 @@ class Sender:
                 reply_parameters=reply,
                 reply_markup=reply_markup,
                 message_thread_id=message_thread_id,
+                business_connection_id=business_connection_id,
             )
             # the rejected request showed nothing, so the fallback needs no chat turn
             attempted = await self._attempt(fallback, chat_id, self._policy)

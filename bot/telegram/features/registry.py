@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.telegram.features.actions import ACTIONS
+from bot.telegram.features.business import BUSINESS
 from bot.telegram.features.catalog import FeatureSpec
 from bot.telegram.features.handoff import HANDOFF
 from bot.telegram.features.instances import INSTANCES
@@ -25,4 +26,5 @@ FEATURES: tuple[FeatureSpec[Any, Any], ...] = (
     INSTANCES,
     ACTIONS,
     ORDER_UPDATES,
+    BUSINESS,
 )
