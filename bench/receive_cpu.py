@@ -112,7 +112,7 @@ async def child(mode: str, warm: int, n: int, telegram_url: str) -> None:
 
 
 async def _serve_webhook(db: Any, inbox: Any, intake: Any, counter: Counter) -> None:
-    from bot.telegram.health import Health
+    from bot.runtime.health import Health
     from bot.telegram.webhook import build_runner, build_web_app
 
     health = Health(

@@ -330,74 +330,91 @@ class ShopRepository:
         async with self._db.transaction() as tx:
             await tx.lock(SHOP_DATA_LOCK)
             counts.demo_removed = await _remove_demo(tx, time.time() if now is None else now)
-            for order in orders:
-                columns = [c for c in ORDER_COLUMNS if c in order.values]
-                unknown = set(order.values) - set(ORDER_COLUMNS)
-                if unknown:
-                    raise ValueError(f"unknown order columns: {sorted(unknown)}")
-                params = [order.values[c] for c in columns]
-                exists = (
-                    await tx.fetch_one("SELECT 1 FROM orders WHERE order_id = ?", (order.order_id,))
-                    is not None
-                )
-                if exists:
-                    if columns:
-                        assignments = ", ".join(f"{c} = ?" for c in columns)
-                        await tx.execute(
-                            f"UPDATE orders SET {assignments} WHERE order_id = ?",
-                            (*params, order.order_id),
-                        )
-                    counts.orders_updated += 1
-                else:
-                    names = ", ".join(("order_id", *columns))
-                    marks = ", ".join("?" for _ in range(len(columns) + 1))
-                    await tx.execute(
-                        f"INSERT INTO orders({names}) VALUES ({marks})",
-                        (order.order_id, *params),
-                    )
-                    counts.orders_inserted += 1
-            for policy in policies:
-                exists = (
-                    await tx.fetch_one(
-                        "SELECT 1 FROM return_policies WHERE product = ?", (policy.product,)
-                    )
-                    is not None
-                )
-                await tx.execute(
-                    "INSERT INTO return_policies(product, display_name, return_days, conditions)"
-                    " VALUES (?, ?, ?, ?) ON CONFLICT(product) DO UPDATE SET"
-                    " display_name = excluded.display_name, return_days = excluded.return_days,"
-                    " conditions = excluded.conditions",
-                    (policy.product, policy.display_name, policy.return_days, policy.conditions),
-                )
-                if policy.aliases is not None:
-                    await tx.execute(
-                        "DELETE FROM return_policy_aliases WHERE product = ?", (policy.product,)
-                    )
-                    for alias in policy.aliases:
-                        await tx.execute(
-                            "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)"
-                            " ON CONFLICT(alias) DO UPDATE SET product = excluded.product",
-                            (alias, policy.product),
-                        )
-                if exists:
-                    counts.policies_updated += 1
-                else:
-                    counts.policies_inserted += 1
-            for key, value in texts.items():
-                if value is None:
-                    await tx.execute("DELETE FROM shop_texts WHERE key = ?", (key,))
-                    counts.texts_cleared.append(key)
-                else:
-                    await tx.execute(
-                        "INSERT INTO shop_texts(key, value) VALUES (?, ?)"
-                        " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                        (key, value),
-                    )
-                    counts.texts_set.append(key)
+            await _upsert_orders(tx, orders, counts)
+            await _upsert_policies(tx, policies, counts)
+            await _write_texts(tx, texts, counts)
             if faq is not None:
                 await _replace_faq(tx, faq, counts)
         return counts
+
+
+async def _upsert_orders(tx: Tx, orders: Sequence[OrderUpsert], counts: ImportCounts) -> None:
+    """Insert new orders, update only the given columns of known ones (an import may
+    bring a status alone); a column the table lacks is refused before anything is written."""
+    for order in orders:
+        columns = [c for c in ORDER_COLUMNS if c in order.values]
+        unknown = set(order.values) - set(ORDER_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown order columns: {sorted(unknown)}")
+        params = [order.values[c] for c in columns]
+        exists = (
+            await tx.fetch_one("SELECT 1 FROM orders WHERE order_id = ?", (order.order_id,))
+            is not None
+        )
+        if exists:
+            if columns:
+                assignments = ", ".join(f"{c} = ?" for c in columns)
+                await tx.execute(
+                    f"UPDATE orders SET {assignments} WHERE order_id = ?",
+                    (*params, order.order_id),
+                )
+            counts.orders_updated += 1
+        else:
+            names = ", ".join(("order_id", *columns))
+            marks = ", ".join("?" for _ in range(len(columns) + 1))
+            await tx.execute(
+                f"INSERT INTO orders({names}) VALUES ({marks})",
+                (order.order_id, *params),
+            )
+            counts.orders_inserted += 1
+
+
+async def _upsert_policies(
+    tx: Tx, policies: Sequence[ReturnPolicyUpsert], counts: ImportCounts
+) -> None:
+    """Each policy whole; a policy given with aliases has exactly those afterwards (an
+    alias another policy had moves here), one given without keeps its own."""
+    for policy in policies:
+        exists = (
+            await tx.fetch_one("SELECT 1 FROM return_policies WHERE product = ?", (policy.product,))
+            is not None
+        )
+        await tx.execute(
+            "INSERT INTO return_policies(product, display_name, return_days, conditions)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT(product) DO UPDATE SET"
+            " display_name = excluded.display_name, return_days = excluded.return_days,"
+            " conditions = excluded.conditions",
+            (policy.product, policy.display_name, policy.return_days, policy.conditions),
+        )
+        if policy.aliases is not None:
+            await tx.execute(
+                "DELETE FROM return_policy_aliases WHERE product = ?", (policy.product,)
+            )
+            for alias in policy.aliases:
+                await tx.execute(
+                    "INSERT INTO return_policy_aliases(alias, product) VALUES (?, ?)"
+                    " ON CONFLICT(alias) DO UPDATE SET product = excluded.product",
+                    (alias, policy.product),
+                )
+        if exists:
+            counts.policies_updated += 1
+        else:
+            counts.policies_inserted += 1
+
+
+async def _write_texts(tx: Tx, texts: Mapping[str, str | None], counts: ImportCounts) -> None:
+    """Set the shop texts given a value; remove those given None (the owner cleared them)."""
+    for key, value in texts.items():
+        if value is None:
+            await tx.execute("DELETE FROM shop_texts WHERE key = ?", (key,))
+            counts.texts_cleared.append(key)
+        else:
+            await tx.execute(
+                "INSERT INTO shop_texts(key, value) VALUES (?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+            counts.texts_set.append(key)
 
 
 _DEMO_TABLES = ("orders", "return_policies", "faq_entries")

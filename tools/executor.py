@@ -103,6 +103,49 @@ def describe_validation_error(error: ValidationError) -> str:
     return "; ".join(problems)
 
 
+class _Finish:
+    """Ends one call: its outcome with its audit record, timed from when it was taken up."""
+
+    def __init__(
+        self,
+        call: ToolCall,
+        context: ToolContext,
+        started_at: float,
+        monotonic: Callable[[], float],
+    ) -> None:
+        self._call = call
+        self._context = context
+        self._started_at = started_at
+        self._monotonic = monotonic
+        self._started = monotonic()
+
+    def __call__(
+        self, content: str, status: AuditStatus, error_code: str | None, *, ok: bool = False
+    ) -> ToolOutcome:
+        audit = audit_record(
+            self._call,
+            self._context,
+            started_at=self._started_at,
+            duration_ms=(self._monotonic() - self._started) * 1000.0,
+            status=status,
+            error_code=error_code,
+        )
+        return ToolOutcome(
+            call_id=self._call.id,
+            tool_name=audit.tool_name,
+            content=content,
+            ok=ok or status is AuditStatus.SUCCESS,
+            audit=audit,
+        )
+
+    def error(self, code: str, message: str, status: AuditStatus) -> ToolOutcome:
+        return self(_error_json(code, message), status, code)
+
+    def unavailable(self) -> ToolOutcome:
+        """A technical failure: the model learns only that the tool is unavailable."""
+        return self.error(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE, AuditStatus.TECHNICAL_ERROR)
+
+
 class ToolExecutor:
     """Validates, authorises (through each tool's handler and context), runs and audits."""
 
@@ -141,76 +184,66 @@ class ToolExecutor:
         return tool is None or tool.read_only
 
     async def execute(self, call: ToolCall, context: ToolContext) -> ToolOutcome:
-        """One call. Never raises for anything the model caused (only cancellation)."""
-        started_at = self._wall_clock()
-        started = self._monotonic()
+        """One call. Never raises for anything the model caused (only cancellation).
 
-        def finish(
-            content: str, status: AuditStatus, error_code: str | None, *, ok: bool = False
-        ) -> ToolOutcome:
-            audit = audit_record(
-                call,
-                context,
-                started_at=started_at,
-                duration_ms=(self._monotonic() - started) * 1000.0,
-                status=status,
-                error_code=error_code,
-            )
-            return ToolOutcome(
-                call_id=call.id,
-                tool_name=audit.tool_name,
-                content=content,
-                ok=ok or status is AuditStatus.SUCCESS,
-                audit=audit,
-            )
-
+        Steps: the tool on the allow-list, its arguments valid, the handler run within
+        its timeout, its result checked and serialised; each step may end the call with
+        an outcome the model can act on, always with its audit record."""
+        finish = _Finish(call, context, self._wall_clock(), self._monotonic)
         tool = self._registry.get(call.name)
         if tool is None:
-            allowed = ", ".join(self._registry.names) or "none"
-            shown = str(call.name)[:_MAX_ECHOED_NAME]
-            message = f"Unknown tool '{shown}'. Allowed tools: {allowed}."
-            return finish(
-                _error_json(ErrorCode.UNKNOWN_TOOL, message),
-                AuditStatus.REJECTED,
-                ErrorCode.UNKNOWN_TOOL,
-            )
-
+            return finish.error(ErrorCode.UNKNOWN_TOOL, self._unknown(call), AuditStatus.REJECTED)
         arguments, problem = self._parse_arguments(tool, call.arguments)
         if arguments is None:
-            return finish(
-                _error_json(ErrorCode.INVALID_ARGUMENTS, problem),
-                AuditStatus.REJECTED,
-                ErrorCode.INVALID_ARGUMENTS,
-            )
+            return finish.error(ErrorCode.INVALID_ARGUMENTS, problem, AuditStatus.REJECTED)
+        result = await self._run(tool, call, arguments, context, finish)
+        if isinstance(result, ToolOutcome):
+            return result
+        return self._answer(tool, call, result, finish)
 
+    def _unknown(self, call: ToolCall) -> str:
+        """What the model is told of a name not on the allow-list: the names that are
+        (the model can correct itself), its own name cut short (never echoed whole)."""
+        allowed = ", ".join(self._registry.names) or "none"
+        shown = str(call.name)[:_MAX_ECHOED_NAME]
+        return f"Unknown tool '{shown}'. Allowed tools: {allowed}."
+
+    async def _run(
+        self,
+        tool: Tool[Any, Any],
+        call: ToolCall,
+        arguments: BaseModel,
+        context: ToolContext,
+        finish: _Finish,
+    ) -> object:
+        """The handler's result, or the outcome of its failure: a business error is the
+        model's to explain, a timeout or a crash is only "unavailable" (logged here)."""
         timeout = asyncio.timeout(tool.timeout_s)
         try:
             async with timeout:
                 # the handler's waits for the store pause its timeout (`StorageWait`)
                 wait = StorageWait(retry=self._storage_retry, deadline=timeout)
-                result = await tool.handler(arguments, replace(context, storage_wait=wait))
+                return await tool.handler(arguments, replace(context, storage_wait=wait))
         except ToolBusinessError as exc:
-            return finish(
-                _error_json(exc.code, exc.message),
-                AuditStatus.BUSINESS_ERROR,
-                exc.code,
-            )
+            return finish.error(exc.code, exc.message, AuditStatus.BUSINESS_ERROR)
         except TimeoutError:
             if timeout.expired():
                 log.warning(
                     "tool %s call %s timed out after %ss", tool.name, call.id, tool.timeout_s
                 )
-                return finish(
-                    _error_json(ErrorCode.TIMEOUT, TIMEOUT_MESSAGE),
-                    AuditStatus.TIMEOUT,
-                    ErrorCode.TIMEOUT,
-                )
+                return finish.error(ErrorCode.TIMEOUT, TIMEOUT_MESSAGE, AuditStatus.TIMEOUT)
             log.exception("tool %s call %s failed", tool.name, call.id)
-            return self._unavailable(finish)
+            return finish.unavailable()
         except Exception:
             log.exception("tool %s call %s failed", tool.name, call.id)
-            return self._unavailable(finish)
+            return finish.unavailable()
 
+    @staticmethod
+    def _answer(
+        tool: Tool[Any, Any], call: ToolCall, result: object, finish: _Finish
+    ) -> ToolOutcome:
+        """The result as the model reads it, if it is what the tool declares and can be
+        written as JSON (otherwise the tool is broken: "unavailable", logged)."""
         if not isinstance(result, tool.result_model):
             log.error(
                 "tool %s call %s returned %s instead of %s",
@@ -219,24 +252,16 @@ class ToolExecutor:
                 type(result).__name__,
                 tool.result_model.__name__,
             )
-            return self._unavailable(finish)
+            return finish.unavailable()
         try:
             content = _result_json({"ok": True, "data": result.model_dump(mode="json")})
         except Exception:
             log.exception("tool %s call %s returned an unserialisable result", tool.name, call.id)
-            return self._unavailable(finish)
+            return finish.unavailable()
         if isinstance(result, LookupResult) and result.found_nothing():
             # an ordinary result for the model; for the audit, the shop's data said no
             return finish(content, AuditStatus.BUSINESS_ERROR, ErrorCode.NOT_FOUND, ok=True)
         return finish(content, AuditStatus.SUCCESS, None)
-
-    @staticmethod
-    def _unavailable(finish: Callable[..., ToolOutcome]) -> ToolOutcome:
-        return finish(
-            _error_json(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE),
-            AuditStatus.TECHNICAL_ERROR,
-            ErrorCode.UNAVAILABLE,
-        )
 
     @staticmethod
     def _parse_arguments(tool: Tool[Any, Any], raw: object) -> tuple[BaseModel | None, str]:

@@ -341,6 +341,8 @@ def _write_outputs(args: argparse.Namespace, report: str, results: list[RunResul
 
 
 async def run_simulation(args: argparse.Namespace, settings: Settings, texts: TextTable) -> int:
+    """The scenarios, the shop they run on, the models (checked before anything runs),
+    the runs, the report; a step that cannot go on is one `error:` line."""
     try:
         scenarios = _scenarios(args)
     except ScenarioError as exc:
@@ -351,20 +353,16 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
             own, shop_line = await own_shop(settings)
         except (DatabaseOpenError, MigrationError) as exc:
             return _error(f"{settings.database.setting} {settings.database.shown}: {exc}")
-    names = list(dict.fromkeys(args.model or [settings.openai_model]))
-    models = {name: _model(settings, name) for name in names}
-    customer_name = args.customer_model or names[0]
-    customer = models.get(customer_name) or _model(settings, customer_name)
-    problem = await endpoint_problem({**models, customer_name: customer}, settings)
+    models = _Models.of(args, settings)
+    problem = await endpoint_problem(models.checked, settings)
     if problem is not None:
-        for model in {*models.values(), customer}:
-            await model.aclose()
+        await models.close()
         return _error(problem)
     simulator = Simulator(
         build_bot=BotWiring(settings),
         shown=_shown(texts),
         action_words=_action_words(texts),
-        customer_model=customer,
+        customer_model=models.customer,
         progress=_progress,
         run_timeout_s=args.scenario_timeout or None,
         time_limit_s=args.time_limit or None,
@@ -372,19 +370,69 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         number_rule=settings.order_number_rule() or FOUR_DIGITS,
     )
     print(shop_line, file=sys.stderr)
+    interrupted = await _run(simulator, scenarios, models, args.trials)
+    return _report(args, settings, simulator, interrupted=interrupted, shop_line=shop_line)
+
+
+class _Models:
+    """The models under test (each named once) and the one playing the customer (the
+    first tested model unless --customer-model names another)."""
+
+    def __init__(
+        self, by_name: dict[str, OpenAIChatModel], customer_name: str, customer: OpenAIChatModel
+    ) -> None:
+        self.by_name = by_name
+        self.customer_name = customer_name
+        self.customer = customer
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, settings: Settings) -> _Models:
+        names = list(dict.fromkeys(args.model or [settings.openai_model]))
+        by_name = {name: _model(settings, name) for name in names}
+        customer_name = args.customer_model or names[0]
+        customer = by_name.get(customer_name) or _model(settings, customer_name)
+        return cls(by_name, customer_name, customer)
+
+    @property
+    def checked(self) -> dict[str, OpenAIChatModel]:
+        """Every model the run asks, by name (the endpoint must offer each)."""
+        return {**self.by_name, self.customer_name: self.customer}
+
+    async def close(self) -> None:
+        for model in {*self.by_name.values(), self.customer}:
+            await model.aclose()
+
+
+async def _run(
+    simulator: Simulator, scenarios: Sequence[Scenario], models: _Models, trials: int
+) -> bool:
+    """Every scenario × model × trial; True when Ctrl-C cut it short (the runs finished
+    so far are still reported). The models are closed either way."""
+    names = models.by_name
     print(
-        f"simulating {len(scenarios)} scenarios × {len(names)} model(s) × {args.trials} trial(s)",
+        f"simulating {len(scenarios)} scenarios × {len(names)} model(s) × {trials} trial(s)",
         file=sys.stderr,
     )
-    interrupted = False
     try:
-        await simulator.run(scenarios, [ModelTarget(n, m) for n, m in models.items()], args.trials)
+        await simulator.run(scenarios, [ModelTarget(n, m) for n, m in names.items()], trials)
     except asyncio.CancelledError:  # Ctrl-C: the runs done so far are still reported
-        interrupted = True
         print("\ninterrupted: reporting the runs finished so far", file=sys.stderr)
+        return True
     finally:
-        for model in {*models.values(), customer}:
-            await model.aclose()
+        await models.close()
+    return False
+
+
+def _report(
+    args: argparse.Namespace,
+    settings: Settings,
+    simulator: Simulator,
+    *,
+    interrupted: bool,
+    shop_line: str,
+) -> int:
+    """The table on the terminal, the Markdown report (and the runs, if asked); the exit
+    status: failed when interrupted, not started, or a scenario is below --min-pass."""
     results = simulator.results
     prices = _prices(settings)
     model_scores = scores(results, prices)

@@ -20,7 +20,7 @@ nobody subscribed to is answered 200 and nothing is kept; otherwise the event (w
 order, the platform's event id) is committed before the 200, so an acknowledged push is
 never lost, and a redelivered one (same event id) is stored once. A storage failure is
 500: the platform delivers it again. The push is only a hint: the worker reads the order
-from the shop before anyone is told anything (bot/telegram/order_notifier.py).
+from the shop before anyone is told anything (bot/runtime/order_notifier.py).
 """
 
 from __future__ import annotations

@@ -31,9 +31,9 @@ from aiohttp import web
 from bot.runtime.config import BotMode, DatabaseChoice, Settings
 from bot.runtime.demo_data import settle_demo_data
 from bot.runtime.exit_codes import ExitCode
+from bot.runtime.health import build_health_app
 from bot.runtime.logs import CHATTY_LOGGERS, ClientErrorFilter, build_formatter
 from bot.runtime.metrics import add_metrics_route
-from bot.telegram.health import build_health_app
 from bot.telegram.menu import menu_calls, set_commands
 from bot.telegram.polling import Poller
 from bot.telegram.sender import RETRYABLE_FAILURES
@@ -41,7 +41,7 @@ from bot.telegram.startup import CannotStart, check_model, check_shop, check_tok
 from bot.telegram.texts import BUILT_IN, TextTable
 from bot.telegram.webhook import build_runner, build_web_app
 from bot.telegram.wiring import Application, build_application
-from storage.database import DatabaseOpenError, corruption, open_database
+from storage.database import Database, DatabaseOpenError, corruption, open_database
 from storage.migrations import MigrationError
 
 log = logging.getLogger("bot")
@@ -226,53 +226,14 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
     """
     configure_logging(settings.log_level, settings.log_format)
     database = settings.database
-    try:
-        db = await open_database(
-            database.target,
-            pool_size=database.pool_size,
-            integrity_check_s=settings.database_integrity_check_s,
-        )
-    except (DatabaseOpenError, MigrationError) as exc:
-        print(f"error: {database.setting} {database.shown}: {exc}", file=sys.stderr)
-        raise SystemExit(ExitCode.CANNOT_START) from None
-
+    db = await _open(settings)
     app: Application | None = None
     token = settings.bot_token.get_secret_value()
     try:
         stop = _stop_event()
         app = await build_application(settings, db, texts)
-        log.info(
-            "starting: mode=%s model=%s database=%s tools=%s loop=%s",
-            settings.bot_mode.value,
-            settings.openai_model,
-            database.shown,
-            ",".join(app.tool_names),
-            type(asyncio.get_running_loop()).__module__.split(".")[0],
-        )
-        pruned = await app.inbox.prune(older_than_s=INBOX_RETENTION_S)
-        if pruned:
-            log.info("inbox: removed %d finished update(s) older than 7 days", pruned)
-        for feature in app.features:
-            if feature.on_start is not None:
-                await feature.on_start()
-        if await _first_of(_start(app), stop):
-            # the commands menu is optional and may retry for a while: never wait for it
-            calls = menu_calls(app.menu, texts, settings.admin_ids)
-            menu = asyncio.create_task(set_commands(app.sender, calls), name="commands-menu")
-            freeze_startup_objects()
-            shorten_switch_interval()
-            try:
-                async with receiving(app):
-                    log.info("ready")
-                    await stop.wait()
-                # logged once the web server or the poller is closed, so it is true
-                log.info("stopping: no new updates; waiting for running turns")
-            finally:
-                menu.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await menu
-        else:
-            log.info("stopping during start-up")
+        await _prepare(app, database)
+        await _serve(app, texts, stop)
         finished = await app.intake.drain(settings.shutdown_grace_s)
         log.info("turns %s", "finished" if finished else "left for the next start")
     except CannotStart as exc:
@@ -290,6 +251,63 @@ async def run(settings: Settings, texts: TextTable = BUILT_IN) -> None:
         else:
             await db.close()
         log.info("stopped")
+
+
+async def _open(settings: Settings) -> Database:
+    """The database, migrated; one that cannot be used ends the start (one line, exit 2)
+    before anything else is built."""
+    database = settings.database
+    try:
+        return await open_database(
+            database.target,
+            pool_size=database.pool_size,
+            integrity_check_s=settings.database_integrity_check_s,
+        )
+    except (DatabaseOpenError, MigrationError) as exc:
+        print(f"error: {database.setting} {database.shown}: {exc}", file=sys.stderr)
+        raise SystemExit(ExitCode.CANNOT_START) from None
+
+
+async def _prepare(app: Application, database: DatabaseChoice) -> None:
+    """Say what starts (no secrets), forget finished updates older than a week, and run
+    the features' start-up work — before Telegram is asked anything."""
+    settings = app.settings
+    log.info(
+        "starting: mode=%s model=%s database=%s tools=%s loop=%s",
+        settings.bot_mode.value,
+        settings.openai_model,
+        database.shown,
+        ",".join(app.tool_names),
+        type(asyncio.get_running_loop()).__module__.split(".")[0],
+    )
+    pruned = await app.inbox.prune(older_than_s=INBOX_RETENTION_S)
+    if pruned:
+        log.info("inbox: removed %d finished update(s) older than 7 days", pruned)
+    for feature in app.features:
+        if feature.on_start is not None:
+            await feature.on_start()
+
+
+async def _serve(app: Application, texts: TextTable, stop: asyncio.Event) -> None:
+    """The checks and resumption (`_start`), then updates until `stop`; a stop during
+    start-up skips receiving. The commands menu is set on the side, never waited for."""
+    if not await _first_of(_start(app), stop):
+        log.info("stopping during start-up")
+        return
+    calls = menu_calls(app.menu, texts, app.settings.admin_ids)
+    menu = asyncio.create_task(set_commands(app.sender, calls), name="commands-menu")
+    freeze_startup_objects()
+    shorten_switch_interval()
+    try:
+        async with receiving(app):
+            log.info("ready")
+            await stop.wait()
+        # logged once the web server or the poller is closed, so it is true
+        log.info("stopping: no new updates; waiting for running turns")
+    finally:
+        menu.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await menu
 
 
 def exit_if_corrupt(database: DatabaseChoice, exc: BaseException) -> None:

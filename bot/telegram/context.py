@@ -25,7 +25,8 @@ from typing import Protocol
 
 from aiogram.types import InlineKeyboardButton, Message
 
-from bot.telegram.responder import Outbox, Responder
+from bot.runtime.responder import Responder
+from bot.telegram.outbox import Outbox
 from bot.telegram.sender import Sender
 from bot.telegram.texts import Language, Texts
 from services.answer_stream import DraftSink

@@ -24,6 +24,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from aiogram.utils.text_decorations import html_decoration
 
+from bot.runtime.channel import Rendered as Rendered
+
 TELEGRAM_TEXT_LIMIT = 4096
 
 _FENCE_RE = re.compile(r"^\s*(```|~~~)\s*([\w+#.-]*)\s*$")
@@ -42,17 +44,6 @@ _INLINE_RE = re.compile(
     r"|(?P<italic>(?<![\w*])\*(?P<italic_body>[^\s*](?:[^*\n]*?[^\s*])?)\*(?![\w*]))"
     r"|(?P<italic2>(?<![\w_])_(?P<italic2_body>[^\s_](?:[^_\n]*?[^\s_])?)_(?![\w_]))"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Rendered:
-    """The same text as Telegram HTML and as what a reader sees without formatting."""
-
-    html: str
-    plain: str
-
-    def __add__(self, other: Rendered) -> Rendered:
-        return Rendered(self.html + other.html, self.plain + other.plain)
 
 
 EMPTY = Rendered("", "")

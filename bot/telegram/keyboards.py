@@ -1,6 +1,6 @@
 """Keyboards sent with replies, and their stored form.
 
-A reply is stored in the inbox before it is sent (bot/telegram/responder.py), keyboard included,
+A reply is stored in the inbox before it is sent (bot/runtime/responder.py), keyboard included,
 as the Bot API's own JSON object; `markup_from_json` turns it back into aiogram's type
 when the reply is delivered (also after a restart), so a redelivery sends the same one.
 

@@ -6,8 +6,7 @@ answered (an edited message, a group message not meant for the bot, an update ty
 bot does not use) is finished as `ignored`, as is one whose handler sent its messages
 itself rather than through the outbox. A row aiogram cannot parse (fields of the wrong
 type) is finished as `failed` with reason `unparsable`, logged without its content; the
-chat's next update follows as usual. An update from a chat of the owner's business
-account is answered there, as the owner (`business_chat_of`, Business mode).
+chat's next update follows as usual.
 """
 
 from __future__ import annotations
@@ -17,26 +16,15 @@ import logging
 from aiogram import Bot, Dispatcher
 from aiogram.dispatcher.event.bases import UNHANDLED
 from aiogram.enums import ChatType
-from aiogram.types import Message, Update
+from aiogram.types import Update
 from pydantic import ValidationError
 
 from bot.runtime.logs import validation_summary
-from bot.telegram.responder import Responder
+from bot.runtime.responder import Responder
+from bot.telegram.outbox import Outbox
 from storage.inbox import InboxRow
 
 log = logging.getLogger(__name__)
-
-
-def business_chat_of(update: Update) -> str | None:
-    """The business connection of an update from a chat of the owner's account (a
-    customer's message there, a press under the bot's message there): its reply goes
-    back through that connection, as the owner. None for the bot's own chats."""
-    if update.business_message is not None:
-        return update.business_message.business_connection_id
-    query = update.callback_query
-    if query is not None and isinstance(query.message, Message):
-        return query.message.business_connection_id
-    return None
 
 
 class UpdateProcessor:
@@ -63,9 +51,7 @@ class UpdateProcessor:
             if message is not None and message.chat.type != ChatType.PRIVATE
             else None
         )
-        outbox = self._responder.outbox(
-            row, reply_to_message_id=reply_to, business_connection_id=business_chat_of(update)
-        )
+        outbox = Outbox(self._responder, row, reply_to_message_id=reply_to)
         result = await self._dispatcher.feed_update(
             self._bot, update, outbox=outbox, inbox_update_id=row.update_id
         )

@@ -39,6 +39,8 @@ from aiogram.exceptions import (
 )
 from aiohttp import ClientConnectorError, ConnectionTimeoutError
 
+from bot.runtime.channel import FORBIDDEN, THREAD_NOT_FOUND
+
 OutcomeKind = Literal["delivered", "retry_after", "backoff", "unknown", "failed"]
 AttemptError = TelegramAPIError | ClientDecodeError
 
@@ -65,7 +67,7 @@ _FORMATTING_ERROR_MARKERS = (
 _FINAL_REFUSALS: tuple[tuple[type[TelegramAPIError], str], ...] = (
     (TelegramEntityTooLarge, "too_large"),
     (TelegramMigrateToChat, "chat_migrated"),
-    (TelegramForbiddenError, "forbidden"),
+    (TelegramForbiddenError, FORBIDDEN),
     (TelegramUnauthorizedError, "unauthorized"),
     (TelegramNotFound, "not_found"),
     (TelegramBadRequest, "bad_request"),
@@ -181,7 +183,6 @@ def _backoff_or_fail(reason: str, attempt: int, budget: int, policy: RetryPolicy
 
 # Telegram's description when a message is sent into a forum topic that no longer exists
 # (an operator deleted it): the handoff recreates the topic (bot/telegram/handoff.py).
-THREAD_NOT_FOUND = "thread_not_found"
 _THREAD_NOT_FOUND_MARKER = "message thread not found"
 
 

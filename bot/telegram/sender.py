@@ -72,6 +72,8 @@ from aiogram.types import (
     ReplyParameters,
 )
 
+from bot.runtime.channel import SendResult as SendResult
+from bot.runtime.channel import SendStatus
 from bot.telegram.pacer import ChatId, Pacer
 from bot.telegram.send_outcome import AttemptError, RetryPolicy, Verdict, classify, creates_message
 from services.text_visibility import without_unsafe_controls
@@ -80,7 +82,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SendStatus = Literal["delivered", "unknown", "failed"]
 # shown; shed (no free slot, or flood control); rejected (the server refuses drafts: a
 # bad request or an unknown method); failed (anything else: network, 5xx, blocked, …)
 DraftStatus = Literal["shown", "shed", "rejected", "failed"]
@@ -102,25 +103,6 @@ _RETRY_LOG = {
 
 # Set while the sender makes a request, so the pacing middleware lets it through.
 _paced_by_sender: ContextVar[bool] = ContextVar("paced_by_sender", default=False)
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    """What happened to one outgoing message.
-
-    ``delivered``: Telegram accepted it (``message_id`` is set). ``unknown``: the request
-    may have been delivered but the answer was lost; do not resend automatically.
-    ``failed``: it was certainly not delivered; ``reason`` is a short code safe to store
-    and log (never a token or a raw exception text).
-    """
-
-    status: SendStatus
-    message_id: int | None = None
-    reason: str | None = None
-
-    @property
-    def delivered(self) -> bool:
-        return self.status == "delivered"
 
 
 # `failed` reasons that mean "Telegram certainly did not deliver it, and a later try may
@@ -215,9 +197,8 @@ class Sender:
 
         `plain_text` defaults to `text` sent without a parse mode. `reply_markup` (a
         keyboard) goes with the message and with its plain-text fallback.
-        `message_thread_id`: the forum topic to post in (the operators' group);
-        `business_connection_id`: posted in a chat of the owner's business account, as
-        the owner (Business mode).
+        `message_thread_id`: the forum topic to post in (the operators' group).
+        `business_connection_id`: sent on behalf of the owner of that business connection.
         """
         # the one place answers, notices and briefs leave for Telegram: no control or bidi
         # override characters from model output or names reach a reader

@@ -7,7 +7,7 @@ constant time, wrong or missing → 401 and nothing is processed (a client that 
 `Expect: 100-continue` gets the 401 instead of the invitation to send its body) — but
 returns 200 only
 once the update is committed to the inbox; a failed insert answers 500, so Telegram
-delivers the update again. `GET /healthz` is `bot.telegram.health` (the same checks as in
+delivers the update again. `GET /healthz` is `bot.runtime.health` (the same checks as in
 polling mode).
 
 A poison update (one the inbox cannot store, e.g. an id beyond 64 bits) is quarantined
@@ -39,8 +39,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 from aiohttp.web_urldispatcher import _default_expect_handler  # sends 100 Continue
 
+from bot.runtime.health import Health, add_health_route
 from bot.runtime.intake import Intake, IntakeClosed
-from bot.telegram.health import Health, add_health_route
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from bot.runtime.responder import Responder
 from bot.telegram.context import HandlerDeps
 from bot.telegram.drafts import Drafts
-from bot.telegram.responder import Responder
 from bot.telegram.sender import Sender
 from services.feedback import FeedbackService
 from services.limits import UserMessageLimiter

@@ -23,11 +23,12 @@ from aiogram.dispatcher.event.bases import UNHANDLED
 from aiogram.types import Message, Update
 
 from bot.runtime.intake import Intake
+from bot.runtime.responder import Responder
+from bot.telegram.channel import TelegramChannel
 from bot.telegram.context import UpdateContext
 from bot.telegram.filters import LanguageMiddleware
 from bot.telegram.formatting import Rendered
 from bot.telegram.processing import UpdateProcessor
-from bot.telegram.responder import Responder
 from bot.telegram.routers.admin import build_admin_router
 from bot.telegram.sender import Sender
 from services.stats import StatsReport, StatsService
@@ -70,7 +71,7 @@ class Pipeline:
 def _pipeline(db: Database, bot: Bot, **router_options: Any) -> Pipeline:
     sender = Sender(bot, per_chat_interval_s=0.0)
     inbox = InboxRepository(db)
-    responder = Responder(inbox, sender)
+    responder = Responder(inbox, TelegramChannel(sender))
     # the clock puts "now" just after the seeded rows, so 24h covers all of them
     stats = StatsService(StatsRepository(db), clock=lambda: UNTIL)
     deps = handler_deps(db, sender, responder, stats=stats)
@@ -154,7 +155,9 @@ async def test_no_admins_configured_means_no_stats(
 ):
     sender = Sender(bot, per_chat_interval_s=0.0)
     stats = StatsService(StatsRepository(db), clock=lambda: UNTIL)
-    deps = handler_deps(db, sender, Responder(InboxRepository(db), sender), stats=stats)
+    deps = handler_deps(
+        db, sender, Responder(InboxRepository(db), TelegramChannel(sender)), stats=stats
+    )
     dispatcher = Dispatcher()
     dispatcher.include_router(build_admin_router(deps, frozenset()))
     result = await dispatcher.feed_update(

@@ -16,8 +16,9 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 
 from bot.runtime.intake import Intake
+from bot.runtime.responder import Responder
+from bot.telegram.channel import TelegramChannel
 from bot.telegram.processing import UpdateProcessor
-from bot.telegram.responder import Responder
 from bot.telegram.sender import Sender
 from bot.telegram.texts import EN, RU
 from bot.telegram.wiring.telegram import build_dispatcher
@@ -90,7 +91,7 @@ async def harness(
     )
     sender = Sender(bot, per_chat_interval_s=0.0)
     inbox = InboxRepository(db)
-    responder = Responder(inbox, sender)
+    responder = Responder(inbox, TelegramChannel(sender))
     chat = ChatDouble()
     deps = handler_deps(
         db,

@@ -20,9 +20,10 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.types import Message
 
 from bot.runtime.intake import Intake
+from bot.runtime.responder import Responder
+from bot.telegram.channel import TelegramChannel
 from bot.telegram.context import TurnAddition, UpdateContext
 from bot.telegram.processing import UpdateProcessor
-from bot.telegram.responder import Responder
 from bot.telegram.sender import Sender
 from bot.telegram.wiring.telegram import build_dispatcher
 from services.loop_types import StopReason, TurnReply
@@ -80,7 +81,7 @@ async def _run(
     try:
         sender = Sender(bot, per_chat_interval_s=0.0)
         inbox = deps.pop("inbox", None) or InboxRepository(db)
-        responder = Responder(inbox, sender)
+        responder = Responder(inbox, TelegramChannel(sender))
         handlers = handler_deps(db, sender, responder, chat_service=TurnDouble(reply), **deps)
         dispatcher = build_dispatcher(handlers, admin_ids=frozenset())
         intake = Intake(

@@ -16,6 +16,8 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.types import InlineKeyboardMarkup
 
 from bot.runtime.intake import Intake
+from bot.runtime.responder import Responder
+from bot.telegram.channel import TelegramChannel
 from bot.telegram.filters import LanguageMiddleware
 from bot.telegram.keyboards import (
     FeedbackButton,
@@ -25,7 +27,6 @@ from bot.telegram.keyboards import (
     markup_to_json,
 )
 from bot.telegram.processing import UpdateProcessor
-from bot.telegram.responder import Responder
 from bot.telegram.routers.feedback import build_feedback_router
 from bot.telegram.sender import Sender
 from bot.telegram.texts import EN, RU
@@ -73,7 +74,7 @@ async def _press(
     """One press through intake → dispatcher → router; the acknowledgement's text."""
     sender = Sender(bot, per_chat_interval_s=0.0)
     inbox = InboxRepository(db)
-    responder = Responder(inbox, sender)
+    responder = Responder(inbox, TelegramChannel(sender))
     deps = handler_deps(db, sender, responder, feedback=FeedbackService(FeedbackRepository(db)))
     dispatcher = Dispatcher()
     dispatcher.update.outer_middleware(LanguageMiddleware())

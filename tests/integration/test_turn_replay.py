@@ -21,9 +21,10 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.types import Update
 
 from bot.runtime.intake import Intake, describe_update
+from bot.runtime.responder import Responder
+from bot.telegram.channel import TelegramChannel
 from bot.telegram.filters import caller_of
 from bot.telegram.processing import UpdateProcessor
-from bot.telegram.responder import Responder
 from bot.telegram.sender import Sender
 from bot.telegram.wiring.telegram import build_dispatcher
 from services.chat import ChatService, build_chat_service
@@ -86,7 +87,7 @@ async def running_bot(path: Path, telegram: FakeTelegramServer) -> AsyncIterator
     )
     sender = Sender(bot, per_chat_interval_s=0.0)
     inbox = InboxRepository(db)
-    responder = Responder(inbox, sender)
+    responder = Responder(inbox, TelegramChannel(sender))
     deps = handler_deps(
         db,
         sender,

@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from bot.runtime.health import Health
 from bot.runtime.intake import IntakeClosed
-from bot.telegram.health import Health
 from bot.telegram.webhook import SECRET_HEADER, GroupCommit, build_web_app
 from storage.database import Database
 from storage.inbox import InboxRepository

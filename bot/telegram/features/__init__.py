@@ -23,9 +23,9 @@ from aiohttp import web
 
 from bot.runtime.intake import SchedulerFactory, SignalHook
 from bot.runtime.metrics import Metrics
+from bot.runtime.responder import TopicLost
 from bot.telegram.context import AfterTurn, AnswerDrafts, HandlerDeps, OfferRows
 from bot.telegram.menu import MenuEntry
-from bot.telegram.responder import TopicLost
 from bot.telegram.routers.admin import StatsSection
 from storage.coordination import InboxFence
 

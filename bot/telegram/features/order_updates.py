@@ -2,7 +2,7 @@
 
 It adds /updates and the "notify me" / "stop" buttons among the customers' commands, its
 menu entry, the shop's push routes (bot/runtime/shop_push.py) on the web server, the worker that
-reads pushes, polls and sends (bot/telegram/order_notifier.py) as background work, its gauges and
+reads pushes, polls and sends (bot/runtime/order_notifier.py) as background work, its gauges and
 its /stats block, and the "notify me" button under an answer that showed the customer
 their own order (`notify_rows`, drawn by bot/telegram/turn_view.py among the features' rows).
 """
@@ -18,25 +18,31 @@ from aiohttp import web
 from bot.runtime.config import BotMode, NoSettings, Settings
 from bot.runtime.leadership import Leadership, LeaderWords
 from bot.runtime.metrics import Metrics
+from bot.runtime.order_notifier import (
+    NotificationWords,
+    OrderNotifier,
+    QuietHours,
+    order_updates_lock_name,
+)
 from bot.runtime.shop_push import PushSecrets, add_shop_push_routes
+from bot.telegram.channel import TelegramChannel
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
 from bot.telegram.keyboards import OrderUpdatesButton
-from bot.telegram.order_notifier import OrderNotifier, QuietHours, order_updates_lock_name
 from bot.telegram.routers.admin import StatsSection
 from bot.telegram.routers.order_updates import MENU, build_order_updates_router
 from bot.telegram.sender import Sender
 from bot.telegram.stats_view.order_updates import order_updates_block
 from bot.telegram.stats_view.table import TableSection
-from bot.telegram.texts import Language, Texts, TextTable
+from bot.telegram.texts import Language, Texts, TextTable, language_for
 from services.loop_types import TurnReply
 from services.offers import NotifyWhenItMoves
 from services.order_updates import OrderUpdates
 from services.stats import StatsReport
 from storage.database import Database
 from storage.leader import LeaderLock
-from storage.order_updates import OrderUpdateRepository
+from storage.order_updates import Notification, OrderUpdateRepository
 from storage.shop import ShopRepository
 from tools.shop.directory import ShopDirectory
 
@@ -156,8 +162,8 @@ def order_updates_feature(
     notifier = OrderNotifier(
         updates,
         repo,
-        sender,
-        texts,
+        TelegramChannel(sender),
+        notification_words(texts),
         leadership=_leadership(settings),
         poll_every_s=poll_every_s,
         quiet=QuietHours.parse(
@@ -189,6 +195,19 @@ def order_updates_feature(
         background=notifier.run,
         web_routes=web_routes if secrets.any else None,
     )
+
+
+def notification_words(texts: TextTable) -> NotificationWords:
+    """A notification's words: `order_update_<status>` in the customer's language."""
+
+    def words(notification: Notification) -> str | None:
+        language = texts.by_language[language_for(notification.language)]
+        key = f"order_update_{notification.status}"
+        if not hasattr(language, key):
+            return None
+        return language.for_order(key, notification.order_number)
+
+    return words
 
 
 def order_updates_on_telegram(

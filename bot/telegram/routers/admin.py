@@ -28,7 +28,7 @@ from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.filters import FromUsers, IsCommand
 from bot.telegram.formatting import Rendered
 from bot.telegram.menu import MenuEntry
-from bot.telegram.responder import Outbox
+from bot.telegram.outbox import Outbox
 from bot.telegram.sender import Sender
 from bot.telegram.stats_view.chart import render_chart
 from bot.telegram.stats_view.table import TableSection, render_table

@@ -47,6 +47,7 @@ from aiogram.types import (
 
 from bot.runtime.intake import SignalHook
 from bot.runtime.languages import Language
+from bot.telegram.channel import reply_target_of
 from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.formatting import markdown_to_messages
 from bot.telegram.keyboards import markup_to_json
@@ -317,9 +318,7 @@ async def _answer(
     unless the owner wrote in the chat while it ran."""
     assert message.text is not None
     started = time.time()
-    async with deps.responder.typing(
-        message.chat.id, business_connection_id=incoming.connection_id
-    ):
+    async with deps.responder.typing(reply_target_of(message)):
         reply = await ask_model(message, message.text, deps.chat_service, ctx.update_id)
     if service.owner_wrote(incoming.connection_id, incoming.chat_id, started):
         log.info("business chat %s: the owner wrote during the turn; not sent", incoming.chat_id)

@@ -19,6 +19,7 @@ import asyncio
 from aiogram import Bot, Router
 from aiogram.types import Message
 
+from bot.telegram.channel import reply_target_of
 from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.filters import AddressedToBot, HasText, caller_of, strip_bot_mention
 from bot.telegram.formatting import Rendered, messages_under_heading
@@ -117,20 +118,22 @@ async def answer_words(
 ) -> None:
     """A customer's words (typed, or `heard` in a voice note: the line quoting them goes
     above the answer) within MAX_INPUT_CHARS become a turn, then its answer. A typed
-    question in a private chat streams into a draft when drafts may stream now; anything
-    else shows "typing…" while the turn runs."""
+    question in a private chat streams into a draft when drafts may stream now (never in
+    an owner's chat: `ReplyTarget.streams_drafts`); anything else shows "typing…" while
+    the turn runs."""
     if len(text) > deps.max_input_chars:
         await ctx.outbox.send(ctx.texts.too_long_for(deps.max_input_chars))
         return
-    chat_id = message.chat.id
+    target = reply_target_of(message)
     transcribed = heard is not None
-    if not transcribed and caller_of(message).private_chat and deps.drafts.can_stream():
-        async with deps.drafts.stream(chat_id, ctx.update_id) as draft:
+    streams = not transcribed and caller_of(message).private_chat and target.streams_drafts
+    if streams and deps.drafts.can_stream():
+        async with deps.drafts.stream(target.chat_id, ctx.update_id) as draft:
             reply = await ask_model(
                 message, text, deps.chat_service, ctx.update_id, drafts=draft, stop=draft.stop
             )
     else:
-        async with deps.responder.typing(chat_id):
+        async with deps.responder.typing(target):
             reply = await ask_model(
                 message, text, deps.chat_service, ctx.update_id, transcribed=transcribed
             )

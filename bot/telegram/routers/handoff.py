@@ -36,7 +36,7 @@ from bot.telegram.handoff import HandoffDesk
 from bot.telegram.keyboards import HandoffButton
 from bot.telegram.limits import within_limits
 from bot.telegram.menu import MenuEntry
-from bot.telegram.responder import Outbox
+from bot.telegram.outbox import Outbox
 from bot.telegram.routers.chat import refusal_of, request_key
 from bot.telegram.texts import Texts
 from services.chat import ChatService

@@ -21,6 +21,7 @@ from aiogram.filters import Filter
 from aiogram.methods import GetFile
 from aiogram.types import Message
 
+from bot.telegram.channel import reply_target_of
 from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.filters import AddressedToBot
 from bot.telegram.formatting import Rendered
@@ -136,7 +137,7 @@ def build_voice_router(deps: HandlerDeps, voice: VoiceTranscription) -> Router:
         if not await within_limits(message, ctx, deps.limiter):
             return
         note, file_id, size = note_of(message, ctx.update_id)
-        async with deps.responder.typing(message.chat.id):
+        async with deps.responder.typing(reply_target_of(message)):
             heard = await voice.hear(note, lambda: download_audio(bot, deps.sender, file_id, size))
         if heard.text is None:
             await ctx.outbox.send(_unheard_text(heard, ctx.texts, voice.max_seconds))

@@ -20,6 +20,7 @@ from typing import Any
 from aiogram import Bot, Dispatcher
 
 from bot.runtime.config import Settings
+from bot.runtime.health import Health
 from bot.runtime.intake import Intake
 from bot.runtime.leadership import Leadership
 from bot.runtime.metrics import Metrics
@@ -35,7 +36,6 @@ from bot.telegram.features.catalog import (
     tools_of,
 )
 from bot.telegram.features.registry import FEATURES
-from bot.telegram.health import Health
 from bot.telegram.menu import Menu
 from bot.telegram.routers import get_menu
 from bot.telegram.sender import Sender

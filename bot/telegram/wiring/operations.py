@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from bot.runtime.config import Settings
+from bot.runtime.health import Health
 from bot.runtime.metrics import Metrics
 from bot.telegram.features import Feature
-from bot.telegram.health import Health
 from bot.telegram.sender import Sender
 from bot.telegram.wiring.telegram import Pipeline
 from storage.database import Database

@@ -15,13 +15,14 @@ from aiogram.client.telegram import TelegramAPIServer
 
 from bot.runtime.config import Settings
 from bot.runtime.intake import Intake, local_scheduling
+from bot.runtime.responder import Responder, no_other_topic
+from bot.telegram.channel import TelegramChannel
 from bot.telegram.context import NO_DRAFTS, HandlerDeps
 from bot.telegram.features import Feature
 from bot.telegram.features.instances import Instances, build_instances
 from bot.telegram.filters import LanguageMiddleware
 from bot.telegram.menu import help_with_commands
 from bot.telegram.processing import UpdateProcessor
-from bot.telegram.responder import Responder, no_other_topic
 from bot.telegram.response_types import keep_response_types
 from bot.telegram.routers import get_menu, get_routers
 from bot.telegram.sender import RETRYABLE_FAILURES, Sender
@@ -154,7 +155,7 @@ def build_responder(
     topic_lost = next((f.topic_lost for f in features if f.topic_lost is not None), None)
     return Responder(
         inbox,
-        sender,
+        TelegramChannel(sender),
         storage_retry=storage_retry,
         transient_failures=RETRYABLE_FAILURES,
         topic_lost=topic_lost or no_other_topic,

@@ -12,8 +12,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bot.telegram.health import Health, delivery_stalled
-from bot.telegram.responder import Responder
+from bot.runtime.health import Health, delivery_stalled
+from bot.runtime.responder import Responder
+from bot.telegram.channel import TelegramChannel
 from storage.database import Database, open_database
 from storage.inbox import InboxRepository, NewUpdate, StoredReply
 
@@ -191,7 +192,10 @@ async def test_the_responder_tracks_since_when_deliveries_fail(db: Database) -> 
     clock = iter([100.0, 200.0])
     sender = ScriptedSender(("failed", "network"), ("failed", "network"), ("delivered", None))
     responder = Responder(
-        inbox, sender, transient_failures=frozenset({"network"}), clock=lambda: next(clock)
+        inbox,
+        TelegramChannel(sender),
+        transient_failures=frozenset({"network"}),
+        clock=lambda: next(clock),
     )
     for update_id in (1, 2, 3):
         await inbox.record(

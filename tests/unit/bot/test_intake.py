@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from bot.runtime.intake import Intake, IntakeClosed, describe_update
-from bot.telegram.responder import Responder
+from bot.runtime.responder import Responder
+from bot.telegram.channel import TelegramChannel
 from services.chat import ChatService, build_chat_service
 from services.loop_types import LoopResult, LoopTrace, StopReason
 from services.prompts import build_prompt_registry
@@ -218,7 +219,7 @@ async def stored_row(inbox: InboxRepository, update_id: int = 1) -> InboxRow:
 
 async def test_reply_is_stored_then_sent_and_message_ids_recorded(inbox: InboxRepository) -> None:
     sender = ScriptedSender(FakeResult("delivered", 71), FakeResult("delivered", 72))
-    responder = Responder(inbox, sender)
+    responder = Responder(inbox, TelegramChannel(sender))
     row = await stored_row(inbox)
     await responder.reply(row, [StoredReply("<b>a</b>", "a"), StoredReply("b", "b")], turn_id="t1")
     done = await inbox.get(1)
@@ -237,7 +238,7 @@ async def test_delivery_resumes_after_the_last_accepted_part(inbox: InboxReposit
     sender = ScriptedSender(FakeResult("delivered", 72))
     stored = await inbox.get(row.update_id)
     assert stored is not None
-    await Responder(inbox, sender).deliver(stored)
+    await Responder(inbox, TelegramChannel(sender)).deliver(stored)
     assert [s[1] for s in sender.sent] == ["b"]
     final = await inbox.get(1)
     assert final is not None and final.message_ids == (71, 72) and final.status == "delivered"
@@ -246,7 +247,9 @@ async def test_delivery_resumes_after_the_last_accepted_part(inbox: InboxReposit
 async def test_unknown_send_outcome_is_recorded_not_retried(inbox: InboxRepository) -> None:
     row = await stored_row(inbox)
     sender = ScriptedSender(FakeResult("unknown", None, "read_timeout"))
-    await Responder(inbox, sender).reply(row, [StoredReply("a", "a"), StoredReply("b", "b")])
+    await Responder(inbox, TelegramChannel(sender)).reply(
+        row, [StoredReply("a", "a"), StoredReply("b", "b")]
+    )
     final = await inbox.get(1)
     assert final is not None
     assert (final.status, final.reason) == ("unknown", "read_timeout")
@@ -284,7 +287,7 @@ async def test_answers_telegram_never_got_are_sent_on_the_next_start(db: Databas
 
     assert await inbox.reopen_failed(reasons=RETRYABLE_FAILURES, newer_than_s=86_400) == 1
     sender = ScriptedSender(FakeResult("delivered", 81))
-    responder = Responder(inbox, sender)
+    responder = Responder(inbox, TelegramChannel(sender))
     recorder = Recorder(inbox)
     intake = Intake(inbox, process=recorder.process, deliver=responder.deliver)
     assert await intake.resume() == 1
@@ -376,7 +379,7 @@ async def pipeline(db: Database, inbox: InboxRepository) -> AsyncIterator[Pipeli
         prompts=build_prompt_registry(),
         shop=ShopRepository(db),
     )
-    responder = Responder(inbox, DeliveringSender(events))
+    responder = Responder(inbox, TelegramChannel(DeliveringSender(events)))
 
     async def process(row: InboxRow) -> None:
         assert row.chat_id is not None and row.user_id is not None

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.telegram.order_notifier import OrderNotifier, QuietHours
+from bot.runtime.order_notifier import OrderNotifier, QuietHours
 from bot.telegram.stats_view.order_updates import order_updates_block
 from storage.order_updates import OrderUpdateCounts
 
@@ -94,8 +94,8 @@ async def test_a_failing_step_does_not_stop_the_others_and_is_said_once(
     notifier = OrderNotifier(
         updates,  # type: ignore[arg-type]
         repo,  # type: ignore[arg-type]
-        sender=None,  # type: ignore[arg-type]
-        texts=None,  # type: ignore[arg-type]
+        channel=None,  # type: ignore[arg-type]
+        words=None,  # type: ignore[arg-type]
         leadership=None,
         poll_every_s=1.0,
         clock=iter(range(0, 1000, 5)).__next__,  # a polling round is due at every tick

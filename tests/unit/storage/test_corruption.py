@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.telegram.health import Health
+from bot.runtime.health import Health
 from storage.database import DatabaseOpenError, corruption, open_database
 from storage.inbox import InboxRepository
 from storage.shop import ShopRepository

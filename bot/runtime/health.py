@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from bot.runtime.intake import Intake
-from bot.telegram.responder import Responder
+from bot.runtime.responder import Responder
 from storage.database import Database
 from storage.inbox import InboxRepository
 from tools.shop.directory import ShopDirectory

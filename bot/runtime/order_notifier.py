@@ -9,12 +9,13 @@ whichever instance received them (bot/runtime/shop_push.py) and read here.
 Each tick: the stored pushes (each order read again from the shop), a polling round when
 one is due (services/order_updates.py: budget, unfinished orders only), then the due
 notifications — outside quiet hours — each claimed (`sending`) before it is sent through
-the `Sender` (paced like every answer), then `sent` with its words in the customer's
-conversation, or `failed`. A 403 (the customer blocked the bot) stops all the chat's
-subscriptions. After a crash, a notification left `sending` is tried once more at the
-next start (storage/order_updates.py: never lost to a crash, at most twice), as the
-inbox delivers an answer's stored parts again; a send whose outcome Telegram left
-unknown while the process ran is failed, as an answer's is.
+the `Channel` (bot/runtime/channel.py; paced like every answer), then `sent` with its
+words in the customer's conversation, or `failed`. A refusal for good (`FORBIDDEN`: the
+customer blocked the bot) stops all the chat's subscriptions. After a crash, a
+notification left `sending` is tried once more at the next start
+(storage/order_updates.py: never lost to a crash, at most twice), as the inbox delivers
+an answer's stored parts again; a send whose outcome the channel left unknown while the
+process ran is failed, as an answer's is.
 """
 
 from __future__ import annotations
@@ -28,11 +29,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import partial
 
+from bot.runtime.channel import FORBIDDEN, Channel, ReplyTarget
 from bot.runtime.leadership import Leadership
-from bot.telegram.formatting import markdown_to_messages
-from bot.telegram.sender import Sender
-from bot.telegram.texts import TextTable, language_for
 from services.order_updates import OrderUpdates
+from storage.inbox import StoredReply
 from storage.order_updates import (
     FAILED,
     STOP_BLOCKED,
@@ -45,7 +45,10 @@ log = logging.getLogger(__name__)
 TICK_S = 1.0
 EVENT_RETENTION_S = 7 * 86_400.0  # handled pushes are forgotten after a week
 SEND_BATCH = 20
-FORBIDDEN = "forbidden"  # bot/telegram/send_outcome.py: Telegram's 403 (blocked, deactivated)
+
+# The words telling a customer of a notification's change, in their language (Markdown);
+# None when there are none for its status. Given by the feature that owns the words.
+NotificationWords = Callable[[Notification], str | None]
 
 
 def order_updates_lock_name(bot_id: int) -> str:
@@ -80,8 +83,8 @@ class OrderNotifier:
         self,
         updates: OrderUpdates,
         repo: OrderUpdateRepository,
-        sender: Sender,
-        texts: TextTable,
+        channel: Channel,
+        words: NotificationWords,
         *,
         leadership: Leadership | None,
         poll_every_s: float,
@@ -90,8 +93,8 @@ class OrderNotifier:
     ) -> None:
         self._updates = updates
         self._repo = repo
-        self._sender = sender
-        self._texts = texts
+        self._channel = channel
+        self._words = words
         self._leadership = leadership
         self._poll_every_s = poll_every_s
         self._quiet = quiet
@@ -177,15 +180,13 @@ class OrderNotifier:
     async def _send(self, notification: Notification) -> None:
         if not await self._repo.claim(notification.id):
             return
-        texts = self._texts.by_language[language_for(notification.language)]
-        key = f"order_update_{notification.status}"
-        if not hasattr(texts, key):
+        words = self._words(notification)
+        if words is None:
             await self._repo.finish(notification.id, FAILED, "unknown_status")
             return
-        words = texts.for_order(key, notification.order_number)
-        (part, *_) = markdown_to_messages(words)
-        result = await self._sender.send_text(
-            notification.chat_id, part.html, parse_mode="HTML", plain_text=part.plain
+        (part, *_) = self._channel.render(words)
+        result = await self._channel.send(
+            ReplyTarget(notification.chat_id), StoredReply(part.html, part.plain)
         )
         if result.status == "delivered":
             await self._repo.finish_sent(notification, words)
