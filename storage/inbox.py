@@ -74,6 +74,8 @@ class StoredReply:
     to the customer, a mirror into the operators' topic): `chat_id` names that chat and
     `thread_id` the forum topic in it. A part with `copy_message_id` is a copy of that
     message of `copy_from_chat_id` (text, photo, document), not a text of its own.
+    A part with `business_connection_id` is posted in a chat of the owner's business
+    account, as the owner (Business mode).
     """
 
     html: str
@@ -84,6 +86,7 @@ class StoredReply:
     thread_id: int | None = None
     copy_from_chat_id: int | None = None
     copy_message_id: int | None = None
+    business_connection_id: str | None = None
 
 
 _OPTIONAL_PART_FIELDS = (
@@ -92,6 +95,7 @@ _OPTIONAL_PART_FIELDS = (
     "thread_id",
     "copy_from_chat_id",
     "copy_message_id",
+    "business_connection_id",
 )
 
 

@@ -103,16 +103,20 @@ def reply_target(
     update's own chat — through the update's business connection when it came through
     one (a `business_message`, Bot API 7.2), so the owner's customer gets the answer in
     the owner's chat."""
-    if part.chat_id is not None:
-        return ReplyTarget(part.chat_id, thread_id)
-    return ReplyTarget(row_chat_id, thread_id, business_connection_id(payload))
+    if part.chat_id is not None:  # a chat the part names, as the owner if it says so
+        return ReplyTarget(part.chat_id, thread_id, part.business_connection_id)
+    connection = part.business_connection_id or business_connection_id(payload)
+    return ReplyTarget(row_chat_id, thread_id, connection)
 
 
 def business_connection_id(payload: dict[str, Any]) -> str | None:
     """The business connection an update came through (Bot API `Update.business_message`
-    or `edited_business_message`: `Message.business_connection_id`), else None."""
-    for kind in ("business_message", "edited_business_message"):
-        message = payload.get(kind)
+    or `edited_business_message`: `Message.business_connection_id`; a press under a
+    message in a business chat: its `callback_query.message`), else None."""
+    press = payload.get("callback_query")
+    pressed = press.get("message") if isinstance(press, dict) else None
+    kinds = ("business_message", "edited_business_message")
+    for message in (*(payload.get(kind) for kind in kinds), pressed):
         if isinstance(message, dict):
             connection = message.get("business_connection_id")
             if isinstance(connection, str) and connection:

@@ -119,12 +119,15 @@ class Responder:
 
     async def deliver(self, row: InboxRow) -> None:
         """Send the parts Telegram has not accepted yet; finish the row."""
-        if row.chat_id is None:
-            await self._finish(row.update_id, FAILED, "no_chat")
-            return
         for part in row.undelivered:
+            # a part names its chat, or goes to the update's (an update without a chat,
+            # e.g. a business connection, is answered only in chats its parts name)
+            chat_id = part.chat_id if part.chat_id is not None else row.chat_id
+            if chat_id is None:
+                await self._finish(row.update_id, FAILED, "no_chat")
+                return
             try:
-                result = await self._send_part(row, row.chat_id, part)
+                result = await self._send_part(row, chat_id, part)
             except Exception:
                 log.exception("sending the reply to update %s failed", row.update_id)
                 await self._finish(row.update_id, FAILED, "send_error")

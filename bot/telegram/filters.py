@@ -28,6 +28,7 @@ from aiogram.types import Message, TelegramObject, User
 
 from bot.telegram.context import UpdateContext
 from bot.telegram.texts import BUILT_IN, TextTable
+from services.business import conversation_id
 from tools.base import Caller
 
 # Telegram's placeholder senders of messages sent on behalf of a chat
@@ -37,9 +38,20 @@ TELEGRAM_SERVICE_ID = 777000
 _PLACEHOLDER_USERS = frozenset({GROUP_ANONYMOUS_BOT_ID, CHANNEL_BOT_ID, TELEGRAM_SERVICE_ID})
 
 
+def conversation_of(message: Message) -> int:
+    """The conversation a message belongs to: its chat — for a chat of the owner's
+    business account, that chat's own conversation (services/business.py), apart from
+    the bot's chat with the same person."""
+    if message.business_connection_id:
+        return conversation_id(message.business_connection_id, message.chat.id)
+    return message.chat.id
+
+
 def caller_of(message: Message) -> Caller:
     """The sender of `message` and its chat (see the module docstring for chats as
-    senders): the one `Caller` that goes on to the chat service and the tools."""
+    senders): the one `Caller` that goes on to the chat service and the tools. In a chat
+    of the owner's business account the customer is the chat's user, in a one-to-one
+    chat, and the chat is its own conversation (`conversation_of`)."""
     if message.sender_chat is not None:
         key, is_chat = message.sender_chat.id, True
     elif message.from_user is not None and message.from_user.id not in _PLACEHOLDER_USERS:
@@ -47,7 +59,7 @@ def caller_of(message: Message) -> Caller:
     else:  # no sender, or a placeholder without sender_chat: the chat itself speaks
         key, is_chat = message.chat.id, True
     private = message.chat.type == ChatType.PRIVATE and not is_chat and key == message.chat.id
-    return Caller(key=key, chat_id=message.chat.id, is_chat=is_chat, private_chat=private)
+    return Caller(key=key, chat_id=conversation_of(message), is_chat=is_chat, private_chat=private)
 
 
 class HasText(Filter):

@@ -61,6 +61,9 @@ class ChatSide:
     person_button: bool  # a person can be called (handoff to operators is on)
     language: str = "ru"  # the reply's language (an action card's words are per language)
     offer_rows: tuple[OfferRows, ...] = ()  # the features' offers' buttons (e.g. notify me)
+    # where contact buttons do not work (a chat of the owner's business account): the
+    # words that say where to share the phone instead of the button
+    phone_hint: str | None = None
 
 
 def turn_view(
@@ -78,8 +81,9 @@ def turn_view(
         text = f"{text}\n\n{effect}"
         return TurnView(text=text, markup=action_keyboard(card.operation_id, texts))
     if share:
-        text = f"{text}\n\n{texts.phone_hint}"
-    return TurnView(text=text, markup=_markup(reply, texts, side, share=share))
+        text = f"{text}\n\n{side.phone_hint or texts.phone_hint}"
+    button = share and side.phone_hint is None
+    return TurnView(text=text, markup=_markup(reply, texts, side, share=button))
 
 
 def _card(reply: TurnReply, side: ChatSide) -> ConfirmAction | None:

@@ -16,6 +16,20 @@ Drafts (`sendMessageDraft`, streamed answers) are recorded in `drafts`; set
 `draft_rejection` to 400 or 404 to answer them like a Bot API server without drafts.
 `stop_update(chat_id, draft_id)` builds the update a customer's stop press sends.
 
+Business mode (Telegram Business, "Chat Automation" in the app; shapes from the Bot API
+documentation, version 10.3 — https://core.telegram.org/bots/api#businessconnection,
+#businessbotrights, #businessmessagesdeleted, and the `business_connection_id`
+parameter of sendMessage, sendChatAction and editMessageReplyMarkup): `connect_business`
+records a connection (getBusinessConnection answers it) and returns the
+`business_connection` update to enqueue; `business_message_update`,
+`edited_business_message_update`, `deleted_business_messages_update` and
+`business_callback_update` build the other updates. Like Telegram, a send with a
+`business_connection_id` is refused when the connection is unknown, disabled or lacks
+`can_reply`, and when the chat had no incoming message in the last 24 hours; an accepted
+one is echoed back as a `business_message` carrying `sender_business_bot` (the bot's own
+message on the owner's behalf) when `echo_business_sends` is on.
+`business_messages_to(connection, chat)` lists what the customer saw there.
+
 Several bot processes (polling with a leader): a bot whose TELEGRAM_API_URL is
 `client_url(name)` is recorded under that name (`ApiCall.client`); `polls_in_flight`
 says who is inside a `getUpdates` right now and `poll_overlaps` counts every poll that
@@ -235,6 +249,11 @@ class FakeTelegramServer:
         self._open_polls: dict[int, tuple[str, asyncio.Event]] = {}  # id -> (client, ended)
         self._stopping = False  # `stop` is under way: long polls answer at once
         self._poll_ids = itertools.count(1)
+        # Business mode: connection id -> BusinessConnection; (connection, chat) -> when
+        # the customer last wrote (the 24-hour window of `can_reply`)
+        self.business_connections: dict[str, dict[str, Any]] = {}
+        self.business_incoming: dict[tuple[str, int], float] = {}
+        self.echo_business_sends = True
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, port: int = 0) -> str:
@@ -283,6 +302,40 @@ class FakeTelegramServer:
         self._updates.append(update)
         self._notify()
         return int(update["update_id"])
+
+    def connect_business(
+        self,
+        connection_id: str,
+        owner_id: int,
+        *,
+        can_reply: bool = True,
+        is_enabled: bool = True,
+    ) -> dict[str, Any]:
+        """The owner connected the bot in Telegram's settings (or changed its rights, or
+        disconnected it: `is_enabled=False`): the connection as getBusinessConnection
+        answers it from now on, and the `business_connection` update Telegram sends."""
+        connection = business_connection(
+            connection_id, owner_id, can_reply=can_reply, is_enabled=is_enabled
+        )
+        self.business_connections[connection_id] = connection
+        return {"update_id": next(self._next_update_id), "business_connection": connection}
+
+    def business_messages_to(self, connection_id: str, chat_id: int) -> list[SentMessage]:
+        """What the bot posted in a business chat on the owner's behalf."""
+        return [
+            m
+            for m in self.messages_to(chat_id)
+            if m.params.get("business_connection_id") == connection_id
+        ]
+
+    def enqueue_business_message(self, update: dict[str, Any]) -> int:
+        """Queue a `business_message` update; an incoming one (from the customer) opens
+        the chat's 24-hour window, as on Telegram."""
+        message = update["business_message"]
+        key = (str(message["business_connection_id"]), int(message["chat"]["id"]))
+        if message["from"]["id"] == message["chat"]["id"]:
+            self.business_incoming[key] = float(message["date"])
+        return self.enqueue_update(update)
 
     def add_file(self, file_id: str, data: bytes, *, file_path: str | None = None) -> None:
         """A file the bot may fetch with getFile and download; `file_path`: what getFile
@@ -540,7 +593,40 @@ class FakeTelegramServer:
         parse_mode = params.get("parse_mode")
         if self.reject_html and parse_mode == "HTML":
             return _error(400, "Bad Request: can't parse entities: unsupported start tag")
-        return _ok(self._accept(chat_id, str(params.get("text", "")), parse_mode, params))
+        business = params.get("business_connection_id")
+        if business is not None:
+            refusal = self._business_refusal(str(business), chat_id)
+            if refusal is not None:
+                return _error(400, refusal)
+        message = self._accept(chat_id, str(params.get("text", "")), parse_mode, params)
+        if business is not None:
+            self._echo_business(str(business), message)
+        return _ok(message)
+
+    def _business_refusal(self, connection_id: str, chat_id: int) -> str | None:
+        """Why Telegram refuses a message on the owner's behalf, or None."""
+        connection = self.business_connections.get(connection_id)
+        if connection is None:
+            return "Bad Request: business connection not found"
+        rights = connection.get("rights", {})
+        if not connection["is_enabled"] or not rights.get("can_reply"):
+            return "Bad Request: BOT_BUSINESS_MISSING"
+        last_in = self.business_incoming.get((connection_id, chat_id))
+        if last_in is None or time.time() - last_in > 24 * 3600:
+            return "Bad Request: BUSINESS_PEER_USAGE_MISSING"
+        return None
+
+    def _echo_business(self, connection_id: str, sent: dict[str, Any]) -> None:
+        """Telegram's `business_message` about the bot's own message in the chat."""
+        owner = self.business_connections[connection_id]["user"]
+        sent["business_connection_id"] = connection_id
+        sent["from"] = owner
+        sent["sender_business_bot"] = {
+            k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")
+        }
+        sent["chat"] = {"id": sent["chat"]["id"], "type": "private", "first_name": "Customer"}
+        if self.echo_business_sends:
+            self.enqueue_update({"business_message": dict(sent)})
 
     async def _wait_on_hold(
         self, chat_id: int, request: web.Request, method: str | None = None
@@ -624,8 +710,21 @@ class FakeTelegramServer:
             result["caption"] = text
         return result
 
-    async def _m_sendchataction(self, _p: dict[str, Any], _r: web.Request) -> web.Response:
+    async def _m_sendchataction(self, params: dict[str, Any], _r: web.Request) -> web.Response:
+        business = params.get("business_connection_id")
+        if business is not None:
+            refusal = self._business_refusal(str(business), int(params["chat_id"]))
+            if refusal is not None:
+                return _error(400, refusal)
         return _ok(True)
+
+    async def _m_getbusinessconnection(
+        self, params: dict[str, Any], _r: web.Request
+    ) -> web.Response:
+        connection = self.business_connections.get(str(params.get("business_connection_id")))
+        if connection is None:
+            return _error(400, "Bad Request: business connection not found")
+        return _ok(connection)
 
     # ------------------------------------------------------------------ forum topics
     def _in_deleted_topic(self, params: dict[str, Any]) -> bool:
@@ -992,6 +1091,93 @@ def edited_message_update(chat_id: int, text: str, **kwargs: Any) -> dict[str, A
     message = update.pop("message")
     message["edit_date"] = int(time.time())
     update["edited_message"] = message
+    return update
+
+
+# ------------------------------------------------------------- Business mode (Bot API 10.3)
+def business_connection(
+    connection_id: str, owner_id: int, *, can_reply: bool = True, is_enabled: bool = True
+) -> dict[str, Any]:
+    """A BusinessConnection: `rights` (BusinessBotRights, Bot API 9.0+) says what the bot
+    may do; `user_chat_id` is the owner's private chat with the bot."""
+    return {
+        "id": connection_id,
+        "user": {"id": owner_id, "is_bot": False, "first_name": f"Owner{owner_id}"},
+        "user_chat_id": owner_id,
+        "date": int(time.time()),
+        "is_enabled": is_enabled,
+        "rights": {"can_reply": can_reply, "can_read_messages": True},
+    }
+
+
+def business_message_update(
+    connection_id: str,
+    chat_id: int,
+    *,
+    text: str,
+    from_id: int | None = None,
+    language_code: str | None = "ru",
+    date: int | None = None,
+    message_id: int | None = None,
+    key: str = "business_message",
+) -> dict[str, Any]:
+    """A message in a chat of the business account: from the customer (`from_id` None:
+    the chat's user) or written by the owner themself (`from_id`: the owner's id). The
+    chat of a business message is the private chat with the customer; its id is the
+    customer's, independent from any bot chat that shares it."""
+    uid = next(_update_ids)
+    sender = _user(chat_id if from_id is None else from_id, language_code)
+    message: dict[str, Any] = {
+        "message_id": message_id if message_id is not None else uid,
+        "business_connection_id": connection_id,
+        "date": int(time.time()) if date is None else date,
+        "chat": {"id": chat_id, "type": "private", "first_name": f"User{chat_id}"},
+        "from": sender,
+        "text": text,
+    }
+    return {"update_id": uid, key: message}
+
+
+def edited_business_message_update(
+    connection_id: str, chat_id: int, *, text: str, message_id: int, **kwargs: Any
+) -> dict[str, Any]:
+    update = business_message_update(
+        connection_id,
+        chat_id,
+        text=text,
+        message_id=message_id,
+        key="edited_business_message",
+        **kwargs,
+    )
+    update["edited_business_message"]["edit_date"] = int(time.time())
+    return update
+
+
+def deleted_business_messages_update(
+    connection_id: str, chat_id: int, message_ids: list[int]
+) -> dict[str, Any]:
+    return {
+        "update_id": next(_update_ids),
+        "deleted_business_messages": {
+            "business_connection_id": connection_id,
+            "chat": {"id": chat_id, "type": "private", "first_name": f"User{chat_id}"},
+            "message_ids": message_ids,
+        },
+    }
+
+
+def business_callback_update(
+    connection_id: str, chat_id: int, data: str, *, message_id: int, owner_id: int
+) -> dict[str, Any]:
+    """A customer's press of an inline button under the bot's message in a business chat
+    (the message carries the connection id; it was sent on the owner's behalf)."""
+    update = callback_update(chat_id, data, message_id=message_id)
+    message = update["callback_query"]["message"]
+    message["business_connection_id"] = connection_id
+    message["from"] = {"id": owner_id, "is_bot": False, "first_name": f"Owner{owner_id}"}
+    message["sender_business_bot"] = {
+        k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")
+    }
     return update
 
 

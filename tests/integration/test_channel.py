@@ -6,6 +6,7 @@ Business updates are shaped as the Bot API documents them (API 7.2, `Update.busi
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -35,6 +36,10 @@ CONNECTION = "business-connection-1"
 
 @pytest.fixture
 async def bot(fake_telegram: FakeTelegramServer) -> AsyncIterator[Bot]:
+    # the owner connected the bot and customer 42 wrote in the last 24 hours: the fake,
+    # like Telegram, refuses sends through a connection it does not know or outside that
+    fake_telegram.connect_business(CONNECTION, 7)
+    fake_telegram.business_incoming[(CONNECTION, 42)] = time.time()
     session = AiohttpSession(api=TelegramAPIServer.from_base(fake_telegram.base_url))
     instance = Bot(token=fake_telegram.token, session=session)
     try:

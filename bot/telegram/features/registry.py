@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.telegram.features.actions import ACTIONS
+from bot.telegram.features.business import BUSINESS
 from bot.telegram.features.catalog import FeatureSpec
 from bot.telegram.features.gaps import GAPS
 from bot.telegram.features.handoff import HANDOFF
@@ -31,4 +32,5 @@ FEATURES: tuple[FeatureSpec[Any, Any], ...] = (
     KNOWLEDGE,
     GAPS,
     PRODUCTS,
+    BUSINESS,
 )

@@ -40,6 +40,7 @@ from aiogram.methods import AnswerCallbackQuery, EditMessageReplyMarkup, Telegra
 from aiogram.types import CallbackQuery, Message
 
 from bot.telegram.context import HandlerDeps, UpdateContext
+from bot.telegram.filters import conversation_of
 from bot.telegram.formatting import markdown_to_messages
 from bot.telegram.keyboards import (
     ActionButton,
@@ -312,7 +313,7 @@ def build_action_router(
 
         press = await service.press(
             parsed.operation_id,
-            chat_id=message.chat.id,
+            chat_id=conversation_of(message),  # a business chat: its own conversation
             user_id=query.from_user.id,
             update_id=ctx.update_id,
             confirm=parsed.choice is ActionChoice.CONFIRM,
@@ -362,7 +363,12 @@ async def _ack(sender: Sender, query: CallbackQuery, text: str | None) -> None:
 
 async def _remove_buttons(sender: Sender, message: Message) -> None:
     await _cosmetic(
-        sender, EditMessageReplyMarkup(chat_id=message.chat.id, message_id=message.message_id)
+        sender,
+        EditMessageReplyMarkup(
+            chat_id=message.chat.id,
+            message_id=message.message_id,
+            business_connection_id=message.business_connection_id,
+        ),
     )
 
 
