@@ -70,6 +70,8 @@ def shop_env(shop: FakeShopApi, **more: str) -> dict[str, str]:
         "SHOP_CACHE_TTL_S": "1",
         "SHOP_MISS_TTL_S": "1",
         "SHOP_TIMEOUT_S": "1",
+        # the order path alone (the product catalogue, read at start: test_products.py)
+        "PRODUCTS_ENABLED": "false",
         **more,
     }
 

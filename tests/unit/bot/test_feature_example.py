@@ -47,7 +47,7 @@ async def wired(
 
 
 # the shop's knowledge off: the instruction is the frame and this feature's words alone
-OFF = {"KNOWLEDGE_ENABLED": "false"}
+OFF = {"KNOWLEDGE_ENABLED": "false", "PRODUCTS_ENABLED": "false"}
 
 
 @pytest.mark.parametrize("wired", [{**OFF, "SHOP_HOURS": "Mon-Fri 9-18"}], indirect=True)

@@ -46,8 +46,8 @@ async def test_with_handoff_and_streaming_off_nothing_of_them_is_wired(
     wired: Application, db: Database
 ) -> None:
     # with actions off only the note for presses on old cards ("actions_off"); the
-    # shop's knowledge is on by default
-    expected = ["voice", *_several_instances(db), "knowledge", "gaps", "actions_off"]
+    # shop's knowledge and products are on by default
+    expected = ["voice", *_several_instances(db), "knowledge", "gaps", "products", "actions_off"]
     assert [f.name for f in wired.features] == expected
     routers = set(_names(wired.dispatcher.sub_routers))
     assert "stop_pressed" not in routers
@@ -67,6 +67,7 @@ async def test_handoff_and_streaming_contribute_their_parts_through_the_seam(
         *_several_instances(db),
         "knowledge",
         "gaps",
+        "products",
         "actions_off",
     ]
     streaming, handoff = features["streaming"], features["handoff"]
