@@ -46,10 +46,10 @@ from bot.runtime.config import (
     load_shop_settings,
 )
 from bot.runtime.exit_codes import ExitCode
+from bot.runtime.feature_parts import Needs
 from bot.telegram.features.actions import ACTIONS
 from bot.telegram.features.catalog import (
     FeatureSpec,
-    Needs,
     build_chat_parts,
     own_of,
     system_prompt,

@@ -252,6 +252,17 @@ def markdown_report(
     transcript. `stopped_because`: why runs were left out (a time limit, a silent
     endpoint), one line each, said at the top; `shop`: which shop the scenarios ran on
     (one line)."""
+    lines = _report_header(command, shop, stopped_because, trials, min_pass)
+    lines += _model_table(model_scores, prices)
+    lines += _scenario_table(model_scores)
+    lines += _failing_runs(results)
+    return "\n".join(lines) + "\n"
+
+
+def _report_header(
+    command: str, shop: str, stopped_because: Sequence[str], trials: int, min_pass: float
+) -> list[str]:
+    """What was run, on which shop, and why it stopped early: read before any score."""
     lines = ["# Simulation report", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
@@ -260,7 +271,12 @@ def markdown_report(
     lines += [f"**Stopped early:** {line}" for line in stopped_because]
     lines += [""] if stopped_because else []
     lines += [f"Trials per scenario: {trials}; required pass^1 per scenario: {min_pass:.2f}", ""]
-    lines += [
+    return lines
+
+
+def _model_table(model_scores: Sequence[ModelScore], prices: Prices | None) -> list[str]:
+    """One row per model: how often it passed and what it cost, to compare models."""
+    lines = [
         "| model | scenarios | pass^1 | pass^k | model calls | tokens (prompt + completion) "
         "| cost | time |"
     ]
@@ -271,7 +287,12 @@ def markdown_report(
             f"| {m.model_calls} | "
             f"{m.tokens.prompt} + {m.tokens.completion} | {_cost(m, prices)} | {m.seconds:.1f} s |"
         )
-    lines += ["", "## Scenarios", ""]
+    return lines
+
+
+def _scenario_table(model_scores: Sequence[ModelScore]) -> list[str]:
+    """One row per scenario, one column per model: which scenarios a model fails."""
+    lines = ["", "## Scenarios", ""]
     lines += [
         "| scenario | " + " | ".join(f"{m.model} pass^1 / pass^k" for m in model_scores) + " |"
     ]
@@ -283,8 +304,13 @@ def markdown_report(
             s = next((s for s in m.scenarios if s.scenario_id == sid), None)
             cells.append("-" if s is None else f"{s.pass_1:.2f} / {s.pass_k:.0f}")
         lines.append(f"| {sid} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _failing_runs(results: Sequence[RunResult]) -> list[str]:
+    """Every failing run with what failed and its transcript: what an owner fixes from."""
     failing = [r for r in results if not r.passed]
-    lines += ["", f"## Failing runs ({len(failing)})", ""]
+    lines = ["", f"## Failing runs ({len(failing)})", ""]
     if not failing:
         lines.append("None: every run met every expectation.")
     for result in failing:
@@ -300,4 +326,4 @@ def markdown_report(
         lines.append("")
         lines += transcript_markdown(result.transcript)
         lines.append("")
-    return "\n".join(lines) + "\n"
+    return lines

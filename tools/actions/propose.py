@@ -25,7 +25,7 @@ from typing import Any
 
 from storage.actions import ActionRepository, NewAction
 from tools.actions.builtin import being_returned
-from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Policy
+from tools.actions.definition import ActionDefinition, ActionShop, Allowed, Decision, Policy
 from tools.base import (
     ActionProposed,
     Caller,
@@ -120,7 +120,7 @@ class ProposingHandler:
         return result
 
     async def _propose(self, arguments: Any, context: ToolContext) -> ProposalResult:
-        caller, store = context.caller, context.storage_wait
+        caller = context.caller
         try:
             number = self._shop.number_rule.normalise(arguments.order_id)
         except ValueError as exc:
@@ -140,17 +140,40 @@ class ProposingHandler:
                 ask_in_private_chat=True,
                 message=PRIVATE_ONLY_MESSAGE,
             )
+        order = await self._callers_order(number, context)
+        if order is None:
+            return ProposalResult(order_id=number, found=False, message=NOT_FOUND_MESSAGE)
+        decision = await self._check(order, arguments, context, now)
+        if not isinstance(decision, Allowed):
+            return ProposalResult(
+                order_id=number, found=True, refused=decision.code, message=decision.message
+            )
+        await self._store(order, arguments, context, now)
+        return ProposalResult(order_id=number, found=True, proposed=True, message=PROPOSED_MESSAGE)
+
+    async def _callers_order(self, number: str, context: ToolContext) -> LiveOrder | None:
+        """The order when this customer may act on it, else None: a missing order and
+        someone else's get the same answer, so a guess learns nothing."""
         try:
             order = await self._shop.get_order(number)
         except ShopUnavailable:
             raise ToolBusinessError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE) from None
-        phone = await store.run(
+        caller = context.caller
+        phone = await context.storage_wait.run(
             "verified phone read", lambda: context.shop.get_verified_phone(caller.key)
         )
         if order is None or not may_act(order, caller, phone):  # the answer of a missing one
             if phone is None:
                 context.notes.append(OrderMissedNoPhone(order_id=number))
-            return ProposalResult(order_id=number, found=False, message=NOT_FOUND_MESSAGE)
+            return None
+        return order
+
+    async def _check(
+        self, order: LiveOrder, arguments: Any, context: ToolContext, now: float
+    ) -> Decision:
+        """The shop's policy on this order now, with what is already being returned, so
+        a second return cannot take the same items twice."""
+        store = context.storage_wait
 
         async def returning(order_number: str) -> Mapping[str, int]:
             confirmed = await store.run(
@@ -162,19 +185,21 @@ class ProposingHandler:
         policy = Policy(
             shop=context.shop, now=datetime.fromtimestamp(now, UTC), returning=returning
         )
-        decision = await self._definition.check(order, arguments, policy)
-        if not isinstance(decision, Allowed):
-            return ProposalResult(
-                order_id=number, found=True, refused=decision.code, message=decision.message
-            )
+        return await self._definition.check(order, arguments, policy)
+
+    async def _store(
+        self, order: LiveOrder, arguments: Any, context: ToolContext, now: float
+    ) -> None:
+        """Store the proposal under a new operation id and note it for the reply's card:
+        nothing happens at the shop until the customer confirms it."""
         operation_id = uuid.uuid4().hex
         effect = self._definition.effect(order, arguments)
         new = NewAction(
             operation_id=operation_id,
             action=self._definition.name,
-            order_number=number,
-            chat_id=caller.chat_id,
-            user_id=caller.key,
+            order_number=arguments.order_id,
+            chat_id=context.caller.chat_id,
+            user_id=context.caller.key,
             arguments=arguments.model_dump_json(),
             effect=json.dumps(effect, ensure_ascii=False),
             done_words=json.dumps(
@@ -183,9 +208,10 @@ class ProposingHandler:
             turn_id=context.turn_id,
             expires_at=now + self._expiry_s,
         )
-        await store.run("storing a proposed action", lambda: self._actions.create(new))
+        await context.storage_wait.run(
+            "storing a proposed action", lambda: self._actions.create(new)
+        )
         context.notes.append(ActionProposed(operation_id=operation_id, effect=effect))
-        return ProposalResult(order_id=number, found=True, proposed=True, message=PROPOSED_MESSAGE)
 
 
 def proposing_tool(

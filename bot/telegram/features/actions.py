@@ -34,6 +34,7 @@ from bot.telegram.routers.actions import (
     build_refusal_router,
     build_request_router,
 )
+from bot.telegram.routers.admin import StatsSection
 from bot.telegram.stats_view.actions import actions_block
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language
@@ -244,22 +245,7 @@ def actions_on_telegram(
                 "shop's people, but neither ADMIN_IDS nor OPERATOR_CHAT_ID is set"
             )
 
-    delivery = OutgoingDelivery(
-        OutgoingRepository(needs.db, clock=time.time),
-        telegram.sender,
-        storage_retry=needs.storage_retry,
-        first_retry_s=min(settings.action_retry_first_s, 15.0),
-    )
-    sweeper = ActionSweeper(
-        service,
-        delivery,
-        telegram.texts,
-        staff_chats=sorted(settings.admin_ids),
-        operator_chat_id=operator_chat_id,
-        every_s=min(settings.action_retry_first_s, 15.0),
-        staff=staff,
-        escalate_after_s=settings.action_request_escalate_s,
-    )
+    sweeper = _sweeper(needs, telegram, service, staff)
 
     async def background() -> None:
         await asyncio.gather(keep_capabilities(parts), sweeper.run())
@@ -273,6 +259,42 @@ def actions_on_telegram(
             commands=(presses, build_request_router(deps, service, staff, telegram.texts)),
         )
 
+    return Feature(
+        name="actions",
+        routers=routers,
+        stats_sections=(_stats_section(service),),
+        on_start=on_start,
+        background=background,
+    )
+
+
+def _sweeper(
+    needs: Needs, telegram: TelegramNeeds, service: ActionService, staff: Staff
+) -> ActionSweeper:
+    """The background work that settles unknown outcomes and reminds staff of open
+    requests: its own delivery, so a reminder survives a restart like any reply."""
+    settings = needs.settings
+    delivery = OutgoingDelivery(
+        OutgoingRepository(needs.db, clock=time.time),
+        telegram.sender,
+        storage_retry=needs.storage_retry,
+        first_retry_s=min(settings.action_retry_first_s, 15.0),
+    )
+    return ActionSweeper(
+        service,
+        delivery,
+        telegram.texts,
+        staff_chats=sorted(settings.admin_ids),
+        operator_chat_id=settings.operator_chat_id,
+        every_s=min(settings.action_retry_first_s, 15.0),
+        staff=staff,
+        escalate_after_s=settings.action_request_escalate_s,
+    )
+
+
+def _stats_section(service: ActionService) -> StatsSection:
+    """The /stats block: the period's counts, plus what waits on people now."""
+
     async def stats_section(report: StatsReport) -> TableSection:
         counts = await service.counts(report.since, report.until)
         waiting = await service.needing_attention()
@@ -283,13 +305,7 @@ def actions_on_telegram(
 
         return lines
 
-    return Feature(
-        name="actions",
-        routers=routers,
-        stats_sections=(stats_section,),
-        on_start=on_start,
-        background=background,
-    )
+    return stats_section
 
 
 ACTIONS: FeatureSpec[ActionParts, NoSettings] = FeatureSpec(

@@ -8,7 +8,8 @@ its words per language (`words`: keys a shop's TEXTS_FILE may reword like any te
 `word_table` makes them from the typed words its handlers read with `Texts.of`), and
 two builders. `chat` builds its part in a turn —
 its tools, its system-prompt fragments and its own objects (e.g. a service) — from
-`Needs`, which holds nothing of Telegram, so the bot and `support-bot simulate` build it
+`Needs`, which holds nothing of Telegram (it and `ChatPart` are in
+bot/runtime/feature_parts.py), so the bot and `support-bot simulate` build it
 the same way; None means the feature is off. `telegram` builds the rest (routers, menu,
 offers' buttons, /stats block, gauges, background work: `Feature`) from the chat part's
 objects and the Telegram side (`TelegramNeeds`); simulate never calls it, so a
@@ -25,16 +26,16 @@ in bot/telegram/features/registry.py adds it to `FEATURES`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from bot.runtime.config import (
     FeatureSettings,
     NoSettings,
-    Settings,
     SettingsError,
     load_feature_settings,
 )
+from bot.runtime.feature_parts import ChatPart, Needs, Own, on, word_table
 from bot.runtime.languages import Language
 from bot.telegram.features import Feature
 from bot.telegram.sender import Sender
@@ -42,30 +43,22 @@ from bot.telegram.startup import CannotStart
 from bot.telegram.texts import TextTable
 from services.limits import TurnSlots
 from services.llm.client import OpenAIChatModel
-from services.prompts.composed import PromptFragment, SystemPrompt, compose
+from services.prompts.composed import SystemPrompt, compose
 from services.prompts.support_chat import SUPPORT_CHAT_FRAME
-from storage.database import Database, StorageRetry
 from storage.voice import VoiceNoteRepository
 from tools.base import Tool
-from tools.shop.directory import ShopDirectory
 
 if TYPE_CHECKING:  # its module declares a FeatureSpec too
-    from _typeshed import DataclassInstance
-
     from bot.telegram.features.instances import Instances
 
-Own = TypeVar("Own")
 Conf = TypeVar("Conf", bound=FeatureSettings)
 
-
-@dataclass(frozen=True, slots=True)
-class Needs:
-    """What a feature's part in a turn may be built from: no Telegram in it."""
-
-    settings: Settings
-    db: Database
-    shop: ShopDirectory
-    storage_retry: StorageRetry
+__all__ = [  # re-exported: the feature modules import them from here
+    "ChatPart",
+    "Needs",
+    "on",
+    "word_table",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,16 +71,6 @@ class TelegramNeeds:
     turn_slots: TurnSlots
     voice_notes: VoiceNoteRepository
     instances: Instances | None  # PostgreSQL: chats claimed by one instance at a time
-
-
-@dataclass(frozen=True, slots=True)
-class ChatPart(Generic[Own]):
-    """A feature's part in a turn, the same in the bot and in simulate: `own` is what
-    its Telegram side builds on (e.g. its service)."""
-
-    own: Own
-    tools: tuple[Tool[Any, Any], ...] = ()
-    prompt: tuple[PromptFragment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,12 +152,6 @@ def own_of(built: Sequence[Built], spec: FeatureSpec[Own, Any]) -> Own | None:
     return None
 
 
-def word_table(words: Mapping[Language, DataclassInstance]) -> Mapping[Language, Mapping[str, str]]:
-    """A feature's words as `FeatureSpec.words`, from its typed words (a frozen dataclass
-    of strings per language, which its handlers read with `Texts.of`)."""
-    return {language: {k: str(v) for k, v in asdict(w).items()} for language, w in words.items()}
-
-
 def words_of(specs: Iterable[FeatureSpec[Any, Any]]) -> dict[Language, dict[str, str]]:
     """Every feature's built-in words by language, on or off (a shop's TEXTS_FILE may
     reword a feature before turning it on): what `load_text_table` takes as `features`."""
@@ -183,8 +160,3 @@ def words_of(specs: Iterable[FeatureSpec[Any, Any]]) -> dict[Language, dict[str,
         for language, words in spec.words.items():
             table.setdefault(language, {}).update(words)
     return table
-
-
-def on(part: bool) -> ChatPart[None] | None:
-    """The part of a feature with nothing in a turn: on (no tools, no words) or off."""
-    return ChatPart(None) if part else None
