@@ -129,6 +129,15 @@ async def test_the_admin_answers_a_gap_and_it_is_a_knowledge_entry_at_once(
     assert "Гарантия" not in await ask(fake_telegram, ADMIN, "/cancel", language_code="en")
 
 
+async def answer_first_gap(telegram: FakeTelegramServer, text: str) -> None:
+    """The admin opens /gaps, presses "Answer #1" and writes `text`: added at once."""
+    await ask(telegram, ADMIN, "/gaps", language_code="en")
+    gaps_message = telegram.messages_to(ADMIN)[-1]
+    [answer] = [b for b in buttons(gaps_message) if b["text"] == "✍️ Answer #1"]
+    await press(telegram, ADMIN, gaps_message, answer["callback_data"])
+    assert (await ask(telegram, ADMIN, text, language_code="en")).startswith("✅ Added")
+
+
 def knowledge_model(body: Body) -> FakeReply:
     """A careful model that searches the shop's knowledge for every question, answers
     from what it found, else says it does not know."""
@@ -165,17 +174,7 @@ async def test_an_answered_gap_answers_the_next_customer_in_other_words(
     await wait_for_db(
         database_path, "SELECT count(*) FROM turns WHERE outcome = 'dont_know'", [(1,)]
     )
-    await ask(fake_telegram, ADMIN, "/gaps", language_code="en")
-    gaps_message = fake_telegram.messages_to(ADMIN)[-1]
-    [answer] = [b for b in buttons(gaps_message) if b["text"] == "✍️ Answer #1"]
-    await press(fake_telegram, ADMIN, gaps_message, answer["callback_data"])
-    added = await ask(
-        fake_telegram,
-        ADMIN,
-        "Да, гравировка на кружке — 300 ₽, готово за 2 дня.",
-        language_code="en",
-    )
-    assert added.startswith("✅ Added")
+    await answer_first_gap(fake_telegram, "Да, гравировка на кружке — 300 ₽, готово за 2 дня.")
 
     later = await ask(fake_telegram, CUSTOMERS[1], "А гравировку на кружку сделаете?")
     assert "гравировка на кружке — 300 ₽" in later
@@ -222,17 +221,7 @@ async def test_simulate_from_gaps_shows_the_gap_then_the_fix(
     assert status == 1, report
     assert "| gap-001 | 0.00 / 0 |" in report
 
-    await ask(fake_telegram, ADMIN, "/gaps", language_code="en")
-    gaps_message = fake_telegram.messages_to(ADMIN)[-1]
-    [answer] = [b for b in buttons(gaps_message) if b["text"] == "✍️ Answer #1"]
-    await press(fake_telegram, ADMIN, gaps_message, answer["callback_data"])
-    added = await ask(
-        fake_telegram,
-        ADMIN,
-        "Да, гравировка на кружке — 300 ₽, готово за 2 дня.",
-        language_code="en",
-    )
-    assert added.startswith("✅ Added")
+    await answer_first_gap(fake_telegram, "Да, гравировка на кружке — 300 ₽, готово за 2 дня.")
     entries = "SELECT count(*) FROM knowledge_documents"
     before = query(database_path, entries)
 
