@@ -332,6 +332,18 @@ class KnowledgeRepository:
         assert row is not None
         return int(row[0]), int(row[1])
 
+    async def entries(self, kind: str) -> list[tuple[str, str, str]]:
+        """The (title, location, text) of each document of the sources of `kind` (the
+        shop's own one-at-a-time answers are one passage each), oldest first."""
+        rows = await self._db.fetch_all(
+            "SELECT d.title, d.location, p.text FROM knowledge_documents d"
+            " JOIN knowledge_sources s ON s.id = d.source_id"
+            " JOIN knowledge_passages p ON p.document_id = d.id"
+            " WHERE s.kind = ? ORDER BY d.id, p.id",
+            (kind,),
+        )
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
 
 def _source(row: Row) -> SourceRecord:
     return SourceRecord(

@@ -29,6 +29,8 @@ MESSAGE_LIMIT = 3800
 
 GAPS_WORDS: dict[Language, dict[str, str]] = {
     "en": {
+        "menu_gaps": "Questions the bot could not answer",
+        "menu_chat": "Read a customer's conversation",
         "gaps_title": "Questions the bot could not answer, {period}: {total}",
         "gaps_none": "No unanswered questions {period}. 🎉",
         "gaps_group": "{n}. Asked {count} times by {chats} customers",
@@ -77,6 +79,8 @@ GAPS_WORDS: dict[Language, dict[str, str]] = {
         ),
     },
     "ru": {
+        "menu_gaps": "Вопросы, на которые бот не ответил",
+        "menu_chat": "Прочитать разговор с покупателем",
         "gaps_title": "Вопросы без ответа {period}: {total}",
         "gaps_none": "Вопросов без ответа {period} нет. 🎉",
         "gaps_group": "{n}. Спросили {count} раз, покупателей: {chats}",

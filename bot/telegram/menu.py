@@ -12,14 +12,14 @@ customers' entries (`help_with_commands`), so the two never disagree.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from aiogram.methods import SetMyCommands
 from aiogram.types import BotCommand, BotCommandScopeChat, BotCommandScopeDefault
 
 from bot.telegram.sender import Sender
-from bot.telegram.texts import COMMANDS_PLACEHOLDER, LANGUAGES, Texts, TextTable
+from bot.telegram.texts import COMMANDS_PLACEHOLDER, LANGUAGES, Language, Texts, TextTable
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,14 @@ class MenuEntry:
 
     command: str
     words: Callable[[Texts], str]
+
+
+def feature_entry(
+    command: str, key: str, words: Mapping[Language, Mapping[str, str]]
+) -> MenuEntry:
+    """A feature's command in the menu, with its words `key` from the feature's words
+    (`FeatureSpec.words`) as the shop's TEXTS_FILE left them."""
+    return MenuEntry(command, lambda texts: texts.features.get(key) or words[texts.language][key])
 
 
 @dataclass(frozen=True, slots=True)

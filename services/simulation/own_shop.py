@@ -6,6 +6,10 @@ what a run does (an action carried out, a phone verified) happens to the copy.
 
 A database without the shop's own data (the demo, or nothing yet) gives None: the
 scenarios then run on the demo shop.
+
+The answers the owner added one at a time (an admin's "Answer this" under a gap, an
+accepted draft) are read too (`read_own_entries`) and added to each own-shop run's
+throwaway knowledge, so a scenario written from a gap shows the answer that closed it.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from storage.knowledge import KnowledgeRepository
 from storage.shop import ShopRepository
 from storage.shop_records import ORDER_COLUMNS, FaqRecord, OrderRecord, ReturnPolicyRecord
+from tools.knowledge.base import ENTRIES_SOURCE, ENTRY_PREFIX
 from tools.shop.import_document import MAX_FILE_ITEMS, MAX_ORDERS, MAX_RETURN_POLICIES
 from tools.shop.rules import GENERAL_RETURN_POLICY_KEY
 
@@ -105,4 +111,21 @@ async def read_own_shop(shop: ShopRepository) -> OwnShop | None:
         policies=len(policies),
         faq=len(faq),
         orders_left_out=len(orders) < len(stored),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OwnEntry:
+    """One answer of the shop's own in its knowledge (added as the bot added it)."""
+
+    title: str
+    text: str
+    url: str | None
+
+
+async def read_own_entries(knowledge: KnowledgeRepository) -> tuple[OwnEntry, ...]:
+    """The shop's own one-at-a-time answers, oldest first (none: an empty tuple)."""
+    return tuple(
+        OwnEntry(title, text, None if location.startswith(ENTRY_PREFIX) else location)
+        for title, location, text in await knowledge.entries(ENTRIES_SOURCE)
     )

@@ -37,7 +37,7 @@ from services.loop_types import TurnReply
 from services.offers import ConfirmAction, PersonWillAnswer
 from services.simulation.customer import CustomerSimulator
 from services.simulation.expectations import Failure, judge
-from services.simulation.own_shop import OwnShop
+from services.simulation.own_shop import OwnEntry, OwnShop
 from services.simulation.scenario import Scenario, ScenarioSettings
 from services.simulation.transcript import (
     ActionRecord,
@@ -68,6 +68,15 @@ class SimulatedBot:
     chat: ChatService
     actions: ActionService | None = None
     knowledge: KnowledgeBase | None = None
+
+
+async def add_own_entries(bot: SimulatedBot, entries: Sequence[OwnEntry]) -> None:
+    """The owner's own answers into the run's (throwaway) knowledge, as the bot has them;
+    with the knowledge feature off the bot does not search them, and neither does the run."""
+    if bot.knowledge is None:
+        return
+    for entry in entries:
+        await bot.knowledge.add_entry(entry.title, entry.text, url=entry.url)
 
 
 async def add_knowledge(bot: SimulatedBot, scenario: Scenario) -> None:
@@ -234,6 +243,8 @@ class Simulator:
     time_limit_s: float | None = None
     # the owner's shop (services/simulation/own_shop.py) and its order numbers' rule
     own_shop: OwnShop | None = None
+    # the owner's own knowledge answers, added to every own-shop run's knowledge
+    own_entries: tuple[OwnEntry, ...] = ()
     number_rule: OrderNumberRule = FOUR_DIGITS
     results: list[RunResult] = field(default_factory=list)
     not_started: int = 0  # runs left out by the time limit or a silent endpoint
@@ -354,6 +365,8 @@ class Simulator:
         recording = RecordingModel(model)
         bot = self.build_bot(db, recording, scenario.settings)
         try:
+            if scenario.shop == "own":
+                await add_own_entries(bot, self.own_entries)
             await add_knowledge(bot, scenario)
             await self._converse(bot, recording, scenario, transcript)
         finally:

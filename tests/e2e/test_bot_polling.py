@@ -50,8 +50,18 @@ async def test_start_up_deletes_webhook_keeping_updates_and_sets_commands(
     commands = fake_telegram.calls_of("setMyCommands")
     names = [[c["command"] for c in call.params["commands"]] for call in commands]
     assert ["start", "help", "new", "phone", "forget_phone"] in names
+    # the admins' commands (the features' too) in the admin's chat only, in each language
+    staff = {"stats", "gaps", "chat", "knowledge"}
     admin = [c for c in commands if c.params.get("scope", {}).get("chat_id") == 777]
-    assert admin and [c["command"] for c in admin[0].params["commands"]][-1] == "stats"
+    assert {c.params.get("language_code") for c in admin} == {None, "en"}
+    for call in admin:
+        assert staff <= {c["command"] for c in call.params["commands"]}
+        assert all(c["description"] for c in call.params["commands"])
+    everyone = [c for c in commands if c.params.get("scope", {}).get("type") == "default"]
+    assert everyone and all(
+        not staff & {c["command"] for c in call.params["commands"]} for call in everyone
+    )
+    assert all(c.params["scope"]["type"] in ("default", "chat") for c in commands)
     startup = [line for line in bot.lines if "starting:" in line]
     assert len(startup) == 1
     assert "mode=polling" in startup[0] and "fake-model" in startup[0]

@@ -4,12 +4,14 @@ conversation behind a group (audited); nobody else sees any of it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.chat_helpers import WAIT_S, StartBot, ask, query, wait_for_db
+from tests.e2e.launch import run_bot_command
 from tests.fakes.openai_server import (
     Body,
     FakeOpenAIServer,
@@ -127,6 +129,15 @@ async def test_the_admin_answers_a_gap_and_it_is_a_knowledge_entry_at_once(
     assert "Гарантия" not in await ask(fake_telegram, ADMIN, "/cancel", language_code="en")
 
 
+async def answer_first_gap(telegram: FakeTelegramServer, text: str) -> None:
+    """The admin opens /gaps, presses "Answer #1" and writes `text`: added at once."""
+    await ask(telegram, ADMIN, "/gaps", language_code="en")
+    gaps_message = telegram.messages_to(ADMIN)[-1]
+    [answer] = [b for b in buttons(gaps_message) if b["text"] == "✍️ Answer #1"]
+    await press(telegram, ADMIN, gaps_message, answer["callback_data"])
+    assert (await ask(telegram, ADMIN, text, language_code="en")).startswith("✅ Added")
+
+
 def knowledge_model(body: Body) -> FakeReply:
     """A careful model that searches the shop's knowledge for every question, answers
     from what it found, else says it does not know."""
@@ -163,18 +174,60 @@ async def test_an_answered_gap_answers_the_next_customer_in_other_words(
     await wait_for_db(
         database_path, "SELECT count(*) FROM turns WHERE outcome = 'dont_know'", [(1,)]
     )
-    await ask(fake_telegram, ADMIN, "/gaps", language_code="en")
-    gaps_message = fake_telegram.messages_to(ADMIN)[-1]
-    [answer] = [b for b in buttons(gaps_message) if b["text"] == "✍️ Answer #1"]
-    await press(fake_telegram, ADMIN, gaps_message, answer["callback_data"])
-    added = await ask(
-        fake_telegram,
-        ADMIN,
-        "Да, гравировка на кружке — 300 ₽, готово за 2 дня.",
-        language_code="en",
-    )
-    assert added.startswith("✅ Added")
+    await answer_first_gap(fake_telegram, "Да, гравировка на кружке — 300 ₽, готово за 2 дня.")
 
     later = await ask(fake_telegram, CUSTOMERS[1], "А гравировку на кружку сделаете?")
     assert "гравировка на кружке — 300 ₽" in later
     await wait_for_db(database_path, "SELECT count(*) FROM turns WHERE outcome = 'facts'", [(1,)])
+
+
+async def simulate(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
+    """`support-bot simulate …` as its own process (the fake model answers in this loop
+    meanwhile): its exit status and the report it wrote (or its errors)."""
+    done = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: run_bot_command(["simulate", *argv], env=env, cwd=cwd)
+    )
+    report = cwd / "report.md"
+    text = report.read_text(encoding="utf-8") if report.exists() else ""
+    return done.returncode, text + done.stderr
+
+
+async def test_simulate_from_gaps_shows_the_gap_then_the_fix(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    bot_base_env: dict[str, str],
+    database_path: Path,
+    tmp_path: Path,
+) -> None:
+    """The owner's loop: a miss, `simulate --from-gaps` writes it as a scenario that fails
+    on the shop as it is; after "Answer this" the same scenario passes, because the run
+    has the owner's own answers (on a copy: the bot's database is left as it was)."""
+    fake_openai.handler = knowledge_model
+    env = {**bot_base_env, "ADMIN_IDS": str(ADMIN), "KNOWLEDGE_EMBEDDER": "none"}
+    await start_bot(env)
+    assert "не знаю" in await ask(fake_telegram, CUSTOMERS[0], "Делаете гравировку на кружках?")
+    await wait_for_db(
+        database_path, "SELECT count(*) FROM turns WHERE outcome = 'dont_know'", [(1,)]
+    )
+    work = tmp_path / "owner"
+    work.mkdir()
+    status, out = await simulate(["--from-gaps", "--out", "gaps.toml"], env, work)
+    assert status == 0, out
+    assert "Делаете гравировку на кружках?" in (work / "gaps.toml").read_text(encoding="utf-8")
+
+    run = ["gaps.toml", "--report", "report.md"]
+    status, report = await simulate(run, env, work)
+    assert status == 1, report
+    assert "| gap-001 | 0.00 / 0 |" in report
+
+    await answer_first_gap(fake_telegram, "Да, гравировка на кружке — 300 ₽, готово за 2 дня.")
+    entries = "SELECT count(*) FROM knowledge_documents"
+    before = query(database_path, entries)
+
+    status, report = await simulate(run, env, work)
+    assert status == 0, report
+    assert "| gap-001 | 1.00 / 1 |" in report
+    assert "1 answer(s) of your own in the knowledge" in report
+    # the run added the answer to its copy only
+    assert query(database_path, entries) == before

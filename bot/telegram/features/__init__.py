@@ -81,6 +81,7 @@ class Feature:
     name: str
     routers: Callable[[HandlerDeps], FeatureRouters] = _no_routers
     menu: tuple[MenuEntry, ...] = ()
+    admin_menu: tuple[MenuEntry, ...] = ()  # in ADMIN_IDS' menus only, after /stats
     start_check: Callable[[int], Awaitable[None]] | None = None
     on_start: Callable[[], Awaitable[None]] | None = None
     gauges: Callable[[Metrics], None] | None = None

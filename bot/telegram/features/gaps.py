@@ -25,6 +25,7 @@ from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
 from bot.telegram.features.knowledge import KnowledgeSettings, build_knowledge
 from bot.telegram.gaps_view import GAPS_WORDS, render_draft, render_gaps, words
+from bot.telegram.menu import feature_entry
 from bot.telegram.routers.gaps import build_gap_answer_router, build_gaps_router
 from bot.telegram.sender import Sender
 from bot.telegram.startup import CannotStart
@@ -234,6 +235,10 @@ def gaps_on_telegram(
     return Feature(
         name="gaps",
         routers=routers,
+        admin_menu=(
+            feature_entry("gaps", "menu_gaps", GAPS_WORDS),
+            feature_entry("chat", "menu_chat", GAPS_WORDS),
+        ),
         stats_sections=(stats_section,),
         background=background if work else None,
     )

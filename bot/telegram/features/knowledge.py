@@ -21,6 +21,7 @@ from bot.runtime.config import FeatureSettings, Settings
 from bot.telegram.features import Feature
 from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
 from bot.telegram.knowledge_admin import admin_parts
+from bot.telegram.menu import feature_entry
 from bot.telegram.routers.knowledge_admin import KNOWLEDGE_WORDS, MAX_DOWNLOAD_BYTES
 from services.prompts.knowledge import KNOWLEDGE_V1
 from storage.database import Database, StorageUnavailable, storage_fault
@@ -182,6 +183,7 @@ def knowledge_on_telegram(
     return Feature(
         name="knowledge",
         routers=admin.routers,
+        admin_menu=(feature_entry("knowledge", "menu_knowledge", KNOWLEDGE_WORDS),),
         stats_sections=admin.stats_sections,
         background=work,
     )

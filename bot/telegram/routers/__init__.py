@@ -78,6 +78,8 @@ def get_routers(
 
 
 def get_menu(features: Sequence[Feature] = ()) -> Menu:
-    """The commands menu: the core routers' entries, then the features'."""
+    """The commands menu: the core routers' entries, then the features' (the customers'
+    for everyone, the admins' for ADMIN_IDS only)."""
     extra = tuple(entry for feature in features for entry in feature.menu)
-    return Menu(customers=commands.MENU + phone.MENU + extra, admins=admin.MENU)
+    staff = tuple(entry for feature in features for entry in feature.admin_menu)
+    return Menu(customers=commands.MENU + phone.MENU + extra, admins=admin.MENU + staff)

@@ -99,6 +99,7 @@ class KnowledgeOwner(Protocol):
 
 KNOWLEDGE_WORDS: dict[Language, dict[str, str]] = {
     "en": {
+        "menu_knowledge": "What the bot knows: add or remove pages and files",
         "knowledge_list_title": "What the bot knows ({n} sources):",
         "knowledge_list_empty": (
             "The bot knows nothing of your shop yet. Send /knowledge with a link to your "
@@ -137,6 +138,7 @@ KNOWLEDGE_WORDS: dict[Language, dict[str, str]] = {
         ),
     },
     "ru": {
+        "menu_knowledge": "Что знает бот: добавить или убрать страницы и файлы",
         "knowledge_list_title": "Что знает бот (источников: {n}):",
         "knowledge_list_empty": (
             "Бот пока ничего не знает о вашем магазине. Пришлите /knowledge и ссылку на "

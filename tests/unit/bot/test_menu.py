@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bot.telegram.features import Feature
-from bot.telegram.menu import menu_calls
+from bot.telegram.gaps_view import GAPS_WORDS
+from bot.telegram.menu import feature_entry, menu_calls
 from bot.telegram.routers import get_menu
 from bot.telegram.routers.handoff import MENU as HANDOFF_MENU
 from bot.telegram.texts import BUILT_IN, EN, RU, TextsError, build_text_table
@@ -41,6 +42,16 @@ def test_a_features_entries_join_the_customers_menu() -> None:
     handoff = Feature(name="handoff", menu=HANDOFF_MENU)
     [everyone] = _menus(menu_calls(get_menu([handoff]), BUILT_IN, []))[:1]
     assert everyone[2][-1] == ("operator", RU.menu_operator)
+
+
+def test_a_features_admin_entries_join_only_the_admins_menu() -> None:
+    gaps = Feature(name="gaps", admin_menu=(feature_entry("gaps", "menu_gaps", GAPS_WORDS),))
+    table = build_text_table(features=GAPS_WORDS)
+    everyone, admin = _menus(menu_calls(get_menu([gaps]), table, [42]))[:2]
+    assert "gaps" not in [command for command, _ in everyone[2]]
+    assert admin[2][-2:] == [("stats", RU.menu_stats), ("gaps", GAPS_WORDS["ru"]["menu_gaps"])]
+    reworded = build_text_table(overrides={"en": {"menu_gaps": "Misses"}}, features=GAPS_WORDS)
+    assert ("gaps", "Misses") in _menus(menu_calls(get_menu([gaps]), reworded, [42]))[3][2]
 
 
 def test_a_shop_may_reword_the_menu_within_telegrams_limit() -> None:
