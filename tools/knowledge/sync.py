@@ -205,7 +205,32 @@ class KnowledgeSync:
             urls = await self._site_urls(fetcher, source.location)
         if urls is None:  # no sitemap: crawl the site's links
             return await self._crawl(fetcher, source.location, stored, report, progress)
-        return await self._fetch_all(fetcher, urls, stored, report, progress)
+        docs = await self._fetch_all(fetcher, urls, stored, report, progress)
+        return docs + await self._linked(fetcher, source.location, urls, docs, stored, report)
+
+    async def _linked(
+        self,
+        fetcher: Fetcher,
+        root: str,
+        urls: Sequence[str],
+        docs: list[_Doc],
+        stored: dict[str, DocumentState],
+        report: SyncReport,
+    ) -> list[_Doc]:
+        """The documents (PDF, DOCX) the pages link to on the same host, robots.txt
+        respected, within max_pages. A page answered 304 was not read, so its links are
+        unknown: the linked documents stored before are kept (checked again) until every
+        page has been read; then one no page links to any more is removed."""
+        linked = _linked_documents(docs, root)
+        if any(d.fetched is None for d in docs):
+            linked |= {loc for loc in stored if loc not in urls and _is_document(loc)}
+        robots = await self._robots(fetcher, root)
+        allowed = {u for u in linked if robots is None or robots.can_fetch(USER_AGENT, u)}
+        room = max(0, self._max_pages - len(docs))
+        more = sorted(allowed - {d.location for d in docs})[:room]
+        if not more:
+            return []
+        return await self._fetch_all(fetcher, more, stored, report, None, need=False)
 
     async def _fetch_page(
         self, fetcher: Fetcher, url: str, stored: dict[str, DocumentState], *, conditional: bool
@@ -229,7 +254,11 @@ class KnowledgeSync:
         stored: dict[str, DocumentState],
         report: SyncReport,
         progress: Progress | None,
+        *,
+        need: bool = True,
     ) -> list[_Doc]:
+        """The pages at `urls` (up to max_pages); a page that fails is skipped (or kept,
+        `_skip`); with `need`, none readable is the source's failure."""
         docs: list[_Doc] = []
         for done, url in enumerate(urls[: self._max_pages], start=1):
             try:
@@ -238,7 +267,7 @@ class KnowledgeSync:
                 self._skip(url, exc, stored, docs, report)
             if progress is not None:
                 progress(done, min(len(urls), self._max_pages), url)
-        if not docs:
+        if need and not docs:
             raise SourceError(f"{report.location}: no page could be read")
         return docs
 
@@ -399,6 +428,22 @@ def _links_of(doc: _Doc) -> list[str]:
         return _parse(doc.location, doc.fetched).links
     except DocumentError:
         return []
+
+
+def _is_document(location: str) -> bool:
+    return kind_of(Path(urlsplit(location).path).name) in ("pdf", "docx")
+
+
+def _linked_documents(docs: Sequence[_Doc], root: str) -> set[str]:
+    """Same-host links of the pages read now (changed or not) to PDF and DOCX files."""
+    host = urlsplit(root).netloc
+    found = set()
+    for doc in (d for d in docs if not _is_document(d.location)):
+        for link in doc.parsed.links if doc.parsed is not None else _links_of(doc):
+            link = _normal(link)
+            if urlsplit(link).netloc == host and _is_document(link):
+                found.add(link)
+    return found
 
 
 def _repeated_blocks(parsed: Sequence[ParsedDocument]) -> set[str]:
