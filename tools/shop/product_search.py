@@ -148,11 +148,11 @@ class VectorRanker:
     def rank(self, query: Vectors, limit: int) -> list[int]:
         import numpy as np
 
+        from tools.knowledge.embedder import similarities
+
         if not len(self._vectors):
             return []
-        # einsum, not `@`: BLAS's threads cost 30-50 ms on a busy 2-core machine for a
-        # product of this size (0.2 ms without them; docs/benchmarks.md, "Products")
-        scores = np.einsum("ij,j->i", self._vectors, query.reshape(-1))
+        scores = similarities(self._vectors, query)
         chosen = np.flatnonzero(scores >= self._floor)
         best = chosen[np.argsort(-scores[chosen], kind="stable")][:limit]
         return [int(i) for i in best]

@@ -85,3 +85,15 @@ def test_the_owner_chooses_the_embedder() -> None:
     assert remote is not None and remote.name == "remote/nomic"
     with pytest.raises(ValueError, match="EMBEDDINGS_MODEL"):
         build_embedder(EmbedderChoice(kind="openai", base_url="http://127.0.0.1:1/v1"))
+
+
+def test_similarities_match_the_matrix_product() -> None:
+    from tools.knowledge.embedder import normalised, similarities
+
+    rng = np.random.default_rng(7)
+    matrix = normalised(rng.standard_normal((50, 16)))
+    query = normalised(rng.standard_normal(16))[0]
+    scores = similarities(matrix, query)
+    assert scores.shape == (50,)
+    assert np.allclose(scores, matrix @ query, atol=1e-6)
+    assert np.allclose(similarities(matrix, query.reshape(1, -1)), scores)
