@@ -127,6 +127,9 @@ class Driver:
         self.stray_replies = 0  # answers to a chat with no question waiting
         self.order_violations = 0  # an answer that belongs to a later question of its chat
         self.webhook_errors = 0
+        # TCP connections the webhook POSTs opened: with keep-alive at most
+        # `webhook_connections` per phase, however many updates went over them
+        self.webhook_connections_opened = 0
 
     @property
     def next_update_id(self) -> int:
@@ -142,9 +145,12 @@ class Driver:
             # connection kept alive and reused. Unbounded, a burst opened hundreds of
             # connections, which the bot's server then closed as idle after
             # WEBHOOK_READ_TIMEOUT_S and the next burst opened again.
+            opened = aiohttp.TraceConfig()
+            opened.on_connection_create_end.append(self._count_connection)
             self._posts = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._webhook_connections),
                 timeout=aiohttp.ClientTimeout(total=120),
+                trace_configs=[opened],
             )
         self._seen_messages = await self._count_messages()
         self._tasks.append(asyncio.create_task(self._collect(), name="collect-replies"))
@@ -252,6 +258,9 @@ class Driver:
                     self.webhook_errors += 1
         except aiohttp.ClientError:
             self.webhook_errors += 1
+
+    async def _count_connection(self, *_: object) -> None:
+        self.webhook_connections_opened += 1
 
     async def _count_messages(self) -> int:
         assert self._http is not None

@@ -74,6 +74,23 @@ def mode_means(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return means
 
 
+def pair_ratios(runs: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """Each ABBA pair (runs 1-2, 3-4, ...): webhook / polling turns/s and CPU per turn."""
+    ratios: list[dict[str, float]] = []
+    for first, second in zip(runs[0::2], runs[1::2], strict=False):
+        by_mode = {first["mode"]: first["load"], second["mode"]: second["load"]}
+        if set(by_mode) != set(MODES):
+            continue
+        w, p = by_mode["webhook"], by_mode["polling"]
+        ratios.append(
+            {
+                "turns_per_s": w["throughput"]["overall"] / p["throughput"]["overall"],
+                "cpu_per_turn": w["cpu_ms_per_turn"] / p["cpu_ms_per_turn"],
+            }
+        )
+    return ratios
+
+
 def modes_rows(runs: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     """The comparison issue 19 asks for, from `--only modes`."""
     data = runs.get("modes")
@@ -83,7 +100,17 @@ def modes_rows(runs: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     each = ", ".join(
         f"{r['mode'][0]} {r['load']['throughput']['overall']:.1f}" for r in data["runs"]
     )
+    pairs = pair_ratios(data["runs"])
     return [
+        (
+            "webhook / polling in every ABBA pair: turns/s >= 0.95 at <= 1.03x CPU per turn",
+            "; ".join(
+                f"pair {n}: {r['turns_per_s']:.3f} turns/s, {r['cpu_per_turn']:.3f} CPU"
+                for n, r in enumerate(pairs, start=1)
+            ),
+            bool(pairs)
+            and all(r["turns_per_s"] >= 0.95 and r["cpu_per_turn"] <= 1.03 for r in pairs),
+        ),
         (
             f"(issue 19) webhook turns/s >= polling turns/s at {data['load_chats']} chats "
             f"(ABBA, {int(w['runs'])} fresh bots each, means)",

@@ -32,12 +32,15 @@ import aiohttp
 from aiohttp import web
 
 from bot.programs.cli import event_loop_factory
+from bot.runtime.config import Settings
 from tests.fakes.telegram_server import FakeTelegramServer
 
 SECRET = "bench-secret_0123456789"
 TOKEN = "123456:BENCH-TOKEN"
 PATH = "/hook"
 MODES = ("webhook", "polling")
+# the bot's default setWebhook max_connections (WEBHOOK_MAX_CONNECTIONS)
+MAX_CONNECTIONS = int(Settings.model_fields["webhook_max_connections"].default)
 
 
 def update(update_id: int) -> dict[str, Any]:
@@ -161,7 +164,10 @@ async def parent(mode: str, args: argparse.Namespace) -> float:
     url = f"http://127.0.0.1:{port}{PATH}"
     posts: list[asyncio.Task[None]] = []
     result = asyncio.create_task(proc.stdout.readline())
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+    # like Telegram: at most setWebhook's max_connections POSTs at once, over connections
+    # kept alive and reused (an unbounded pool opens one per update of a burst)
+    connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS)
+    async with aiohttp.ClientSession(connector=connector) as http:
 
         async def post(update_id: int) -> None:
             headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}

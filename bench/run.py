@@ -432,6 +432,7 @@ class Bench:
             name, run, turns, timings, problems, planned=len(chats) * messages
         )
         result["fakes_cpu_s"] = fakes_after - fakes_before
+        result["webhook_connections_opened"] = driver.webhook_connections_opened
         # the customers' side (this process): POSTing to a webhook costs it more than
         # queueing updates for a poll, on the same cores as the bot
         result["driver_cpu_s"] = driver_cpu_s

@@ -158,3 +158,31 @@ async def test_a_failed_shared_commit_fails_every_update_in_it() -> None:
     intake.error = None
     await commits.accept({"update_id": 3})
     assert intake.batches[-1] == [3]
+
+
+async def test_answered_updates_keep_their_connection_open_for_the_next(
+    base_url: str, intake: IntakeDouble
+) -> None:
+    # Telegram keeps up to max_connections connections open and reuses them: nothing on
+    # the accepted path may close one, or every update pays a TCP accept and close
+    opened = aiohttp.TraceConfig()
+    connections: list[object] = []
+
+    async def count(*_: object) -> None:
+        connections.append(object())
+
+    opened.on_connection_create_end.append(count)
+    updates = [{"update_id": n, "message": {"text": "hi"}} for n in range(1, 201)]
+    connector = aiohttp.TCPConnector(limit=5)
+    async with aiohttp.ClientSession(connector=connector, trace_configs=[opened]) as http:
+
+        async def deliver(update: dict[str, Any]) -> int:
+            headers = {SECRET_HEADER: SECRET}
+            async with http.post(base_url + PATH, json=update, headers=headers) as response:
+                await response.read()
+                return response.status
+
+        statuses = await asyncio.gather(*(deliver(u) for u in updates))
+    assert statuses == [200] * len(updates)
+    assert sorted(u["update_id"] for u in intake.accepted) == list(range(1, 201))
+    assert 1 <= len(connections) <= 5

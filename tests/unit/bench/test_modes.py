@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.modes import abba_order, mode_means, modes_rows
+from bench.modes import abba_order, mode_means, modes_rows, pair_ratios
 
 
 def run(mode: str, turns_per_s: float, *, errors: int = 0) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def test_a_steady_drift_does_not_decide_the_verdict() -> None:
     runs = [run(m, 120 - 10 * i) for i, m in enumerate(abba_order(2))]
     means = mode_means(runs)
     assert means["webhook"]["turns_per_s"] == means["polling"]["turns_per_s"] == 105
-    [verdict, _] = modes_rows({"modes": {"load_chats": 1000, "runs": runs, "means": means}})
+    [_, verdict, _] = modes_rows({"modes": {"load_chats": 1000, "runs": runs, "means": means}})
     assert verdict[2] is True
 
 
@@ -41,4 +41,16 @@ def test_a_slower_webhook_or_any_error_fails_the_verdict() -> None:
     failing = [run("webhook", 120, errors=1), run("polling", 110)]
     for runs in (slower, failing):
         data = {"modes": {"load_chats": 1000, "runs": runs, "means": mode_means(runs)}}
-        assert modes_rows(data)[0][2] is False
+        assert modes_rows(data)[1][2] is False
+
+
+def test_every_pair_must_reach_the_goal_not_only_the_mean() -> None:
+    # the means are equal, but the second pair's webhook is 10 % slower
+    runs = [run("webhook", 110), run("polling", 100), run("polling", 110), run("webhook", 99)]
+    ratios = pair_ratios(runs)
+    assert [round(r["turns_per_s"], 2) for r in ratios] == [1.1, 0.9]
+    data = {"modes": {"load_chats": 1000, "runs": runs, "means": mode_means(runs)}}
+    assert modes_rows(data)[0][2] is False
+    even = [run("webhook", 100), run("polling", 100), run("polling", 100), run("webhook", 98)]
+    data = {"modes": {"load_chats": 1000, "runs": even, "means": mode_means(even)}}
+    assert modes_rows(data)[0][2] is True
