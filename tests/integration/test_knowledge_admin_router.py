@@ -322,9 +322,9 @@ async def test_a_site_sent_as_a_link_is_added_with_its_pages(
     await intake.accept([message_update(ADMIN, text=f"/knowledge {site}", language_code="en")])
     await asyncio.wait_for(intake.join(), OUTER_LIMIT_S)
     [message] = fake_telegram.messages_to(ADMIN)
-    assert message.text.startswith(f"✅ {site}: 28 pages or files read, ")
+    assert message.text.startswith(f"✅ {site}: 29 pages or files read, ")  # 28 pages + linked PDF
     sources = await KnowledgeRepository(db).sources()
-    assert len(sources) == 1 and sources[0].documents >= 28
+    assert len(sources) == 1 and sources[0].documents >= 29
     assert len(fake_telegram.calls_of("sendMessage")) == 1  # one message, edited
 
 
@@ -367,4 +367,4 @@ async def test_the_schedule_s_sync_reads_changes_and_drops_gone_pages(
     with pytest.raises(KnowledgeInputError):
         await sources.sync_one(site)
     [source] = await knowledge.repo.sources()
-    assert source.error and source.documents == 27
+    assert source.error and source.documents == 28  # 28 pages + linked PDF − the deleted one
