@@ -6,7 +6,8 @@ breadth-first up to `max_pages`, robots.txt respected). A sync fetches each docu
 again: unchanged ones (304 to ETag/Last-Modified, or the same content hash) are not
 processed again; changed ones are read, split into passages and embedded; pages gone
 from the site (404/410, or no longer in its sitemap or links) are removed. Blocks
-repeated on most of a site's pages (a footer the markup does not mark) are dropped.
+repeated on most of a site's pages, or of its pages in one alphabet (a footer the markup
+does not mark), are dropped.
 
 All of one source is one transaction (storage/knowledge.py `apply`): bad input (an
 unreachable site, a 404, a too-large or scanned PDF, a hostile DOCX, a broken page)
@@ -447,6 +448,21 @@ def _linked_documents(docs: Sequence[_Doc], root: str) -> set[str]:
 
 
 def _repeated_blocks(parsed: Sequence[ParsedDocument]) -> set[str]:
+    """Blocks on most of the site's pages, or on most of the pages in one script.
+
+    Counting per script too finds the chrome of a site's smaller language half (the
+    English pages' "Was this article helpful" on a mostly Russian site)."""
+    furniture = _repeated_in(parsed)
+    by_script: dict[str, list[ParsedDocument]] = {}
+    for document in parsed:
+        by_script.setdefault(_script_of(document), []).append(document)
+    if len(by_script) > 1:
+        for group in by_script.values():
+            furniture |= _repeated_in(group)
+    return furniture
+
+
+def _repeated_in(parsed: Sequence[ParsedDocument]) -> set[str]:
     if len(parsed) < REPEATED_MIN_PAGES:
         return set()
     counts: Counter[str] = Counter()
@@ -454,6 +470,20 @@ def _repeated_blocks(parsed: Sequence[ParsedDocument]) -> set[str]:
         counts.update({b for s in document.sections for b in s.blocks})
     least = max(REPEATED_MIN_PAGES, int(REPEATED_SHARE * len(parsed)))
     return {block for block, count in counts.items() if count >= least}
+
+
+def _script_of(document: ParsedDocument) -> str:
+    """Which alphabet, "cyrillic" or "latin", most of the page's letters are in."""
+    cyrillic = latin = 0
+    for section in document.sections:
+        for block in section.blocks:
+            cyrillic += len(_CYRILLIC.findall(block))
+            latin += len(_LATIN.findall(block))
+    return "cyrillic" if cyrillic >= latin else "latin"
+
+
+_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
+_LATIN = re.compile(r"[A-Za-z]")
 
 
 def _without(document: ParsedDocument, furniture: set[str]) -> ParsedDocument:
