@@ -30,12 +30,14 @@ from bot.telegram.keyboards import KnowledgeButton
 from bot.telegram.knowledge_admin import RepositoryOwner, TelegramSources, searches_section
 from bot.telegram.processing import UpdateProcessor
 from bot.telegram.routers.knowledge_admin import (
+    KNOWLEDGE_WORDS,
     Added,
     KnowledgeInputError,
     Progress,
     build_knowledge_admin_router,
 )
 from bot.telegram.sender import Sender
+from bot.telegram.texts import BUILT_IN, TextTable, build_text_table
 from storage.database import Database
 from storage.inbox import InboxRepository
 from storage.knowledge import KnowledgeRepository
@@ -115,7 +117,7 @@ class Pipeline:
         await asyncio.wait_for(self.intake.join(), OUTER_LIMIT_S)
 
 
-def _pipeline(db: Database, bot: Bot) -> Pipeline:
+def _pipeline(db: Database, bot: Bot, texts: TextTable = BUILT_IN) -> Pipeline:
     sender = Sender(bot, per_chat_interval_s=0.0)
     inbox = InboxRepository(db)
     responder = Responder(inbox, TelegramChannel(sender))
@@ -124,7 +126,7 @@ def _pipeline(db: Database, bot: Bot) -> Pipeline:
     adding = Adding(repo)
     owner = RepositoryOwner(repo, adding.add_url, adding.add_file)
     dispatcher = Dispatcher()
-    dispatcher.update.outer_middleware(LanguageMiddleware())
+    dispatcher.update.outer_middleware(LanguageMiddleware(texts))
     dispatcher.include_router(build_knowledge_admin_router(deps, frozenset({ADMIN}), owner))
     fallback = Router(name="unknown_command")
 
@@ -217,6 +219,24 @@ async def test_the_list_has_a_remove_button_per_source_and_a_press_removes_it(
     await pipeline.send(callback_update(CUSTOMER, other, user_id=CUSTOMER))
     await pipeline.settle()
     assert len(await repo.sources()) == 2
+
+
+async def test_the_shop_s_texts_file_rewords_the_knowledge_list(
+    db: Database, bot: Bot, fake_telegram: FakeTelegramServer
+) -> None:
+    # TEXTS_FILE may reword /knowledge's words like any other text (the table is built
+    # from the features' words and the overrides, as at start-up)
+    texts = build_text_table(
+        overrides={"ru": {"knowledge_list_empty": "Пока пусто. Пришлите ссылку на сайт."}},
+        features=KNOWLEDGE_WORDS,
+    )
+    pipeline = _pipeline(db, bot, texts)
+    await pipeline.send(message_update(ADMIN, text="/knowledge", language_code="ru"))
+    await pipeline.send(message_update(ADMIN, text="/knowledge", language_code="en"))
+    await pipeline.settle()
+    ru, en = fake_telegram.messages_to(ADMIN)
+    assert ru.text.startswith("Пока пусто. Пришлите ссылку на сайт.")
+    assert en.text.startswith("The bot knows nothing of your shop yet.")
 
 
 async def test_a_document_captioned_knowledge_is_downloaded_and_added(

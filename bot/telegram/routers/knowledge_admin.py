@@ -39,7 +39,7 @@ from bot.telegram.filters import FromUsers
 from bot.telegram.formatting import Rendered
 from bot.telegram.keyboards import KnowledgeButton
 from bot.telegram.sender import Sender
-from bot.telegram.texts import Language
+from bot.telegram.texts import Language, Texts
 
 log = logging.getLogger(__name__)
 
@@ -262,8 +262,12 @@ class _Words:
         return self.table[key].format(**values)
 
 
-def _words(words: Words, language: Language) -> _Words:
-    return _Words(words.get(language) or words["en"])
+def _words(words: Words, texts: Texts) -> _Words:
+    """The built-in words in the reply's language, as the shop's TEXTS_FILE reworded them
+    (`texts.features` holds every feature's words with the overrides applied)."""
+    table = dict(words.get(texts.language) or words["en"])
+    table.update({key: texts.features[key] for key in table if key in texts.features})
+    return _Words(table)
 
 
 def _when(at: float) -> str:
@@ -358,7 +362,7 @@ def build_knowledge_admin_router(
         source: str,
         work: Callable[[Progress], Awaitable[Added]],
     ) -> None:
-        w = _words(words, ctx.language)
+        w = _words(words, ctx.texts)
         live = LiveMessage(sender, message.chat.id)
         await live.start(w("knowledge_working", source=source))
 
@@ -378,7 +382,7 @@ def build_knowledge_admin_router(
     async def knowledge_command(
         message: Message, ctx: UpdateContext, command: CommandObject
     ) -> None:
-        w = _words(words, ctx.language)
+        w = _words(words, ctx.texts)
         argument = (command.args or "").strip()
         if not argument:
             text, markup = source_list(await knowledge.sources(), w)
@@ -394,7 +398,7 @@ def build_knowledge_admin_router(
     async def knowledge_document(message: Message, ctx: UpdateContext, bot: Bot) -> None:
         document = message.document
         assert document is not None  # F.document
-        w = _words(words, ctx.language)
+        w = _words(words, ctx.texts)
         name = document.file_name or "document"
         if document.file_size is not None and document.file_size > max_bytes:
             text = w("knowledge_too_big", source=name, mb=max_bytes // (1024 * 1024))
@@ -428,7 +432,7 @@ def _add_press(
         if query.from_user.id not in admin_ids or message is None or message.chat.type != "private":
             await ctx.outbox.ignore("knowledge_not_admin")
             return
-        w = _words(words, ctx.language)
+        w = _words(words, ctx.texts)
         if callback_data.action == "add":
             await _answer(sender, query, w("knowledge_add_how"), alert=True)
             await ctx.outbox.ignore("knowledge_add_how")
