@@ -274,16 +274,17 @@ class KnowledgeRepository:
         assert row is not None  # the migration inserts it
         return IndexState(str(row[0]), int(row[1]), int(row[2]))
 
-    async def vectors(self) -> tuple[int, list[tuple[int, bytes]]]:
-        """The generation and every stored vector, read in one transaction."""
+    async def vectors(self) -> tuple[int, list[tuple[int, bytes, str]]]:
+        """The generation and every stored vector with its passage's text, read in one
+        transaction."""
         async with self._db.transaction() as tx:
             row = await tx.fetch_one("SELECT generation FROM knowledge_index WHERE id = 1")
             rows = await tx.fetch_all(
-                "SELECT id, embedding FROM knowledge_passages"
+                "SELECT id, embedding, text FROM knowledge_passages"
                 " WHERE embedding IS NOT NULL ORDER BY id"
             )
         assert row is not None
-        return int(row[0]), [(int(r[0]), bytes(r[1])) for r in rows]
+        return int(row[0]), [(int(r[0]), bytes(r[1]), str(r[2])) for r in rows]
 
     # -- embeddings -----------------------------------------------------------------
 

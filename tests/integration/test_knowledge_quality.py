@@ -3,8 +3,8 @@ Russian and English with a shared chrome, and a PDF; tests/data/knowledge/help_c
 added from the local test site through the real fetching, reading and the bundled
 embedder, then its 81 questions asked the way the `search_knowledge` tool asks.
 
-The floors are a little below what bench/knowledge_bench.py measured (docs/knowledge.md,
-"Measured"): a change to reading, splitting, fusion or the relevance rule that loses
+The floors are the issue's goals, which bench/knowledge_bench.py measures a little above
+(docs/knowledge.md, "Measured"): a change to reading, splitting, fusion or the relevance rule that loses
 right pages or starts answering what the help centre does not say fails here. The misses
 are printed with what came first instead."""
 
@@ -25,8 +25,10 @@ from tools.search_knowledge import MAX_PASSAGES
 pytestmark = pytest.mark.sqlite_only  # the ranking is the same code on both backends
 
 # measured (bench/knowledge_bench.py quality, docs/knowledge.md) minus a margin
-HYBRID_HIT3_FLOOR = 0.81  # measured 0.86 (59/69) with the linked PDF read
-NOTHING_RELEVANT_FLOOR = 0.75  # measured 0.83 (10/12)
+# the issue's goals; measured 0.94 (65/69) and 0.92 (11/12) with each alphabet's cosines
+# centred (0.86 and 0.83 before: a Russian question missed the English page that answers it)
+HYBRID_HIT3_FLOOR = 0.9
+NOTHING_RELEVANT_FLOOR = 0.9
 
 
 async def test_the_help_centre_questions_find_their_pages(

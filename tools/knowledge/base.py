@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from storage.knowledge import (
     DocumentDraft,
@@ -30,7 +31,7 @@ from storage.knowledge import (
 )
 from tools.knowledge.embedder import Embedder, EmbedderError, Vectors, similarities
 from tools.knowledge.fusion import reciprocal_rank_fusion
-from tools.knowledge.text import query_stems, query_words, stems
+from tools.knowledge.text import query_stems, query_words, script_of, stems
 
 CANDIDATES = 20  # from each half, before fusion
 # a passage holding at least this share of the question's content words is about it
@@ -48,6 +49,8 @@ MARGIN_SHARE = 0.5
 OWN_ANSWERS_FLOOR_DROP = 0.045
 PRIORITY_WEIGHT = 1.5  # the shop's own exact answers count this much more in the fusion
 EMBED_BATCH = 16
+# an alphabet's passages are centred (`_centred_by_script`) only with this many to average
+SCRIPT_MIN_PASSAGES = 5
 
 ENTRIES_SOURCE = "entries"  # the source of entries added one at a time
 ENTRIES_TITLE = "Answers added by the shop"
@@ -98,13 +101,24 @@ def passage_text(heading: str, text: str) -> str:
     return f"{heading}\n{text}" if heading else text
 
 
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """The nearest passages to a question: (id, cosine centred by alphabet), best first,
+    and the best plain cosine (whether anything is relevant at all is judged on it)."""
+
+    hits: list[tuple[int, float]]
+    best_cosine: float
+
+
 class _VectorCache:
-    """All stored vectors as one matrix, reloaded when the generation moves."""
+    """All stored vectors as one matrix, reloaded when the generation moves, with the
+    rows of each alphabet's passages (when the knowledge holds two)."""
 
     def __init__(self) -> None:
         self.generation = -1
         self.ids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.scripts: list[npt.NDArray[np.int64]] = []
         self._lock = asyncio.Lock()
 
     async def current(self, repo: KnowledgeRepository, generation: int) -> _VectorCache:
@@ -119,17 +133,48 @@ class _VectorCache:
                 else:
                     self.ids = np.zeros(0, dtype=np.int64)
                     self.matrix = np.zeros((0, 0), dtype=np.float32)
+                self.scripts = _rows_by_script([r[2] for r in rows])
                 self.generation = stored_generation
         return self
 
-    def nearest(self, query: Vectors, limit: int) -> list[tuple[int, float]]:
+    def nearest(self, query: Vectors, limit: int) -> Nearest:
         if not len(self.ids) or self.matrix.shape[1] != query.shape[0]:
-            return []
-        scores = similarities(self.matrix, query)
+            return Nearest([], 0.0)
+        cosines = similarities(self.matrix, query)
+        scores = _centred_by_script(cosines, self.scripts)
         count = min(limit, len(scores))
         best = np.argpartition(-scores, count - 1)[:count]
         best = best[np.argsort(-scores[best])]
-        return [(int(self.ids[i]), float(scores[i])) for i in best]
+        return Nearest([(int(self.ids[i]), float(scores[i])) for i in best], float(cosines.max()))
+
+
+def _rows_by_script(texts: Sequence[str]) -> list[npt.NDArray[np.int64]]:
+    """The row numbers of each alphabet's passages, when the knowledge holds two
+    alphabets with enough passages each to average (else none: nothing to centre)."""
+    rows: dict[str, list[int]] = {}
+    for row, text in enumerate(texts):
+        rows.setdefault(script_of(text), []).append(row)
+    if len(rows) < 2 or min(len(r) for r in rows.values()) < SCRIPT_MIN_PASSAGES:
+        return []
+    return [np.array(r, dtype=np.int64) for r in rows.values()]
+
+
+def _centred_by_script(
+    cosines: npt.NDArray[np.float32], scripts: Sequence[npt.NDArray[np.int64]]
+) -> npt.NDArray[np.float32]:
+    """The cosines with each alphabet's passages lifted by how much lower their mean is
+    than the closest alphabet's. A small multilingual model scores every passage in the
+    question's language higher (docs/knowledge.md: "размеры пододеяльников" put the
+    clothing size chart before the English bedding sizes); the gap between the means
+    measures that bias on this very knowledge, so no constant is tuned."""
+    if not scripts:
+        return cosines
+    means = [float(cosines[rows].mean()) for rows in scripts]
+    top = max(means)
+    centred = cosines.copy()
+    for rows, mean in zip(scripts, means, strict=True):
+        centred[rows] += top - mean
+    return centred
 
 
 class KnowledgeBase:
@@ -238,9 +283,10 @@ class KnowledgeBase:
         `everything` (the owner's `knowledge search` shows the rest with their scores)."""
         lexical_query = LexicalQuery(words=query_words(query), stems=query_stems(query))
         # the question's vector is made in a worker thread while the database searches
-        lexical_ids, semantic = await asyncio.gather(
+        lexical_ids, nearest = await asyncio.gather(
             self._repo.lexical(lexical_query, CANDIDATES), self._semantic(query)
         )
+        semantic = nearest.hits
         similarity = dict(semantic)
         candidates = set(lexical_ids) | set(similarity)
         records = await self._repo.passages(sorted(candidates))
@@ -255,7 +301,7 @@ class KnowledgeBase:
         fused = reciprocal_rank_fusion(
             [lexical, [i for i, _ in semantic if i in records]], weights=[1.0, 1.0]
         )
-        relevant_to = self._relevance(semantic)
+        relevant_to = self._relevance(nearest)
         hits: list[Passage] = []
         for passage_id, score in fused:
             record = records[passage_id]
@@ -270,21 +316,21 @@ class KnowledgeBase:
             hits = [p for p in hits if p.relevant]
         return hits[:limit]
 
-    def _relevance(
-        self, semantic: Sequence[tuple[int, float]]
-    ) -> Callable[[float | None, float, int], bool]:
+    def _relevance(self, nearest: Nearest) -> Callable[[float | None, float, int], bool]:
         """Whether a passage (its cosine, its share of the question's words, its
         priority) is about the question. With vectors the question is judged first, by
-        its best cosine against the embedder's floor (a question nothing answers still
-        has a nearest passage, at a cosine only a little lower); then a passage counts
-        when its cosine is near the best one. The shop's own exact answers (FAQ, entries:
-        short, curated) count from a lower floor, and any passage holding half the
-        question's words counts whatever its cosine. Without vectors: the words alone."""
+        its best plain cosine against the embedder's floor (a question nothing answers
+        still has a nearest passage, at a cosine only a little lower); then a passage
+        counts when its cosine (centred by alphabet) is near the best one. The shop's own
+        exact answers (FAQ, entries: short, curated) count from a lower floor, and any
+        passage holding half the question's words counts whatever its cosine. Without
+        vectors: the words alone."""
         floor = None if self._embedder is None else self._embedder.min_similarity
-        if not semantic or floor is None:
+        if not nearest.hits or floor is None:
             return lambda _sim, share, _priority: share >= MIN_WORD_SHARE
-        best = semantic[0][1]
-        near = best - max(MIN_MARGIN, (best - floor) * MARGIN_SHARE) if best >= floor else 2.0
+        best = nearest.hits[0][1]
+        answered = nearest.best_cosine >= floor
+        near = best - max(MIN_MARGIN, (best - floor) * MARGIN_SHARE) if answered else 2.0
         own_floor = floor - OWN_ANSWERS_FLOOR_DROP
 
         def relevant(sim: float | None, share: float, priority: int) -> bool:
@@ -296,17 +342,18 @@ class KnowledgeBase:
 
         return relevant
 
-    async def _semantic(self, query: str) -> list[tuple[int, float]]:
+    async def _semantic(self, query: str) -> Nearest:
         embedder = self._embedder
         if embedder is None:
-            return []
+            return Nearest([], 0.0)
         state = await self._repo.index_state()
         if state.embedder != embedder.name:
-            return []  # the stored vectors are another embedder's: words only until re-embedded
+            # the stored vectors are another embedder's: words only until re-embedded
+            return Nearest([], 0.0)
         try:
             vector = await embedder.embed_query(query)
         except EmbedderError:
-            return []
+            return Nearest([], 0.0)
         cache = await self._cache.current(self._repo, state.generation)
         return cache.nearest(vector, CANDIDATES)
 

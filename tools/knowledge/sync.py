@@ -34,6 +34,7 @@ from tools.knowledge.documents import DocumentError, ParsedDocument, passages
 from tools.knowledge.fetch import USER_AGENT, Fetched, Fetcher, FetchError, FetchLimits, check_url
 from tools.knowledge.files import kind_of, read_file
 from tools.knowledge.html import decode_html, read_html
+from tools.knowledge.text import script_of
 
 # A block on at least this share of a site's pages (and on 3 or more) is its furniture.
 REPEATED_SHARE = 0.5
@@ -474,16 +475,7 @@ def _repeated_in(parsed: Sequence[ParsedDocument]) -> set[str]:
 
 def _script_of(document: ParsedDocument) -> str:
     """Which alphabet, "cyrillic" or "latin", most of the page's letters are in."""
-    cyrillic = latin = 0
-    for section in document.sections:
-        for block in section.blocks:
-            cyrillic += len(_CYRILLIC.findall(block))
-            latin += len(_LATIN.findall(block))
-    return "cyrillic" if cyrillic >= latin else "latin"
-
-
-_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
-_LATIN = re.compile(r"[A-Za-z]")
+    return script_of("\n".join(b for s in document.sections for b in s.blocks))
 
 
 def _without(document: ParsedDocument, furniture: set[str]) -> ParsedDocument:

@@ -16,6 +16,8 @@ import Stemmer
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CYRILLIC = re.compile(r"[а-яё]")
+_CYRILLIC_ANY_CASE = re.compile(r"[\u0400-\u04FF]")
+_LATIN = re.compile(r"[A-Za-z]")
 
 # Words that carry no topic, left out of queries (a question is mostly these).
 STOP_WORDS = frozenset(
@@ -75,3 +77,9 @@ def query_words(text: str) -> list[str]:
     all_words = words(text)
     content = [w for w in all_words if w not in STOP_WORDS] or all_words
     return list(dict.fromkeys(content))
+
+
+def script_of(text: str) -> str:
+    """Which alphabet, "cyrillic" or "latin", most of the text's letters are in."""
+    cyrillic = len(_CYRILLIC_ANY_CASE.findall(text))
+    return "cyrillic" if cyrillic >= len(_LATIN.findall(text)) else "latin"
