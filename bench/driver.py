@@ -16,6 +16,8 @@ rows can be matched to the turn. The fake model answers by keyword (see
 - `one`:   one `get_order_status` call; the answer quotes the order.
 - `two`:   `get_order_status` and `get_return_policy` in one question (one model
   response with two calls when parallel calls are on).
+- `faq`:   a question about delivery: `get_shop_info`, or `search_knowledge` when the
+  fake runs its knowledge script (the knowledge on/off runs); the answer quotes it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 import aiohttp
 
 KINDS = ("greet", "one", "two")
+KNOWLEDGE_KINDS = (*KINDS, "faq")  # the knowledge on/off runs: a quarter ask the shop's FAQ
 DEMO_ORDERS = ("8041", "7718", "9912")
 _MARKER_LETTERS = "bcdfghjklmnpqrstvwxz"  # no vowels: cannot spell a keyword
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -83,14 +86,31 @@ def reply_matches(kind: str, order_id: str, text: str) -> bool:
         return "чем могу помочь" in lowered
     if kind == "one":
         return order_id in text and "кофемашин" not in lowered
+    if kind == "faq":
+        return "по данным магазина" in lowered and "доставк" in lowered
     return order_id in text and "кофемашин" in lowered
 
 
-def question(kind: str, order_id: str, tag: str) -> str:
+# how customers ask about delivery (the `faq` kind), one per chat in turn
+FAQ_QUESTIONS = (
+    "Сколько стоит доставка по Москве?",
+    "сколько стоит доставка в москве",
+    "Какая цена доставки по Москве?",
+    "доставка по москве платная?",
+    "За сколько дней доставка в Новосибирск?",
+    "Есть ли доставка в выходные?",
+    "Доставка курьером до двери возможна?",
+    "как долго идёт доставка в регионы",
+)
+
+
+def question(kind: str, order_id: str, tag: str, *, variant: int = 0) -> str:
     if kind == "greet":
         return f"Здравствуйте! {tag}"
     if kind == "one":
         return f"Где сейчас находится заказ {order_id}? {tag}"
+    if kind == "faq":
+        return f"{FAQ_QUESTIONS[variant % len(FAQ_QUESTIONS)]} {tag}"
     return f"Где заказ {order_id} и можно ли вернуть кофемашину? {tag}"
 
 
@@ -178,7 +198,7 @@ class Driver:
             kind=kind,
             order_id=order,
             marker=tag,
-            text=question(kind, order, tag),
+            text=question(kind, order, tag, variant=chat_id),
             update_id=next(self._update_ids),
         )
         self.turns.append(turn)
@@ -291,7 +311,8 @@ class Driver:
         turn.reply_at = float(message["at"])
         turn.reply_text = str(message["text"])
         if not turn.ok and any(
-            reply_matches(later.kind, later.order_id, turn.reply_text) and later.kind != "greet"
+            reply_matches(later.kind, later.order_id, turn.reply_text)
+            and later.kind not in ("greet", "faq")  # every such answer reads alike
             for later in waiting
         ):
             self.order_violations += 1
@@ -321,6 +342,6 @@ async def closed_loop_chat(
         await driver.ask(driver.new_turn(chat_id, index, kind), remaining)
 
 
-def mixed_kinds(chat_id: int, count: int) -> list[str]:
-    """A third of each kind, rotated per chat so every moment sees all three."""
-    return [KINDS[(chat_id + i) % len(KINDS)] for i in range(count)]
+def mixed_kinds(chat_id: int, count: int, kinds: Sequence[str] = KINDS) -> list[str]:
+    """An equal share of each kind, rotated per chat so every moment sees them all."""
+    return [kinds[(chat_id + i) % len(kinds)] for i in range(count)]

@@ -57,8 +57,9 @@ from bench.analysis import (
     throughput,
     turn_costs,
 )
-from bench.driver import Driver, Turn, closed_loop_chat, mixed_kinds
+from bench.driver import KNOWLEDGE_KINDS, Driver, Turn, closed_loop_chat, mixed_kinds
 from bench.instances import create_database, instances_rows, phase_instances
+from bench.knowledge_turns import knowledge_rows, phase_knowledge
 from bench.live_shop import phase_live_shop
 from bench.modes import modes_rows, phase_modes
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
@@ -248,6 +249,14 @@ class Bench:
             ) as response:
                 response.raise_for_status()
 
+    async def set_model_script(self, script: str) -> None:
+        """The fake model's script: "default", or "knowledge" (searches the knowledge)."""
+        async with aiohttp.ClientSession() as http:
+            async with http.post(
+                f"{self._openai_root}/_fake/config", json={"script": script}
+            ) as response:
+                response.raise_for_status()
+
     async def new_timings(self) -> list[dict[str, Any]]:
         """Timing records of the fake model since the last call."""
         async with aiohttp.ClientSession() as http:
@@ -409,7 +418,7 @@ class Bench:
                     closed_loop_chat(
                         driver,
                         chat,
-                        mixed_kinds(chat, messages) if kinds == "mix" else [kinds] * messages,
+                        _kinds(kinds, chat, messages),
                         deadline=deadline,
                         start_after_s=position * STAGGER_S / max(1, len(chats)),
                     )
@@ -634,6 +643,15 @@ class Bench:
         return result
 
 
+def _kinds(kinds: str, chat: int, messages: int) -> list[str]:
+    """ "mix" (greet, one, two), "mix-faq" (and faq), or one kind for every question."""
+    if kinds == "mix":
+        return mixed_kinds(chat, messages)
+    if kinds == "mix-faq":
+        return mixed_kinds(chat, messages, KNOWLEDGE_KINDS)
+    return [kinds] * messages
+
+
 def _brief(result: dict[str, Any]) -> str:
     t = result.get("throughput", {})
     return (
@@ -791,6 +809,10 @@ async def _phase_modes(bench: Bench, plan: Plan) -> dict[str, Any]:
     return await phase_modes(bench, plan, pairs=plan.mode_pairs)
 
 
+async def _phase_knowledge(bench: Bench, plan: Plan) -> dict[str, Any]:
+    return await phase_knowledge(bench, plan, pairs=plan.mode_pairs)
+
+
 Phase = Callable[[Bench, Plan], Awaitable[dict[str, Any]]]
 # (name, runs without --only, phase), in the order they run
 PHASES: tuple[tuple[str, bool, Phase], ...] = (
@@ -806,6 +828,7 @@ PHASES: tuple[tuple[str, bool, Phase], ...] = (
     ("instances", False, phase_instances),  # issue 20: --only instances
     ("modes", False, _phase_modes),  # issue 19: --only modes (--pairs N)
     ("live-shop", False, phase_live_shop),  # issue 31: --only live-shop
+    ("knowledge", False, _phase_knowledge),  # issue 40: --only knowledge (--pairs N)
 )
 
 
@@ -924,6 +947,7 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
         *streaming_rows(runs, plan),
         *instances_rows(runs),
         *modes_rows(runs),
+        *knowledge_rows(runs),
     ]
     return [
         {"target": target, "measured": measured, "pass": None if smoke else passed}
@@ -1133,7 +1157,7 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         help="comma-separated runs: polling,sequential,conversation,webhook,stats"
         " (and, only when named: latency, load, webhook-load, memory, streaming, instances,"
-        " modes)",
+        " modes, live-shop, knowledge)",
     )
     parser.add_argument(
         "--pairs",

@@ -202,6 +202,7 @@ def by_model(replies: dict[str, FakeReply | Handler]) -> Handler:
 # --------------------------------------------------------------------------- default script
 
 _ORDER_RE = re.compile(r"(?<!\d)\d{4}(?!\d)")
+_BENCH_MARKER = re.compile(r"#[b-df-hj-np-tv-z]+\b")  # bench/driver.py's marker
 _RETURN_WORDS = ("вернуть", "возврат", "return")
 _ORDER_WORDS = ("заказ", "order", "посылк")
 _PRODUCTS = {
@@ -232,7 +233,7 @@ def _is_russian(text: str) -> bool:
     return re.search(r"[а-яё]", text.lower()) is not None
 
 
-def _wanted_calls(text: str) -> list[tuple[str, dict[str, str]]]:
+def _wanted_calls(text: str, *, search: str = "") -> list[tuple[str, dict[str, str]]]:
     lowered = text.lower()
     wanted: list[tuple[str, dict[str, str]]] = [
         ("get_order_status", {"order_id": number}) for number in _ORDER_RE.findall(text)
@@ -244,7 +245,11 @@ def _wanted_calls(text: str) -> list[tuple[str, dict[str, str]]]:
             product = match.group(1) if match else "товар"
         wanted.append(("get_return_policy", {"product": product}))
     topics = [topic for stem, topic in _SHOP_INFO_TOPICS.items() if stem in lowered]
-    wanted += [("get_shop_info", {"topic": topic}) for topic in dict.fromkeys(topics)]
+    if search and topics:  # the shop's knowledge, searched with the customer's words
+        query = text if search == "verbatim" else _BENCH_MARKER.sub("", text).strip()
+        wanted.append(("search_knowledge", {"query": query}))
+    else:
+        wanted += [("get_shop_info", {"topic": topic}) for topic in dict.fromkeys(topics)]
     return wanted
 
 
@@ -293,12 +298,34 @@ def _compact(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(", ", ": "))
 
 
-def default_script(body: Body) -> FakeReply:
+def knowledge_script(body: Body) -> FakeReply:
+    """`default_script`, except that a question about delivery, payment, contacts or the
+    warranty searches the shop's knowledge (`search_knowledge` with the customer's
+    words, the bench's marker left out as a model would) instead of asking
+    `get_shop_info` (the bench's knowledge on/off runs)."""
+    return default_script(body, search="words")
+
+
+def verbatim_knowledge_script(body: Body) -> FakeReply:
+    """`knowledge_script` searching the whole message, marker included: every search is
+    a new question (the bench's worst case for the knowledge)."""
+    return default_script(body, search="verbatim")
+
+
+SCRIPTS: dict[str, Handler] = {
+    "default": lambda body: default_script(body),
+    "knowledge": knowledge_script,
+    "knowledge-verbatim": verbatim_knowledge_script,
+}
+
+
+def default_script(body: Body, *, search: str = "") -> FakeReply:
     """Behaves like a careful support model, driven by keywords of the last user message.
 
     Order numbers → `get_order_status`, "вернуть"/"return" → `get_return_policy`,
     "доставк"/"оплат"/"контакт"/"гаранти"/"delivery"/"payment"/"contact"/"warranty" →
-    `get_shop_info` with a short topic; several → all calls in one response (or one per
+    `get_shop_info` with a short topic (or `search_knowledge`, `search`: "words" or
+    "verbatim"); several → all calls in one response (or one per
     response when `parallel_tool_calls` is false);
     once every wanted call has a result → a text answer quoting the data. A question
     about an order without a number → asks for the 4-digit number. Requests without
@@ -334,7 +361,7 @@ def default_script(body: Body) -> FakeReply:
             except ValueError:
                 results.append(_text_of(message))
 
-    pending = [call for call in _wanted_calls(user_text) if call not in made]
+    pending = [call for call in _wanted_calls(user_text, search=search) if call not in made]
     if pending and body.get("tool_choice") != "none":
         if body.get("parallel_tool_calls") is False:
             pending = pending[:1]
@@ -613,6 +640,8 @@ class FakeOpenAIServer:
             self.first_token_ms = float(payload["first_token_ms"])
         if "answer_words" in payload:
             self.answer_words = int(payload["answer_words"])
+        if "script" in payload:  # a name in SCRIPTS (the bench's knowledge runs)
+            self.handler = SCRIPTS[str(payload["script"])]
         return web.json_response({"ok": True, "latency_ms": self.latency_ms})
 
     async def _reset(self, request: web.Request) -> web.Response:

