@@ -281,6 +281,8 @@ def _answer_from_results(results: list[Any], russian: bool) -> str:
             data = result.get("data") or {}
             if "entries" in data:  # get_shop_info
                 parts.append(_shop_info_text(data, russian))
+            elif data.get("passages"):  # search_knowledge: the best passage, as a model quotes it
+                parts.append(str(data["passages"][0].get("text", ""))[:300])
             elif data.get("found") is False:
                 parts.append(("не найдено: " if russian else "not found: ") + _compact(data))
             else:

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.driver import FAQ_QUESTIONS, KNOWLEDGE_KINDS, marker, mixed_kinds, question
+from bench.driver import (
+    FAQ_QUESTIONS,
+    KNOWLEDGE_KINDS,
+    marker,
+    mixed_kinds,
+    question,
+    reply_matches,
+)
 from bench.knowledge_turns import SETTINGS, _means, abba, knowledge_rows
 from tests.fakes.openai_server import _wanted_calls
 
@@ -59,3 +66,11 @@ def test_the_knowledge_script_searches_the_customer_s_words_not_the_marker() -> 
     # an order question still asks for the order, whatever the script
     order = question("one", "8041", marker(7))
     assert _wanted_calls(order, search="words") == _wanted_calls(order)
+
+
+def test_a_delivery_answer_counts_only_when_it_quotes_something_found() -> None:
+    assert reply_matches("faq", "8041", "По данным магазина: доставка: 300 ₽ по Москве")
+    assert reply_matches("faq", "8041", "По данным магазина: Destination | Carrier | Price")
+    assert not reply_matches("faq", "8041", 'По данным магазина: не найдено: {"query": "…"}')
+    assert not reply_matches("faq", "8041", "По данным магазина: нет сведений, я не знаю ответа")
+    assert not reply_matches("faq", "8041", "Здравствуйте! Чем могу помочь?")
