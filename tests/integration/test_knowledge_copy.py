@@ -112,9 +112,7 @@ async def test_the_owners_pages_files_and_answers_are_copied_with_their_vectors(
         assert await copy.copy_in(own.sources, own.index) is True
         assert embedder.passages == 0  # the stored vectors were kept
         total, embedded = await copy.repo.counts()
-        assert total == embedded == sum(
-            len(d.passages) for s in own.sources for d in s.documents
-        )
+        assert total == embedded == sum(len(d.passages) for s in own.sources for d in s.documents)
         engraving = await copy.search("сколько стоит гравировка кружки")
         assert any("300 ₽" in hit.text for hit in engraving)
         gift = await copy.search("подарочная коробка")
