@@ -24,6 +24,7 @@ from tests.fakes.telegram_server import FakeTelegramServer, SentMessage, callbac
 
 ADMIN = 951
 CUSTOMERS = (952, 953, 954)
+GROUP = -100952  # a customers' group the admin is in
 
 
 def buttons(message: SentMessage) -> list[dict[str, Any]]:
@@ -90,10 +91,15 @@ async def test_nobody_else_sees_gaps_or_conversations(
     assert await ask(fake_telegram, customer, f"/chat {customer}", language_code="en") == unknown
     [turn_id] = [r[0] for r in query(database_path, "SELECT id FROM turns")]
     last = fake_telegram.messages_to(customer)[-1]
-    for forged in (f"gap:r:{turn_id}", f"cv:{customer}:0", "gap:x:1"):
+    for forged in (f"gap:r:{turn_id}", f"cv:{customer}:0", "gap:x:1", "qa:1:a"):
         assert await press(fake_telegram, customer, last, forged) == unknown
-    # and an admin's forged press names no conversation either
+    # and an admin's forged press names no conversation or draft either
     assert await press(fake_telegram, ADMIN, last, "gap:r:nothing") == unknown
+    assert await press(fake_telegram, ADMIN, last, "qa:999:a") == unknown
+    # an admin in a group: the others there would read the customers' words
+    for command in ("/gaps", f"/chat {customer}"):
+        said = await ask(fake_telegram, GROUP, command, user_id=ADMIN, language_code="en")
+        assert said == unknown, said
     assert query(database_path, "SELECT count(*) FROM conversation_views") == [(0,)]
 
 
