@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.chat_helpers import WAIT_S, StartBot, ask, query, wait_for_db
+from tests.e2e.chat_helpers import WAIT_S, StartBot, ask, query, seen_text, wait_for_db
 from tests.e2e.launch import run_bot_command
 from tests.fakes.openai_server import (
     Body,
@@ -23,6 +23,7 @@ from tests.fakes.openai_server import (
 from tests.fakes.telegram_server import FakeTelegramServer, SentMessage, callback_update
 
 ADMIN = 951
+OTHER_ADMIN = 961
 CUSTOMERS = (952, 953, 954)
 GROUP = -100952  # a customers' group the admin is in
 
@@ -101,6 +102,32 @@ async def test_nobody_else_sees_gaps_or_conversations(
         said = await ask(fake_telegram, GROUP, command, user_id=ADMIN, language_code="en")
         assert said == unknown, said
     assert query(database_path, "SELECT count(*) FROM conversation_views") == [(0,)]
+
+
+async def test_the_weekly_digest_brings_the_gaps_to_the_admins(
+    start_bot: StartBot, fake_telegram: FakeTelegramServer, database_path: Path
+) -> None:
+    """Off by default; on, the last 7 days' gaps reach each admin's private chat (masked)
+    once the week's day and hour have come (here: Monday 0:00, so any time), once a week."""
+    bot = await start_bot(ADMIN_IDS=str(ADMIN))
+    await ask(
+        fake_telegram, CUSTOMERS[0], "Какая у вас гарантия? Я Анна Смирнова, +7 912 345-67-89"
+    )
+    await wait_for_db(
+        database_path, "SELECT count(*) FROM turns WHERE outcome = 'dont_know'", [(1,)]
+    )
+    assert await bot.terminate() == 0
+    assert fake_telegram.messages_to(ADMIN) == []  # off by default
+
+    due = {"GAPS_DIGEST_ENABLED": "true", "GAPS_DIGEST_WEEKDAY": "1", "GAPS_DIGEST_HOUR": "0"}
+    await start_bot(ADMIN_IDS=f"{ADMIN},{OTHER_ADMIN}", **due)
+    for admin in (ADMIN, OTHER_ADMIN):
+        [digest] = await fake_telegram.wait_for_messages(admin, 1, within=WAIT_S)
+        text = seen_text(digest.text)
+        assert text.startswith("За неделю: на что бот не смог ответить"), text
+        assert "«Какая у вас гарантия? Я [имя], [телефон]»" in text, text
+        assert "Анна" not in text and "912" not in text
+    assert len(query(database_path, "SELECT week FROM gap_digests")) == 1
 
 
 async def test_the_admin_answers_a_gap_and_it_is_a_knowledge_entry_at_once(
