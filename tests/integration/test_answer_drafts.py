@@ -74,6 +74,23 @@ async def test_a_closed_handoff_gives_a_masked_draft_that_only_a_tick_adds(db: D
     assert len(entries.added) == 1
 
 
+LEAKY_EN = (
+    "QUESTION: Can I pick up order #10234 myself? Call Sarah Johnson at (415) 555-0132\n"
+    "ANSWER: Yes, pickup at 221 Baker Street on weekdays 10-19; for order 10234 ask for"
+    " Mr Johnson, call +1 415 555 0132 or write sarah.j@gmail.com."
+)
+
+
+async def test_an_english_draft_shows_no_other_customers_data(db: Database) -> None:
+    await _closed_handoff(db, "Да, самовывоз с Ленина 5 по будням 10-19.")
+    drafter = AnswerDrafter(AnswerDraftRepository(db), _model(LEAKY_EN), Entries(), language="en")
+    [draft] = await drafter.draft_closed()
+    shown = draft.question + draft.answer
+    for private in ("10234", "415", "555", "0132", "sarah.j", "Sarah", "Johnson", "221 Baker"):
+        assert private not in shown, shown
+    assert "pickup at [address] on weekdays 10-19" in draft.answer
+
+
 async def test_skip_discards_and_an_edit_adds_the_admins_words(db: Database) -> None:
     await _closed_handoff(db, "Да, самовывоз с Ленина 5 по будням 10-19.")
     entries = Entries()
