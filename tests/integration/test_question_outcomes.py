@@ -259,3 +259,19 @@ async def test_the_weekly_digest_is_claimed_once_per_week(stack: Stack) -> None:
     assert await claim_digest(stack.db, "2026-W49", 1000.0) is True
     assert await claim_digest(stack.db, "2026-W49", 1001.0) is False
     assert await claim_digest(stack.db, "2026-W50", 1002.0) is True
+
+
+async def test_a_day_later_the_same_question_is_a_new_one(stack: Stack) -> None:
+    """The 24 h rule both ways: asked again 25 h later it is no repeat, both answers stay
+    resolved; a handoff now unresolves only the answer of the last 24 h."""
+    await stack.service.answer(CUSTOMER, "Где мой заказ 8041?")
+    day = 25 * 3600
+    await stack.db.write("UPDATE turns SET started_at = started_at - ?", (day,))
+    await stack.service.answer(CUSTOMER, "Где мой заказ 8041?")
+    assert [r for _, _, r in await _outcomes(stack.db)] == [None, None]
+    service = await stack.stats()
+    figures = (await service.report(service.parse_period("all"))).outcomes
+    assert (figures.resolved, figures.repeated) == (2, 0)
+    await HandoffRepository(stack.db).open(CUSTOMER.chat_id, source="command", reason=None)
+    figures = (await service.report(service.parse_period("all"))).outcomes
+    assert (figures.resolved, figures.handed_off_later) == (1, 1)
