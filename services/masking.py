@@ -5,7 +5,8 @@ What the gaps report shows, what a draft from an operator's answer proposes, and
 addresses, card numbers, order numbers (after "заказ", "order", "№", "#", or any word
 with four digits or more), Telegram @usernames, street addresses and people's names
 (after "меня зовут", "my name is", "I'm", "с уважением", "regards", "на имя", "recipient",
-or written as a Russian full name: surname, name and patronymic) are replaced by a
+"Mr", "господин"; a common first name with the surname after it; or written as a Russian
+full name: surname, name and patronymic) are replaced by a
 bracketed word in the reader's language, e.g. `[телефон]`, `[order]`.
 
 Masking errs on the side of hiding: a price of 4 digits or a year is masked too, since
@@ -48,7 +49,7 @@ _USERNAME = re.compile(r"(?<![\w@])@[A-Za-z][A-Za-z0-9_]{3,31}\b")
 # 13-19 digits in groups (a payment card)
 _CARD = re.compile(r"(?<![\d+])(?:\d[ -]?){12,18}\d(?!\d)")
 # a run of digits with the separators people write phones with
-_PHONE = re.compile(r"(?<![\w])\+?\d[\d\s().-]{5,20}\d(?!\d)")
+_PHONE = re.compile(r"(?<![\w(])\+?\(?\d[\d\s().-]{5,20}\d(?!\d)")
 _PHONE_LOCAL = re.compile(r"(?<!\d)\d{3}-\d{2}-\d{2}(?!\d)")
 _ORDER_CUE = re.compile(
     r"(?P<cue>(?:заказ[а-яё]*|order(?:s)?|номер[а-яё]*|№|#|no\.)\s*"
@@ -97,6 +98,12 @@ _FIRST_NAMES = frozenset(
     """.split()
 )
 _CAPITALISED = re.compile(r"\b[A-ZА-ЯЁ][a-zа-яё]{2,}\b")
+# a name after a title: "Mr Johnson", "Dr. Anna Lee", "господин Соколов"
+_TITLED = re.compile(
+    rf"(?P<cue>\b(?-i:Mr|Mrs|Ms|Miss|Mx|Dr)\.?\s+|\b(?:господ[а-яё]*|г-н|г-жа)\.?\s+)"
+    rf"(?P<name>{_CAP}(?:\s+{_CAP})?)",
+    re.IGNORECASE,
+)
 _RU_ENDINGS = ("ой", "ей", "ем", "ом", "а", "ы", "е", "у", "ю", "я", "и", "й", "ь")
 
 
@@ -138,9 +145,13 @@ def mask(text: str, language: Language = "en") -> str:
         lambda t: _ADDRESS.sub(words["address"], t),
         lambda t: _NAME_CUE.sub(lambda m: _name(m, words), t),
         lambda t: _RU_FULL_NAME.sub(words["name"], t),
+        lambda t: _TITLED.sub(lambda m: m.group("cue") + words["name"], t),
         lambda t: _CAPITALISED.sub(
             lambda m: words["name"] if _first_name(m.group()) else m.group(), t
         ),
+        # a common first name takes the capitalised word after it along: its surname
+        # ("Sarah Johnson"; a Russian surname is found by its ending anyway)
+        lambda t: re.sub(rf"({re.escape(words['name'])})\s+{_CAP}\b", r"\1", t),
     ]
     for step in steps:
         text = step(text)

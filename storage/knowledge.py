@@ -43,6 +43,16 @@ class DocumentDraft:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceCopy:
+    """A source as stored, with its documents and their passages (vectors included)."""
+
+    kind: str
+    location: str
+    title: str
+    documents: tuple[DocumentDraft, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentState:
     """What tells a re-sync whether a document changed."""
 
@@ -333,17 +343,49 @@ class KnowledgeRepository:
         assert row is not None
         return int(row[0]), int(row[1])
 
-    async def entries(self, kind: str) -> list[tuple[str, str, str]]:
-        """The (title, location, text) of each document of the sources of `kind` (the
-        shop's own one-at-a-time answers are one passage each), oldest first."""
-        rows = await self._db.fetch_all(
-            "SELECT d.title, d.location, p.text FROM knowledge_documents d"
-            " JOIN knowledge_sources s ON s.id = d.source_id"
-            " JOIN knowledge_passages p ON p.document_id = d.id"
-            " WHERE s.kind = ? ORDER BY d.id, p.id",
-            (kind,),
-        )
-        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+    async def source_copies(self, *, leave_out: Collection[str]) -> list[SourceCopy]:
+        """Every source not of a kind in `leave_out` and not the demo's, with its
+        documents and passages as stored (stems, priority, vector), oldest first, read
+        in one transaction: to load into another database (a simulation's copy)."""
+        async with self._db.transaction() as tx:
+            sources = await tx.fetch_all(
+                "SELECT id, kind, location, title FROM knowledge_sources WHERE demo = 0 ORDER BY id"
+            )
+            documents = await tx.fetch_all(
+                "SELECT d.id, d.source_id, d.location, d.title, d.etag, d.last_modified,"
+                " d.content_hash FROM knowledge_documents d"
+                " JOIN knowledge_sources s ON s.id = d.source_id WHERE s.demo = 0 ORDER BY d.id"
+            )
+            passages = await tx.fetch_all(
+                "SELECT p.document_id, p.heading, p.text, p.stems, p.priority, p.embedding"
+                " FROM knowledge_passages p JOIN knowledge_documents d ON d.id = p.document_id"
+                " JOIN knowledge_sources s ON s.id = d.source_id WHERE s.demo = 0"
+                " ORDER BY p.document_id, p.position"
+            )
+        wanted = {int(r[0]): r for r in sources if str(r[1]) not in leave_out}
+        drafts: dict[int, list[PassageDraft]] = {}
+        for r in passages:
+            vector = None if r[5] is None else bytes(r[5])
+            drafts.setdefault(int(r[0]), []).append(
+                PassageDraft(str(r[1]), str(r[2]), str(r[3]), int(r[4]), vector)
+            )
+        by_source: dict[int, list[DocumentDraft]] = {}
+        for r in documents:
+            if int(r[1]) in wanted:
+                by_source.setdefault(int(r[1]), []).append(
+                    DocumentDraft(
+                        location=str(r[2]),
+                        title=str(r[3]),
+                        content_hash=str(r[6]),
+                        passages=tuple(drafts.get(int(r[0]), ())),
+                        etag=r[4],
+                        last_modified=r[5],
+                    )
+                )
+        return [
+            SourceCopy(str(r[1]), str(r[2]), str(r[3]), tuple(by_source.get(source_id, ())))
+            for source_id, r in wanted.items()
+        ]
 
 
 def _source(row: Row) -> SourceRecord:

@@ -2,10 +2,12 @@
 
 One row per `search_knowledge` call in a customer's turn: when, in which chat and turn,
 the query, how many relevant passages it found and the best one's source. /stats counts
-searches and misses from it; the misses (found = 0) are kept with their query, so a report
-of what customers ask that the knowledge does not answer can be read from here. The
-owner's own checks (`support-bot knowledge search`) are not customers' searches and are
-not recorded.
+searches and misses from it: how well the knowledge serves the searches made. What
+customers asked that the bot could not answer is not read from here but from each
+question's stored outcome (/gaps, storage/outcomes.py), the one owner of that: it holds
+the customer's own words (a search's query is the model's) and every kind of "don't
+know", the FAQ's and the model's own too. The owner's own checks (`support-bot knowledge
+search`) are not customers' searches and are not recorded.
 """
 
 from __future__ import annotations
@@ -23,14 +25,6 @@ Clock = Callable[[], float]
 class KnowledgeSearchCounts:
     searches: int
     misses: int  # searches that found nothing relevant
-
-
-@dataclass(frozen=True, slots=True)
-class KnowledgeMiss:
-    at: float
-    chat_id: int | None
-    turn_id: str | None
-    query: str
 
 
 class KnowledgeSearchLog:
@@ -65,22 +59,3 @@ class KnowledgeSearchLog:
         )
         assert row is not None
         return KnowledgeSearchCounts(searches=int(row[0]), misses=int(row[1]))
-
-    async def misses(
-        self, since: float | None = None, until: float | None = None, *, limit: int = 100
-    ) -> list[KnowledgeMiss]:
-        """The searches that found nothing, newest first."""
-        rows = await self._db.fetch_all(
-            "SELECT at, chat_id, turn_id, query FROM knowledge_searches "
-            "WHERE found = 0 AND at >= ? AND at < ? ORDER BY at DESC, id DESC LIMIT ?",
-            (since if since is not None else 0.0, until if until is not None else 1e18, limit),
-        )
-        return [
-            KnowledgeMiss(
-                at=float(r[0]),
-                chat_id=None if r[1] is None else int(r[1]),
-                turn_id=None if r[2] is None else str(r[2]),
-                query=str(r[3]),
-            )
-            for r in rows
-        ]

@@ -76,7 +76,7 @@ from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ChatModel
 from services.loop_types import TurnReply
 from services.simulation.drafts import drafts_document, gap_scenarios
-from services.simulation.own_shop import OwnEntry, OwnShop, read_own_entries, read_own_shop
+from services.simulation.own_shop import OwnKnowledge, OwnShop, read_own_knowledge, read_own_shop
 from services.simulation.report import (
     below,
     markdown_report,
@@ -322,30 +322,31 @@ async def endpoint_problem(models: dict[str, OpenAIChatModel], settings: Setting
     return None
 
 
-async def own_shop(settings: Settings) -> tuple[OwnShop | None, tuple[OwnEntry, ...], str]:
-    """The shop's own data and own knowledge answers in the bot's database (read only),
+async def own_shop(settings: Settings) -> tuple[OwnShop | None, OwnKnowledge | None, str]:
+    """The shop's own data and own knowledge (pages, files, answers) in the bot's
+    database (read only),
     and one line saying which shop the scenarios run on; DatabaseOpenError when the
     database cannot be read."""
     choice = settings.database
     path = Path(choice.target)
     if choice.setting == "DATABASE_PATH" and not await asyncio.to_thread(path.exists):
-        return None, (), f"shop: the demo (no database at {describe_target(choice)} yet)"
+        return None, None, f"shop: the demo (no database at {describe_target(choice)} yet)"
     db = await open_database(choice.target, migrate=False, pool_size=1)
     try:
         own = await read_own_shop(ShopRepository(db))
-        entries = await read_own_entries(KnowledgeRepository(db))
+        knowledge = await read_own_knowledge(KnowledgeRepository(db))
     except Exception as exc:
         if not is_database_error(exc):
             raise
         raise DatabaseOpenError(f"cannot be read: {exc}") from None
     finally:
         await db.close()
-    answers = f", {len(entries)} answer(s) of your own in the knowledge" if entries else ""
+    held = knowledge.describe()
     if own is None:
         where = f"{describe_target(choice)} holds no data of your shop"
-        return None, entries, f"shop: the demo ({where}){answers}"
-    line = f"shop: a copy of your data in {describe_target(choice)}: {own.describe()}{answers}"
-    return own, entries, line
+        return None, knowledge, f"shop: the demo ({where}){held}"
+    line = f"shop: a copy of your data in {describe_target(choice)}: {own.describe()}{held}"
+    return own, knowledge, line
 
 
 def _write_outputs(args: argparse.Namespace, report: str, results: list[RunResult]) -> bool:
@@ -376,10 +377,10 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
     except ScenarioError as exc:
         return _error(str(exc))
     own, shop_line = None, "shop: the demo"
-    entries: tuple[OwnEntry, ...] = ()
+    knowledge: OwnKnowledge | None = None
     if any(scenario.shop == "own" for scenario in scenarios):
         try:
-            own, entries, shop_line = await own_shop(settings)
+            own, knowledge, shop_line = await own_shop(settings)
         except (DatabaseOpenError, MigrationError) as exc:
             return _error(f"{settings.database.setting} {settings.database.shown}: {exc}")
     models = _Models.of(args, settings)
@@ -396,7 +397,7 @@ async def run_simulation(args: argparse.Namespace, settings: Settings, texts: Te
         run_timeout_s=args.scenario_timeout or None,
         time_limit_s=args.time_limit or None,
         own_shop=own,
-        own_entries=entries,
+        own_knowledge=knowledge,
         number_rule=settings.order_number_rule() or FOUR_DIGITS,
     )
     print(shop_line, file=sys.stderr)

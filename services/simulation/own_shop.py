@@ -7,9 +7,12 @@ what a run does (an action carried out, a phone verified) happens to the copy.
 A database without the shop's own data (the demo, or nothing yet) gives None: the
 scenarios then run on the demo shop.
 
-The answers the owner added one at a time (an admin's "Answer this" under a gap, an
-accepted draft) are read too (`read_own_entries`) and added to each own-shop run's
-throwaway knowledge, so a scenario written from a gap shows the answer that closed it.
+The owner's knowledge is read too (`read_own_knowledge`): the pages, sites and files
+added with `knowledge add` or /knowledge and the answers added one at a time (an admin's
+"Answer this" under a gap, an accepted draft), with their passages and stored vectors.
+Each own-shop run's throwaway knowledge gets a copy (nothing fetched again), so a
+scenario written from a gap shows the answer that closed it. The FAQ is not copied
+here: it comes with the shop's data and is indexed by the run as the bot indexes it.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from storage.knowledge import KnowledgeRepository
+from storage.knowledge import IndexState, KnowledgeRepository, SourceCopy
 from storage.shop import ShopRepository
 from storage.shop_records import ORDER_COLUMNS, FaqRecord, OrderRecord, ReturnPolicyRecord
-from tools.knowledge.base import ENTRIES_SOURCE, ENTRY_PREFIX
+from tools.knowledge.base import ENTRIES_SOURCE
+from tools.knowledge.shop_sources import FAQ_SOURCE
 from tools.shop.import_document import MAX_FILE_ITEMS, MAX_ORDERS, MAX_RETURN_POLICIES
 from tools.shop.rules import GENERAL_RETURN_POLICY_KEY
 
@@ -115,17 +119,29 @@ async def read_own_shop(shop: ShopRepository) -> OwnShop | None:
 
 
 @dataclass(frozen=True, slots=True)
-class OwnEntry:
-    """One answer of the shop's own in its knowledge (added as the bot added it)."""
+class OwnKnowledge:
+    """The owner's knowledge sources as stored, and the embedder their vectors are of."""
 
-    title: str
-    text: str
-    url: str | None
+    sources: tuple[SourceCopy, ...]
+    index: IndexState
+
+    def _documents(self, *kinds: str) -> int:
+        return sum(len(s.documents) for s in self.sources if s.kind in kinds)
+
+    def describe(self) -> str:
+        """What there is, e.g. ", 1 answer(s) of your own, 12 page(s), 1 file(s) in the
+        knowledge"; "" when there is nothing."""
+        counts = (
+            (self._documents(ENTRIES_SOURCE), "answer(s) of your own"),
+            (self._documents("site", "page"), "page(s)"),
+            (self._documents("file"), "file(s)"),
+        )
+        held = [f"{n} {what}" for n, what in counts if n]
+        return f", {', '.join(held)} in the knowledge" if held else ""
 
 
-async def read_own_entries(knowledge: KnowledgeRepository) -> tuple[OwnEntry, ...]:
-    """The shop's own one-at-a-time answers, oldest first (none: an empty tuple)."""
-    return tuple(
-        OwnEntry(title, text, None if location.startswith(ENTRY_PREFIX) else location)
-        for title, location, text in await knowledge.entries(ENTRIES_SOURCE)
-    )
+async def read_own_knowledge(knowledge: KnowledgeRepository) -> OwnKnowledge:
+    """The owner's pages, files and own answers (the FAQ and the demo's pages left out:
+    each run indexes its own copy of the shop's)."""
+    sources = await knowledge.source_copies(leave_out=(FAQ_SOURCE,))
+    return OwnKnowledge(tuple(s for s in sources if s.documents), await knowledge.index_state())

@@ -37,7 +37,7 @@ from services.loop_types import TurnReply
 from services.offers import ConfirmAction, PersonWillAnswer
 from services.simulation.customer import CustomerSimulator
 from services.simulation.expectations import Failure, judge
-from services.simulation.own_shop import OwnEntry, OwnShop
+from services.simulation.own_shop import OwnKnowledge, OwnShop
 from services.simulation.scenario import Scenario, ScenarioSettings
 from services.simulation.transcript import (
     ActionRecord,
@@ -70,13 +70,13 @@ class SimulatedBot:
     knowledge: KnowledgeBase | None = None
 
 
-async def add_own_entries(bot: SimulatedBot, entries: Sequence[OwnEntry]) -> None:
-    """The owner's own answers into the run's (throwaway) knowledge, as the bot has them;
-    with the knowledge feature off the bot does not search them, and neither does the run."""
-    if bot.knowledge is None:
+async def add_own_knowledge(bot: SimulatedBot, own: OwnKnowledge | None) -> None:
+    """The owner's pages, files and own answers into the run's (throwaway) knowledge, as
+    the bot has them (their vectors too when the run's embedder made them); with the
+    knowledge feature off the bot does not search them, and neither does the run."""
+    if bot.knowledge is None or own is None or not own.sources:
         return
-    for entry in entries:
-        await bot.knowledge.add_entry(entry.title, entry.text, url=entry.url)
+    await bot.knowledge.copy_in(own.sources, own.index)
 
 
 async def add_knowledge(bot: SimulatedBot, scenario: Scenario) -> None:
@@ -243,8 +243,8 @@ class Simulator:
     time_limit_s: float | None = None
     # the owner's shop (services/simulation/own_shop.py) and its order numbers' rule
     own_shop: OwnShop | None = None
-    # the owner's own knowledge answers, added to every own-shop run's knowledge
-    own_entries: tuple[OwnEntry, ...] = ()
+    # the owner's knowledge (pages, files, own answers), copied into every own-shop run's
+    own_knowledge: OwnKnowledge | None = None
     number_rule: OrderNumberRule = FOUR_DIGITS
     results: list[RunResult] = field(default_factory=list)
     not_started: int = 0  # runs left out by the time limit or a silent endpoint
@@ -366,7 +366,7 @@ class Simulator:
         bot = self.build_bot(db, recording, scenario.settings)
         try:
             if scenario.shop == "own":
-                await add_own_entries(bot, self.own_entries)
+                await add_own_knowledge(bot, self.own_knowledge)
             await add_knowledge(bot, scenario)
             await self._converse(bot, recording, scenario, transcript)
         finally:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.chat_helpers import WAIT_S, StartBot, query
+from tests.e2e.chat_helpers import WAIT_S, StartBot, query, wait_for_db
 from tests.e2e.test_handoff import (
     CUSTOMER,
     OPERATOR_USER,
@@ -105,3 +105,18 @@ async def test_a_closed_handoff_gives_a_draft_that_tick_adds_and_cross_discards(
     assert "Казань" in second.text
     assert await press(fake_telegram, second, "✖ Пропустить") == "✖ Skipped; nothing was added."
     assert len(entries(database_path)) == 1
+
+    # the operators see their topics, never /gaps or another conversation: not even an
+    # admin's command in their group is answered there
+    in_group = len(fake_telegram.messages_to(OPERATORS))
+    asked = [
+        message_update(OPERATORS, text=text, user_id=ADMIN)
+        for text in ("/gaps", f"/chat {CUSTOMER}")
+    ]
+    for update in asked:
+        fake_telegram.enqueue_update(update)
+    ignored = "SELECT reason FROM updates WHERE update_id IN (?, ?)"
+    ids = [u["update_id"] for u in asked]
+    await wait_for_db(database_path, ignored, [("operator_chat_other",)] * 2, *ids)
+    assert len(fake_telegram.messages_to(OPERATORS)) == in_group
+    assert query(database_path, "SELECT count(*) FROM conversation_views") == [(0,)]

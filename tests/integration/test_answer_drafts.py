@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.answer_drafts import AnswerDrafter, parse_draft
+from services.answer_drafts import AnswerDrafter, Drafted, parse_draft
 from services.handoff import OPERATOR_PREFIX
 from services.llm.types import Message, ToolChoice
 from storage.answer_drafts import AnswerDraftRepository
@@ -56,14 +56,23 @@ LEAKY = (
 )
 
 
-async def test_a_closed_handoff_gives_a_masked_draft_that_only_a_tick_adds(db: Database) -> None:
+async def masked_draft(
+    db: Database, reply: str, language: str, private: tuple[str, ...]
+) -> tuple[Drafted, AnswerDrafter, Entries]:
+    """The draft of a closed handoff whose model wrote `reply`: none of `private` shows."""
     await _closed_handoff(db, "Да, самовывоз с Ленина 5 по будням 10-19.")
     entries = Entries()
-    drafter = AnswerDrafter(AnswerDraftRepository(db), _model(LEAKY), entries, language="ru")
+    drafter = AnswerDrafter(AnswerDraftRepository(db), _model(reply), entries, language=language)
     [draft] = await drafter.draft_closed()
     shown = draft.question + draft.answer
-    for private in ("10234", "912", "345-67-89", "olga.k", "Кузнецов"):
-        assert private not in shown, shown
+    for part in private:
+        assert part not in shown, shown
+    return draft, drafter, entries
+
+
+async def test_a_closed_handoff_gives_a_masked_draft_that_only_a_tick_adds(db: Database) -> None:
+    private = ("10234", "912", "345-67-89", "olga.k", "Кузнецов")
+    draft, drafter, entries = await masked_draft(db, LEAKY, "ru", private)
     assert "самовывоз" in draft.answer and entries.added == []  # nothing without ✅
     assert await drafter.draft_closed() == []  # one draft per handoff
 
@@ -72,6 +81,19 @@ async def test_a_closed_handoff_gives_a_masked_draft_that_only_a_tick_adds(db: D
     assert not await drafter.add(draft.id, admin_id=2)  # a second ✅ adds nothing
     assert not await drafter.skip(draft.id, admin_id=2)
     assert len(entries.added) == 1
+
+
+LEAKY_EN = (
+    "QUESTION: Can I pick up order #10234 myself? Call Sarah Johnson at (415) 555-0132\n"
+    "ANSWER: Yes, pickup at 221 Baker Street on weekdays 10-19; for order 10234 ask for"
+    " Mr Johnson, call +1 415 555 0132 or write sarah.j@gmail.com."
+)
+
+
+async def test_an_english_draft_shows_no_other_customers_data(db: Database) -> None:
+    private = ("10234", "415", "555", "0132", "sarah.j", "Sarah", "Johnson", "221 Baker")
+    draft, _drafter, _entries = await masked_draft(db, LEAKY_EN, "en", private)
+    assert "pickup at [address] on weekdays 10-19" in draft.answer
 
 
 async def test_skip_discards_and_an_edit_adds_the_admins_words(db: Database) -> None:

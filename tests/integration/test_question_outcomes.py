@@ -24,6 +24,7 @@ from bot.programs.simulate import write_drafts
 from bot.telegram.stats_view.table import render_table
 from services.chat import ChatOptions, ChatService, build_chat_service
 from services.export import conversations
+from services.gaps import ConversationReader
 from services.llm.types import Message, ToolChoice
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
@@ -32,7 +33,7 @@ from services.stats import StatsService
 from storage.database import Database
 from storage.feedback import FeedbackRepository
 from storage.handoffs import HandoffRepository
-from storage.outcomes import OutcomeRepository
+from storage.outcomes import OutcomeRepository, claim_digest
 from storage.shop import ShopRepository
 from storage.stats import StatsRepository
 from tests.doubles import ScriptedLLM, text_response, tool_call, tool_calls_response
@@ -224,3 +225,53 @@ async def test_simulate_from_gaps_writes_a_scenario_per_group(
     [scenario] = scenarios
     assert scenario.turns == ["Делаете гравировку на кружках? Я [имя]"]
     assert "Анна" not in written
+
+
+async def test_every_page_of_a_conversation_is_recorded_before_it_is_read(stack: Stack) -> None:
+    """/chat's first page, then "◀ Older" back to the start: each page an admin reads is
+    one `conversation_views` row (who, which chat, from where), the oldest page ends."""
+    questions = [f"Где мой заказ 804{i}?" for i in range(8)]
+    for text in questions:
+        await stack.service.answer(CUSTOMER, text)
+    reader = ConversationReader(OutcomeRepository(stack.db))
+    newest = await reader.read(CUSTOMER.chat_id, admin_id=7, via="chat")
+    assert newest is not None and newest.older is not None
+    said = [line.text for line in newest.lines if line.kind == "user"]
+    assert said == questions[2:]  # 12 messages: the last 6 questions with their answers
+    assert any(line.kind == "tool" and line.text == "get_order_status" for line in newest.lines)
+    oldest = await reader.read(CUSTOMER.chat_id, admin_id=7, via="page", before=newest.older)
+    assert oldest is not None and oldest.older is None
+    assert [line.text for line in oldest.lines if line.kind == "user"] == questions[:2]
+    views = await stack.db.fetch_all(
+        "SELECT admin_id, chat_id, via FROM conversation_views ORDER BY id"
+    )
+    assert [tuple(v) for v in views] == [
+        (7, CUSTOMER.chat_id, "chat"),
+        (7, CUSTOMER.chat_id, "page"),
+    ]
+    # a chat the bot never talked in: nothing to read, nothing recorded
+    assert await reader.read(99, admin_id=7, via="chat") is None
+    assert len(await stack.db.fetch_all("SELECT 1 FROM conversation_views")) == 2
+
+
+async def test_the_weekly_digest_is_claimed_once_per_week(stack: Stack) -> None:
+    """Several instances each check the week; the first claim sends it, the others not."""
+    assert await claim_digest(stack.db, "2026-W49", 1000.0) is True
+    assert await claim_digest(stack.db, "2026-W49", 1001.0) is False
+    assert await claim_digest(stack.db, "2026-W50", 1002.0) is True
+
+
+async def test_a_day_later_the_same_question_is_a_new_one(stack: Stack) -> None:
+    """The 24 h rule both ways: asked again 25 h later it is no repeat, both answers stay
+    resolved; a handoff now unresolves only the answer of the last 24 h."""
+    await stack.service.answer(CUSTOMER, "Где мой заказ 8041?")
+    day = 25 * 3600
+    await stack.db.write("UPDATE turns SET started_at = started_at - ?", (day,))
+    await stack.service.answer(CUSTOMER, "Где мой заказ 8041?")
+    assert [r for _, _, r in await _outcomes(stack.db)] == [None, None]
+    service = await stack.stats()
+    figures = (await service.report(service.parse_period("all"))).outcomes
+    assert (figures.resolved, figures.repeated) == (2, 0)
+    await HandoffRepository(stack.db).open(CUSTOMER.chat_id, source="command", reason=None)
+    figures = (await service.report(service.parse_period("all"))).outcomes
+    assert (figures.resolved, figures.handed_off_later) == (1, 1)

@@ -9,6 +9,7 @@ docs/simulations.md for a real run)."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 import tomllib
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.programs.cli import _parse_args
+from bot.programs.knowledge import knowledge_command
 from bot.programs.simulate import simulate
 from services.simulation.scenario import default_suite_files, load_scenarios, read_scenarios
 from storage.database import open_database
@@ -408,6 +410,64 @@ async def test_scenarios_run_on_a_copy_of_the_shops_own_data_never_on_it(
     finally:
         await db.close()
     assert order is not None and order.status == "processing"  # the shop's own: untouched
+
+
+GIFT_WRAP_SCENARIO = """
+[[scenario]]
+id = "gift-wrap"
+turns = ["Вы упаковываете покупки как подарок?"]
+[scenario.expect]
+must_contain = ["подарочную коробку"]
+"""
+
+
+async def test_a_gap_answered_by_an_added_file_passes_on_a_copy_of_the_knowledge(
+    model_env: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A file added with `knowledge add` answers the scenario's question (asked in other
+    words: the bundled model's stored vectors are copied, the file is gone by then, so
+    nothing is read again); the bot's knowledge is left exactly as it was. (No FAQ: with
+    the shop's own answers weighing more, its delivery answer came first.)"""
+    database = tmp_path / "bot.sqlite3"
+    db = await open_database(database)
+    try:
+        plan = plan_import({**TEA_SHOP, "faq": []})
+        await ShopRepository(db).import_shop_data(
+            orders=plan.orders, policies=plan.policies, texts=plan.texts, faq=plan.faq
+        )
+    finally:
+        await db.close()
+    monkeypatch.setenv("DATABASE_PATH", str(database))
+    suite = tmp_path / "mine.toml"
+    suite.write_text(GIFT_WRAP_SCENARIO, encoding="utf-8")
+    report = tmp_path / "report.md"
+    assert await cli(str(suite), "--report", str(report)) == 1  # a gap: nothing answers it
+
+    note = tmp_path / "gifts.md"
+    note.write_text(
+        "# Подарочная упаковка\n\nЛюбой чай упакуем в подарочную коробку с открыткой "
+        "бесплатно — отметьте это при оформлении.\n",
+        encoding="utf-8",
+    )
+    assert await knowledge_command(_parse_args(["knowledge", "add", str(note)])) == 0
+    note.unlink()
+    capsys.readouterr()
+    stored = knowledge_rows(database)
+
+    assert await cli(str(suite), "--report", str(report)) == 0, report.read_text()
+    assert "0 FAQ entries, 1 file(s) in the knowledge" in capsys.readouterr().err
+    assert knowledge_rows(database) == stored
+
+
+def knowledge_rows(database: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(database) as connection:
+        return connection.execute(
+            "SELECT p.id, p.text, p.embedding, i.embedder, i.generation"
+            " FROM knowledge_passages p, knowledge_index i ORDER BY p.id"
+        ).fetchall()
 
 
 async def test_without_the_shops_own_data_scenarios_run_on_the_demo(

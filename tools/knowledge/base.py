@@ -17,17 +17,19 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from storage.knowledge import (
     DocumentDraft,
+    IndexState,
     KnowledgeRepository,
     LexicalQuery,
     PassageDraft,
     PassageRecord,
+    SourceCopy,
 )
 from tools.knowledge.embedder import Embedder, EmbedderError, Vectors, similarities
 from tools.knowledge.fusion import reciprocal_rank_fusion
@@ -247,6 +249,29 @@ class KnowledgeBase:
         await self._repo.apply(source_id, [document], now=self._clock())
         return source_id
 
+    async def copy_in(self, sources: Sequence[SourceCopy], stored: IndexState) -> bool:
+        """Sources read from another database (`KnowledgeRepository.source_copies`, whose
+        index is `stored`) added as they are, nothing fetched again: their passages keep
+        their vectors when this base's embedder made them, else they are embedded here,
+        as the bot embeds at start (an embedder that fails leaves them to words). Whether
+        the vectors were kept."""
+        embedder = self._embedder
+        keep = embedder is not None and stored.embedder == embedder.name and stored.dimension > 0
+        if keep:
+            await self._repo.use_embedder(stored.embedder, stored.dimension)
+        for source in sources:
+            source_id = await self._repo.ensure_source(
+                source.kind, source.location, source.title, now=self._clock()
+            )
+            documents = source.documents if keep else [_unembedded(d) for d in source.documents]
+            await self._repo.apply(source_id, documents, now=self._clock())
+        if not keep and embedder is not None and sources:
+            try:
+                await self.embed_missing()
+            except EmbedderError:
+                pass  # searched by words, as the bot does until its embedder answers
+        return keep
+
     async def embed_missing(self, progress: Progress | None = None) -> int:
         """Embed every passage without a vector (after the embedder changed, or one that
         was unreachable): how many were embedded. Without an embedder, none."""
@@ -356,6 +381,11 @@ class KnowledgeBase:
             return Nearest([], 0.0)
         cache = await self._cache.current(self._repo, state.generation)
         return cache.nearest(vector, CANDIDATES)
+
+
+def _unembedded(document: DocumentDraft) -> DocumentDraft:
+    passages = tuple(replace(p, embedding=None) for p in document.passages)
+    return replace(document, passages=passages)
 
 
 def _word_share(wanted: set[str], record: PassageRecord) -> float:

@@ -1,7 +1,8 @@
 """/gaps and /chat for the admins (ADMIN_IDS), and the presses of their buttons.
 
-The commands' filter lets only admins in, so anyone else's /gaps or /chat falls through
-to the unknown-command reply. A press of a gaps or conversation button is read
+The commands' filters let only admins in, in their private chat with the bot, so anyone
+else's /gaps or /chat, and an admin's in a group (where others would read the customers'
+words), falls through to the unknown-command reply. A press of a gaps or conversation button is read
 strictly (`GapButton.read`, `ChatPageButton.read`) and taken only from an admin; a
 forged or foreign press gets the same unknown-command reply and nothing else. Every
 page of a conversation is recorded before it is shown (services/gaps.py), and is its own
@@ -37,6 +38,14 @@ from services.gaps import ConversationReader, GapAnswers, GapsService, GapsUsage
 log = logging.getLogger(__name__)
 
 
+class Private(Filter):
+    """A message in a private chat: what an admin reads here (customers' words, their
+    conversations) is never shown in a group, where others would read it too."""
+
+    async def __call__(self, message: Message) -> bool:
+        return message.chat.type == ChatType.PRIVATE
+
+
 class IsPressOf(Filter):
     """A press whose data starts with one of `prefixes` (validated by the handler, so a
     forged one still gets an answer: the unknown-command reply)."""
@@ -61,18 +70,7 @@ def build_gaps_router(
     """`answers`: "Answer this" under each gap (None: no knowledge base takes answers)."""
     router = Router(name="gaps")
 
-    async def show_page(
-        ctx: UpdateContext, chat_id: int, admin: int, via: str, before: int
-    ) -> None:
-        page = await reader.read(chat_id, admin_id=admin, via=via, before=before or None)
-        if page is None:
-            text = words(ctx.language)["chat_unknown"].format(chat=chat_id)
-            await ctx.outbox.send_rendered([Rendered(html.escape(text, quote=False), text)])
-            return
-        html_text, plain, keyboard = render_page(page, ctx.language, timezone)
-        await ctx.outbox.send_rendered([Rendered(html_text, plain)], reply_markup=keyboard)
-
-    @router.message(IsCommand(), FromUsers(admin_ids), Command("gaps"))
+    @router.message(IsCommand(), Private(), FromUsers(admin_ids), Command("gaps"))
     async def gaps_command(message: Message, ctx: UpdateContext, command: CommandObject) -> None:
         try:
             period = gaps.parse_period(command.args)
@@ -86,7 +84,7 @@ def build_gaps_router(
         )
         await ctx.outbox.send_rendered([Rendered(html_text, plain)], reply_markup=keyboard)
 
-    @router.message(IsCommand(), FromUsers(admin_ids), Command("chat"))
+    @router.message(IsCommand(), Private(), FromUsers(admin_ids), Command("chat"))
     async def chat_command(message: Message, ctx: UpdateContext, command: CommandObject) -> None:
         arg = (command.args or "").strip()
         if not arg.lstrip("-").isdigit() or len(arg) > 20:
@@ -105,8 +103,10 @@ def build_gaps_router(
             await deps.sender.call(AnswerCallbackQuery(callback_query_id=query.id))
         except Exception as exc:
             log.debug("answerCallbackQuery: %s", type(exc).__name__)
-        if query.from_user.id not in admin_ids:
-            log.info("a gaps or conversation press refused: not an admin")
+        message = query.message
+        private = message is not None and message.chat.type == ChatType.PRIVATE
+        if query.from_user.id not in admin_ids or not private:
+            log.info("a gaps or conversation press refused: not an admin's private chat")
             await ctx.outbox.send(ctx.texts.unknown_command)
             return
         await _admin_press(query, ctx, reader, timezone, answers, drafts)
@@ -197,7 +197,11 @@ async def _draft_press(
     """✅ adds the draft to the knowledge, ✖ discards it, ✏️ waits for the admin's answer."""
     w = words(ctx.language)
     draft = await drafts.get(button.draft)
-    if draft is None or draft.status != "pending" or draft.question is None:
+    if draft is None:  # no draft of ours (forged): nothing to say about it
+        log.info("a draft press refused: no such draft")
+        await ctx.outbox.send(ctx.texts.unknown_command)
+        return
+    if draft.status != "pending" or draft.question is None:
         text = w["draft_decided"]
     elif button.action == "a":
         added = await drafts.add(draft.id, admin)

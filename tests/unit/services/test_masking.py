@@ -32,6 +32,7 @@ RU = [
     ("Доставка в Казань за 2 дня?", [], ["Доставка в Казань за 2 дня?"]),
     ("Передайте Ольге, что заказ у Дмитрия", ["Ольге", "Дмитрия"], ["Передайте"]),
     ("самовывоз (Ольга, +7 912 345-67-89)", ["Ольга", "912"], ["самовывоз"]),
+    ("Спросите господина Соколова у кассы", ["Соколова"], ["Спросите", "у кассы"]),
 ]
 EN = [
     ("Call me at +1 (415) 555-0132 please", ["415", "555-0132"], ["please"]),
@@ -45,6 +46,9 @@ EN = [
     ("Regards, Tom", ["Tom"], []),
     ("Do you deliver on weekends?", [], ["Do you deliver on weekends?"]),
     ("Please tell Sarah the parcel is late", ["Sarah"], ["Please tell", "the parcel is late"]),
+    ("Call Sarah Johnson at (415) 555-0132", ["Sarah", "Johnson", "415", "("], ["Call", " at "]),
+    ("Ask for Mr Johnson or Dr. Emily Clarke", ["Johnson", "Emily", "Clarke"], ["Ask for Mr"]),
+    ("Tom Baker asked about order A-10234", ["Tom", "Baker", "10234"], ["asked about order"]),
 ]
 
 

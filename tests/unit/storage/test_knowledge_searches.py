@@ -1,5 +1,5 @@
 """`KnowledgeSearchLog` on both backends: customers' knowledge searches counted for /stats
-in the period asked, and the misses kept with their query for the gaps report."""
+in the period asked (what the bot could not answer is /gaps', from the turns' outcomes)."""
 
 from __future__ import annotations
 
@@ -32,9 +32,6 @@ async def test_searches_and_misses_are_counted_in_the_period(db: Database) -> No
     counts = await log.counts(1000.0, 2000.0)
     assert counts == KnowledgeSearchCounts(searches=4, misses=2)
     assert (await log.counts()).searches == 6
-    misses = await log.misses(1000.0, 2000.0)
-    assert [m.query for m in misses] == ["сколько стоит биткоин", "do you sell sofas?"]
-    assert misses[0].chat_id == 42 and misses[0].turn_id == "t1400"
 
 
 def test_the_stats_block_shows_searches_and_the_share_of_misses() -> None:
