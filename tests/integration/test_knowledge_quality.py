@@ -4,8 +4,9 @@ added from the local test site through the real fetching, reading and the bundle
 embedder, then its 81 questions asked the way the `search_knowledge` tool asks.
 
 The floors are the issue's goals, which bench/knowledge_bench.py measures a little above
-(docs/knowledge.md, "Measured"): a change to reading, splitting, fusion or the relevance rule that loses
-right pages or starts answering what the help centre does not say fails here. The misses
+(docs/knowledge.md, "Measured"): a change to reading, splitting, fusion or the relevance
+rule that loses right pages or starts answering what the help centre does not say fails
+here. The misses
 are printed with what came first instead."""
 
 from __future__ import annotations
