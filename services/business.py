@@ -208,7 +208,9 @@ class BusinessService:
         return await self._repo.of_owner(owner_id)
 
     # --- approval mode ----------------------------------------------------------------
-    async def new_draft(self, message: Incoming, message_id: int, text: str) -> Draft:
+    async def new_draft(
+        self, message: Incoming, message_id: int, text: str, turn_id: str | None = None
+    ) -> Draft:
         draft = Draft(
             draft_id=secrets.token_hex(8),
             connection_id=message.connection_id,
@@ -217,6 +219,7 @@ class BusinessService:
             text=text,
             status=WAITING,
             asked_at=message.date,
+            turn_id=turn_id,
         )
         await self._repo.add_draft(draft)
         return draft

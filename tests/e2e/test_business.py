@@ -235,6 +235,19 @@ async def test_approval_mode_posts_only_after_the_owners_send(
     assert rewritten.params["business_connection_id"] == CONNECTION
     assert asked(fake_openai, "Yes, <b>on Sundays</b> too") == 0  # the owner is not a turn
 
+    # the history keeps what the customer read: the sent draft, no discarded one, the
+    # owner's rewrite instead of the bot's draft
+    await customer_says(fake_telegram, "Thanks")
+    await next_in(fake_telegram, OWNER, 6)
+    history = query(database_path, "SELECT role, content FROM messages ORDER BY id")
+    assert history[:5] == [
+        ("user", "Can I pay by card?"),
+        ("assistant", "Answer to: Can I pay by card?"),
+        ("user", "Can I pay in cash?"),
+        ("user", "Do you deliver on Sundays?"),
+        ("assistant", "Yes, <b>on Sundays</b> too"),
+    ]
+
 
 async def test_a_revoked_can_reply_stops_replies_with_one_warning(
     start_bot: StartBot,

@@ -380,7 +380,7 @@ async def _draft_for_owner(
     reply = await ask_model(message, message.text, deps.chat_service, ctx.update_id)
     me = await deps.sender.bot.me()
     view = turn_view(reply, ctx.texts, _business_side(ctx, words, me.username or ""))
-    draft = await service.new_draft(incoming, message.message_id, view.text)
+    draft = await service.new_draft(incoming, message.message_id, view.text, reply.turn_id)
     owner_language = ctx.language  # the owner reads the card in the customer's language
     card = words(owner_language, "draft", name=_name_of(message), text=view.text)
     buttons = [
