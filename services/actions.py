@@ -218,6 +218,11 @@ class ActionService:
         self._retry = storage_retry
         self._clock = clock
 
+    async def address_of(self, row: ActionRow) -> tuple[int, str | None]:
+        """The customer's chat and, for a chat of the owner's business account, the
+        connection a message to them goes through."""
+        return await self._repo.address_of(row.chat_id)
+
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self._definitions)

@@ -185,6 +185,14 @@ class BusinessService:
             return Decision(Verdict.TOO_OLD, connection)
         return Decision(Verdict.DRAFT if connection.approval else Verdict.ANSWER, connection)
 
+    async def owner_asked(self, message: Incoming) -> float:
+        """The model asked for a person in this chat: the same pause as the owner writing
+        (until the owner gives it back or the pause ends); its end."""
+        until = self._clock() + self._pause_s
+        chat = conversation_id(message.connection_id, message.chat_id)
+        await self._repo.pause(chat, message.connection_id, message.chat_id, until)
+        return until
+
     async def give_back(self, owner_id: int, chat_id: int | None = None) -> int:
         """`/ai on` (every chat) or the button (one chat): the bot answers again."""
         ids = [c.connection_id for c in await self._repo.of_owner(owner_id)]
@@ -200,7 +208,9 @@ class BusinessService:
         return await self._repo.of_owner(owner_id)
 
     # --- approval mode ----------------------------------------------------------------
-    async def new_draft(self, message: Incoming, message_id: int, text: str) -> Draft:
+    async def new_draft(
+        self, message: Incoming, message_id: int, text: str, turn_id: str | None = None
+    ) -> Draft:
         draft = Draft(
             draft_id=secrets.token_hex(8),
             connection_id=message.connection_id,
@@ -209,6 +219,7 @@ class BusinessService:
             text=text,
             status=WAITING,
             asked_at=message.date,
+            turn_id=turn_id,
         )
         await self._repo.add_draft(draft)
         return draft

@@ -25,6 +25,7 @@ from tools.base import (
     ActionProposed,
     HandoffRequested,
     OrderMissedNoPhone,
+    OwnerAsked,
     OwnOrderShown,
     TurnNote,
 )
@@ -52,6 +53,15 @@ class PersonWillAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnerWillAnswer:
+    """The model asked for a person in a chat of the owner's business account: the owner
+    is told, the bot pauses in that chat, the customer hears the owner will answer."""
+
+    reason: str
+    kind: Literal["owner_will_answer"] = "owner_will_answer"
+
+
+@dataclass(frozen=True, slots=True)
 class ConfirmAction:
     """An action awaits the customer's confirmation (tools/actions/): the card states its
     exact effect (`effect`: the words per language) with ✅/✖ for operation
@@ -71,7 +81,7 @@ class NotifyWhenItMoves:
     kind: Literal["notify_when_it_moves"] = "notify_when_it_moves"
 
 
-Offer = SharePhone | PersonWillAnswer | ConfirmAction | NotifyWhenItMoves
+Offer = SharePhone | PersonWillAnswer | OwnerWillAnswer | ConfirmAction | NotifyWhenItMoves
 
 _STORED: TypeAdapter[Offer] = TypeAdapter(Annotated[Offer, Field(discriminator="kind")])
 
@@ -96,6 +106,8 @@ def _offer_of(note: TurnNote, *, answered: bool) -> Offer | None:
         return SharePhone() if answered else None
     if isinstance(note, HandoffRequested):
         return PersonWillAnswer(handoff_id=note.handoff_id, reason=note.reason)
+    if isinstance(note, OwnerAsked):
+        return OwnerWillAnswer(reason=note.reason)
     if isinstance(note, ActionProposed):
         # the card is the action's only way to be confirmed: shown whatever the answer
         return ConfirmAction(operation_id=note.operation_id, effect=dict(note.effect))

@@ -163,6 +163,18 @@ class ActionRepository:
         self._db = db
         self._clock = clock
 
+    async def address_of(self, chat_id: int) -> tuple[int, str | None]:
+        """Where a message to the action's chat goes: a chat of the owner's business
+        account (its conversation id, business_chats) is reached through its connection;
+        any other chat is its own address."""
+        row = await self._db.fetch_one(
+            "SELECT chat_id, connection_id FROM business_chats WHERE conversation_id = ?",
+            (chat_id,),
+        )
+        if row is None:
+            return chat_id, None
+        return int(row["chat_id"]), str(row["connection_id"])
+
     async def create(self, new: NewAction) -> list[str]:
         """Store a proposed action (pending). Earlier pending cards of the same customer
         for the same order are replaced: they expire (reason `replaced`), in the same

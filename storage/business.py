@@ -49,6 +49,7 @@ class Draft:
     text: str
     status: str
     asked_at: float  # when the customer's message was sent (the 24-hour window)
+    turn_id: str | None = None  # the turn that wrote it (its answer in the history)
 
 
 def _connection(row: Row) -> Connection:
@@ -71,10 +72,11 @@ def _draft(row: Row) -> Draft:
         text=str(row["text"]),
         status=str(row["status"]),
         asked_at=float(row["asked_at"]),
+        turn_id=None if row["turn_id"] is None else str(row["turn_id"]),
     )
 
 
-_DRAFT_COLUMNS = "draft_id, connection_id, chat_id, message_id, text, status, asked_at"
+_DRAFT_COLUMNS = "draft_id, connection_id, chat_id, message_id, text, status, asked_at, turn_id"
 
 
 class BusinessRepository:
@@ -195,7 +197,7 @@ class BusinessRepository:
     async def add_draft(self, draft: Draft) -> None:
         await self._db.write(
             f"INSERT INTO business_drafts ({_DRAFT_COLUMNS}, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (
                 draft.draft_id,
                 draft.connection_id,
@@ -204,6 +206,7 @@ class BusinessRepository:
                 draft.text,
                 draft.status,
                 draft.asked_at,
+                draft.turn_id,
                 self._clock(),
             ),
         )
@@ -229,14 +232,34 @@ class BusinessRepository:
     async def move_draft(
         self, draft_id: str, *, to: str, from_: tuple[str, ...], text: str | None = None
     ) -> bool:
-        """One conditional move; False when the draft was not in one of `from_`."""
+        """One conditional move; False when the draft was not in one of `from_`. In the
+        same transaction the history follows what the customer read: a discarded draft's
+        answer leaves it, a rewrite replaces it."""
         marks = ",".join("?" * len(from_))
-        changed = await self._db.write(
-            "UPDATE business_drafts SET status = ?, decided_at = ?, "
-            f"text = COALESCE(?, text) WHERE draft_id = ? AND status IN ({marks})",
-            (to, self._clock(), text, draft_id, *from_),
-        )
-        return changed == 1
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE business_drafts SET status = ?, decided_at = ?, "
+                f"text = COALESCE(?, text) WHERE draft_id = ? AND status IN ({marks})",
+                (to, self._clock(), text, draft_id, *from_),
+            )
+            if changed != 1:
+                return False
+            row = await tx.fetch_one(
+                "SELECT turn_id FROM business_drafts WHERE draft_id = ?", (draft_id,)
+            )
+            turn_id = None if row is None else row["turn_id"]
+            if turn_id is None:
+                return True
+            if to == DISCARDED:
+                await tx.execute(
+                    "DELETE FROM messages WHERE turn_id = ? AND role = 'assistant'", (turn_id,)
+                )
+            elif to == SENT and text is not None:
+                await tx.execute(
+                    "UPDATE messages SET content = ? WHERE turn_id = ? AND role = 'assistant'",
+                    (text, turn_id),
+                )
+        return True
 
     async def discard_for_messages(
         self, connection_id: str, chat_id: int, message_ids: list[int]

@@ -34,8 +34,7 @@ DB_NOW = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
 
 # An unfinished row's claim key, written in SQL (must match `claim_text`).
 _ROW_KEY = (
-    "CASE WHEN {t}.chat_id IS NULL THEN 'update:' || {t}.update_id "
-    "ELSE 'chat:' || {t}.chat_id END"
+    "CASE WHEN {t}.chat_id IS NULL THEN 'update:' || {t}.update_id ELSE 'chat:' || {t}.chat_id END"
 )
 
 # Appended to the WHERE of an inbox transition (one `?`: the owner): the row moves only
@@ -75,13 +74,10 @@ _HEARTBEAT = (
     "ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
 )
 _LIVE = (
-    "SELECT count(*) FROM instances "
-    f"WHERE heartbeat_at > {DB_NOW} - CAST(? AS DOUBLE PRECISION)"
+    f"SELECT count(*) FROM instances WHERE heartbeat_at > {DB_NOW} - CAST(? AS DOUBLE PRECISION)"
 )
 # instances that stopped heartbeating long ago (killed; a clean stop deletes its own row)
-_FORGET_DEAD = (
-    f"DELETE FROM instances WHERE heartbeat_at < {DB_NOW} - CAST(? AS DOUBLE PRECISION)"
-)
+_FORGET_DEAD = f"DELETE FROM instances WHERE heartbeat_at < {DB_NOW} - CAST(? AS DOUBLE PRECISION)"
 # release only when nothing of the chat is unfinished: a row committed by another
 # instance before this runs keeps the claim here, so that row cannot be forgotten
 _RELEASE_CHAT = (

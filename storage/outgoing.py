@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from storage.backend import Database, Row, Tx
@@ -36,6 +36,7 @@ class Outgoing:
     html: str
     plain: str
     reply_markup: dict[str, Any] | None = None
+    business_connection_id: str | None = None  # a customer of the owner's business account
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,10 @@ class OutgoingRow:
     created_at: float
 
 
-_COLUMNS = "message_key, chat_id, html, plain, reply_markup, status, attempts, created_at"
+_COLUMNS = (
+    "message_key, chat_id, html, plain, reply_markup, business_connection_id, status, "
+    "attempts, created_at"
+)
 
 
 def _row(record: Row) -> OutgoingRow:
@@ -58,6 +62,7 @@ def _row(record: Row) -> OutgoingRow:
             html=str(record["html"]),
             plain=str(record["plain"]),
             reply_markup=json.loads(markup) if markup else None,
+            business_connection_id=record["business_connection_id"],
         ),
         status=str(record["status"]),
         attempts=int(record["attempts"]),
@@ -69,12 +74,14 @@ async def add(tx: Tx, messages: Sequence[Outgoing], *, now: float) -> None:
     """Store `messages` in the caller's transaction; a key stored before is left as it is.
     They are sent in the order given (`created_at` a microsecond apart)."""
     for index, message in enumerate(messages):
+        message = await _addressed(tx, message)
         markup = None
         if message.reply_markup is not None:
             markup = json.dumps(message.reply_markup, ensure_ascii=False)
         await tx.execute(
             "INSERT INTO outgoing_messages (message_key, chat_id, html, plain, reply_markup,"
-            " status, next_at, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)"
+            " business_connection_id, status, next_at, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)"
             " ON CONFLICT (message_key) DO NOTHING",
             (
                 message.key,
@@ -82,10 +89,35 @@ async def add(tx: Tx, messages: Sequence[Outgoing], *, now: float) -> None:
                 message.html,
                 message.plain,
                 markup,
+                message.business_connection_id,
                 now,
                 now + index * 1e-6,
             ),
         )
+
+
+# Conversation ids of chats of the owner's business account lie below this
+# (services/business.py's BUSINESS_CHATS_BELOW; storage does not import services).
+_BUSINESS_CHATS_BELOW = -(2**62)
+
+
+async def _addressed(tx: Tx, message: Outgoing) -> Outgoing:
+    """A message to a business chat's conversation id goes to the customer's chat
+    through the owner's connection (business_chats): the sweep's result of an action
+    asked for there reaches the customer like any other."""
+    if message.chat_id >= _BUSINESS_CHATS_BELOW or message.business_connection_id:
+        return message
+    row = await tx.fetch_one(
+        "SELECT chat_id, connection_id FROM business_chats WHERE conversation_id = ?",
+        (message.chat_id,),
+    )
+    if row is None:
+        return message
+    return replace(
+        message,
+        chat_id=int(row["chat_id"]),
+        business_connection_id=str(row["connection_id"]),
+    )
 
 
 class OutgoingRepository:

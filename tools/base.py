@@ -100,6 +100,7 @@ class Caller:
     chat_id: int
     is_chat: bool = False
     private_chat: bool = False
+    business: bool = False  # a chat of the owner's business account: the owner is the person
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +119,14 @@ class HandoffRequested:
     customer is told, the operators get the brief (with the model's `reason`)."""
 
     handoff_id: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerAsked:
+    """The model asked for a person (`request_human`) in a chat of the owner's business
+    account: no operators' handoff there; the owner is told and the bot pauses in it."""
+
     reason: str
 
 
@@ -143,7 +152,7 @@ class OwnOrderShown:
 # frozen values with their data, collected in `ToolContext.notes` and turned into the
 # turn's offers by services/offers.py. A new kind of fact is one more type in this union
 # (mypy then names every place that must handle it).
-TurnNote = OrderMissedNoPhone | HandoffRequested | ActionProposed | OwnOrderShown
+TurnNote = OrderMissedNoPhone | HandoffRequested | OwnerAsked | ActionProposed | OwnOrderShown
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,8 @@ customer, in their language, with the turn's answer (bot/telegram/handoff.py). W
 over comes from `ToolContext` (the Telegram chat), never from the arguments. A person is
 reached only from a private chat between that person and the bot: in a group, or for a
 message sent on behalf of a chat, the tool refuses. The tool is registered only when
-OPERATOR_CHAT_ID is set.
+OPERATOR_CHAT_ID is set. In a chat of the owner's business account the person is the
+owner: the tool notes `OwnerAsked` (no operators' handoff) and the bot tells the owner.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Annotated, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from tools.base import HandoffRequested, Tool, ToolBusinessError, ToolContext
+from tools.base import HandoffRequested, OwnerAsked, Tool, ToolBusinessError, ToolContext
 
 REQUEST_HUMAN = "request_human"
 PRIVATE_ONLY = "private_chat_only"
@@ -66,6 +67,13 @@ def request_human_tool(
                 PRIVATE_ONLY,
                 "A person can be reached only from a private chat with the bot. Ask the "
                 "customer to write to the bot directly and ask for a person there.",
+            )
+        if caller.business:  # the owner's own chat: the owner is the person, not operators
+            context.notes.append(OwnerAsked(reason=arguments.reason))
+            return RequestHumanResult(
+                requested=True,
+                already_open=False,
+                message="The shop's owner will answer in this chat.",
             )
         opened = await handoffs.request_from_model(caller.chat_id, arguments.reason)
         if opened is not None:  # the bot tells the customer and briefs the operators

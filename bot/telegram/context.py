@@ -51,8 +51,7 @@ class AnswerDrafts(Protocol):
 
     def can_stream(self) -> bool: ...
 
-    def stream(self, chat_id: int, update_id: int) -> AbstractAsyncContextManager[AnswerDraft]:
-        ...
+    def stream(self, chat_id: int, update_id: int) -> AbstractAsyncContextManager[AnswerDraft]: ...
 
 
 class NoDrafts:

@@ -59,7 +59,13 @@ def caller_of(message: Message) -> Caller:
     else:  # no sender, or a placeholder without sender_chat: the chat itself speaks
         key, is_chat = message.chat.id, True
     private = message.chat.type == ChatType.PRIVATE and not is_chat and key == message.chat.id
-    return Caller(key=key, chat_id=conversation_of(message), is_chat=is_chat, private_chat=private)
+    return Caller(
+        key=key,
+        chat_id=conversation_of(message),
+        is_chat=is_chat,
+        private_chat=private,
+        business=message.business_connection_id is not None,
+    )
 
 
 class HasText(Filter):

@@ -32,9 +32,7 @@ class MenuEntry:
     words: Callable[[Texts], str]
 
 
-def feature_entry(
-    command: str, key: str, words: Mapping[Language, Mapping[str, str]]
-) -> MenuEntry:
+def feature_entry(command: str, key: str, words: Mapping[Language, Mapping[str, str]]) -> MenuEntry:
     """A feature's command in the menu, with its words `key` from the feature's words
     (`FeatureSpec.words`) as the shop's TEXTS_FILE left them."""
     return MenuEntry(command, lambda texts: texts.features.get(key) or words[texts.language][key])

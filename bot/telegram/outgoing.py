@@ -73,6 +73,7 @@ class OutgoingDelivery:
                 parse_mode="HTML",
                 plain_text=message.plain,
                 reply_markup=markup_from_json(message.reply_markup),
+                business_connection_id=message.business_connection_id,
             )
         except Exception:
             log.exception("outbox: sending message %s failed", message.key)

@@ -222,10 +222,7 @@ def allowed_placeholders(key: str) -> frozenset[str]:
 
 
 _RU_START_BODY = (
-    "\n\n"
-    "{examples}\n\n"
-    "{contacts}\n\n"
-    "Чтобы начать разговор заново, отправьте /new. Справка — /help."
+    "\n\n{examples}\n\n{contacts}\n\nЧтобы начать разговор заново, отправьте /new. Справка — /help."
 )
 _RU_AI = "Я — ИИ-ассистент, то есть программа, а не человек, и могу ошибаться."
 
@@ -389,10 +386,7 @@ RU_TEMPLATES = Texts(
 )
 
 _EN_START_BODY = (
-    "\n\n"
-    "{examples}\n\n"
-    "{contacts}\n\n"
-    "To start the conversation over, send /new. Help: /help."
+    "\n\n{examples}\n\n{contacts}\n\nTo start the conversation over, send /new. Help: /help."
 )
 _EN_AI = "I am an AI assistant: a program, not a person, and I can make mistakes."
 

@@ -129,3 +129,21 @@ async def test_sigterm_in_webhook_mode_finishes_the_turn(
     assert await bot.wait_exit() == 0
     [answer] = fake_telegram.messages_to(CHAT)
     assert "8041" in answer.plain_text
+
+
+async def test_with_business_mode_the_webhook_asks_for_the_business_update_types(
+    start_bot: StartBot,
+    bot_base_env: dict[str, str],
+    fake_telegram: FakeTelegramServer,
+    port: int,
+) -> None:
+    """Telegram sends business updates only when they are in `allowed_updates`."""
+    env = webhook_env(bot_base_env, port) | {"BUSINESS_ENABLED": "true", "ADMIN_IDS": "7501"}
+    await start_bot(env)
+    call = await fake_telegram.wait_for_call("setWebhook")
+    assert {
+        "business_connection",
+        "business_message",
+        "edited_business_message",
+        "deleted_business_messages",
+    } <= set(call.params["allowed_updates"])

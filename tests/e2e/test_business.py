@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.chat_helpers import WAIT_S, StartBot, last_user_text, query, seen_text, wait_for_db
-from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion
+from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion, fake_call
 from tests.fakes.telegram_server import (
     FakeTelegramServer,
     SentMessage,
@@ -81,7 +81,7 @@ async def test_a_customer_in_the_owners_chat_gets_one_answer_as_the_owner(
     assert "Connected" in seen_text(notice.text) or "Подключено" in seen_text(notice.text)
 
     update_id = await customer_says(fake_telegram, "Where is my order?")
-    answer = (await next_in(fake_telegram, CUSTOMER, 0))
+    answer = await next_in(fake_telegram, CUSTOMER, 0)
     assert answer.params["business_connection_id"] == CONNECTION
     assert seen_text(answer.text) == "Answer to: Where is my order?"
     assert answer.reply_markup is None  # no 👍/👎, no "notify me" in the owner's chat
@@ -202,9 +202,7 @@ async def test_approval_mode_posts_only_after_the_owners_send(
 
     def press(card: dict[str, str], button: str) -> None:
         fake_telegram.enqueue_update(
-            callback_update(
-                OWNER, card[button], message_id=int(card["id"]), language_code="en"
-            )
+            callback_update(OWNER, card[button], message_id=int(card["id"]), language_code="en")
         )
 
     first = await draft_for("Can I pay by card?", 1)
@@ -237,6 +235,19 @@ async def test_approval_mode_posts_only_after_the_owners_send(
     assert rewritten.params["business_connection_id"] == CONNECTION
     assert asked(fake_openai, "Yes, <b>on Sundays</b> too") == 0  # the owner is not a turn
 
+    # the history keeps what the customer read: the sent draft, no discarded one, the
+    # owner's rewrite instead of the bot's draft
+    await customer_says(fake_telegram, "Thanks")
+    await next_in(fake_telegram, OWNER, 6)
+    history = query(database_path, "SELECT role, content FROM messages ORDER BY id")
+    assert history[:5] == [
+        ("user", "Can I pay by card?"),
+        ("assistant", "Answer to: Can I pay by card?"),
+        ("user", "Can I pay in cash?"),
+        ("user", "Do you deliver on Sundays?"),
+        ("assistant", "Yes, <b>on Sundays</b> too"),
+    ]
+
 
 async def test_a_revoked_can_reply_stops_replies_with_one_warning(
     start_bot: StartBot,
@@ -268,3 +279,48 @@ async def test_a_revoked_can_reply_stops_replies_with_one_warning(
     await customer_says(fake_telegram, "Back?")
     answer = await next_in(fake_telegram, CUSTOMER, 1)
     assert seen_text(answer.text) == "Answer to: Back?"
+
+
+def _asks_for_a_person(body: Body) -> FakeReply:
+    """The model calls request_human when the customer asks for a person."""
+    messages = body.get("messages") or []
+    if body.get("tools") and "person" in last_user_text(body).lower():
+        if messages[-1].get("role") != "tool":
+            return completion(tool_calls=[fake_call("request_human", {"reason": "wants a human"})])
+        return completion(text="Of course.")
+    return answer_model(body)
+
+
+async def test_a_person_asked_for_in_the_owners_chat_is_the_owner_not_the_operators(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    operators = -1001600
+    fake_openai.handler = _asks_for_a_person
+    fake_telegram.add_forum(operators)
+    await start_bot(ADMIN_IDS=str(OWNER), BUSINESS_ENABLED="true", OPERATOR_CHAT_ID=str(operators))
+    await connect(fake_telegram)
+    await next_in(fake_telegram, OWNER, 0)
+
+    await customer_says(fake_telegram, "Can I talk to a person?")
+    answer = await next_in(fake_telegram, CUSTOMER, 0)
+    assert answer.params["business_connection_id"] == CONNECTION
+    assert seen_text(answer.text).startswith("Of course.")
+    assert "The owner will answer you here" in seen_text(answer.text)
+    assert answer.reply_markup is None  # no "talk to a person" button either
+    # the owner is told in their chat with the bot, with the button that gives it back
+    told = await next_in(fake_telegram, OWNER, 1)
+    assert "asks for a person (wants a human)" in seen_text(told.text)
+    [[give_back]] = told.reply_markup["inline_keyboard"]  # type: ignore[index]
+    assert give_back["callback_data"].startswith("bzr:")
+    # no operators' handoff, no topic
+    assert query(database_path, "SELECT count(*) FROM handoffs") == [(0,)]
+    assert not fake_telegram.topics
+
+    # the bot is paused there, as when the owner writes
+    silenced = await customer_says(fake_telegram, "Hello?")
+    await finished(database_path, silenced, "business_paused")
+    assert asked(fake_openai, "Hello?") == 0
+    assert len(fake_telegram.messages_to(CUSTOMER)) == 1

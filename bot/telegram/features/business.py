@@ -72,6 +72,11 @@ WORDS: dict[Language, dict[str, str]] = {
             "Вы ответили в чате с {name} — я молчу там {hours} ч. Вернуть ответы: "
             "кнопка ниже или /ai on."
         ),
+        "owner_asked": (
+            "{name} просит живого человека ({reason}). Я молчу в этом чате {hours} ч — "
+            "ответьте там сами. Вернуть ответы: кнопка ниже или /ai on."
+        ),
+        "owner_will_answer": "Владелец ответит вам здесь, в этом чате.",
         "give_back": "🤖 Вернуть ответы бота",
         "given_back": "Готово: снова отвечаю (чатов: {count}).",
         "ai_usage": (
@@ -113,6 +118,11 @@ WORDS: dict[Language, dict[str, str]] = {
             "You answered in the chat with {name}, so I stay silent there for {hours} h. "
             "To give it back: the button below or /ai on."
         ),
+        "owner_asked": (
+            "{name} asks for a person ({reason}). I stay silent in that chat for {hours} h: "
+            "please answer there. To give it back: the button below or /ai on."
+        ),
+        "owner_will_answer": "The owner will answer you here, in this chat.",
         "give_back": "🤖 Give it back to the bot",
         "given_back": "Done: I answer again (chats: {count}).",
         "ai_usage": (

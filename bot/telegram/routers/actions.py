@@ -221,7 +221,7 @@ def build_request_router(
             to_customer = said(row, answer.outcome)
             await ctx.outbox.send(
                 f"✅ Order {row.order_number}: recorded as done; the customer is told.",
-                also=(_to(row.chat_id, to_customer),),
+                also=(await _to(service, row, to_customer),),
             )
             return
         note = "Already answered." if answer.kind is AnswerKind.ALREADY else None
@@ -268,7 +268,7 @@ def build_refusal_router(service: ActionService, staff: Staff, texts: TextTable)
         if answer.kind is AnswerKind.REFUSED and answer.outcome is not None:
             await ctx.outbox.send(
                 f"✖ Order {row.order_number}: refused; the customer is told your reason.",
-                also=(_to(row.chat_id, said(row, answer.outcome)),),
+                also=(await _to(service, row, said(row, answer.outcome)),),
             )
             return
         await ctx.outbox.send(f"Order {row.order_number}: already answered; nothing sent.")
@@ -276,9 +276,14 @@ def build_refusal_router(service: ActionService, staff: Staff, texts: TextTable)
     return router
 
 
-def _to(chat_id: int, markdown: str) -> StoredReply:
+async def _to(service: ActionService, row: ActionRow, markdown: str) -> StoredReply:
+    """The customer's message about their action: to their chat, through the owner's
+    business connection when the action was asked for in one of the owner's chats."""
     (part, *_) = markdown_to_messages(markdown)
-    return StoredReply(html=part.html, plain=part.plain, chat_id=chat_id)
+    chat_id, connection_id = await service.address_of(row)
+    return StoredReply(
+        html=part.html, plain=part.plain, chat_id=chat_id, business_connection_id=connection_id
+    )
 
 
 def build_action_router(

@@ -14,7 +14,9 @@ What is decided is services/business.py's; here it becomes Telegram:
   (the update's outbox carries the connection: bot/telegram/processing.py). No drafts,
   no 👍/👎, no "notify me" (order updates never go through the owner's chats), no
   contact button (the hint points to the bot's chat instead). An answer whose turn ran
-  while the owner wrote in the chat is not sent;
+  while the owner wrote in the chat is not sent. `request_human` there asks the owner,
+  not the operators: the owner is told, the chat paused, the customer told the owner
+  will answer;
 - the owner's own message in a chat: silence there, and one notice with a button that
   gives the chat back; the bot's own messages (echoed by Telegram) change nothing;
 - approval mode: the answer goes to the owner as a draft card, Send / Edit / Discard;
@@ -66,6 +68,7 @@ from services.business import (
     Incoming,
     Verdict,
 )
+from services.offers import Offer, OwnerWillAnswer
 from services.stats import StatsReport
 from storage.business import Connection
 from storage.inbox import StoredReply
@@ -87,7 +90,7 @@ class BusinessWords:
 
 
 class ResumeButton(CallbackData, prefix="bzr"):
-    """"Give it back to the bot" under the owner's pause notice: `bzr:<chat id>`."""
+    """ "Give it back to the bot" under the owner's pause notice: `bzr:<chat id>`."""
 
     chat_id: int
 
@@ -232,7 +235,7 @@ async def _customer_message(
     elif verdict is Verdict.DRAFT:
         await _draft_for_owner(message, ctx, deps, service, words, decision, incoming)
     else:
-        await _answer(message, ctx, deps, service, words, incoming)
+        await _answer(message, ctx, deps, service, words, decision, incoming)
 
 
 def _incoming(message: Message) -> Incoming:
@@ -312,6 +315,7 @@ async def _answer(
     deps: HandlerDeps,
     service: BusinessService,
     words: BusinessWords,
+    decision: Decision,
     incoming: Incoming,
 ) -> None:
     """A turn, "typing…" in the owner's chat meanwhile, then the answer as the owner —
@@ -326,7 +330,40 @@ async def _answer(
         return
     me = await deps.sender.bot.me()
     view = turn_view(reply, ctx.texts, _business_side(ctx, words, me.username or ""))
-    await ctx.outbox.send(view.text, turn_id=reply.turn_id, reply_markup=view.markup)
+    assert decision.connection is not None
+    owner_chat = decision.connection.owner_chat_id
+    asked = await _owner_asked(message, ctx, service, words, reply.offers, incoming, owner_chat)
+    if asked is None:
+        await ctx.outbox.send(view.text, turn_id=reply.turn_id, reply_markup=view.markup)
+        return
+    text = f"{view.text}\n\n{words(ctx.language, 'owner_will_answer')}"
+    await ctx.outbox.send(text, turn_id=reply.turn_id, reply_markup=view.markup, also=[asked])
+
+
+async def _owner_asked(
+    message: Message,
+    ctx: UpdateContext,
+    service: BusinessService,
+    words: BusinessWords,
+    offers: tuple[Offer, ...],
+    incoming: Incoming,
+    owner_chat_id: int,
+) -> StoredReply | None:
+    """The model asked for a person (`request_human`): in the owner's chats that person
+    is the owner — the chat is paused as if they had written, and they get a notice with
+    the button that gives it back (None: nobody was asked for)."""
+    asked = next((o for o in offers if isinstance(o, OwnerWillAnswer)), None)
+    if asked is None:
+        return None
+    await service.owner_asked(incoming)
+    log.info("business chat %s: a person was asked for; the owner is told", incoming.chat_id)
+    button = InlineKeyboardButton(
+        text=words(ctx.language, "give_back"),
+        callback_data=ResumeButton(chat_id=incoming.chat_id).pack(),
+    )
+    notice = words(ctx.language, "owner_asked", name=_name_of(message), reason=asked.reason)
+    markup = InlineKeyboardMarkup(inline_keyboard=[[button]])
+    return _to_owner(owner_chat_id, notice, markup)
 
 
 async def _draft_for_owner(
@@ -343,7 +380,7 @@ async def _draft_for_owner(
     reply = await ask_model(message, message.text, deps.chat_service, ctx.update_id)
     me = await deps.sender.bot.me()
     view = turn_view(reply, ctx.texts, _business_side(ctx, words, me.username or ""))
-    draft = await service.new_draft(incoming, message.message_id, view.text)
+    draft = await service.new_draft(incoming, message.message_id, view.text, reply.turn_id)
     owner_language = ctx.language  # the owner reads the card in the customer's language
     card = words(owner_language, "draft", name=_name_of(message), text=view.text)
     buttons = [
@@ -355,7 +392,9 @@ async def _draft_for_owner(
     ]
     markup = InlineKeyboardMarkup(inline_keyboard=[buttons])
     owner_chat = decision.connection.owner_chat_id
-    await ctx.outbox.send_parts([_to_owner(owner_chat, card, markup)])
+    asked = await _owner_asked(message, ctx, service, words, reply.offers, incoming, owner_chat)
+    parts = [_to_owner(owner_chat, card, markup)]
+    await ctx.outbox.send_parts(parts if asked is None else [*parts, asked])
 
 
 class FromOwnerInPrivate(Filter):
@@ -385,9 +424,7 @@ class RewritesDraft(Filter):
         return False if draft is None else {"draft_id": draft.draft_id}
 
 
-def build_owner_router(
-    deps: HandlerDeps, service: BusinessService, words: BusinessWords
-) -> Router:
+def build_owner_router(deps: HandlerDeps, service: BusinessService, words: BusinessWords) -> Router:
     """The owner's controls in their private chat with the bot: /ai, the buttons, and
     the text of a draft they are rewriting."""
     router = Router(name="business_owner")

@@ -101,9 +101,7 @@ async def send_answer(
         await ctx.outbox.send(body, turn_id=reply.turn_id, reply_markup=markup, also=also)
     else:
         parts = messages_under_heading(heading, body)
-        await ctx.outbox.send_rendered(
-            parts, turn_id=reply.turn_id, reply_markup=markup, also=also
-        )
+        await ctx.outbox.send_rendered(parts, turn_id=reply.turn_id, reply_markup=markup, also=also)
     for addition in additions:
         await addition.sent()
 

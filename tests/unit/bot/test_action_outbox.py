@@ -16,7 +16,9 @@ from bot.telegram.routers.actions import Staff
 from bot.telegram.sender import SendResult
 from bot.telegram.texts import BUILT_IN, RU
 from services.actions import ActionService, ResultKind
+from services.business import conversation_id
 from storage.actions import ActionStatus
+from storage.business import BusinessRepository
 from storage.outgoing import Outgoing, OutgoingRepository
 from tests.unit.services.test_actions import (  # noqa: F401 (fixtures)
     OWNER,
@@ -37,6 +39,7 @@ ADMIN = 9001
 class Sent:
     chat_id: int
     text: str
+    business_connection_id: str | None = None
 
 
 class Telegram:
@@ -49,13 +52,15 @@ class Telegram:
         self.sent: list[Sent] = []
         self.tries = 0
 
-    async def send_text(self, chat_id: int, text: str, **_: Any) -> SendResult:
+    async def send_text(
+        self, chat_id: int, text: str, business_connection_id: str | None = None, **_: Any
+    ) -> SendResult:
         self.tries += 1
         if self.lost:
             return SendResult("unknown", reason="network")
         if self.down:
             return SendResult("failed", reason="network")
-        self.sent.append(Sent(chat_id, text))
+        self.sent.append(Sent(chat_id, text, business_connection_id))
         return SendResult("delivered", message_id=len(self.sent))
 
     def to(self, chat_id: int) -> list[str]:
@@ -250,3 +255,24 @@ async def test_sent_messages_are_forgotten_after_a_week_pending_ones_never(
     assert await delivery.forget_old() == 1
     assert await outbox.get("k:sent") is None
     assert await outbox.get("k:waiting") == ("pending", None)
+
+
+async def test_a_message_to_a_customer_of_the_owners_business_account_goes_through_its_connection(
+    world: World,  # noqa: F811
+) -> None:
+    """The sweep's result of an action asked for in one of the owner's chats: stored for
+    the chat's conversation id, sent to the customer's chat through the connection
+    (durably: the connection is in the stored row)."""
+    conversation = conversation_id("bc-1", 7502)
+    await BusinessRepository(world.db).note_chat(conversation, "bc-1", 7502)
+    telegram = Telegram()
+    outbox = OutgoingRepository(world.db, clock=world.clock)
+    await outbox.add(
+        [Outgoing("k:b", conversation, "done", "done"), Outgoing("k:o", OWNER, "x", "x")]
+    )
+    [row, own] = await outbox.due()
+    assert (row.message.chat_id, row.message.business_connection_id) == (7502, "bc-1")
+    assert (own.message.chat_id, own.message.business_connection_id) == (OWNER, None)
+    delivery = OutgoingDelivery(outbox, telegram, clock=world.clock)  # type: ignore[arg-type]
+    assert await delivery.deliver_due() == 2
+    assert telegram.sent[0] == Sent(7502, "done", "bc-1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 from collections.abc import Sequence
@@ -24,7 +25,9 @@ from services.actions import (
     ResultKind,
     Sweep,
 )
+from services.business import conversation_id
 from storage.actions import ActionRepository, ActionStatus, LocalActionStore
+from storage.business import BusinessRepository
 from storage.database import Database, StorageRetry, open_database
 from storage.shop import OrderUpsert, ReturnPolicyUpsert, ShopRepository
 from tests.unit.services.interleave import (
@@ -1055,3 +1058,18 @@ async def test_a_refusal_cut_off_by_a_crash_is_finished_by_the_message_handled_a
     assert await service.refusal(user_id=ADMIN, chat_id=ADMIN, text="x", history=said) is None
     row = await world.repo.get(op)
     assert row is not None and row.status is ActionStatus.FAILED
+
+
+async def test_a_message_about_an_action_in_an_owners_business_chat_goes_through_its_connection(
+    world: World,
+) -> None:
+    """A staff answer (Done / Refuse) reaches a customer of the owner's business account
+    through the connection: the action's chat is the chat's conversation id."""
+    conversation = conversation_id("bc-1", 7502)
+    await BusinessRepository(world.db).note_chat(conversation, "bc-1", 7502)
+    op = await world.card()
+    row = await world.repo.get(op)
+    assert row is not None
+    assert await world.service.address_of(row) == (OWNER, None)  # the bot's chat: itself
+    business_row = dataclasses.replace(row, chat_id=conversation)
+    assert await world.service.address_of(business_row) == (7502, "bc-1")
