@@ -49,9 +49,7 @@ def _check_file(
         )
 
 
-def read_text_file(
-    path: str | Path, *, max_bytes: int, expected: str, too_large_hint: str
-) -> str:
+def read_text_file(path: str | Path, *, max_bytes: int, expected: str, too_large_hint: str) -> str:
     """The file's text (module docstring), else `InputFileError`. `expected` names what
     the file should be ("a JSON file"); `too_large_hint` ends the too-large line.
 
