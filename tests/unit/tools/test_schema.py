@@ -170,7 +170,7 @@ DEEP_PARAMETERS: dict[str, Any] = {
         "colour": {"$ref": "#/$defs/Colour"},
         "mode": {"enum": ["a", "b"], "type": "string"},
         "count": {"type": "integer"},
-        "ratio": {"anyOf": [{"type": "number"}, {"type": "null"}], "description": "r"},
+        "ratio": {"type": ["number", "null"], "description": "r"},  # a union of plain types
     },
     "required": ["inner", "maybe_inner", "inners", "colour", "mode", "count", "ratio"],
     "type": "object",
@@ -180,7 +180,7 @@ LOOSE: dict[str, Any] = {
     "description": "A nested model that neither forbids extras nor requires anything.",
     "properties": {
         "a": {"type": "integer"},
-        "b": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "b": {"type": ["string", "null"]},
     },
     "type": "object",
     # added where pydantic left them out: after the keys it wrote
