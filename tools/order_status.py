@@ -173,6 +173,8 @@ class OrderStatusResult(LookupResult):
         for key in _LIVE_ONLY:
             if isinstance(data, dict) and data.get(key) is None:
                 data.pop(key, None)
+        if isinstance(data, dict) and data.get("ask_in_private_chat") is False:
+            data.pop("ask_in_private_chat")  # said only when it is so
         return data
 
 
