@@ -26,9 +26,9 @@ from typing import Any
 
 from bot.programs.simulate import BotWiring
 from bot.runtime.config import load_settings
-from services.chat import SUMMARY_TAG
 from services.history import estimate_tokens
 from services.llm.types import Message, ToolChoice
+from services.prompt_parts import PARTS, add_parts, prompt_parts
 from services.simulation.runner import demo_document
 from services.simulation.scenario import ScenarioSettings
 from storage.database import open_database
@@ -39,7 +39,6 @@ from tools.shop.demo import demo_orders
 from tools.shop.import_document import plan_import
 from tools.shop.orders import FOUR_DIGITS
 
-PARTS = ("instruction", "tools", "summary", "history", "turn")
 QUESTIONS = (
     "Здравствуйте! Где мой заказ {order}? Жду уже неделю.",
     "Подскажите, пожалуйста, как у вас с доставкой по выходным?",
@@ -69,29 +68,6 @@ def counter() -> tuple[str, Callable[[str], int]]:
     except Exception:
         return "the bot's estimate (services/history.py)", estimate_tokens
     return "cl100k_base", lambda text: len(encoding.encode(text))
-
-
-def parts_of(
-    messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None, count: Callable[[str], int]
-) -> dict[str, int]:
-    """One request's tokens by part (4 per message for the role and framing)."""
-    parts = dict.fromkeys(PARTS, 0)
-    parts["tools"] = count(json.dumps(list(tools or []), ensure_ascii=False))
-    last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-    for index, message in enumerate(messages):
-        content = message.get("content")
-        text = content if isinstance(content, str) else ""
-        text += json.dumps(message.get("tool_calls") or "", ensure_ascii=False)
-        if index == 0:
-            part = "instruction"
-        elif message.get("role") == "system" and f"<{SUMMARY_TAG}>" in text:
-            part = "summary"
-        elif index < last_user:
-            part = "history"
-        else:
-            part = "turn"
-        parts[part] += count(text) + 4
-    return parts
 
 
 def script(orders: Sequence[str]) -> Callable[[list[Message], ToolChoice | None], object]:
@@ -136,8 +112,7 @@ async def measure(questions: int, actions: bool) -> dict[str, Any]:
                 for request in new:
                     if request.kind != "complete":
                         continue
-                    for part, tokens in parts_of(request.messages, request.tools, count).items():
-                        totals[part] += tokens
+                    add_parts(totals, prompt_parts(request.messages, request.tools, count))
                 per_question.append(totals)
                 summaries.append(sum(1 for r in new if r.kind == "complete_text"))
             await bot.chat.aclose()

@@ -61,7 +61,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from services.answer_stream import DraftRelay, DraftSink
 from services.data_blocks import defuse_tags
@@ -178,6 +178,11 @@ class ChatService:
     def tool_names(self) -> tuple[str, ...]:
         """The tools the model is offered."""
         return self._loop.tool_names
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The tools as the model is sent them with every request."""
+        return self._loop.tool_schemas
 
     async def answer(
         self,

@@ -175,6 +175,11 @@ class BoundedToolLoop:
         """The tools the model is offered, in registration order."""
         return self._registry.names
 
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """What the model is sent about them (the `tools` of every request)."""
+        return self._registry.schemas()
+
     async def run(
         self,
         messages: Sequence[Message],

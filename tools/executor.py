@@ -254,7 +254,9 @@ class ToolExecutor:
             )
             return finish.unavailable()
         try:
-            content = _result_json({"ok": True, "data": result.model_dump(mode="json")})
+            # no nulls: a field the tool could not fill tells the model nothing
+            data = result.model_dump(mode="json", exclude_none=True)
+            content = _result_json({"ok": True, "data": data})
         except Exception:
             log.exception("tool %s call %s returned an unserialisable result", tool.name, call.id)
             return finish.unavailable()

@@ -89,11 +89,9 @@ UNAVAILABLE_MESSAGE = (
 )
 
 DESCRIPTION = (
-    "Get the current status of one of the customer's orders by its 4-digit number: "
-    "processing, in transit, ready for pickup, delivered or cancelled, plus the last "
-    "update time, pickup point and expected delivery date when known. Use it when the "
-    "customer asks where an order is, when it will arrive or whether it can be picked up. "
-    "If the customer did not give a 4-digit order number, ask for it instead of guessing."
+    "The status of one of the customer's orders by its 4-digit number: processing, in "
+    "transit, ready for pickup, delivered or cancelled, with the pickup point and the "
+    "expected date when known."
 )
 
 
@@ -102,17 +100,14 @@ def description_for(rule: OrderNumberRule) -> str:
     if rule == FOUR_DIGITS:
         return DESCRIPTION
     return (
-        f"Get the current status of one of the customer's orders by its order number "
-        f"({rule.description}, e.g. {rule.example}): processing, in transit, ready for "
-        "pickup, delivered or cancelled, plus the last update time, pickup point, "
-        "delivery and tracking details when known. Use it when the customer asks where an "
-        "order is, when it will arrive or whether it can be picked up. If the customer "
-        "did not give an order number, ask for it instead of guessing."
+        f"The status of one of the customer's orders by its number ({rule.description}, "
+        f"e.g. {rule.example}): processing, in transit, ready for pickup, delivered or "
+        "cancelled, with the pickup point, delivery and tracking details when known."
     )
 
 
 def _number_field(rule: OrderNumberRule) -> str:
-    return f"The order number: {rule.description}, e.g. {rule.example}, without any prefix."
+    return f"{rule.description}, e.g. {rule.example}, no prefix."
 
 
 # The demo's arguments (four digits); `arguments_for` builds them for a shop's rule. (No
@@ -178,6 +173,8 @@ class OrderStatusResult(LookupResult):
         for key in _LIVE_ONLY:
             if isinstance(data, dict) and data.get(key) is None:
                 data.pop(key, None)
+        if isinstance(data, dict) and data.get("ask_in_private_chat") is False:
+            data.pop("ask_in_private_chat")  # said only when it is so
         return data
 
 

@@ -42,18 +42,11 @@ MAX_VARIANTS = 50  # in one product's card
 MAX_DESCRIPTION = 300  # characters of a product's description the model gets
 
 SEARCH_DESCRIPTION = (
-    "Search the shop's catalogue for products: what is sold, the price, sizes and colours, "
-    "whether it is in stock, and the product's page link. Pass the customer's own words "
-    "(any language, e.g. 'тёплая куртка на зиму', 'blue kettle'); add size, colour, "
-    "in_stock_only or a price range only when the customer named them. Results are the "
-    "best few matches, each with its variants (options, price, availability, restock "
-    "date when the shop gives one) and url. If found is false, the shop has no such "
-    "product: say so; never name, describe or price a product that is not in the result."
+    "Search the shop's catalogue: the best matching products, each with its variants "
+    "(options, price, availability, restock date) and url."
 )
 GET_DESCRIPTION = (
-    "Get one product with all its variants (options such as size and colour, price, "
-    "availability, restock date) and its page link, by the product_id a search_products "
-    "result gave. If found is false, the shop has no such product: say so, never guess."
+    "One product with all its variants and its url, by a product_id from search_products."
 )
 FOUND_MESSAGE = (
     "The shop's products; use only what they say (price with its currency, availability "
@@ -81,19 +74,21 @@ Amount = Annotated[Decimal, Field(ge=0, lt=10**12, allow_inf_nan=False)]
 class SearchProductsArguments(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: Query = Field(description="What the customer is looking for, in their own words.")
+    query: Query = Field(description="What the customer wants, in their own words.")
     size: OptionValue | None = Field(
-        default=None, description="Only variants of this size, e.g. 42, M, XL."
+        default=None, description="Only if the customer named a size, e.g. 42, M."
     )
     colour: OptionValue | None = Field(
-        default=None, description="Only variants of this colour, e.g. чёрный, black."
+        default=None, description="Only if the customer named a colour."
     )
-    in_stock_only: bool = Field(default=False, description="Only variants in stock now.")
+    in_stock_only: bool = Field(
+        default=False, description="Only if the customer asked for in stock."
+    )
     price_min: Amount | None = Field(
-        default=None, description="Lowest price, in the shop's currency."
+        default=None, description="Only if the customer named a lowest price."
     )
     price_max: Amount | None = Field(
-        default=None, description="Highest price, in the shop's currency."
+        default=None, description="Only if the customer named a highest price."
     )
 
 
@@ -102,7 +97,7 @@ class GetProductArguments(BaseModel):
 
     product_id: Annotated[
         str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)
-    ] = Field(description="The product_id from a search_products result.")
+    ] = Field(description="From a search_products result.")
 
 
 class PriceOut(BaseModel):

@@ -25,11 +25,9 @@ REQUEST_HUMAN = "request_human"
 PRIVATE_ONLY = "private_chat_only"
 
 DESCRIPTION = (
-    "Hand the conversation over to a person from the shop's support team. Call it when "
-    "the customer asks to talk to a person, or when you cannot help with their request "
-    "(a complaint, a problem the tools cannot solve). Give a short reason for the "
-    "operator. After it succeeds, tell the customer briefly that a person will answer "
-    "in this chat; do not promise a time."
+    "Hand the chat over to a person from the shop's support team, when the customer asks "
+    "for one or you cannot help (a complaint, a problem no tool solves). Then tell the "
+    "customer a person will answer in this chat; promise no time."
 )
 
 
@@ -38,7 +36,7 @@ class RequestHumanArguments(BaseModel):
 
     reason: Annotated[
         str, StringConstraints(strip_whitespace=True, min_length=3, max_length=200)
-    ] = Field(description="Why a person is needed, in a few words, for the operator.")
+    ] = Field(description="Why, in a few words, for the operator.")
 
 
 class RequestHumanResult(BaseModel):

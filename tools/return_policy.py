@@ -17,10 +17,8 @@ from tools.shop.rules import GENERAL_RETURN_POLICY_KEY, normalise_product_name
 GET_RETURN_POLICY = "get_return_policy"
 
 DESCRIPTION = (
-    "Get the return period (in days) and the return conditions for a product. Use it "
-    "when the customer asks whether, until when or on what terms a product can be "
-    "returned. Pass only the product name, without the order number. If no specific "
-    "policy exists, the result says so and may include the shop's general return policy."
+    "A product's return period in days and return conditions (or the shop's general "
+    "return policy when it has none of its own)."
 )
 
 
@@ -31,8 +29,8 @@ class GetReturnPolicyArguments(BaseModel):
         str, StringConstraints(strip_whitespace=True, min_length=2, max_length=100)
     ] = Field(
         description=(
-            "The product name or category as the customer wrote it, 2 to 100 characters, "
-            "e.g. кофемашина or headphones."
+            "The product or category as the customer named it, without the order number, "
+            "e.g. кофемашина, headphones."
         ),
     )
 

@@ -8,7 +8,10 @@ value constraints (`minLength`, `maxLength`, `pattern`, `minimum`, ...) are then
 strict mode rejects some of them and support for the rest varies by model and provider,
 so the schema sent to the model keeps only structural keywords. The full constraints stay
 in the pydantic model and are enforced again on the host by the executor; descriptions
-tell the model what a valid value looks like.
+tell the model what a valid value looks like. One change of form: a union of plain types
+(`anyOf: [{"type": "string"}, {"type": "null"}]`, pydantic's optional) is written as the
+type list strict mode documents for it (`"type": ["string", "null"]`): the same schema in
+fewer tokens, sent with every request.
 """
 
 from __future__ import annotations
@@ -53,9 +56,23 @@ def _strip(node: Any) -> Any:
         if key in ("properties", "$defs"):
             # keys of these maps are field/definition names, not keywords
             cleaned[key] = {name: _strip(sub) for name, sub in value.items()}
+        elif key == "anyOf" and "type" not in node and _plain_types(_strip(value)):
+            cleaned["type"] = [variant["type"] for variant in _strip(value)]
         else:
             cleaned[key] = _strip(value)
     return cleaned
+
+
+def _plain_types(variants: Any) -> bool:
+    """Whether an `anyOf` is only plain types (`{"type": "number"}`, ...), each once."""
+    if not isinstance(variants, list) or len(variants) < 2:
+        return False
+    types = [v.get("type") for v in variants if isinstance(v, dict) and set(v) == {"type"}]
+    return (
+        len(types) == len(variants)
+        and all(isinstance(t, str) for t in types)
+        and len(set(types)) == len(types)
+    )
 
 
 def _resolve_ref(root: dict[str, Any], ref: str) -> dict[str, Any]:

@@ -27,14 +27,8 @@ MAX_ENTRIES = 3
 MAX_KNOWN_TOPICS = 20
 
 DESCRIPTION = (
-    "Get the shop's own answer about delivery (prices, times, pickup), payment methods, "
-    "contacts and other general questions about the shop. Use it for any such question "
-    "instead of answering from general knowledge. Pass a short topic in the customer's "
-    "language or in English, e.g. доставка, оплата, контакты, delivery, payment, contacts; "
-    "a topic is matched by whole words against the shop's topics and their aliases. If "
-    "found is false, the shop has no answer: tell the customer you do not know, do not "
-    "guess, and give the shop's contacts from the result when it has them; if one of "
-    "known_topics fits the question, you may call again with it."
+    "The shop's own answers on delivery, payment, contacts and other general topics, "
+    "matched by the topic's words. On a miss, known_topics lists what it can answer."
 )
 FOUND_MESSAGE = "The shop's answer; use only what it says."
 NOT_FOUND_MESSAGE = (
@@ -51,8 +45,8 @@ class GetShopInfoArguments(BaseModel):
         str, StringConstraints(strip_whitespace=True, min_length=2, max_length=100)
     ] = Field(
         description=(
-            "A short topic or the key words of the question, 2 to 100 characters, e.g. "
-            "доставка, оплата, контакты, delivery, payment, contacts."
+            "A short topic in the customer's language or English, e.g. доставка, "
+            "оплата, контакты, delivery."
         ),
     )
 

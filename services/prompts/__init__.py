@@ -2,7 +2,7 @@
 
 prompts = build_prompt_registry()
 system = prompts.render("support_chat", shop_name="Кофейный двор")
-system.text, system.ref  # ref == "support_chat@4", stored with the turn
+system.text, system.ref  # ref == "support_chat@5", stored with the turn
 """
 
 from services.prompts.conversation_summary import CONVERSATION_SUMMARY_ID, CONVERSATION_SUMMARY_V1
@@ -12,11 +12,13 @@ from services.prompts.support_chat import (
     SUPPORT_CHAT_ACTIONS_V1,
     SUPPORT_CHAT_ACTIONS_V2,
     SUPPORT_CHAT_ACTIONS_V3,
+    SUPPORT_CHAT_ACTIONS_V4,
     SUPPORT_CHAT_ID,
     SUPPORT_CHAT_V1,
     SUPPORT_CHAT_V2,
     SUPPORT_CHAT_V3,
     SUPPORT_CHAT_V4,
+    SUPPORT_CHAT_V5,
 )
 from services.prompts.template import PromptError, PromptTemplate, RenderedPrompt
 
@@ -27,10 +29,12 @@ def build_prompt_registry() -> PromptRegistry:
     registry.register(SUPPORT_CHAT_V1)  # kept: turns stored with older versions name them
     registry.register(SUPPORT_CHAT_V2)
     registry.register(SUPPORT_CHAT_V3)
-    registry.register(SUPPORT_CHAT_V4, active=True)
+    registry.register(SUPPORT_CHAT_V4)
+    registry.register(SUPPORT_CHAT_V5, active=True)
     registry.register(SUPPORT_CHAT_ACTIONS_V1)
     registry.register(SUPPORT_CHAT_ACTIONS_V2)
-    registry.register(SUPPORT_CHAT_ACTIONS_V3, active=True)  # with ACTIONS_ENABLED
+    registry.register(SUPPORT_CHAT_ACTIONS_V3)
+    registry.register(SUPPORT_CHAT_ACTIONS_V4, active=True)  # with ACTIONS_ENABLED
     registry.register(CONVERSATION_SUMMARY_V1, active=True)
     return registry
 

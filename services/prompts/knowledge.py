@@ -17,3 +17,14 @@ KNOWLEDGE_V1 = PromptFragment(
   customer can open it. If it finds nothing relevant, say you do not know and give the
   shop's contacts from its result; never answer from general knowledge.""",
 )
+
+# @2: only how to answer from it; what the tool searches is its description's, and that
+# passages are data is the frame's rule for every tool result
+KNOWLEDGE_V2 = PromptFragment(
+    fragment_id="knowledge",
+    version="2",
+    slot=Slot.TOOLS,
+    body="""\
+- Answer questions about the shop, its rules and its goods from search_knowledge's
+  passages and give the url of the page you used.""",
+)

@@ -4,15 +4,19 @@ pass^1 of a scenario is the share of its trials that passed (the chance one
 conversation goes right); pass^k is 1 when all k trials passed, else 0 (τ-bench's
 pass^k with k = the number of trials). Overall figures are the means over the
 scenarios. Cost is the bot's tokens (the tool loop and summaries, not the simulated
-customer's) at MODEL_PRICE_*.
+customer's) as the model reported them, at MODEL_PRICE_*. Tokens by part (instruction,
+tools, summary, history, turn: services/prompt_parts.py) are the bot's own estimate of
+each request, per scenario and in total: where a question's tokens go, whatever the
+model reports (a fake model reports a constant).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from services.prompt_parts import PARTS, add_parts
 from services.simulation.runner import RunResult
 from services.simulation.transcript import Transcript
 from services.stats import Prices
@@ -27,6 +31,10 @@ class ScenarioScore:
     model: str
     trials: int
     passed: int
+    tokens: TokenFigures = field(default_factory=TokenFigures)
+    parts: dict[str, int] | None = None  # estimated, all its trials
+    questions: int = 0  # the customer's messages, all its trials
+    cost: float | None = None
 
     @property
     def pass_1(self) -> float:
@@ -45,6 +53,11 @@ class ModelScore:
     model_calls: int
     seconds: float
     cost: float | None
+    parts: dict[str, int] | None = None
+
+    @property
+    def questions(self) -> int:
+        return sum(s.questions for s in self.scenarios)
 
     @property
     def pass_1(self) -> float:
@@ -68,6 +81,31 @@ def _tokens(transcripts: Sequence[Transcript]) -> TokenFigures:
     )
 
 
+def _parts(transcripts: Sequence[Transcript]) -> dict[str, int]:
+    total = dict.fromkeys(PARTS, 0)
+    for call in (c for t in transcripts for c in t.model_calls):
+        add_parts(total, call.parts)
+    return total
+
+
+def _scenario_score(
+    sid: str, model: str, runs: Sequence[RunResult], prices: Prices | None
+) -> ScenarioScore:
+    mine = [r for r in runs if r.scenario.id == sid]
+    transcripts = [r.transcript for r in mine]
+    tokens = _tokens(transcripts)
+    return ScenarioScore(
+        sid,
+        model,
+        trials=len(mine),
+        passed=sum(1 for r in mine if r.passed),
+        tokens=tokens,
+        parts=_parts(transcripts),
+        questions=sum(len(t.exchanges) for t in transcripts),
+        cost=None if prices is None else prices.cost(tokens),
+    )
+
+
 def scores(results: Sequence[RunResult], prices: Prices | None = None) -> list[ModelScore]:
     """One score per model, in the order the models ran, scenarios in their order."""
     models = list(dict.fromkeys(result.model for result in results))
@@ -75,15 +113,7 @@ def scores(results: Sequence[RunResult], prices: Prices | None = None) -> list[M
     for model in models:
         runs = [r for r in results if r.model == model]
         ids = list(dict.fromkeys(r.scenario.id for r in runs))
-        per_scenario = tuple(
-            ScenarioScore(
-                sid,
-                model,
-                trials=sum(1 for r in runs if r.scenario.id == sid),
-                passed=sum(1 for r in runs if r.scenario.id == sid and r.passed),
-            )
-            for sid in ids
-        )
+        per_scenario = tuple(_scenario_score(sid, model, runs, prices) for sid in ids)
         tokens = _tokens([r.transcript for r in runs])
         out.append(
             ModelScore(
@@ -93,6 +123,7 @@ def scores(results: Sequence[RunResult], prices: Prices | None = None) -> list[M
                 model_calls=sum(len(r.transcript.model_calls) for r in runs),
                 seconds=sum(r.transcript.duration_s for r in runs),
                 cost=None if prices is None else prices.cost(tokens),
+                parts=_parts([r.transcript for r in runs]),
             )
         )
     return out
@@ -103,11 +134,16 @@ def below(model_scores: Sequence[ModelScore], min_pass: float) -> list[ScenarioS
     return [s for m in model_scores for s in m.scenarios if s.pass_1 < min_pass - 1e-9]
 
 
-def _cost(score: ModelScore, prices: Prices | None) -> str:
+def _cost(score: ModelScore | ScenarioScore, prices: Prices | None) -> str:
     if score.cost is None or prices is None:
         return "n/a (no MODEL_PRICE_*)"
     digits = 4 if score.cost >= 0.01 else 6  # a short local run costs fractions of a cent
     return f"{score.cost:.{digits}f} {prices.currency}"
+
+
+def _by_part(parts: dict[str, int] | None) -> str:
+    parts = parts or {}
+    return ", ".join(f"{part} {parts.get(part, 0)}" for part in PARTS)
 
 
 def terminal_table(model_scores: Sequence[ModelScore], prices: Prices | None = None) -> str:
@@ -135,6 +171,7 @@ def terminal_table(model_scores: Sequence[ModelScore], prices: Prices | None = N
             f"{m.model}: {m.model_calls} model calls, {m.tokens.prompt} prompt + "
             f"{m.tokens.completion} completion tokens, cost {_cost(m, prices)}, {m.seconds:.1f} s"
         )
+        lines.append(f"  prompt tokens by part (estimated): {_by_part(m.parts)}")
     return "\n".join(lines)
 
 
@@ -255,6 +292,7 @@ def markdown_report(
     lines = _report_header(command, shop, stopped_because, trials, min_pass)
     lines += _model_table(model_scores, prices)
     lines += _scenario_table(model_scores)
+    lines += _parts_table(model_scores, prices)
     lines += _failing_runs(results)
     return "\n".join(lines) + "\n"
 
@@ -304,6 +342,37 @@ def _scenario_table(model_scores: Sequence[ModelScore]) -> list[str]:
             s = next((s for s in m.scenarios if s.scenario_id == sid), None)
             cells.append("-" if s is None else f"{s.pass_1:.2f} / {s.pass_k:.0f}")
         lines.append(f"| {sid} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _parts_table(model_scores: Sequence[ModelScore], prices: Prices | None) -> list[str]:
+    """Where each scenario's tokens went, by part, and what it cost: what to shorten."""
+    lines = ["", "## Tokens by part", ""]
+    lines.append(
+        "Prompt tokens by part are the bot's estimate of each request (fitted to OpenAI's "
+        "cl100k_base; the summary calls' prompts count as summary), summed over the "
+        "trials; the reported tokens and the cost are the model's own count."
+    )
+    lines.append("")
+    lines.append(
+        "| model | scenario | questions | "
+        + " | ".join(PARTS)
+        + " | per question | reported prompt + completion | cost |"
+    )
+    lines.append("|---" * (len(PARTS) + 6) + "|")
+
+    def row(model: str, name: str, score: ModelScore | ScenarioScore) -> str:
+        parts = score.parts or {}
+        per_question = round(sum(parts.values()) / score.questions) if score.questions else 0
+        cells = " | ".join(str(parts.get(p, 0)) for p in PARTS)
+        return (
+            f"| {model} | {name} | {score.questions} | {cells} | {per_question} "
+            f"| {score.tokens.prompt} + {score.tokens.completion} | {_cost(score, prices)} |"
+        )
+
+    for m in model_scores:
+        lines += [row(m.model, s.scenario_id, s) for s in m.scenarios]
+        lines.append(row(m.model, "**all**", m))
     return lines
 
 

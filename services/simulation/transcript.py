@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.llm.types import ChatModel, LLMResponse, Message, ToolChoice
 from services.loop import TEXT_CALL_ID_PREFIX
+from services.prompt_parts import PARTS, prompt_parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,9 @@ class ModelCall:
     cached_tokens: int = 0
     latency_ms: float = 0.0
     error: str | None = None  # the exception's type when the call failed
+    # the request's tokens by part, estimated (services/prompt_parts.py; the summary
+    # calls' whole prompt is their "summary")
+    parts: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -58,6 +62,7 @@ class RecordingModel:
         parallel_tool_calls: bool | None = None,
     ) -> LLMResponse:
         self._note_results(messages)
+        parts = prompt_parts(messages, tools)
         started = time.perf_counter()
         try:
             response = await self.inner.complete(
@@ -67,21 +72,29 @@ class RecordingModel:
                 parallel_tool_calls=parallel_tool_calls,
             )
         except BaseException as exc:
-            self.calls.append(ModelCall("chat", error=type(exc).__name__, latency_ms=_ms(started)))
+            failed = ModelCall(
+                "chat", error=type(exc).__name__, latency_ms=_ms(started), parts=parts
+            )
+            self.calls.append(failed)
             raise
-        self.calls.append(_noted("chat", response, started))
+        self.calls.append(_noted("chat", response, started, parts))
         return response
 
     async def complete_text(
         self, messages: Sequence[Message], *, max_tokens: int | None = None
     ) -> LLMResponse:
+        asked = sum(prompt_parts(messages, None).values())
+        parts = {**dict.fromkeys(PARTS, 0), "summary": asked}
         started = time.perf_counter()
         try:
             response = await self.inner.complete_text(messages, max_tokens=max_tokens)
         except BaseException as exc:
-            self.calls.append(ModelCall("text", error=type(exc).__name__, latency_ms=_ms(started)))
+            failed = ModelCall(
+                "text", error=type(exc).__name__, latency_ms=_ms(started), parts=parts
+            )
+            self.calls.append(failed)
             raise
-        self.calls.append(_noted("text", response, started))
+        self.calls.append(_noted("text", response, started, parts))
         return response
 
     def _note_results(self, messages: Sequence[Message]) -> None:
@@ -119,7 +132,9 @@ def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000.0
 
 
-def _noted(purpose: str, response: LLMResponse, started: float) -> ModelCall:
+def _noted(
+    purpose: str, response: LLMResponse, started: float, parts: Mapping[str, int]
+) -> ModelCall:
     return ModelCall(
         purpose=purpose,
         finish_reason=response.finish_reason,
@@ -129,6 +144,7 @@ def _noted(purpose: str, response: LLMResponse, started: float) -> ModelCall:
         completion_tokens=response.completion_tokens or 0,
         cached_tokens=response.cached_tokens or 0,
         latency_ms=_ms(started),
+        parts=parts,
     )
 
 

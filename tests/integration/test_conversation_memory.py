@@ -135,7 +135,7 @@ async def test_tool_turn_is_recorded_and_tool_traffic_is_not_history(stack: Stac
         "completed",
         None,
     )
-    assert (turn["model_steps"], turn["tool_calls"], turn["prompt"]) == (2, 1, "support_chat@4")
+    assert (turn["model_steps"], turn["tool_calls"], turn["prompt"]) == (2, 1, "support_chat@5")
     # the tool-call step reported no usage: the turn's totals are unknown, not 0
     assert turn["prompt_tokens"] is None and turn["total_tokens"] is None
 

@@ -138,7 +138,7 @@ async def test_order_status_is_answered_from_the_data(bench: Bench) -> None:
     assert result.trace.audit_records[0].status is AuditStatus.SUCCESS
     assert len(result.trace.response_ids) == 2
     assert result.trace.total_tokens == 2 * 19
-    assert result.prompt_ref == "support_chat@4"
+    assert result.prompt_ref == "support_chat@5"
 
 
 async def test_unknown_order_is_found_false(bench: Bench) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 from bot.programs.export import run_export
 from bot.programs.simulate import write_drafts
-from bot.telegram.stats_view.table import render_table
+from bot.telegram.stats_view.table import kv, render_table
 from services.chat import ChatOptions, ChatService, build_chat_service
 from services.export import conversations
 from services.gaps import ConversationReader
@@ -29,7 +29,7 @@ from services.llm.types import Message, ToolChoice
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
 from services.simulation.scenario import load_scenarios
-from services.stats import StatsService
+from services.stats import Prices, StatsService
 from storage.database import Database
 from storage.feedback import FeedbackRepository
 from storage.handoffs import HandoffRepository
@@ -125,6 +125,11 @@ async def test_greetings_and_misses_are_answered_but_not_resolved(stack: Stack) 
     assert re.search(r"resolved\s+0  0%", table)
     assert "no handoff, 👎 or repeat in 24 h" in table  # the definition beside the figure
     assert re.search(r"did not know \(/gaps\)\s+2", table)
+    priced = StatsService(
+        StatsRepository(stack.db), clock=lambda: time.time() + 60, prices=Prices(1.0, 2.0)
+    )
+    table = "\n".join(render_table(await priced.report(priced.parse_period("all")), "en"))
+    assert kv("per resolved question", "—") in table.splitlines()  # none resolved: no figure
 
 
 async def test_an_answer_from_the_shops_data_is_resolved(stack: Stack) -> None:
@@ -136,6 +141,32 @@ async def test_an_answer_from_the_shops_data_is_resolved(stack: Stack) -> None:
     report = await service.report(service.parse_period("all"))
     assert (report.questions.asked, report.outcomes.resolved) == (2, 1)
     assert re.search(r"решено\s+1  50%", "\n".join(render_table(report, "ru")))
+
+
+async def test_the_cost_per_resolved_question_is_the_whole_cost_over_the_resolved_ones(
+    stack: Stack,
+) -> None:
+    """Shown with its definition only when prices are set; the greeting's tokens count
+    too (what one resolution really costs)."""
+    await stack.service.answer(CUSTOMER, "Привет")
+    await stack.service.answer(CUSTOMER, "Где мой заказ 8041?")
+    priced = StatsService(
+        StatsRepository(stack.db),
+        clock=lambda: time.time() + 60,
+        prices=Prices(input_per_1m=100_000.0, output_per_1m=200_000.0),
+    )
+    report = await priced.report(priced.parse_period("all"))
+    assert report.cost is not None and report.outcomes.resolved == 1
+    # 3 model calls of 10 prompt + 5 completion tokens: 30 x 0.1 + 15 x 0.2
+    assert report.cost.amount == pytest.approx(6.0)
+    lines = render_table(report, "en")[0].splitlines()
+    assert kv("per resolved question", "≈ 6.00 USD") in lines
+    assert "   all of it ÷ 1 resolved" in lines
+    ru = render_table(report, "ru")[0].splitlines()
+    assert kv("за решённый вопрос", "≈ 6,00 USD") in ru
+
+    unpriced = await (await stack.stats()).report(priced.parse_period("all"))
+    assert "per resolved question" not in "\n".join(render_table(unpriced, "en"))
 
 
 async def test_a_dislike_a_repeat_or_a_handoff_unresolves_it(stack: Stack) -> None:

@@ -59,6 +59,12 @@ async def test_the_default_suite_passes_against_a_careful_model(
     text = report.read_text(encoding="utf-8")
     assert "## Failing runs (0)" in text
     assert "| fake-model | 48 | 1.00 | 1.00 |" in text
+    # tokens by part and the cost at MODEL_PRICE_*, per scenario and in total
+    assert "prompt tokens by part (estimated): instruction " in out.out
+    by_part = text.split("## Tokens by part", 1)[1].split("## Failing runs", 1)[0]
+    rows = [line for line in by_part.splitlines() if line.startswith("| fake-model |")]
+    assert len(rows) == 48 + 1 and "| **all** |" in rows[-1]
+    assert all(row.endswith(" USD |") for row in rows)
 
 
 async def test_failing_scenarios_exit_1_and_min_pass_decides(

@@ -316,10 +316,23 @@ async def test_scores_and_the_report_name_what_failed(fake_openai: FakeOpenAISer
     assert (model.pass_1, model.pass_k) == (0.75, 0.5)
     assert model.model_calls == 2 * 2 + 2 * 1
 
+    # where the tokens went: every request's instruction and tools, the turn's question
+    parts = by_id["flaky-order"].parts or {}
+    assert parts["instruction"] > 0 and parts["tools"] > parts["instruction"]
+    assert parts["turn"] > 0 and by_id["flaky-order"].questions == 2
+    assert model.parts == {
+        p: sum((s.parts or {})[p] for s in model.scenarios) for p in model.parts or {}
+    }
+
     table = terminal_table([model])
     assert "flaky-order" in table and "0.50" in table and "overall" in table
+    assert f"by part (estimated): instruction {(model.parts or {})['instruction']}," in table
 
     report = markdown_report(results, [model], trials=2, min_pass=1.0)
+    by_part = report.split("## Tokens by part", 1)[1].split("## Failing runs", 1)[0]
+    assert "| fake-model | flaky-order | 2 | " in by_part
+    assert "| fake-model | **all** | 4 | " in by_part
+    assert "n/a (no MODEL_PRICE_*)" in by_part  # no prices: no cost
     failing = report.split("## Failing runs (1)", 1)[1]
     assert "### flaky-order — fake-model, trial 2" in failing
     assert "**must_contain**: no reply contains '8041'" in failing

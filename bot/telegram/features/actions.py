@@ -39,7 +39,7 @@ from bot.telegram.stats_view.actions import actions_block
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language
 from services.actions import ActionService, Sweep
-from services.prompts.support_chat import ORDER_ACTIONS_V1
+from services.prompts.support_chat import ORDER_ACTIONS_V2
 from services.stats import StatsReport
 from storage.actions import ActionRepository, LocalActionStore
 from storage.database import Database, StorageRetry
@@ -221,7 +221,7 @@ def actions_in_turns(needs: Needs, _conf: NoSettings) -> ChatPart[ActionParts] |
     parts = action_parts(needs.settings, needs.db, needs.shop, storage_retry=needs.storage_retry)
     if parts is None:
         return None
-    return ChatPart(parts, tools=parts.tools, prompt=(ORDER_ACTIONS_V1,))
+    return ChatPart(parts, tools=parts.tools, prompt=(ORDER_ACTIONS_V2,))
 
 
 def actions_on_telegram(

@@ -23,7 +23,7 @@ from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, Telegram
 from bot.telegram.knowledge_admin import admin_parts
 from bot.telegram.menu import feature_entry
 from bot.telegram.routers.knowledge_admin import KNOWLEDGE_WORDS, MAX_DOWNLOAD_BYTES
-from services.prompts.knowledge import KNOWLEDGE_V1
+from services.prompts.knowledge import KNOWLEDGE_V2
 from storage.database import Database, StorageUnavailable, storage_fault
 from storage.knowledge import KnowledgeRepository
 from storage.knowledge_searches import KnowledgeSearchLog
@@ -114,7 +114,7 @@ def knowledge_in_turns(needs: Needs, conf: KnowledgeSettings) -> ChatPart[Knowle
     return ChatPart(
         KnowledgeParts(knowledge, conf, refresh),
         tools=(search_knowledge_tool(knowledge, refresh, KnowledgeSearchLog(needs.db)),),
-        prompt=(KNOWLEDGE_V1,),
+        prompt=(KNOWLEDGE_V2,),
     )
 
 

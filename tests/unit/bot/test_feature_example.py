@@ -56,7 +56,7 @@ async def test_on_its_tool_fragment_and_command_are_in_the_bot_and_in_simulate(
 ) -> None:
     assert "get_shop_hours" in wired.tool_names
     instruction = wired.chat_service.instruction
-    assert instruction.ref == "support_chat@4+shop_hours@1"
+    assert instruction.ref == "support_chat@5+shop_hours@1"
     assert "call get_shop_hours" in instruction.text
     assert "shop_hours" in [f.name for f in wired.features]
     assert "shop_hours" in set(_names(wired.dispatcher.sub_routers))

@@ -39,7 +39,7 @@ def _done(text: str, trace: LoopTrace | None = None) -> LoopResult:
         text=text,
         stop_reason=StopReason.COMPLETED,
         trace=trace or LoopTrace(model_steps=1),
-        prompt_ref="support_chat@4",
+        prompt_ref="support_chat@5",
     )
 
 
@@ -54,7 +54,7 @@ class FakeLoop:
     async def run(
         self, messages: Sequence[Message], context: ToolContext, *, prompt_ref: str
     ) -> LoopResult:
-        assert prompt_ref == "support_chat@4"
+        assert prompt_ref == "support_chat@5"
         self.requests.append(list(messages))
         self.contexts.append(context)
         outcome = self.answer(list(messages), context)
@@ -211,7 +211,7 @@ async def test_answered_turn_is_remembered_and_recorded(db: Database) -> None:
         "completed",
     )
     assert (turn["model_steps"], turn["tool_calls"], turn["total_tokens"]) == (2, 1, 24)
-    assert turn["prompt"] == "support_chat@4" and turn["error_code"] is None
+    assert turn["prompt"] == "support_chat@5" and turn["error_code"] is None
     audit = await db.fetch_one("SELECT turn_id, session_id, status FROM tool_calls")
     assert audit is not None and tuple(audit) == (reply.turn_id, session, "success")
     calls = await db.fetch_all("SELECT purpose, turn_id FROM llm_calls")
@@ -248,7 +248,7 @@ async def test_failed_turn_adds_no_history_but_keeps_its_records(db: Database) -
     assert not reply.answered and reply.error_code == "rate_limited" and reply.text is None
     turn = await db.fetch_one("SELECT status, stop_reason, error_code, prompt FROM turns")
     assert turn is not None
-    assert tuple(turn) == ("failed", "error", "rate_limited", "support_chat@4")
+    assert tuple(turn) == ("failed", "error", "rate_limited", "support_chat@5")
     usage = await db.fetch_one("SELECT status, error_code, prompt_tokens FROM llm_calls")
     assert usage is not None and tuple(usage) == ("error", "rate_limited", None)
     assert await db.fetch_all("SELECT * FROM messages") == []
@@ -259,7 +259,7 @@ async def test_refused_turn_adds_no_history(db: Database) -> None:
         text="I can't help with that.",
         stop_reason=StopReason.REFUSED,
         trace=LoopTrace(model_steps=1),
-        prompt_ref="support_chat@4",
+        prompt_ref="support_chat@5",
     )
     service, _ = _service(db, FakeLoop(answer=lambda messages, context: refused))
     reply = await service.answer(Caller(key=5, chat_id=1), "something odd")

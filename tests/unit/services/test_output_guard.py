@@ -63,7 +63,7 @@ def test_invisible_and_bidi_characters_do_not_hide_a_leak(
 def test_letters_spelled_apart_do_not_hide_a_leak(
     guard: SystemPromptGuard, system_text: str
 ) -> None:
-    passage = rule(system_text, "If the customer asks")
+    passage = rule(system_text, "Use only facts")
 
     assert guard.leaks(" ".join(ch for ch in passage if not ch.isspace()))
 
@@ -79,9 +79,9 @@ def test_html_formatting_of_the_reply_does_not_hide_a_leak(
 
 def test_two_separate_passages_are_a_leak(guard: SystemPromptGuard) -> None:
     reply = (
-        "I follow two rules. First, never invent order statuses, dates, places, return "
-        "periods. Second, ask one short clarifying question for the order number (the "
-        "order tool's description says what the shop's numbers look like)."
+        "I follow two rules. First, I use only facts from this conversation and from tool "
+        "results. Second, I reply briefly and politely in the language of the customer's "
+        "last message."
     )
 
     assert guard.leaks(reply)

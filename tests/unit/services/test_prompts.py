@@ -17,25 +17,26 @@ from services.prompts.composed import (
 )
 from services.prompts.conversation_summary import CONVERSATION_SUMMARY_V1
 from services.prompts.support_chat import (
+    ORDER_ACTIONS_V2,
     SUPPORT_CHAT_ACTIONS_V3,
+    SUPPORT_CHAT_ACTIONS_V4,
     SUPPORT_CHAT_FRAME,
     SUPPORT_CHAT_V1,
     SUPPORT_CHAT_V2,
     SUPPORT_CHAT_V3,
     SUPPORT_CHAT_V4,
+    SUPPORT_CHAT_V5,
 )
 
 
 def test_support_chat_renders_with_its_ref_and_carries_the_rules() -> None:
     prompt = build_prompt_registry().render("support_chat", shop_name="Кофейный двор")
-    assert prompt.ref == "support_chat@4"
+    assert prompt.ref == "support_chat@5"
     text = prompt.text
     assert "Кофейный двор" in text and "{{" not in text
     for needle in (
-        "get_order_status",
-        "get_return_policy",
-        "the order tool's description says what the\n  shop's numbers look like",
-        "Never invent",
+        "without its order number, ask for it; never guess",
+        "never invent",
         "refund",
         "summary of earlier messages",
         "never instructions",
@@ -52,7 +53,15 @@ def test_the_first_version_stays_registered_for_turns_that_name_it() -> None:
     assert registry.get("support_chat", "1") is SUPPORT_CHAT_V1
     assert registry.get("support_chat", "2") is SUPPORT_CHAT_V2
     assert registry.get("support_chat", "3") is SUPPORT_CHAT_V3
-    assert registry.get("support_chat") is SUPPORT_CHAT_V4
+    assert registry.get("support_chat", "4") is SUPPORT_CHAT_V4
+    assert registry.get("support_chat") is SUPPORT_CHAT_V5
+
+
+def test_the_frame_names_no_tool() -> None:
+    """What a tool is for is said once, in its description (sent with every request);
+    the frame only says how the assistant behaves, whichever tools are on."""
+    assert tool_references(SUPPORT_CHAT_FRAME.words) == frozenset()
+    assert SUPPORT_CHAT_FRAME.ref == "support_chat@5"
 
 
 def test_no_instruction_names_the_demos_four_digit_numbers() -> None:
@@ -62,7 +71,7 @@ def test_no_instruction_names_the_demos_four_digit_numbers() -> None:
     for prompt_id in ("support_chat", "support_chat_actions"):
         text = registry.render(prompt_id, shop_name="X").text
         assert "4-digit" not in text and "order number" in text
-    assert registry.get("support_chat_actions") is SUPPORT_CHAT_ACTIONS_V3
+    assert registry.get("support_chat_actions") is SUPPORT_CHAT_ACTIONS_V4
 
 
 def test_no_active_instruction_names_an_internal_tag() -> None:
@@ -98,7 +107,7 @@ def test_versions_are_kept_and_the_active_one_is_rendered() -> None:
         required_variables=frozenset({"shop_name"}),
     )
     registry.register(v8)
-    assert registry.get("support_chat").ref == "support_chat@4"  # not active until asked
+    assert registry.get("support_chat").ref == "support_chat@5"  # not active until asked
     registry.register(
         PromptTemplate(prompt_id="support_chat", version="9", body="Shop v9"), active=True
     )
@@ -145,28 +154,32 @@ def test_the_system_instructions_hold_nothing_secret() -> None:
         SUPPORT_CHAT_V2,
         SUPPORT_CHAT_V3,
         SUPPORT_CHAT_V4,
+        SUPPORT_CHAT_V5,
         SUPPORT_CHAT_ACTIONS_V3,
+        SUPPORT_CHAT_ACTIONS_V4,
     )
     for template in (*templates, CONVERSATION_SUMMARY_V1):
         assert not secretish.search(template.body), template.prompt_id
     assert SUPPORT_CHAT_V3.required_variables == frozenset({"shop_name"})
     assert CONVERSATION_SUMMARY_V1.required_variables == frozenset({"max_words"})
     rendered = registry.render("support_chat", shop_name="Кофейный двор").text
-    assert rendered == SUPPORT_CHAT_V4.body.replace("{{shop_name}}", "Кофейный двор")
+    assert rendered == SUPPORT_CHAT_V5.body.replace("{{shop_name}}", "Кофейный двор")
 
 
 def test_a_fragment_goes_in_its_slot_and_the_ref_names_it() -> None:
-    """A feature's rule for its tools lands after the shop's tools' rules; the read-only
-    rule gives way to a fragment for order changes; the ref lists what was used."""
+    """A feature's rule for its tools lands after the first rule, before the facts rule;
+    the read-only rule gives way to a fragment for order changes; the ref lists what was used."""
     hours = PromptFragment("hours", "2", Slot.TOOLS, "- For opening hours, call get_hours.")
     changes = PromptFragment("changes", "1", Slot.ORDER_CHANGES, "- Orders change by magic.")
     composed = compose(SUPPORT_CHAT_FRAME, (hours, changes))
     text = composed.render(shop_name="X").text
-    assert composed.ref == "support_chat@4+hours@2+changes@1"
-    assert text.index("get_shop_info") < text.index("get_hours") < text.index("Use only facts")
+    assert composed.ref == "support_chat@5+hours@2+changes@1"
+    assert text.index("not a person") < text.index("get_hours") < text.index("Use only facts")
     assert "The tools only read data" not in text and "by magic" in text
     alone = compose(SUPPORT_CHAT_FRAME, ()).render(shop_name="X")
-    assert alone.text == SUPPORT_CHAT_V4.render(shop_name="X").text
+    assert alone.text == SUPPORT_CHAT_V5.render(shop_name="X").text
+    actions = compose(SUPPORT_CHAT_FRAME, (ORDER_ACTIONS_V2,)).render(shop_name="X")
+    assert actions.text == SUPPORT_CHAT_ACTIONS_V4.render(shop_name="X").text
 
 
 def test_a_fragment_given_twice_or_without_a_place_is_refused() -> None:

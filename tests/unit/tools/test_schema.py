@@ -1,8 +1,9 @@
 """Strict tool schemas: exactly what the model is sent, pinned byte for byte.
 
 The expected values were captured from the schemas generated through the openai SDK's
-`pydantic_function_tool` before `tools.schema` built them itself; the wire text (key
-order included) must not change, so the comparisons are of JSON text, not of dicts.
+`pydantic_function_tool` before `tools.schema` built them itself (the descriptions have
+been shortened since: they go with every model request); the wire text (key order
+included) must not change unnoticed, so the comparisons are of JSON text, not of dicts.
 """
 
 from __future__ import annotations
@@ -25,9 +26,7 @@ ORDER_STATUS_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "order_id": {
-                    "description": (
-                        "The order number: exactly 4 digits, e.g. 8041, without any prefix."
-                    ),
+                    "description": "exactly 4 digits, e.g. 8041, no prefix.",
                     "type": "string",
                 }
             },
@@ -35,12 +34,9 @@ ORDER_STATUS_SCHEMA: dict[str, Any] = {
             "type": "object",
         },
         "description": (
-            "Get the current status of one of the customer's orders by its 4-digit number: "
-            "processing, in transit, ready for pickup, delivered or cancelled, plus the last "
-            "update time, pickup point and expected delivery date when known. Use it when the "
-            "customer asks where an order is, when it will arrive or whether it can be picked "
-            "up. If the customer did not give a 4-digit order number, ask for it instead of "
-            "guessing."
+            "The status of one of the customer's orders by its 4-digit number: processing, in "
+            "transit, ready for pickup, delivered or cancelled, with the pickup point and the "
+            "expected date when known."
         ),
     },
 }
@@ -55,8 +51,8 @@ RETURN_POLICY_SCHEMA: dict[str, Any] = {
             "properties": {
                 "product": {
                     "description": (
-                        "The product name or category as the customer wrote it, 2 to 100 "
-                        "characters, e.g. кофемашина or headphones."
+                        "The product or category as the customer named it, without the order "
+                        "number, e.g. кофемашина, headphones."
                     ),
                     "type": "string",
                 }
@@ -65,11 +61,8 @@ RETURN_POLICY_SCHEMA: dict[str, Any] = {
             "type": "object",
         },
         "description": (
-            "Get the return period (in days) and the return conditions for a product. Use it "
-            "when the customer asks whether, until when or on what terms a product can be "
-            "returned. Pass only the product name, without the order number. If no specific "
-            "policy exists, the result says so and may include the shop's general return "
-            "policy."
+            "A product's return period in days and return conditions (or the shop's general "
+            "return policy when it has none of its own)."
         ),
     },
 }
@@ -85,8 +78,8 @@ SHOP_INFO_SCHEMA: dict[str, Any] = {
             "properties": {
                 "topic": {
                     "description": (
-                        "A short topic or the key words of the question, 2 to 100 characters, "
-                        "e.g. доставка, оплата, контакты, delivery, payment, contacts."
+                        "A short topic in the customer's language or English, e.g. доставка, "
+                        "оплата, контакты, delivery."
                     ),
                     "type": "string",
                 }
@@ -95,15 +88,8 @@ SHOP_INFO_SCHEMA: dict[str, Any] = {
             "type": "object",
         },
         "description": (
-            "Get the shop's own answer about delivery (prices, times, pickup), payment "
-            "methods, contacts and other general questions about the shop. Use it for any "
-            "such question instead of answering from general knowledge. Pass a short topic "
-            "in the customer's language or in English, e.g. доставка, оплата, контакты, "
-            "delivery, payment, contacts; a topic is matched by whole words against the "
-            "shop's topics and their aliases. If found is false, the shop has no answer: "
-            "tell the customer you do not know, do not guess, and give the shop's contacts "
-            "from the result when it has them; if one of known_topics fits the question, you "
-            "may call again with it."
+            "The shop's own answers on delivery, payment, contacts and other general topics, "
+            "matched by the topic's words. On a miss, known_topics lists what it can answer."
         ),
     },
 }
@@ -184,7 +170,7 @@ DEEP_PARAMETERS: dict[str, Any] = {
         "colour": {"$ref": "#/$defs/Colour"},
         "mode": {"enum": ["a", "b"], "type": "string"},
         "count": {"type": "integer"},
-        "ratio": {"anyOf": [{"type": "number"}, {"type": "null"}], "description": "r"},
+        "ratio": {"type": ["number", "null"], "description": "r"},  # a union of plain types
     },
     "required": ["inner", "maybe_inner", "inners", "colour", "mode", "count", "ratio"],
     "type": "object",
@@ -194,7 +180,7 @@ LOOSE: dict[str, Any] = {
     "description": "A nested model that neither forbids extras nor requires anything.",
     "properties": {
         "a": {"type": "integer"},
-        "b": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "b": {"type": ["string", "null"]},
     },
     "type": "object",
     # added where pydantic left them out: after the keys it wrote
