@@ -228,7 +228,7 @@ async def test_propose_confirm_cancelled_told_and_the_next_answer_knows(
     history = json.dumps(asked[0]["messages"], ensure_ascii=False)
     assert f"Заказ {MINE} отменён." in history  # the outcome is in the conversation
     instruction = asked[0]["messages"][0]["content"]
-    assert "propose_* tools" in instruction and "only read data" not in instruction
+    assert "propose_* tool" in instruction and "only read data" not in instruction
     assert await settled(fake_telegram, 4)
     assert cancellations(database_path) == 1
     assert "SECRET-REASON" not in bot.output

@@ -129,7 +129,7 @@ async def test_an_owner_only_order_is_never_answered_into_a_group(
     assert owner["ok"] is True
     assert owner["data"]["found"] is False and owner["data"]["ask_in_private_chat"] is True
     assert "private chat" in owner["data"]["message"]
-    assert all(owner["data"][k] is None for k in ("status", "pickup_point", "expected_date"))
+    assert all(owner["data"].get(k) is None for k in ("status", "pickup_point", "expected_date"))
 
     # the group learns nothing: own, someone else's, missing, anonymous — one answer
     def without_number(result: list[dict[str, Any]]) -> str:

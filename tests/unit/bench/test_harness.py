@@ -79,8 +79,8 @@ def test_percentile_is_nearest_rank() -> None:
 
 
 def test_prompt_parts_split_a_request_the_way_the_bot_builds_it() -> None:
-    from bench.prompt_tokens import parts_of
     from services.chat import summary_block
+    from services.prompt_parts import prompt_parts as parts_of
 
     messages = [
         {"role": "system", "content": "instruction"},
