@@ -87,7 +87,7 @@ class BusinessWords:
 
 
 class ResumeButton(CallbackData, prefix="bzr"):
-    """"Give it back to the bot" under the owner's pause notice: `bzr:<chat id>`."""
+    """ "Give it back to the bot" under the owner's pause notice: `bzr:<chat id>`."""
 
     chat_id: int
 
@@ -319,7 +319,9 @@ async def _answer(
     assert message.text is not None
     started = time.time()
     async with deps.responder.typing(reply_target_of(message)):
-        reply = await ask_model(message, message.text, deps.chat_service, ctx.update_id)
+        reply = await ask_model(
+            message, message.text, deps.chat_service, ctx.update_id, language=ctx.language
+        )
     if service.owner_wrote(incoming.connection_id, incoming.chat_id, started):
         log.info("business chat %s: the owner wrote during the turn; not sent", incoming.chat_id)
         await ctx.outbox.ignore("business_owner_took_over")
@@ -340,7 +342,9 @@ async def _draft_for_owner(
 ) -> None:
     """Approval mode: the answer goes to the owner's chat with the bot as a draft card."""
     assert message.text is not None and decision.connection is not None
-    reply = await ask_model(message, message.text, deps.chat_service, ctx.update_id)
+    reply = await ask_model(
+        message, message.text, deps.chat_service, ctx.update_id, language=ctx.language
+    )
     me = await deps.sender.bot.me()
     view = turn_view(reply, ctx.texts, _business_side(ctx, words, me.username or ""))
     draft = await service.new_draft(incoming, message.message_id, view.text)
@@ -385,9 +389,7 @@ class RewritesDraft(Filter):
         return False if draft is None else {"draft_id": draft.draft_id}
 
 
-def build_owner_router(
-    deps: HandlerDeps, service: BusinessService, words: BusinessWords
-) -> Router:
+def build_owner_router(deps: HandlerDeps, service: BusinessService, words: BusinessWords) -> Router:
     """The owner's controls in their private chat with the bot: /ai, the buttons, and
     the text of a draft they are rewriting."""
     router = Router(name="business_owner")
