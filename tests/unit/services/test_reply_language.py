@@ -242,3 +242,25 @@ async def test_the_chat_service_passes_the_customers_language_and_none_when_off(
         assert loop.languages == ["ru", "en", "en", None]
     finally:
         await db.close()
+
+
+async def test_the_turn_delivers_and_remembers_only_the_answer_in_the_customers_language(
+    tmp_path: Path,
+) -> None:
+    db = await open_database(tmp_path / "bot.sqlite3")
+    try:
+        llm = ScriptedLLM(english_until_told)
+        service, _ = _service(db, make_loop(llm))  # type: ignore[arg-type]
+        caller = context().caller
+        reply = await service.answer(caller, "Где мой заказ 8041?", language="ru")
+        await service.answer(caller, "Спасибо!", language="ru")
+        await service.wait_for_summaries()
+
+        assert reply.text == RUSSIAN
+        # the next turn's history holds the Russian answer; the English one is nowhere
+        later = llm.chat_requests[2].messages  # the second turn's first request
+        assert later[-1] == {"role": "user", "content": "Спасибо!"}
+        assert {"role": "assistant", "content": RUSSIAN} in later
+        assert not any(ENGLISH in str(m["content"]) for m in later if m["role"] != "system")
+    finally:
+        await db.close()
