@@ -38,11 +38,13 @@ delivered at once: the model is asked once more, text only, with a short note af
 conversation ("Reply in Russian: the customer writes in Russian. …") and its first answer
 before it, so it can rewrite what it said. One such retry per turn, beyond `max_steps`,
 recorded and counted in the usage like any call (`trace.language_retries`). If the second
-answer is in the customer's language it is delivered; if not (or the retry fails, times
-out within the turn's time, or writes markup), the one with the larger share of the
-customer's language is delivered, the first on a tie: it was written with the tool
-results in view, a failed rewrite is no better. Streamed drafts of the first answer are
-never shown (services/answer_stream.py holds a draft until its language is known).
+answer is in the customer's language it is delivered. If it is still in another one, the
+one with the larger share of the customer's language is delivered, the first on a tie:
+it was written with the tool results in view, a failed rewrite is no better. If the
+retry fails, times out within the turn's time, writes markup or is no answer (it repeats
+the customer's message or speaks about the note, as the 1.5B model did in 3 of 8
+retries), the first answer is delivered. Streamed drafts of the first answer are never
+shown (services/answer_stream.py holds a draft until its language is known).
 
 The whole turn has a deadline; on expiry in-flight work is cancelled and what was started
 keeps its records.
@@ -87,7 +89,7 @@ from services.loop_types import (
     model_call_record,
 )
 from services.output_guard import quotable_data
-from services.reply_language import in_other_language, note, signals
+from services.reply_language import in_other_language, no_answer, note, signals
 from services.text_calls import Scan, scan, visible_draft
 from storage.records import AuditStatus
 from tools.base import ActionProposed, ToolCall, ToolContext, ToolOutcome
@@ -430,7 +432,8 @@ class BoundedToolLoop:
             log.info("turn %s: the language retry ran out of time", turn.context.turn_id)
             return text, reason
         again = self._plain_text(response)
-        if again is None:
+        if again is None or no_answer(again, _customer_text(turn.conversation)):
+            log.info("turn %s: the language retry gave no answer", turn.context.turn_id)
             return text, reason
         if not in_other_language(again, language):
             return again, _reason(response)
@@ -565,6 +568,14 @@ def _not_run_again(
         ok=earlier.ok,
         audit=audit,
     )
+
+
+def _customer_text(conversation: Sequence[Message]) -> str:
+    """The customer's message this turn answers (the last `user` message)."""
+    for message in reversed(conversation):
+        if message.get("role") == "user":
+            return str(message.get("content") or "")
+    return ""
 
 
 def _reason(response: LLMResponse) -> StopReason:

@@ -111,6 +111,22 @@ def in_other_language(answer: str, language: str, *, at_least: int = 1) -> bool:
     return found is not None and found != language
 
 
+# a retry that talks about the note itself ("Вы написали в русском языке…"), as the 1.5B
+# model did: the note's words, not an answer
+_ABOUT_THE_NOTE = re.compile(
+    r"русск\w*\s+язык|по-русски|на\s+русском|in\s+russian|in\s+english|английск\w*\s+язык",
+    re.IGNORECASE,
+)
+
+
+def no_answer(retry: str, customer_text: str) -> bool:
+    """Whether a retry is no answer to the customer: it repeats their message whole, or
+    speaks about the language note (both seen from Qwen2.5-Coder-1.5B when asked again)."""
+    said = " ".join(retry.casefold().split())
+    asked = " ".join(customer_text.casefold().split()).strip(" ?!.")
+    return (len(asked) >= 12 and asked in said) or _ABOUT_THE_NOTE.search(retry) is not None
+
+
 def note(language: str) -> str:
     """The per-turn note that asks the model once more (sent after the stable prefix)."""
     name = NAMES[language]

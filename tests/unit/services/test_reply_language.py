@@ -264,3 +264,18 @@ async def test_the_turn_delivers_and_remembers_only_the_answer_in_the_customers_
         assert not any(ENGLISH in str(m["content"]) for m in later if m["role"] != "system")
     finally:
         await db.close()
+
+
+@pytest.mark.parametrize(
+    "retry",
+    [
+        "Конечно, я понимаю. Вы написали в русском языке. Пожалуйста, повторите ваш ответ.",
+        'Конечно, вот ваше сообщение: "Где мой заказ 8041?"',
+    ],
+)
+async def test_a_retry_that_talks_about_the_note_or_repeats_the_question_is_no_answer(
+    retry: str,
+) -> None:
+    llm = ScriptedLLM.from_responses(text_response(ENGLISH), text_response(retry))
+    result = await make_loop(llm).run(RUSSIAN_QUESTION, context(), prompt_ref=PROMPT, language="ru")
+    assert result.text == ENGLISH  # the model's real answer, not its words about the note
