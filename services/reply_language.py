@@ -114,7 +114,7 @@ def in_other_language(answer: str, language: str, *, at_least: int = 1) -> bool:
 # a retry that talks about the note itself ("Вы написали в русском языке…"), as the 1.5B
 # model did: the note's words, not an answer
 _ABOUT_THE_NOTE = re.compile(
-    r"русск\w*\s+язык|по-русски|на\s+русском|in\s+russian|in\s+english|английск\w*\s+язык",
+    r"русск\w*\s+язык|по-русски|на\s+русском|\brussian\b|\benglish\b|английск\w*\s+язык",
     re.IGNORECASE,
 )
 

@@ -271,6 +271,7 @@ async def test_the_turn_delivers_and_remembers_only_the_answer_in_the_customers_
     [
         "Конечно, я понимаю. Вы написали в русском языке. Пожалуйста, повторите ваш ответ.",
         'Конечно, вот ваше сообщение: "Где мой заказ 8041?"',
+        "Конечно, я понимаю. Введите ваш запрос в Russian.",
     ],
 )
 async def test_a_retry_that_talks_about_the_note_or_repeats_the_question_is_no_answer(
