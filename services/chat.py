@@ -31,6 +31,12 @@ Decisions worth knowing:
   customer can end the turn: the text written so far is the answer (stop reason
   "stopped"), stored and sent like any other, and enters the history as the customer
   saw it — cut short; a stop before any answer text adds no history pair.
+- The answer's language. With `reply_language_check` (REPLY_LANGUAGE_CHECK, on), the
+  turn's language is the customer's message's (its words say it), or — when the message
+  has no words (an order number) — the language the bot's own texts chose for the chat
+  (`answer(language=…)`); the loop asks the model once more when its answer is in
+  another one, and the drafts wait until the answer's language is known
+  (services/reply_language.py, services/loop.py, services/answer_stream.py).
 - Records. Every turn (answered or failed) leaves a `turns` row with its tool-call audit
   rows and model-call rows; for an answered turn the history pair is written in the same
   transaction.
@@ -77,6 +83,7 @@ from services.output_guard import SystemPromptGuard
 from services.prompts import PromptRegistry, RenderedPrompt
 from services.prompts.composed import SystemPrompt, compose
 from services.prompts.support_chat import SUPPORT_CHAT_FRAME
+from services.reply_language import customer_language
 from services.similar import same_question
 from services.summarizer import ConversationSummarizer
 from services.text_calls import scan
@@ -125,6 +132,7 @@ class _Turn:
     stop: asyncio.Event | None = None  # set when the customer presses stop
     relay: DraftRelay | None = None
     transcribed: bool = False  # the text was heard in a voice note (the history marks it)
+    chat_language: str | None = None  # the bot's own texts' language for the chat
 
 
 class ChatService:
@@ -148,8 +156,10 @@ class ChatService:
         draft_interval_s: float = 1.0,
         clock: Callable[[], float] = time.time,
         system_prompt: SystemPrompt = PLAIN_SYSTEM_PROMPT,
+        reply_language_check: bool = True,
     ) -> None:
         self._loop = loop
+        self._reply_language_check = reply_language_check
         # composed from the features' fragments once; the shop's name is its only variable
         self._instruction = system_prompt.render(shop_name=shop_name)
         self._draft_interval_s = draft_interval_s
@@ -193,8 +203,12 @@ class ChatService:
         transcribed: bool = False,
         drafts: DraftSink | None = None,
         stop: asyncio.Event | None = None,
+        language: str | None = None,
     ) -> TurnReply:
         """Run one turn; never raises for a failed turn (see TurnReply.error_code).
+
+        `language`: the one the bot's own texts use in this chat ("ru", "en"), the
+        answer's language when the message itself has no words to tell (module notes).
 
         `transcribed`: `text` is what was heard in a voice note; the history marks it so.
         `drafts` shows the answer while it is written, `stop` lets the customer end the
@@ -222,6 +236,7 @@ class ChatService:
             transcribed=transcribed,
             drafts=drafts,
             stop=stop,
+            chat_language=language,
         )
         with bound_turn(turn.id):  # JSON logs carry the turn id (services/log_context.py)
             async with self._turn_slots.slot():
@@ -395,17 +410,28 @@ class ChatService:
             shop_data=turn.shop_data,
             shop_directory=self._shop_directory,
         )
+        language = (
+            customer_language(turn.text, turn.chat_language) if self._reply_language_check else None
+        )
         if turn.drafts is not None:
             guard = self._guard(rendered.text)
             turn.relay = DraftRelay(
                 turn.drafts,
                 leaks=lambda text: guard.leaks(text, data=turn.shop_data),
                 interval_s=self._draft_interval_s,
+                language=language,
             )
         if turn.relay is None and turn.stop is None:
-            return await self._loop.run(messages, context, prompt_ref=rendered.ref)
+            return await self._loop.run(
+                messages, context, prompt_ref=rendered.ref, language=language
+            )
         return await self._loop.run(
-            messages, context, prompt_ref=rendered.ref, listener=turn.relay, stop=turn.stop
+            messages,
+            context,
+            prompt_ref=rendered.ref,
+            listener=turn.relay,
+            stop=turn.stop,
+            language=language,
         )
 
     async def _save(
@@ -511,6 +537,8 @@ class ChatOptions:
     summary_max_tokens: int = 300
     history_fold_to_percent: int = 50
     draft_interval_s: float = 1.0
+    # the answer follows the customer's language (asked once more when it does not)
+    reply_language_check: bool = True
     # the system instruction, composed from the fragments of the features that are on
     # (bot/telegram/features/catalog.py)
     system_prompt: SystemPrompt = PLAIN_SYSTEM_PROMPT
@@ -559,4 +587,5 @@ def build_chat_service(
         storage_retry=storage_retry,
         draft_interval_s=options.draft_interval_s,
         system_prompt=options.system_prompt,
+        reply_language_check=options.reply_language_check,
     )

@@ -32,6 +32,20 @@ with a protocol error, so the customer gets the bot's polite fallback, never the
 A text that only echoes internal tags (`<conversation_summary>`, template tokens) around
 a real answer is delivered without them.
 
+The answer's language (services/reply_language.py): with a `language` (the customer's,
+decided by the chat service), a final answer whose words are in another language is not
+delivered at once: the model is asked once more, text only, with a short note after the
+conversation ("Reply in Russian: the customer writes in Russian. …") and its first answer
+before it, so it can rewrite what it said. One such retry per turn, beyond `max_steps`,
+recorded and counted in the usage like any call (`trace.language_retries`). If the second
+answer is in the customer's language it is delivered. If it is still in another one, the
+one with the larger share of the customer's language is delivered, the first on a tie:
+it was written with the tool results in view, a failed rewrite is no better. If the
+retry fails, times out within the turn's time, writes markup or is no answer (it repeats
+the customer's message or speaks about the note, as the 1.5B model did in 3 of 8
+retries), the first answer is delivered. Streamed drafts of the first answer are never
+shown (services/answer_stream.py holds a draft until its language is known).
+
 The whole turn has a deadline; on expiry in-flight work is cancelled and what was started
 keeps its records.
 
@@ -75,6 +89,7 @@ from services.loop_types import (
     model_call_record,
 )
 from services.output_guard import quotable_data
+from services.reply_language import in_other_language, no_answer, note, signals
 from services.text_calls import Scan, scan, visible_draft
 from storage.records import AuditStatus
 from tools.base import ActionProposed, ToolCall, ToolContext, ToolOutcome
@@ -84,6 +99,9 @@ from tools.registry import ToolRegistry
 log = logging.getLogger(__name__)
 
 MAX_STEPS_LIMIT = 5
+# the language retry may use this part of the turn's remaining time; after it, the
+# first answer is delivered with time to spare
+LANGUAGE_RETRY_TIME_SHARE = 0.9
 REPEATED_CALL_CODE = "repeated_failed_call"
 REPEATED_RESULT_CODE = "repeated_call"
 TEXT_CALL_CODE = "text_tool_call"
@@ -119,6 +137,7 @@ class _Turn:
     used_ids: set[str] = field(default_factory=set)  # call ids already answered this turn
     repeated_step: bool = False  # every call of the last text step was a repeat
     listener: _StepText | None = None
+    language: str | None = None  # the customer's: the answer's must match (one retry)
 
     def cancel_code(self) -> str:
         return TURN_TIMEOUT_CODE if self.deadline.expired() else CANCELLED_CODE
@@ -188,15 +207,22 @@ class BoundedToolLoop:
         prompt_ref: str,
         listener: StepListener | None = None,
         stop: asyncio.Event | None = None,
+        language: str | None = None,
     ) -> LoopResult:
         """Answer the conversation in `messages` (never mutated).
 
-        `listener` watches streamed steps, `stop` ends the turn early (module docstring).
+        `listener` watches streamed steps, `stop` ends the turn early, an answer not in
+        `language` ("ru", "en"; None: not checked) is asked once more (module docstring).
         Raises `TurnUnavailable` (the model failed), `TurnTimeout` (the deadline passed)
         or `ProtocolError` (an answer the loop cannot accept); each carries the trace.
         """
         deadline = asyncio.timeout(self._turn_timeout_s)
-        turn = _Turn(conversation=copy.deepcopy(list(messages)), context=context, deadline=deadline)
+        turn = _Turn(
+            conversation=copy.deepcopy(list(messages)),
+            context=context,
+            deadline=deadline,
+            language=language,
+        )
         if listener is not None:
             turn.listener = _StepText(listener)
         try:
@@ -277,7 +303,7 @@ class BoundedToolLoop:
                         continue
                     text = answer
                 reason = StopReason.COMPLETED if finish == "stop" else StopReason.TRUNCATED
-                return text, reason
+                return await self._in_language(turn, text, reason)
             raise self._protocol(turn, f"unexpected finish_reason {finish!r}")
         raise AssertionError("unreachable: the final step always returns or raises")
 
@@ -380,6 +406,60 @@ class BoundedToolLoop:
         error = {"ok": False, "error": {"code": TEXT_CALL_CODE, "message": TEXT_CALL_MESSAGE}}
         turn.conversation.append({"role": "assistant", "content": response.text or ""})
         turn.conversation.append({"role": "system", "content": json.dumps(error)})
+        return None
+
+    # ------------------------------------------------------------------ language
+
+    async def _in_language(
+        self, turn: _Turn, text: str, reason: StopReason
+    ) -> tuple[str, StopReason]:
+        """The answer to deliver: `text`, or — when it is in another language than the
+        customer's — the model is asked once more (module docstring)."""
+        language = turn.language
+        if language is None or not in_other_language(text, language):
+            return text, reason
+        turn.trace.language_retries += 1
+        log.info("turn %s: the answer is not in %s; asked again", turn.context.turn_id, language)
+        if turn.listener is not None:
+            turn.listener.on_tool_call()  # the first answer is not the one shown
+        turn.conversation.append({"role": "assistant", "content": text})
+        turn.conversation.append({"role": "system", "content": note(language)})
+        left = (turn.deadline.when() or 0.0) - asyncio.get_running_loop().time()
+        retry = asyncio.timeout(max(0.0, left * LANGUAGE_RETRY_TIME_SHARE))
+        try:
+            async with retry:
+                response = await self._call_model(turn, "none")
+        except TurnUnavailable:
+            return text, reason  # logged by _call_model; the first answer is still good
+        except TimeoutError:
+            if not retry.expired():
+                raise
+            log.info("turn %s: the language retry ran out of time", turn.context.turn_id)
+            return text, reason
+        again = self._plain_text(response)
+        if again is None or no_answer(again, _customer_text(turn.conversation)):
+            log.info("turn %s: the language retry gave no answer", turn.context.turn_id)
+            return text, reason
+        if not in_other_language(again, language):
+            return again, _reason(response)
+        if signals(again).share(language) > signals(text).share(language):
+            return again, _reason(response)
+        log.info("turn %s: the answer stayed in another language", turn.context.turn_id)
+        return text, reason
+
+    def _plain_text(self, response: LLMResponse) -> str | None:
+        """A text-only answer of `response` (an echoed tag dropped), or None when it is
+        none: a refusal, calls, markup, an empty or cut-off text."""
+        text = (response.text or "").strip()
+        if response.refusal or response.tool_calls or not text:
+            return None
+        if response.finish_reason not in ("stop", "length"):
+            return None
+        found = scan(text, self._registry.names)
+        if not found.found:
+            return text
+        if not found.calls and found.has_words and _DROPPABLE.issuperset(found.markup):
+            return found.clean
         return None
 
     # ------------------------------------------------------------------ tool calls
@@ -493,6 +573,18 @@ def _not_run_again(
         ok=earlier.ok,
         audit=audit,
     )
+
+
+def _customer_text(conversation: Sequence[Message]) -> str:
+    """The customer's message this turn answers (the last `user` message)."""
+    for message in reversed(conversation):
+        if message.get("role") == "user":
+            return str(message.get("content") or "")
+    return ""
+
+
+def _reason(response: LLMResponse) -> StopReason:
+    return StopReason.COMPLETED if response.finish_reason == "stop" else StopReason.TRUNCATED
 
 
 def _suspends(turn: _Turn) -> bool:

@@ -84,6 +84,7 @@ class LoopTrace:
     completion_tokens: int | None = None
     total_tokens: int | None = None
     cached_tokens: int | None = None  # None unless every response reported them
+    language_retries: int = 0  # answers asked again in the customer's language (0 or 1)
 
 
 @dataclass(frozen=True, slots=True)

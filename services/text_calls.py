@@ -3,10 +3,11 @@
 Small local models often "call" a tool by writing the call into the message instead of
 using the tool-calling interface: bare JSON (`{"name": "get_order_status", "arguments":
 {...}}`), the same in a ```json fence, Hermes/Qwen `<tool_call>` tags, `<function=NAME>`
-markup, a Python-style `get_order_status(order_id="8041")`. They also echo the prompt's
-scaffolding: a `<conversation_summary>` block, `<tool_response>` tags, chat-template
-tokens (`<|im_start|>`), or the tool schemas themselves. None of that may reach a
-customer. `scan` finds all of it in one text and says:
+markup (or `<function name=… arguments='{…}'/>`), a Python-style
+`get_order_status(order_id="8041")`. They also echo the prompt's scaffolding: a
+`<conversation_summary>` block, `<tool_response>` tags, chat-template tokens
+(`<|im_start|>`), or the tool schemas themselves. None of that may reach a customer.
+`scan` finds all of it in one text and says:
 
 * `calls` — the calls it could read (a tool name and a JSON object of arguments; whether
   the name is offered and the arguments are valid is the executor's decision, as for a
@@ -27,6 +28,7 @@ names a tool nor has a call's, a schema's or an error's shape is left in the tex
 from __future__ import annotations
 
 import ast
+import html
 import json
 import re
 from collections.abc import Collection, Iterator
@@ -56,6 +58,12 @@ _STRAY_TAG_RE = re.compile(
 # <function=NAME>{...}</function>, <function name="NAME">{...}</function>
 _FUNCTION_TAG_RE = re.compile(
     r"<\s*function\s*(?:=\s*|\s+name\s*=\s*)[\"']?([\w.-]+)[\"']?\s*>(.*?)(?:<\s*/\s*function\s*>|$)",
+    re.IGNORECASE | re.DOTALL,
+)
+# <function name="NAME" arguments='{...}'/> (Qwen2.5-Coder inside <tools>), closed or not
+_FUNCTION_ATTRIBUTES_RE = re.compile(
+    r"<\s*function\s+name\s*=\s*[\"']([\w.-]+)[\"']\s+(?:arguments|parameters|args)\s*=\s*"
+    r"(?:'([^']*)'|\"([^\"]*)\")\s*/?\s*>(?:\s*<\s*/\s*function\s*>)?",
     re.IGNORECASE | re.DOTALL,
 )
 # chat-template and tool-protocol tokens: <|im_start|>, <|python_tag|>, [TOOL_CALLS] ...
@@ -97,6 +105,7 @@ def scan(text: str, tool_names: Collection[str]) -> Scan:
     """Every tool call and piece of scaffolding in `text` (see the module docstring)."""
     found = _Found(frozenset(tool_names))
     rest = _TOKEN_RE.sub(lambda m: found.mark("template_token"), text)
+    rest = _FUNCTION_ATTRIBUTES_RE.sub(found.function_attributes, rest)
     rest = _FUNCTION_TAG_RE.sub(found.function_tag, rest)
     rest = _BLOCK_RE.sub(found.block, rest)
     rest = _STRAY_TAG_RE.sub(lambda m: found.mark("internal_tag"), rest)
@@ -129,6 +138,14 @@ class _Found:
 
     def function_tag(self, match: re.Match[str]) -> str:
         arguments = _json_object(match[2].strip()) if match[2].strip() else {}
+        self.calls.append(TextCall(match[1], "null" if arguments is None else _dumps(arguments)))
+        return self.mark("function_tag")
+
+    def function_attributes(self, match: re.Match[str]) -> str:
+        """`<function name=… arguments='…'/>`: the arguments in single quotes are JSON as
+        written; in double quotes the model may have written `&quot;` for a quote."""
+        raw = match[2] if match[2] is not None else html.unescape(match[3] or "")
+        arguments = _json_object(raw.strip()) if raw.strip() else {}
         self.calls.append(TextCall(match[1], "null" if arguments is None else _dumps(arguments)))
         return self.mark("function_tag")
 

@@ -292,6 +292,9 @@ class Settings(ShopSettings):
     # structured one when it names an offered tool with valid arguments; false: the model
     # is told to use the interface. The customer never sees such text either way.
     read_text_tool_calls: bool = True
+    # The answer follows the customer's language: one in another language is asked once
+    # more (one extra model call at most), and its draft is never shown.
+    reply_language_check: bool = True
     # On start, check once that the endpoint answers, accepts the key and offers
     # OPENAI_MODEL and OPENAI_FALLBACK_MODELS (GET /models: no tokens, no cost).
     openai_startup_check: bool = True

@@ -6,7 +6,11 @@ pass^1 / pass^k overall and per scenario family (the suite file), tool-choice ac
 (runs of scenarios that expect a tool whose `tools` expectation held), calls made
 through the interface and written as text, replies the customer saw that carry tool
 markup or internal tags (services/text_calls.py; the goal is 0), model answers in
-another language than the customer's, and the time per scenario run.
+another language than the customer's, and the time per scenario run. Then the language
+check (REPLY_LANGUAGE_CHECK): answers asked again because their words were in another
+language (a plain-text answer followed by one more call in the same turn), how many of
+those retries came back in the customer's language, and how much of a delivered answer
+was written before its draft could show (`LANGUAGE_WORDS` words carrying a language).
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ import json
 import re
 import sys
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from services.answer_stream import LANGUAGE_WORDS
+from services.reply_language import in_other_language, language_of
 from services.text_calls import scan
 
 TOOL_NAMES = (
@@ -44,6 +51,46 @@ def wrong_language(answer: str, language: str) -> bool:
 
 def marked(shown: str) -> bool:
     return scan(shown, TOOL_NAMES).found or "conversation_summary" in shown
+
+
+def language_retries(runs: list[dict[str, Any]]) -> tuple[int, int]:
+    """(answers asked again for their language, retries in the customer's language)."""
+    asked = fixed = 0
+    for run in runs:
+        for exchange in run["exchanges"]:
+            chat = [c for c in exchange["model_calls"] if c["purpose"] == "chat"]
+            for call, after in pairwise(chat):
+                text = (call["text"] or "").strip()
+                if call["finish"] not in ("stop", "length") or not text or call["text_calls"]:
+                    continue
+                if scan(text, TOOL_NAMES).found:
+                    continue  # corrected for markup, not for its language
+                if in_other_language(text, run["language"]):
+                    asked += 1
+                    fixed += not in_other_language(after["text"] or "", run["language"])
+    return asked, fixed
+
+
+def draft_delay(runs: list[dict[str, Any]]) -> tuple[float, float, int]:
+    """Mean characters and share of a delivered answer written before its language is
+    known (the first draft), over answers in the customer's language; and their count."""
+    chars: list[int] = []
+    shares: list[float] = []
+    for run in runs:
+        for exchange in run["exchanges"]:
+            answer = exchange["answer"] or ""
+            if not answer or in_other_language(answer, run["language"]):
+                continue
+            words = answer.split(" ")
+            for n in range(1, len(words) + 1):
+                prefix = " ".join(words[:n])
+                if language_of(prefix, at_least=LANGUAGE_WORDS) is not None:
+                    chars.append(len(prefix))
+                    shares.append(len(prefix) / len(answer))
+                    break
+    if not chars:
+        return 0.0, 0.0, 0
+    return mean(chars), mean(shares), len(chars)
 
 
 def pass_rates(runs: list[dict[str, Any]]) -> tuple[float, float, int]:
@@ -77,6 +124,15 @@ def main(paths: list[str]) -> None:
         f"| {sum(marked(e['shown']) for _, e in exchanges)} of {len(exchanges)} "
         f"| {sum(wrong_language(e['answer'], r['language']) for r, e in answers)} "
         f"of {len(answers)} | {len(calls)} | {mean(seconds):.1f} / {max(seconds):.1f} |"
+    )
+    asked, fixed = language_retries(runs)
+    chars, share, drafts = draft_delay(runs)
+    print()
+    print(
+        f"Answers asked again for their language: {asked}; the retry in the customer's "
+        f"language: {fixed}. A draft in the customer's language first shows after "
+        f"{chars:.0f} characters on average, {share:.0%} of the answer "
+        f"({drafts} answers; shorter ones show no draft, only the answer)."
     )
     print()
     print(f"| family | scenarios | pass^1 | pass^{trials} | mean s per run |")

@@ -404,7 +404,7 @@ class Simulator:
                 return
             typed += 1
             first_call = len(recording.calls)
-            reply = await chat.answer(caller, text)
+            reply = await chat.answer(caller, text, language=customer.language)
             await chat.wait_for_summaries()  # a summary belongs to the turn that caused it
             calls = tuple(recording.calls[first_call:])
             shown = self.shown(reply, customer.language)

@@ -58,6 +58,7 @@ class ChatDouble:
         transcribed: bool = False,
         drafts: object = None,
         stop: object = None,
+        language: str | None = None,
     ) -> TurnReply:
         self.asked.append(text)
         if self.error is not None:

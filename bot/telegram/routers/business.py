@@ -323,7 +323,9 @@ async def _answer(
     assert message.text is not None
     started = time.time()
     async with deps.responder.typing(reply_target_of(message)):
-        reply = await ask_model(message, message.text, deps.chat_service, ctx.update_id)
+        reply = await ask_model(
+            message, message.text, deps.chat_service, ctx.update_id, language=ctx.language
+        )
     if service.owner_wrote(incoming.connection_id, incoming.chat_id, started):
         log.info("business chat %s: the owner wrote during the turn; not sent", incoming.chat_id)
         await ctx.outbox.ignore("business_owner_took_over")
@@ -377,7 +379,9 @@ async def _draft_for_owner(
 ) -> None:
     """Approval mode: the answer goes to the owner's chat with the bot as a draft card."""
     assert message.text is not None and decision.connection is not None
-    reply = await ask_model(message, message.text, deps.chat_service, ctx.update_id)
+    reply = await ask_model(
+        message, message.text, deps.chat_service, ctx.update_id, language=ctx.language
+    )
     me = await deps.sender.bot.me()
     view = turn_view(reply, ctx.texts, _business_side(ctx, words, me.username or ""))
     draft = await service.new_draft(incoming, message.message_id, view.text, reply.turn_id)

@@ -57,9 +57,11 @@ async def ask_model(
     transcribed: bool = False,
     drafts: DraftSink | None = None,
     stop: asyncio.Event | None = None,
+    language: str | None = None,
 ) -> TurnReply:
     """One turn on the customer's words (`transcribed`: heard in a voice note; `drafts`
-    and `stop`: the answer streamed into a draft with a stop button)."""
+    and `stop`: the answer streamed into a draft with a stop button; `language`: the
+    chat's, as the bot's own texts chose it)."""
     return await chat_service.answer(
         caller_of(message),  # who and where from the update, for the tools' access
         text,
@@ -68,6 +70,7 @@ async def ask_model(
         transcribed=transcribed,
         drafts=drafts,
         stop=stop,
+        language=language,
     )
 
 
@@ -128,12 +131,23 @@ async def answer_words(
     if streams and deps.drafts.can_stream():
         async with deps.drafts.stream(target.chat_id, ctx.update_id) as draft:
             reply = await ask_model(
-                message, text, deps.chat_service, ctx.update_id, drafts=draft, stop=draft.stop
+                message,
+                text,
+                deps.chat_service,
+                ctx.update_id,
+                drafts=draft,
+                stop=draft.stop,
+                language=ctx.language,
             )
     else:
         async with deps.responder.typing(target):
             reply = await ask_model(
-                message, text, deps.chat_service, ctx.update_id, transcribed=transcribed
+                message,
+                text,
+                deps.chat_service,
+                ctx.update_id,
+                transcribed=transcribed,
+                language=ctx.language,
             )
     await send_answer(message, reply, ctx, deps, heading=heard)
 

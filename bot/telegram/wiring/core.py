@@ -152,6 +152,7 @@ def build_core(
             history_fold_to_percent=settings.history_fold_to_percent,
             draft_interval_s=settings.draft_interval_s,
             system_prompt=system_prompt,
+            reply_language_check=settings.reply_language_check,
         ),
         storage_retry=storage_retry,
         record_observer=record_observer,

@@ -314,7 +314,9 @@ class GatedLoop:
         self.in_flight = 0
         self.most_in_flight = 0
 
-    async def run(self, messages: Any, context: Any, *, prompt_ref: str) -> LoopResult:
+    async def run(
+        self, messages: Any, context: Any, *, prompt_ref: str, language: str | None = None
+    ) -> LoopResult:
         text = str(messages[-1]["content"])
         self.requests.append([str(m["content"]) for m in messages if m["role"] != "system"])
         self.in_flight += 1

@@ -50,11 +50,18 @@ class FakeLoop:
     answer: Answer = field(default=lambda messages, context: f"re: {messages[-1]['content']}")
     requests: list[list[Message]] = field(default_factory=list)
     contexts: list[ToolContext] = field(default_factory=list)
+    languages: list[str | None] = field(default_factory=list)  # the turn's, as the loop got it
 
     async def run(
-        self, messages: Sequence[Message], context: ToolContext, *, prompt_ref: str
+        self,
+        messages: Sequence[Message],
+        context: ToolContext,
+        *,
+        prompt_ref: str,
+        language: str | None = None,
     ) -> LoopResult:
         assert prompt_ref == "support_chat@5"
+        self.languages.append(language)
         self.requests.append(list(messages))
         self.contexts.append(context)
         outcome = self.answer(list(messages), context)

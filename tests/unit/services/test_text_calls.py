@@ -50,6 +50,12 @@ FORMS = {
     "unclosed tool_call tag": f"<tool_call>\n{CALL}",
     "function tag": '<function=lookup>{"key": "x"}</function>',
     "function name attribute": '<function name="lookup">{"key": "x"}</function>',
+    "function with an arguments attribute": (
+        '<tools>\n  <function name="lookup" arguments=\'{"key": "x"}\'/>\n</tools>'
+    ),
+    "arguments attribute in double quotes": (
+        '<function name="lookup" arguments="{&quot;key&quot;: &quot;x&quot;}"></function>'
+    ),
     "Python call": 'lookup(key="x")',
     "Python call in a fence": '```python\nlookup(key="x")\n```',
     "prose around JSON": f"Проверяю ключ {CALL} минутку",
