@@ -31,7 +31,6 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.runtime.languages import Language
-from services.handoff import OperatorHours
 from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.shop.orders import OrderNumberRule, rule_from_setting
 
@@ -348,11 +347,8 @@ class Settings(ShopSettings):
 
     # Handoff to a person (README "Handoff to a person"): the operators' forum supergroup.
     # Unset: no handoff — no /operator, no request_human tool, nothing mentions it.
+    # (its hours are the handoff feature's: bot/telegram/features/handoff.py)
     operator_chat_id: int | None = None
-    # When operators answer, HH:MM-HH:MM at OPERATOR_UTC_OFFSET (unset: any time); outside
-    # them the customer is told when a person will be back
-    operator_hours: str | None = None
-    operator_utc_offset: int = Field(default=0, ge=-12, le=14)
     # Feedback and /stats
     # 👍/👎 buttons under each AI answer (presses on buttons already sent still count)
     feedback_enabled: bool = True
@@ -564,23 +560,6 @@ class Settings(ShopSettings):
                 "expected the id of the operators' group, a negative number such as -1001234567890"
             )
         return value
-
-    @field_validator("operator_hours", mode="before")
-    @classmethod
-    def _check_operator_hours(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            if not value.strip():
-                return None
-            OperatorHours.parse(value)  # ValueError names the expected shape
-            return value.strip()
-        return value
-
-    @property
-    def handoff_hours(self) -> OperatorHours | None:
-        """OPERATOR_HOURS at OPERATOR_UTC_OFFSET, or None (operators answer any time)."""
-        if self.operator_hours is None:
-            return None
-        return OperatorHours.parse(self.operator_hours, self.operator_utc_offset)
 
     @field_validator("log_format", mode="before")
     @classmethod

@@ -45,10 +45,17 @@ class ChatPart(Generic[Own]):
     prompt: tuple[PromptFragment, ...] = ()
 
 
-def word_table(words: Mapping[Language, DataclassInstance]) -> Mapping[Language, Mapping[str, str]]:
+def word_table(
+    *tables: Mapping[Language, DataclassInstance],
+) -> Mapping[Language, Mapping[str, str]]:
     """A feature's words as `FeatureSpec.words`, from its typed words (a frozen dataclass
-    of strings per language, which its handlers read with `Texts.of`)."""
-    return {language: {k: str(v) for k, v in asdict(w).items()} for language, w in words.items()}
+    of strings per language, which its handlers read with `Texts.of`; a feature with
+    words for customers and for staff gives both)."""
+    merged: dict[Language, dict[str, str]] = {}
+    for words in tables:
+        for language, w in words.items():
+            merged.setdefault(language, {}).update({k: str(v) for k, v in asdict(w).items()})
+    return merged
 
 
 def on(part: bool) -> ChatPart[None] | None:

@@ -37,7 +37,14 @@ from aiogram.methods import (
 from aiogram.types import ChatMemberAdministrator, ChatMemberOwner, Message, User
 
 from bot.telegram.formatting import markdown_to_messages
-from bot.telegram.handoff_view import OperatorWords, operator_words, plain, render_brief, topic_name
+from bot.telegram.handoff_view import (
+    HANDOFF_WORDS,
+    OPERATOR_WORDS,
+    OperatorWords,
+    plain,
+    render_brief,
+    topic_name,
+)
 from bot.telegram.sender import Sender
 from bot.telegram.texts import Language, Texts, TextTable, language_for
 from services.handoff import HandoffBrief, HandoffService
@@ -78,7 +85,8 @@ class HandoffDesk:
         self._sender = sender
         self._texts = texts
         self._language: Language = texts.default_language
-        self.words: OperatorWords = operator_words(self._language)
+        # operators are staff: their words are in the shop's language, as the shop made them
+        self.words: OperatorWords = texts.by_language[self._language].of(OPERATOR_WORDS)
 
     def customer_texts(self, language: str) -> Texts:
         return self._texts.by_language[language_for(language, default=self._language)]
@@ -162,7 +170,7 @@ class HandoffDesk:
         return self._brief_part(await self.service.brief(handoff), topic_id)
 
     def _brief_part(self, brief: HandoffBrief, topic_id: int) -> StoredReply:
-        rendered = render_brief(brief, self._language)
+        rendered = render_brief(brief, self.words)
         return StoredReply(
             html=rendered.html,
             plain=rendered.plain,
@@ -174,8 +182,8 @@ class HandoffDesk:
         """What the customer is told when a handoff starts (with working hours if any)."""
         label = self.service.hours_label
         if label is not None and not self.service.operators_available():
-            return texts.off_hours_for(label)
-        return texts.handoff_started
+            return texts.of(HANDOFF_WORDS).off_hours_for(label)
+        return texts.of(HANDOFF_WORDS).handoff_started
 
     async def after_turn(
         self, message: Message, offers: Sequence[Offer], language: str, texts: Texts
@@ -250,7 +258,10 @@ class HandoffDesk:
         log.warning("handoff topic %s was deleted; creating it again", topic_id)
         new_id = await self._create(customer, topic.title, topic.language)
         result = await self._sender.send_text(
-            chat_id, plain(self.words.recreated).html, parse_mode="HTML", message_thread_id=new_id
+            chat_id,
+            plain(self.words.operator_recreated).html,
+            parse_mode="HTML",
+            message_thread_id=new_id,
         )
         if not result.delivered:
             log.warning("the note in recreated topic %s: %s", new_id, result.reason)

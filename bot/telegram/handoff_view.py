@@ -1,7 +1,10 @@
-"""What operators read in their topic: the topic's name, the brief and short notices.
+"""The handoff's words, and what operators read in their topic: the topic's name, the
+brief and short notices.
 
-Operators are the shop's staff, so their words are in the shop's language
-(DEFAULT_LANGUAGE), not the customer's. Everything a customer wrote is shown as plain
+The handoff declares its words here (`HANDOFF_WORDS` for customers, `OPERATOR_WORDS` for
+operators; a shop's TEXTS_FILE rewords both by their keys). Operators are the shop's
+staff, so their words are in the shop's language (DEFAULT_LANGUAGE), not the customer's,
+as every staff word is. Everything a customer wrote is shown as plain
 text (HTML-escaped), never interpreted as formatting. The topic name identifies the
 customer by name and @username only — never a phone number.
 """
@@ -9,6 +12,7 @@ customer by name and @username only — never a phone number.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aiogram.types import User
@@ -24,74 +28,161 @@ _QUOTE_LIMIT = 600  # characters of one earlier message in the brief
 
 
 @dataclass(frozen=True, slots=True)
-class OperatorWords:
-    title: str
-    sources: dict[str, str]
-    reason: str
-    summary: str
-    last_messages: str
-    customer: str
-    bot: str
-    nothing_yet: str
-    how_to: str
-    closed: str
-    not_open: str
-    not_relayed: str
-    recreated: str
+class HandoffWords:
+    """What customers read of the handoff (in their language)."""
+
+    operator_button: str
+    handoff_started: str
+    handoff_off_hours: str  # {hours} required, filled in per message
+    handoff_already: str
+    handoff_private_only: str
+    handoff_closed: str
+    handoff_not_relayed: str
+    menu_operator: str
+
+    def off_hours_for(self, hours: str) -> str:
+        return self.handoff_off_hours.format(hours=hours)
 
 
-_WORDS: dict[Language, OperatorWords] = {
-    "ru": OperatorWords(
-        title="Клиент просит сотрудника",
-        sources={"command": "команда /operator", "button": "кнопка", "model": "решение ИИ"},
-        reason="Причина",
-        summary="Кратко о разговоре",
-        last_messages="Последние сообщения",
-        customer="Клиент",
-        bot="Бот",
-        nothing_yet="(разговора с ботом ещё не было)",
-        how_to=(
-            "Ответы в этой теме получит клиент (текст, фото, документы). "
-            "/close или закрытие темы — завершить, дальше снова отвечает ИИ."
+HANDOFF_WORDS: Mapping[Language, HandoffWords] = {
+    "ru": HandoffWords(
+        operator_button="Позвать сотрудника",
+        handoff_started=(
+            "Передаю разговор сотруднику магазина — он ответит здесь, в этом чате. "
+            "Пока разговор идёт с сотрудником, я не отвечаю."
         ),
-        closed="Разговор завершён, клиенту сообщено; дальше отвечает ИИ. Тема сохранена.",
-        not_open=(
-            "Сейчас разговор с клиентом не открыт — это сообщение клиенту не передано. "
-            "Он откроется, когда клиент снова позовёт сотрудника."
+        handoff_off_hours=(
+            "Сотрудники магазина отвечают {hours}. Разговор им передан — вам ответят здесь, "
+            "в этом чате, в рабочее время. Пока разговор идёт с сотрудником, я не отвечаю."
         ),
-        not_relayed=(
-            "Клиенту передаются только текст, фото и документы — это сообщение не передано."
+        handoff_already="Вы уже на связи с сотрудником магазина — просто напишите здесь.",
+        handoff_private_only=(
+            "Позвать сотрудника можно только в личном чате со мной — напишите мне напрямую."
         ),
-        recreated="Тема была удалена и создана заново.",
+        handoff_closed=(
+            "Сотрудник магазина завершил разговор. Дальше снова отвечаю я, ИИ-ассистент. "
+            "Позвать сотрудника ещё раз — /operator."
+        ),
+        handoff_not_relayed=(
+            "Сотрудник видит текст, фото, документы и голосовые — это сообщение ему не передано. "
+            "Напишите, пожалуйста, текстом."
+        ),
+        menu_operator="Позвать сотрудника магазина",
     ),
-    "en": OperatorWords(
-        title="A customer asks for a person",
-        sources={"command": "the /operator command", "button": "the button", "model": "the AI"},
-        reason="Reason",
-        summary="Summary",
-        last_messages="Last messages",
-        customer="Customer",
-        bot="Bot",
-        nothing_yet="(no conversation with the bot yet)",
-        how_to=(
-            "Replies in this topic go to the customer (text, photos, documents). "
-            "/close or closing the topic ends it; then the AI answers again."
+    "en": HandoffWords(
+        operator_button="Talk to a person",
+        handoff_started=(
+            "I am passing the conversation to a person from the shop: they will answer here, "
+            "in this chat. While you talk with them, I stay silent."
         ),
-        closed="Handoff closed; the customer was told and the AI answers again. Topic kept.",
-        not_open=(
-            "No handoff is open with this customer: this message was not passed on. "
-            "It opens when the customer asks for a person again."
+        handoff_off_hours=(
+            "The shop's staff answer {hours}. The conversation has been passed to them: they "
+            "will answer here, in this chat, during working hours. While you talk with them, "
+            "I stay silent."
         ),
-        not_relayed=(
-            "Only text, photos and documents go to the customer: this one was not passed on."
+        handoff_already="You are already connected to a person from the shop: just write here.",
+        handoff_private_only=(
+            "You can ask for a person only in a private chat with me: please write to me directly."
         ),
-        recreated="The topic had been deleted and was created again.",
+        handoff_closed=(
+            "The shop's staff member has ended the conversation. From now on I, the AI "
+            "assistant, answer again. To call a person again, send /operator."
+        ),
+        handoff_not_relayed=(
+            "The staff member sees text, photos, documents and voice messages: this message "
+            "was not passed on. Please write it as text."
+        ),
+        menu_operator="Talk to a person",
     ),
 }
 
 
-def operator_words(language: Language) -> OperatorWords:
-    return _WORDS[language]
+@dataclass(frozen=True, slots=True)
+class OperatorWords:
+    """What operators read in their topic (in the shop's language)."""
+
+    operator_title: str
+    operator_source_command: str
+    operator_source_button: str
+    operator_source_model: str
+    operator_reason: str
+    operator_summary: str
+    operator_last_messages: str
+    operator_customer: str
+    operator_bot: str
+    operator_nothing_yet: str
+    operator_how_to: str
+    operator_closed: str
+    operator_not_open: str
+    operator_not_relayed: str
+    operator_recreated: str
+
+    def source(self, source: str) -> str:
+        """Who asked for the person: the command, the button or the model."""
+        by_source = {
+            "command": self.operator_source_command,
+            "button": self.operator_source_button,
+            "model": self.operator_source_model,
+        }
+        return by_source.get(source, source)
+
+
+OPERATOR_WORDS: Mapping[Language, OperatorWords] = {
+    "ru": OperatorWords(
+        operator_title="Клиент просит сотрудника",
+        operator_source_command="команда /operator",
+        operator_source_button="кнопка",
+        operator_source_model="решение ИИ",
+        operator_reason="Причина",
+        operator_summary="Кратко о разговоре",
+        operator_last_messages="Последние сообщения",
+        operator_customer="Клиент",
+        operator_bot="Бот",
+        operator_nothing_yet="(разговора с ботом ещё не было)",
+        operator_how_to=(
+            "Ответы в этой теме получит клиент (текст, фото, документы). "
+            "/close или закрытие темы — завершить, дальше снова отвечает ИИ."
+        ),
+        operator_closed=(
+            "Разговор завершён, клиенту сообщено; дальше отвечает ИИ. Тема сохранена."
+        ),
+        operator_not_open=(
+            "Сейчас разговор с клиентом не открыт — это сообщение клиенту не передано. "
+            "Он откроется, когда клиент снова позовёт сотрудника."
+        ),
+        operator_not_relayed=(
+            "Клиенту передаются только текст, фото и документы — это сообщение не передано."
+        ),
+        operator_recreated="Тема была удалена и создана заново.",
+    ),
+    "en": OperatorWords(
+        operator_title="A customer asks for a person",
+        operator_source_command="the /operator command",
+        operator_source_button="the button",
+        operator_source_model="the AI",
+        operator_reason="Reason",
+        operator_summary="Summary",
+        operator_last_messages="Last messages",
+        operator_customer="Customer",
+        operator_bot="Bot",
+        operator_nothing_yet="(no conversation with the bot yet)",
+        operator_how_to=(
+            "Replies in this topic go to the customer (text, photos, documents). "
+            "/close or closing the topic ends it; then the AI answers again."
+        ),
+        operator_closed=(
+            "Handoff closed; the customer was told and the AI answers again. Topic kept."
+        ),
+        operator_not_open=(
+            "No handoff is open with this customer: this message was not passed on. "
+            "It opens when the customer asks for a person again."
+        ),
+        operator_not_relayed=(
+            "Only text, photos and documents go to the customer: this one was not passed on."
+        ),
+        operator_recreated="The topic had been deleted and was created again.",
+    ),
+}
 
 
 def topic_name(user: User | None, chat_id: int) -> str:
@@ -110,21 +201,20 @@ def _quote(text: str) -> str:
     return text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 1] + "…"
 
 
-def render_brief(brief: HandoffBrief, language: Language) -> Rendered:
+def render_brief(brief: HandoffBrief, w: OperatorWords) -> Rendered:
     """The first post of a handoff: why, the summary, the last exchanges (plain text)."""
-    w = _WORDS[language]
-    lines = [f"🙋 {w.title} ({w.sources.get(brief.source, brief.source)})"]
+    lines = [f"🙋 {w.operator_title} ({w.source(brief.source)})"]
     if brief.reason:
-        lines.append(f"{w.reason}: {_quote(brief.reason)}")
+        lines.append(f"{w.operator_reason}: {_quote(brief.reason)}")
     if brief.summary:
-        lines += ["", f"{w.summary}: {_quote(brief.summary)}"]
-    lines += ["", f"{w.last_messages}:"]
+        lines += ["", f"{w.operator_summary}: {_quote(brief.summary)}"]
+    lines += ["", f"{w.operator_last_messages}:"]
     if not brief.exchanges:
-        lines.append(w.nothing_yet)
+        lines.append(w.operator_nothing_yet)
     for exchange in brief.exchanges:
-        lines.append(f"— {w.customer}: {_quote(exchange.customer)}")
-        lines.append(f"— {w.bot}: {_quote(exchange.answer)}")
-    lines += ["", w.how_to]
+        lines.append(f"— {w.operator_customer}: {_quote(exchange.customer)}")
+        lines.append(f"— {w.operator_bot}: {_quote(exchange.answer)}")
+    lines += ["", w.operator_how_to]
     return plain("\n".join(lines)[:BRIEF_LIMIT])
 
 

@@ -34,6 +34,7 @@ from aiogram.types import (
     ReplyKeyboardRemove,
 )
 
+from bot.telegram.handoff_view import HANDOFF_WORDS
 from bot.telegram.sender import ReplyMarkup
 from bot.telegram.texts import Texts
 from services.feedback import Rating
@@ -127,10 +128,9 @@ def share_phone_keyboard(texts: Texts) -> ReplyKeyboardMarkup:
 
 def operator_keyboard(texts: Texts) -> InlineKeyboardMarkup:
     """One inline button that starts a handoff to a person (bot/telegram/routers/handoff.py)."""
+    label = texts.of(HANDOFF_WORDS).operator_button
     return InlineKeyboardMarkup(
-        inline_keyboard=[
-            [InlineKeyboardButton(text=texts.operator_button, callback_data=HandoffButton().pack())]
-        ]
+        inline_keyboard=[[InlineKeyboardButton(text=label, callback_data=HandoffButton().pack())]]
     )
 
 

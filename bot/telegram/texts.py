@@ -93,14 +93,6 @@ class Texts:
     phone_private_only: str
     phone_forgotten: str
     phone_nothing_to_forget: str
-    # handoff to a person (bot/telegram/routers/handoff.py), used only when OPERATOR_CHAT_ID is set
-    operator_button: str
-    handoff_started: str
-    handoff_off_hours: str  # {hours} required, filled in per message
-    handoff_already: str
-    handoff_private_only: str
-    handoff_closed: str
-    handoff_not_relayed: str
     # 👍/👎 under an answer (bot/telegram/routers/feedback.py): the short notes of the press
     feedback_thanks: str
     feedback_refused: str  # the button does not name an answer of this chat
@@ -112,7 +104,6 @@ class Texts:
     menu_phone: str
     menu_forget_phone: str
     menu_stats: str  # admins only
-    menu_operator: str  # only when OPERATOR_CHAT_ID is set
     # actions with confirmation (bot/telegram/features/actions.py), only when ACTIONS_ENABLED
     action_confirm_button: str
     action_decline_button: str
@@ -159,9 +150,6 @@ class Texts:
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
 
-    def off_hours_for(self, hours: str) -> str:
-        return self.handoff_off_hours.format(hours=hours)
-
     def start_with(self, examples: str) -> str:
         """The welcome with `{examples}` (kept through the start-up formatting) filled in."""
         return self.start.replace(f"{{{EXAMPLES_PLACEHOLDER}}}", examples)
@@ -174,7 +162,6 @@ MENU_WORDS_LIMIT = 256
 # Which placeholders a text may use, and which it must (see the module docstring).
 _RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
     "too_long": frozenset({"limit"}),
-    "handoff_off_hours": frozenset({"hours"}),
     **{
         key: frozenset({"order"})
         for key in (
@@ -205,8 +192,6 @@ COMMANDS_PLACEHOLDER = "commands"
 EXAMPLES_PLACEHOLDER = "examples"
 # room for the examples when checking that a welcome fits one message
 _LONGEST_EXAMPLES = "x" * 1000
-# the longest working hours label (services/handoff.py), to check the text fits a message
-_LONGEST_HOURS = "00:00–24:00 (UTC+14)"
 
 
 def allowed_placeholders(key: str) -> frozenset[str]:
@@ -289,27 +274,6 @@ RU_TEMPLATES = Texts(
     ),
     phone_forgotten="Готово, ваш номер телефона удалён.",
     phone_nothing_to_forget="У меня нет вашего номера телефона — удалять нечего.",
-    operator_button="Позвать сотрудника",
-    handoff_started=(
-        "Передаю разговор сотруднику магазина — он ответит здесь, в этом чате. "
-        "Пока разговор идёт с сотрудником, я не отвечаю."
-    ),
-    handoff_off_hours=(
-        "Сотрудники магазина отвечают {hours}. Разговор им передан — вам ответят здесь, "
-        "в этом чате, в рабочее время. Пока разговор идёт с сотрудником, я не отвечаю."
-    ),
-    handoff_already="Вы уже на связи с сотрудником магазина — просто напишите здесь.",
-    handoff_private_only=(
-        "Позвать сотрудника можно только в личном чате со мной — напишите мне напрямую."
-    ),
-    handoff_closed=(
-        "Сотрудник магазина завершил разговор. Дальше снова отвечаю я, ИИ-ассистент. "
-        "Позвать сотрудника ещё раз — /operator."
-    ),
-    handoff_not_relayed=(
-        "Сотрудник видит текст, фото, документы и голосовые — это сообщение ему не передано. "
-        "Напишите, пожалуйста, текстом."
-    ),
     feedback_thanks="Спасибо за оценку!",
     feedback_refused="Этот ответ здесь оценить нельзя.",
     feedback_not_asker="Оценить ответ может только тот, кто задал вопрос.",
@@ -319,7 +283,6 @@ RU_TEMPLATES = Texts(
     menu_phone="Подтвердить номер телефона",
     menu_forget_phone="Удалить мой номер телефона",
     menu_stats="Статистика поддержки",
-    menu_operator="Позвать сотрудника магазина",
     action_confirm_button="✅ Подтвердить",
     action_decline_button="✖ Не нужно",
     action_working="Выполняю…",
@@ -449,28 +412,6 @@ EN_TEMPLATES = Texts(
     ),
     phone_forgotten="Done, your phone number has been removed.",
     phone_nothing_to_forget="I do not have your phone number, so there is nothing to remove.",
-    operator_button="Talk to a person",
-    handoff_started=(
-        "I am passing the conversation to a person from the shop: they will answer here, "
-        "in this chat. While you talk with them, I stay silent."
-    ),
-    handoff_off_hours=(
-        "The shop's staff answer {hours}. The conversation has been passed to them: they "
-        "will answer here, in this chat, during working hours. While you talk with them, "
-        "I stay silent."
-    ),
-    handoff_already="You are already connected to a person from the shop: just write here.",
-    handoff_private_only=(
-        "You can ask for a person only in a private chat with me: please write to me directly."
-    ),
-    handoff_closed=(
-        "The shop's staff member has ended the conversation. From now on I, the AI "
-        "assistant, answer again. To call a person again, send /operator."
-    ),
-    handoff_not_relayed=(
-        "The staff member sees text, photos, documents and voice messages: this message "
-        "was not passed on. Please write it as text."
-    ),
     feedback_thanks="Thank you for the rating!",
     feedback_refused="This answer cannot be rated here.",
     feedback_not_asker="Only the person who asked can rate this answer.",
@@ -480,7 +421,6 @@ EN_TEMPLATES = Texts(
     menu_phone="Verify my phone number",
     menu_forget_phone="Remove my phone number",
     menu_stats="Support statistics",
-    menu_operator="Talk to a person",
     action_confirm_button="✅ Confirm",
     action_decline_button="✖ No, thanks",
     action_working="Working on it…",
@@ -655,8 +595,6 @@ def _shown(texts: Texts, key: str) -> str:
     """The text as a customer may see it at its longest (runtime placeholders filled)."""
     if key == "too_long":
         return texts.too_long_for(TELEGRAM_TEXT_LIMIT)
-    if key == "handoff_off_hours":
-        return texts.off_hours_for(_LONGEST_HOURS)
     if key == "start":
         return texts.start_with(_LONGEST_EXAMPLES)
     if _RUNTIME_PLACEHOLDERS.get(key) == frozenset({"order"}):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.telegram.texts import RU_TEMPLATES
+from bot.telegram.handoff_view import HANDOFF_WORDS
 from tests.e2e.chat_helpers import WAIT_S, Script, last_user_text, query, seen_text, tool_step
 from tests.e2e.conftest import StartBot
 from tests.fakes.openai_server import FakeOpenAIServer, default_script, fake_call
@@ -147,7 +147,7 @@ async def test_killed_between_storing_the_turn_and_its_reply_sends_the_same_text
     fake_telegram.enqueue_update(message_update(CALM_CHAT, text=MISSED_AND_PERSON))
     [calm] = await fake_telegram.wait_for_messages(CALM_CHAT, 1, within=WAIT_S)
     assert _has_share_button(calm.reply_markup)  # the lookup missed, no verified phone
-    assert RU_TEMPLATES.handoff_started in seen_text(calm.text)
+    assert HANDOFF_WORDS["ru"].handoff_started in seen_text(calm.text)
 
     hold = fake_telegram.hold_calls("createForumTopic")
     update_id = fake_telegram.enqueue_update(message_update(CHAT, text=MISSED_AND_PERSON))

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from bot.telegram.handoff_view import HANDOFF_WORDS
 from bot.telegram.texts import EN, RU
 from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, wait_for_db
 from tests.fakes.openai_server import Body, FakeOpenAIServer, FakeReply, completion
@@ -158,7 +159,7 @@ async def test_with_handoff_configured_a_thumbs_down_offers_a_person_who_then_ge
         lambda: len(buttons(fake_telegram.messages_to(CUSTOMER)[-1])) == 2
     )
     [_, [person]] = buttons(fake_telegram.messages_to(CUSTOMER)[-1])
-    assert person == {"text": EN.operator_button, "callback_data": "handoff:start"}
+    assert person == {"text": HANDOFF_WORDS["en"].operator_button, "callback_data": "handoff:start"}
 
     # the customer presses it: the operators get a topic, the customer the notice
     before = len(fake_telegram.messages_to(CUSTOMER))
@@ -166,5 +167,5 @@ async def test_with_handoff_configured_a_thumbs_down_offers_a_person_who_then_ge
         callback_update(CUSTOMER, "handoff:start", message_id=answer.message_id, language_code="en")
     )
     [notice] = (await fake_telegram.wait_for_messages(CUSTOMER, before + 1, within=WAIT_S))[before:]
-    assert seen_text(notice.text) == EN.handoff_started
+    assert seen_text(notice.text) == HANDOFF_WORDS["en"].handoff_started
     await fake_telegram.wait_until(lambda: any(key[0] == operators for key in fake_telegram.topics))

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bot.telegram.handoff_view import operator_words
-from bot.telegram.texts import EN_TEMPLATES, RU_TEMPLATES
+from bot.telegram.handoff_view import HANDOFF_WORDS, OPERATOR_WORDS
+from bot.telegram.texts import RU_TEMPLATES
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,
@@ -55,7 +55,7 @@ OPERATORS = -1001500
 CUSTOMER = 7301
 OPERATOR_USER = 9001
 ADMIN = 7399
-RU_WORDS = operator_words("ru")
+RU_WORDS = OPERATOR_WORDS["ru"]
 
 
 async def start(start_bot: StartBot, telegram: FakeTelegramServer, **env: str) -> BotProcess:
@@ -80,7 +80,7 @@ async def next_message(
 async def handed_over(telegram: FakeTelegramServer) -> int:
     """/operator from the customer; returns the topic id (the brief is there)."""
     notice = await next_message(telegram, CUSTOMER, message_update(CUSTOMER, text="/operator"))
-    assert seen_text(notice.text) == RU_TEMPLATES.handoff_started
+    assert seen_text(notice.text) == HANDOFF_WORDS["ru"].handoff_started
     [(_, topic_id)] = [key for key in telegram.topics if key[0] == OPERATORS]
     await telegram.wait_until(lambda: bool(telegram.messages_in_topic(OPERATORS, topic_id)))
     return topic_id
@@ -132,11 +132,11 @@ async def test_operator_handoff_end_to_end(
         CUSTOMER,
         topic_message_update(OPERATORS, topic_id, text="/close", user_id=OPERATOR_USER),
     )
-    assert seen_text(closed.text) == RU_TEMPLATES.handoff_closed
+    assert seen_text(closed.text) == HANDOFF_WORDS["ru"].handoff_closed
     await fake_telegram.wait_for_call("closeForumTopic")
     await fake_telegram.wait_until(
         lambda: any(
-            m.plain_text == RU_WORDS.closed
+            m.plain_text == RU_WORDS.operator_closed
             for m in fake_telegram.messages_in_topic(OPERATORS, topic_id)
         )
     )
@@ -283,7 +283,7 @@ async def test_the_model_hands_over_with_request_human_through_the_executor(
     tools = [t["function"]["name"] for t in fake_openai.chat_requests[0]["tools"]]
     assert "request_human" in tools
     assert answer.plain_text.startswith("Хорошо, зову сотрудника.")
-    assert RU_TEMPLATES.handoff_started in seen_text(answer.text)
+    assert HANDOFF_WORDS["ru"].handoff_started in seen_text(answer.text)
     assert results_for(fake_openai, "Позовите человека")[0]["ok"] is True
     assert query(
         database_path, "SELECT status FROM tool_calls WHERE tool_name = 'request_human'"
@@ -348,14 +348,14 @@ async def test_the_button_starts_a_handoff_from_the_customers_own_private_chat_o
     notice = await next_message(
         fake_telegram, CUSTOMER, callback_update(CUSTOMER, "handoff:start", language_code="en")
     )
-    assert seen_text(notice.text) == EN_TEMPLATES.handoff_started
+    assert seen_text(notice.text) == HANDOFF_WORDS["en"].handoff_started
     assert query(database_path, "SELECT source FROM handoffs") == [("button",)]
     await fake_telegram.wait_for_call("answerCallbackQuery")
     # pressed again: already with a person, no second brief
     again = await next_message(
         fake_telegram, CUSTOMER, callback_update(CUSTOMER, "handoff:start", language_code="en")
     )
-    assert seen_text(again.text) == EN_TEMPLATES.handoff_already
+    assert seen_text(again.text) == HANDOFF_WORDS["en"].handoff_already
     assert len(fake_telegram.messages_to(OPERATORS)) == 1
 
 
@@ -411,7 +411,7 @@ async def test_a_sticker_is_not_passed_on_and_the_customer_is_told(
     note = await next_message(
         fake_telegram, CUSTOMER, message_update(CUSTOMER, extra={"sticker": sticker})
     )
-    assert seen_text(note.text) == RU_TEMPLATES.handoff_not_relayed
+    assert seen_text(note.text) == HANDOFF_WORDS["ru"].handoff_not_relayed
     assert [m.kind for m in fake_telegram.messages_in_topic(OPERATORS, topic_id)] == ["text"]
 
 
@@ -473,11 +473,11 @@ async def test_a_failed_turn_offers_the_person_button_and_it_works(
     await start(start_bot, fake_telegram)
     apology = await next_message(fake_telegram, CUSTOMER, message_update(CUSTOMER, text="Привет"))
     [[button]] = (apology.reply_markup or {})["inline_keyboard"]
-    assert button == {"text": RU_TEMPLATES.operator_button, "callback_data": "handoff:start"}
+    assert button == {"text": HANDOFF_WORDS["ru"].operator_button, "callback_data": "handoff:start"}
     notice = await next_message(
         fake_telegram, CUSTOMER, callback_update(CUSTOMER, button["callback_data"])
     )
-    assert seen_text(notice.text) == RU_TEMPLATES.handoff_started
+    assert seen_text(notice.text) == HANDOFF_WORDS["ru"].handoff_started
     assert query(database_path, "SELECT source FROM handoffs") == [("button",)]
 
 
@@ -492,7 +492,7 @@ async def test_outside_working_hours_the_customer_is_told_when_people_answer(
         fake_telegram, CUSTOMER, message_update(CUSTOMER, text="/operator", language_code="en")
     )
     label = f"{later:%H}:00–{(later + timedelta(hours=1)):%H}:00 (UTC)"
-    assert seen_text(notice.text) == EN_TEMPLATES.off_hours_for(label)
+    assert seen_text(notice.text) == HANDOFF_WORDS["en"].off_hours_for(label)
 
 
 async def test_closing_the_topic_ends_the_handoff_and_reopening_it_changes_nothing(
@@ -506,7 +506,7 @@ async def test_closing_the_topic_ends_the_handoff_and_reopening_it_changes_nothi
     closed = await next_message(
         fake_telegram, CUSTOMER, topic_closed_update(OPERATORS, topic_id, user_id=OPERATOR_USER)
     )
-    assert seen_text(closed.text) == RU_TEMPLATES.handoff_closed
+    assert seen_text(closed.text) == HANDOFF_WORDS["ru"].handoff_closed
     assert query(database_path, "SELECT close_reason FROM handoffs") == [("topic_closed",)]
     again = topic_closed_update(OPERATORS, topic_id, user_id=OPERATOR_USER)
     reopened = topic_message_update(
@@ -637,7 +637,7 @@ async def test_during_a_handoff_invisible_and_too_long_messages_are_refused_as_i
         CUSTOMER,
         topic_message_update(OPERATORS, topic_id, text="/close", user_id=OPERATOR_USER),
     )
-    assert seen_text(closed.text) == RU_TEMPLATES.handoff_closed
+    assert seen_text(closed.text) == HANDOFF_WORDS["ru"].handoff_closed
     await next_message(fake_telegram, CUSTOMER, message_update(CUSTOMER, text="Что с заказом?"))
     body = next(b for b in fake_openai.chat_requests if last_user_text(b) == "Что с заказом?")
     said = [str(m.get("content")) for m in body["messages"] if m["role"] == "user"]

@@ -19,6 +19,7 @@ from bot.runtime.intake import Intake
 from bot.runtime.responder import Responder
 from bot.telegram.channel import TelegramChannel
 from bot.telegram.filters import LanguageMiddleware
+from bot.telegram.handoff_view import HANDOFF_WORDS
 from bot.telegram.keyboards import (
     FeedbackButton,
     HandoffButton,
@@ -117,7 +118,9 @@ async def test_a_thumbs_down_offers_a_person_when_handoff_is_configured(
     assert text == EN.feedback_thanks
     rows = _edited_markup(fake_telegram)["inline_keyboard"]
     assert [b["text"] for b in rows[0]] == ["👍", "✓ 👎"]
-    assert rows[1] == [{"text": EN.operator_button, "callback_data": HANDOFF_START}]
+    assert rows[1] == [
+        {"text": HANDOFF_WORDS["en"].operator_button, "callback_data": HANDOFF_START}
+    ]
 
 
 async def test_no_person_is_offered_without_handoff_or_after_a_thumbs_up(
@@ -205,7 +208,7 @@ def test_buttons_stored_by_earlier_versions_still_parse() -> None:
                 {"text": "👍", "callback_data": f"fb:{TURN}:u"},
                 {"text": "👎", "callback_data": f"fb:{TURN}:d"},
             ],
-            [{"text": EN.operator_button, "callback_data": HANDOFF_START}],
+            [{"text": HANDOFF_WORDS["en"].operator_button, "callback_data": HANDOFF_START}],
         ]
     }
     restored = markup_from_json(stored)
@@ -214,4 +217,7 @@ def test_buttons_stored_by_earlier_versions_still_parse() -> None:
     assert up is not None and (up.turn_id, up.vote.rating) == (TURN, Rating.UP)
     assert down is not None and down.vote.rating is Rating.DOWN
     assert HandoffButton.unpack(HANDOFF_START) == HandoffButton()
-    assert markup_to_json(feedback_keyboard(TURN, operator_label=EN.operator_button)) == stored
+    assert (
+        markup_to_json(feedback_keyboard(TURN, operator_label=HANDOFF_WORDS["en"].operator_button))
+        == stored
+    )

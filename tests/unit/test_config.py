@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.runtime.config import BotMode, SettingsError, load_settings, load_shop_settings
+from bot.runtime.config import (
+    BotMode,
+    SettingsError,
+    load_feature_settings,
+    load_settings,
+    load_shop_settings,
+)
+from bot.telegram.features.handoff import HandoffSettings
 
 BASE = {"BOT_TOKEN": "1:secret-token", "OPENAI_API_KEY": "sk-secret-key"}
 
@@ -254,12 +261,20 @@ def test_shop_settings_load_without_token_or_key(monkeypatch: pytest.MonkeyPatch
         load_shop_settings()
 
 
+def handoff(monkeypatch: pytest.MonkeyPatch, **env: str) -> HandoffSettings:
+    """The handoff feature's own group, read by the names owners have always set."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return load_feature_settings(HandoffSettings)
+
+
 def test_handoff_is_off_unless_operator_chat_id_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = make(monkeypatch)
-    assert settings.operator_chat_id is None and settings.handoff_hours is None
-    on = make(monkeypatch, OPERATOR_CHAT_ID="-1001234567890", OPERATOR_HOURS=" 09:00-18:00 ")
+    assert settings.operator_chat_id is None and handoff(monkeypatch).hours is None
+    on = make(monkeypatch, OPERATOR_CHAT_ID="-1001234567890")
     assert on.operator_chat_id == -1001234567890
-    assert on.handoff_hours is not None and on.handoff_hours.label == "09:00–18:00 (UTC)"
+    hours = handoff(monkeypatch, OPERATOR_HOURS=" 09:00-18:00 ").hours
+    assert hours is not None and hours.label == "09:00–18:00 (UTC)"
 
 
 @pytest.mark.parametrize("value", ["1234", "0", "operators"])
@@ -270,9 +285,11 @@ def test_operator_chat_id_must_be_a_group_id(monkeypatch: pytest.MonkeyPatch, va
 
 
 def test_operator_hours_shape_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    message = error_for(monkeypatch, OPERATOR_CHAT_ID="-100", OPERATOR_HOURS="9 to 6")
-    assert "OPERATOR_HOURS: expected HH:MM-HH:MM" in message
-    assert "OPERATOR_UTC_OFFSET" in error_for(monkeypatch, OPERATOR_UTC_OFFSET="15")
+    with pytest.raises(SettingsError) as info:
+        handoff(monkeypatch, OPERATOR_HOURS="9 to 6")
+    assert "OPERATOR_HOURS: expected HH:MM-HH:MM" in str(info.value)
+    with pytest.raises(SettingsError, match="OPERATOR_UTC_OFFSET"):
+        handoff(monkeypatch, OPERATOR_HOURS="", OPERATOR_UTC_OFFSET="15")
 
 
 def test_feedback_and_stats_settings(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,21 +7,26 @@ the start-up check of the operators' group, the open-handoffs gauge and the /sta
 Its part in the core's work: after a turn in which the model called `request_human`,
 the notice under the answer and the brief in the operators' topic (`after_turn`); the
 "talk to a person" button after a failed turn or a 👎 (`person_button`); a new topic for
-a part whose topic was deleted (`topic_lost`, asked by the responder).
+a part whose topic was deleted (`topic_lost`, asked by the responder). Its settings are
+`HandoffSettings` (OPERATOR_HOURS, OPERATOR_UTC_OFFSET), its words `HANDOFF_WORDS` and
+`OPERATOR_WORDS` (bot/telegram/handoff_view.py).
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from aiogram.types import Message
+from pydantic import Field, field_validator
 
-from bot.runtime.config import NoSettings
+from bot.runtime.config import FeatureSettings
 from bot.runtime.metrics import Metrics
 from bot.telegram.context import AfterTurn, HandlerDeps, TurnAddition, UpdateContext
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
+from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds, word_table
 from bot.telegram.handoff import HandoffDesk, HandoffSetupError
+from bot.telegram.handoff_view import HANDOFF_WORDS, OPERATOR_WORDS
 from bot.telegram.routers.handoff import (
     MENU,
     build_customer_handoff_router,
@@ -33,7 +38,7 @@ from bot.telegram.startup import CannotStart
 from bot.telegram.stats_view.handoff import handoff_block
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language
-from services.handoff import HandoffService
+from services.handoff import HandoffService, OperatorHours
 from services.loop_types import TurnReply
 from services.stats import StatsReport, handoff_stats
 from storage.conversations import ConversationRepository
@@ -41,7 +46,34 @@ from storage.handoffs import HandoffRepository
 from tools.request_human import request_human_tool
 
 
-def handoff_in_turns(needs: Needs, _conf: NoSettings) -> ChatPart[HandoffService] | None:
+class HandoffSettings(FeatureSettings):
+    """The handoff's own settings (the names owners have always set); OPERATOR_CHAT_ID,
+    which turns it on, stays in `Settings`: actions and gaps send to the same group."""
+
+    # When operators answer, HH:MM-HH:MM at OPERATOR_UTC_OFFSET (unset: any time); outside
+    # them the customer is told when a person will be back
+    operator_hours: str | None = None
+    operator_utc_offset: int = Field(default=0, ge=-12, le=14)
+
+    @field_validator("operator_hours", mode="before")
+    @classmethod
+    def _check_operator_hours(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            OperatorHours.parse(value)  # ValueError names the expected shape
+            return value.strip()
+        return value
+
+    @property
+    def hours(self) -> OperatorHours | None:
+        """OPERATOR_HOURS at OPERATOR_UTC_OFFSET, or None (operators answer any time)."""
+        if self.operator_hours is None:
+            return None
+        return OperatorHours.parse(self.operator_hours, self.operator_utc_offset)
+
+
+def handoff_in_turns(needs: Needs, conf: HandoffSettings) -> ChatPart[HandoffService] | None:
     """The service and `request_human`, or None without OPERATOR_CHAT_ID (no handoff)."""
     settings = needs.settings
     if settings.operator_chat_id is None:
@@ -49,7 +81,7 @@ def handoff_in_turns(needs: Needs, _conf: NoSettings) -> ChatPart[HandoffService
     service = HandoffService(
         HandoffRepository(needs.db),
         ConversationRepository(needs.db),
-        hours=settings.handoff_hours,
+        hours=conf.hours,
         storage_retry=needs.storage_retry,
         clock=time.time,
     )
@@ -57,7 +89,7 @@ def handoff_in_turns(needs: Needs, _conf: NoSettings) -> ChatPart[HandoffService
 
 
 def handoff_on_telegram(
-    needs: Needs, telegram: TelegramNeeds, service: HandoffService, _conf: NoSettings
+    needs: Needs, telegram: TelegramNeeds, service: HandoffService, _conf: HandoffSettings
 ) -> Feature:
     operator_chat_id = needs.settings.operator_chat_id
     assert operator_chat_id is not None  # the part in turns is built only with it
@@ -137,6 +169,11 @@ def handoff_feature(desk: HandoffDesk) -> Feature:
     )
 
 
-HANDOFF: FeatureSpec[HandoffService, NoSettings] = FeatureSpec(
-    name="handoff", chat=handoff_in_turns, telegram=handoff_on_telegram
+# customers' words in their language, operators' in the shop's (bot/telegram/handoff_view.py)
+HANDOFF: FeatureSpec[HandoffService, HandoffSettings] = FeatureSpec(
+    name="handoff",
+    chat=handoff_in_turns,
+    telegram=handoff_on_telegram,
+    settings=HandoffSettings,
+    words=word_table(HANDOFF_WORDS, OPERATOR_WORDS),
 )

@@ -31,6 +31,7 @@ from aiogram.methods import AnswerCallbackQuery, EditMessageReplyMarkup, Telegra
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 
 from bot.telegram.context import HandlerDeps, UpdateContext
+from bot.telegram.handoff_view import HANDOFF_WORDS
 from bot.telegram.keyboards import FeedbackButton, HandoffButton, feedback_keyboard, with_rows
 from bot.telegram.sender import Sender
 from services.feedback import FeedbackOutcome, Rating
@@ -77,7 +78,8 @@ def build_feedback_router(deps: HandlerDeps, *, offer_operator: bool = False) ->
         )
         if outcome is FeedbackOutcome.RECORDED and parsed is not None and message is not None:
             turn_id, rating = parsed.turn_id, parsed.vote.rating
-            operator = texts.operator_button if offer_operator and rating is Rating.DOWN else None
+            person = offer_operator and rating is Rating.DOWN
+            operator = texts.of(HANDOFF_WORDS).operator_button if person else None
             marked = feedback_keyboard(turn_id, chosen=rating, operator_label=operator)
             # rows of other features under the answer (order updates' "notify me") stay
             marked = with_rows(marked, _other_rows(message.reply_markup)) or marked

@@ -33,6 +33,7 @@ from aiogram.types import CallbackQuery, Message, User
 from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.filters import AddressedToBot, IsCommand, caller_of
 from bot.telegram.handoff import HandoffDesk
+from bot.telegram.handoff_view import HANDOFF_WORDS
 from bot.telegram.keyboards import HandoffButton
 from bot.telegram.limits import within_limits
 from bot.telegram.menu import MenuEntry
@@ -125,7 +126,7 @@ async def _begin(
 ) -> None:
     started = await handoff.service.start(chat_id, source=source)
     if not started.new and started.handoff.briefed_at is not None:
-        await outbox.send_parts(handoff.notice(chat_id, texts.handoff_already))
+        await outbox.send_parts(handoff.notice(chat_id, texts.of(HANDOFF_WORDS).handoff_already))
         return
     topic_id = await handoff.topic_for(chat_id, user, language, reopen=True)
     parts = [
@@ -138,7 +139,7 @@ async def _begin(
 
 
 # the customers' menu entries of the handoff (bot/telegram/menu.py)
-MENU = (MenuEntry("operator", lambda t: t.menu_operator),)
+MENU = (MenuEntry("operator", lambda t: t.of(HANDOFF_WORDS).menu_operator),)
 
 
 def build_handoff_commands_router(handoff: HandoffDesk) -> Router:
@@ -149,7 +150,7 @@ def build_handoff_commands_router(handoff: HandoffDesk) -> Router:
     @router.message(Command("operator"))
     async def operator(message: Message, ctx: UpdateContext) -> None:
         if not caller_of(message).private_chat:
-            await ctx.outbox.send(ctx.texts.handoff_private_only)
+            await ctx.outbox.send(ctx.texts.of(HANDOFF_WORDS).handoff_private_only)
             return
         await _begin(
             message.chat.id,
@@ -209,7 +210,7 @@ def build_customer_handoff_router(deps: HandlerDeps, handoff: HandoffDesk) -> Ro
         outbox = ctx.outbox
         text = history_text(message)
         if text is None:
-            await outbox.send(ctx.texts.handoff_not_relayed)
+            await outbox.send(ctx.texts.of(HANDOFF_WORDS).handoff_not_relayed)
             return
         # the chat path's checks: these words would reach the model after the handoff
         refusal = refusal_of(text, ctx.texts, deps.max_input_chars)
@@ -262,15 +263,15 @@ async def _close(
     )
     if not closed:
         if tell_topic:
-            await outbox.send_parts([handoff.to_topic(topic_id, handoff.words.not_open)])
+            await outbox.send_parts([handoff.to_topic(topic_id, handoff.words.operator_not_open)])
         else:
             await outbox.ignore("handoff_not_open")
         return
     topic = await handoff.service.topic_of(customer_chat_id)
     texts = handoff.customer_texts(topic.language if topic is not None else "")
-    parts = handoff.notice(customer_chat_id, texts.handoff_closed)
+    parts = handoff.notice(customer_chat_id, texts.of(HANDOFF_WORDS).handoff_closed)
     if tell_topic:
-        parts.append(handoff.to_topic(topic_id, handoff.words.closed))
+        parts.append(handoff.to_topic(topic_id, handoff.words.operator_closed))
     await outbox.send_parts(parts)
     if tell_topic:  # operators see the topic closed; its service message changes nothing
         await handoff.close_topic(topic_id)
@@ -322,13 +323,14 @@ def build_operator_router(handoff: HandoffDesk) -> Router:
         text = history_text(message)
         if text is None:
             if message.content_type in _CONTENT_KINDS:
-                await outbox.send_parts([handoff.to_topic(topic_id, handoff.words.not_relayed)])
+                not_relayed = handoff.words.operator_not_relayed
+                await outbox.send_parts([handoff.to_topic(topic_id, not_relayed)])
             else:  # a service message (topic created, reopened, pinned…)
                 await outbox.ignore("handoff_service_message")
             return
         current = await handoff.service.current(customer_chat_id)
         if current is None:
-            await outbox.send_parts([handoff.to_topic(topic_id, handoff.words.not_open)])
+            await outbox.send_parts([handoff.to_topic(topic_id, handoff.words.operator_not_open)])
             return
         await handoff.service.operator_said(current, update_id=ctx.update_id, text=text)
         await outbox.send_parts([handoff.copy_to_customer(customer_chat_id, message.message_id)])

@@ -6,6 +6,7 @@ import pytest
 
 from bot.telegram.features import Feature
 from bot.telegram.gaps_view import GAPS_WORDS
+from bot.telegram.handoff_view import HANDOFF_WORDS
 from bot.telegram.menu import feature_entry, menu_calls
 from bot.telegram.routers import get_menu
 from bot.telegram.routers.handoff import MENU as HANDOFF_MENU
@@ -41,7 +42,7 @@ def test_customers_then_each_admin_in_the_default_language_then_english() -> Non
 def test_a_features_entries_join_the_customers_menu() -> None:
     handoff = Feature(name="handoff", menu=HANDOFF_MENU)
     [everyone] = _menus(menu_calls(get_menu([handoff]), BUILT_IN, []))[:1]
-    assert everyone[2][-1] == ("operator", RU.menu_operator)
+    assert everyone[2][-1] == ("operator", HANDOFF_WORDS["ru"].menu_operator)
 
 
 def test_a_features_admin_entries_join_only_the_admins_menu() -> None:

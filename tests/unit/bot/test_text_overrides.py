@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.telegram.features.catalog import words_of
+from bot.telegram.features.registry import FEATURES
 from bot.telegram.formatting import markdown_to_messages
 from bot.telegram.texts import (
     EN,
@@ -36,7 +38,10 @@ def _write(tmp_path: Path, content: str | bytes) -> Path:
 
 
 def _load(path: Path, shop_name: str | None = None) -> None:
-    load_text_table(texts_file=path, shop_name=shop_name, default_language="ru")
+    """As the bot loads them: the built-in texts and every feature's words."""
+    load_text_table(
+        texts_file=path, shop_name=shop_name, default_language="ru", features=words_of(FEATURES)
+    )
 
 
 def test_the_welcome_says_it_is_an_ai_and_how_to_reach_the_shop_in_both_languages() -> None:
