@@ -243,18 +243,15 @@ class Bench:
         self._openai_root = self.openai_url.removesuffix("/v1")
 
     async def set_model_latency(self, latency_ms: float) -> None:
-        async with aiohttp.ClientSession() as http:
-            async with http.post(
-                f"{self._openai_root}/_fake/config", json={"latency_ms": latency_ms}
-            ) as response:
-                response.raise_for_status()
+        await self._configure_model({"latency_ms": latency_ms})
 
     async def set_model_script(self, script: str) -> None:
         """The fake model's script: "default", or "knowledge" (searches the knowledge)."""
+        await self._configure_model({"script": script})
+
+    async def _configure_model(self, settings: dict[str, Any]) -> None:
         async with aiohttp.ClientSession() as http:
-            async with http.post(
-                f"{self._openai_root}/_fake/config", json={"script": script}
-            ) as response:
+            async with http.post(f"{self._openai_root}/_fake/config", json=settings) as response:
                 response.raise_for_status()
 
     async def new_timings(self) -> list[dict[str, Any]]:
