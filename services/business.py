@@ -16,8 +16,9 @@ incoming message in the last 24 hours). What this module decides, with no Telegr
   button gives it back. A turn already running when the owner wrote is not sent
   (`owner_wrote`, noted the moment the owner's message is stored);
 - **the window**: a message older than 24 hours is not answered (Telegram would refuse);
-- **approval mode** (per connection): the answer becomes a draft the owner sends,
-  rewrites or discards; each draft is decided once.
+- **approval mode** (per connection): the answer (with the action card the turn
+  proposed, if any) becomes a draft the owner sends, rewrites or discards; each draft is
+  decided once.
 """
 
 from __future__ import annotations
@@ -92,6 +93,16 @@ class Incoming:
     from_id: int | None
     sent_by_bot: bool
     date: float
+
+
+@dataclass(frozen=True, slots=True)
+class DraftCard:
+    """The action card a drafted turn proposed: its operation, its words (the exact
+    effect) and its keyboard (JSON), kept with the draft until the owner decides."""
+
+    operation_id: str
+    words: str
+    markup: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,8 +220,15 @@ class BusinessService:
 
     # --- approval mode ----------------------------------------------------------------
     async def new_draft(
-        self, message: Incoming, message_id: int, text: str, turn_id: str | None = None
+        self,
+        message: Incoming,
+        message_id: int,
+        text: str,
+        turn_id: str | None = None,
+        card: DraftCard | None = None,
     ) -> Draft:
+        """The answer (and the action card the turn proposed, if any) waits for the
+        owner: the customer sees nothing, so the card cannot be pressed until Send."""
         draft = Draft(
             draft_id=secrets.token_hex(8),
             connection_id=message.connection_id,
@@ -220,6 +238,9 @@ class BusinessService:
             status=WAITING,
             asked_at=message.date,
             turn_id=turn_id,
+            operation_id=None if card is None else card.operation_id,
+            card=None if card is None else card.words,
+            card_markup=None if card is None else card.markup,
         )
         await self._repo.add_draft(draft)
         return draft
@@ -245,7 +266,8 @@ class BusinessService:
         return await self._repo.editing(ids)
 
     async def deleted(self, connection_id: str, chat_id: int, message_ids: list[int]) -> int:
-        """The customer deleted messages: drafts answering them are not sent."""
+        """The customer deleted messages: drafts answering them are discarded, as by the
+        owner's Discard (their answers leave the history, their action cards expire)."""
         return await self._repo.discard_for_messages(connection_id, chat_id, message_ids)
 
     async def questions_by_channel(self, since: float) -> tuple[int, int]:

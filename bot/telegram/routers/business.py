@@ -20,6 +20,9 @@ What is decided is services/business.py's; here it becomes Telegram:
 - the owner's own message in a chat: silence there, and one notice with a button that
   gives the chat back; the bot's own messages (echoed by Telegram) change nothing;
 - approval mode: the answer goes to the owner as a draft card, Send / Edit / Discard;
+  an action the turn proposed goes with it: Send (or the owner's rewrite) posts its
+  ✅/✖ card in the customer's chat, where a press takes the same path as in the bot's
+  chat (bot/telegram/routers/actions.py); Discard withdraws it;
 - an edit of a customer's message is not answered again (the answer stands); deleted
   messages discard the drafts that answered them.
 """
@@ -27,6 +30,7 @@ What is decided is services/business.py's; here it becomes Telegram:
 from __future__ import annotations
 
 import html
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -60,17 +64,18 @@ from bot.telegram.sender import Sender
 from bot.telegram.stats_view.table import TableSection, kv
 from bot.telegram.stats_view.wording import format_int
 from bot.telegram.texts import language_for
-from bot.telegram.turn_view import ChatSide, turn_view
+from bot.telegram.turn_view import ChatSide, action_card, turn_view
 from services.business import (
     BusinessService,
     Change,
     Decision,
+    DraftCard,
     Incoming,
     Verdict,
 )
 from services.offers import Offer, OwnerWillAnswer
 from services.stats import StatsReport
-from storage.business import Connection
+from storage.business import Connection, Draft
 from storage.inbox import StoredReply
 
 log = logging.getLogger(__name__)
@@ -377,16 +382,26 @@ async def _draft_for_owner(
     decision: Decision,
     incoming: Incoming,
 ) -> None:
-    """Approval mode: the answer goes to the owner's chat with the bot as a draft card."""
+    """Approval mode: the answer goes to the owner's chat with the bot as a draft card;
+    an action the turn proposed is shown there and kept with the draft, so Send posts its
+    ✅/✖ card in the customer's chat (Discard withdraws it)."""
     assert message.text is not None and decision.connection is not None
     reply = await ask_model(
         message, message.text, deps.chat_service, ctx.update_id, language=ctx.language
     )
     me = await deps.sender.bot.me()
-    view = turn_view(reply, ctx.texts, _business_side(ctx, words, me.username or ""))
-    draft = await service.new_draft(incoming, message.message_id, view.text, reply.turn_id)
+    side = _business_side(ctx, words, me.username or "")
+    view = turn_view(reply, ctx.texts, side)
+    proposed = action_card(reply, side)
+    card = None
+    if proposed is not None and view.markup is not None:
+        keyboard = json.dumps(markup_to_json(view.markup))
+        card = DraftCard(operation_id=proposed[0], words=proposed[1], markup=keyboard)
+    draft = await service.new_draft(incoming, message.message_id, view.text, reply.turn_id, card)
     owner_language = ctx.language  # the owner reads the card in the customer's language
-    card = words(owner_language, "draft", name=_name_of(message), text=view.text)
+    text = words(owner_language, "draft", name=_name_of(message), text=view.text)
+    if card is not None:
+        text = f"{text}\n\n{words(owner_language, 'draft_action')}"
     buttons = [
         InlineKeyboardButton(
             text=words(owner_language, key),
@@ -397,7 +412,7 @@ async def _draft_for_owner(
     markup = InlineKeyboardMarkup(inline_keyboard=[buttons])
     owner_chat = decision.connection.owner_chat_id
     asked = await _owner_asked(message, ctx, service, words, reply.offers, incoming, owner_chat)
-    parts = [_to_owner(owner_chat, card, markup)]
+    parts = [_to_owner(owner_chat, text, markup)]
     await ctx.outbox.send_parts(parts if asked is None else [*parts, asked])
 
 
@@ -506,7 +521,7 @@ async def _draft_pressed(
     if choice == "s" and await service.send(draft.draft_id):
         await _ack(sender, query, words(language, "sent"))
         await _remove_buttons(sender, query)
-        await ctx.outbox.send_parts(_posted(draft.connection_id, draft.chat_id, draft.text))
+        await ctx.outbox.send_parts(_posted(draft, draft.text, draft.card_markup))
     elif choice == "e" and await service.edit(draft.draft_id):
         await _ack(sender, query, None)
         await ctx.outbox.send(words(language, "edit_prompt"))
@@ -544,20 +559,25 @@ async def _rewritten(
         chat_id=draft.chat_id,
         business_connection_id=draft.connection_id,
     )
+    # the action card the draft carried follows the owner's words as its own message
+    card = [] if draft.card is None else _posted(draft, draft.card, draft.card_markup)
     sent = words(ctx.language, "sent")
-    await ctx.outbox.send_parts([posted, _to_owner(message.chat.id, sent)])
+    await ctx.outbox.send_parts([posted, *card, _to_owner(message.chat.id, sent)])
 
 
-def _posted(connection_id: str, chat_id: int, markdown: str) -> list[StoredReply]:
-    """A draft's Markdown as the parts posted in the customer's chat, as the owner."""
+def _posted(draft: Draft, markdown: str, markup: str | None) -> list[StoredReply]:
+    """Markdown as the parts posted in the draft's customer's chat, as the owner; the
+    action card's ✅/✖ (`markup`, JSON) under the last part."""
+    parts = markdown_to_messages(markdown)
     return [
         StoredReply(
             html=part.html,
             plain=part.plain,
-            chat_id=chat_id,
-            business_connection_id=connection_id,
+            chat_id=draft.chat_id,
+            business_connection_id=draft.connection_id,
+            reply_markup=json.loads(markup) if markup and i == len(parts) - 1 else None,
         )
-        for part in markdown_to_messages(markdown)
+        for i, part in enumerate(parts)
     ]
 
 
