@@ -245,12 +245,19 @@ class BusinessRepository:
         return None if row is None else _draft(row)
 
     async def move_draft(
-        self, draft_id: str, *, to: str, from_: tuple[str, ...], text: str | None = None
+        self,
+        draft_id: str,
+        *,
+        to: str,
+        from_: tuple[str, ...],
+        text: str | None = None,
+        withdrawn: bool = False,
     ) -> bool:
         """One conditional move; False when the draft was not in one of `from_`. In the
         same transaction the history follows what the customer read (a discarded draft's
-        answer leaves it, a rewrite replaces it) and so does its action card (discarded:
-        it can no longer be confirmed; sent: its time to be pressed starts now)."""
+        answer leaves it — with the customer's question when they `withdrawn` it by
+        deleting it —, a rewrite replaces it) and so does its action card (discarded: it
+        can no longer be confirmed; sent: its time to be pressed starts now)."""
         marks = ",".join("?" * len(from_))
         now = self._clock()
         async with self._db.transaction() as tx:
@@ -274,9 +281,8 @@ class BusinessRepository:
             if turn_id is None:
                 return True
             if to == DISCARDED:
-                await tx.execute(
-                    "DELETE FROM messages WHERE turn_id = ? AND role = 'assistant'", (turn_id,)
-                )
+                roles = "" if withdrawn else " AND role = 'assistant'"
+                await tx.execute(f"DELETE FROM messages WHERE turn_id = ?{roles}", (turn_id,))
             elif to == SENT and text is not None:
                 await tx.execute(
                     "UPDATE messages SET content = ? WHERE turn_id = ? AND role = 'assistant'",
@@ -288,7 +294,8 @@ class BusinessRepository:
         self, connection_id: str, chat_id: int, message_ids: list[int]
     ) -> int:
         """The customer deleted the messages: their undecided drafts are discarded, each
-        as the owner's Discard would (history and action card follow)."""
+        as the owner's Discard would (the action card is withdrawn), and their turns leave
+        the history, question and answer."""
         if not message_ids:
             return 0
         marks = ",".join("?" * len(message_ids))
@@ -300,8 +307,17 @@ class BusinessRepository:
         moved = 0
         for row in rows:
             draft_id = str(row["draft_id"])
-            moved += await self.move_draft(draft_id, to=DISCARDED, from_=(WAITING, EDITING))
+            moved += await self.move_draft(
+                draft_id, to=DISCARDED, from_=(WAITING, EDITING), withdrawn=True
+            )
         return moved
+
+    async def forget_turn(self, turn_id: str, *, question: bool) -> int:
+        """A turn whose answer the customer never read leaves the history: its answer,
+        and (`question`) the customer's message too when they deleted it. The turn itself
+        stays in the records (turns, /stats)."""
+        roles = "" if question else " AND role <> 'user'"
+        return await self._db.write(f"DELETE FROM messages WHERE turn_id = ?{roles}", (turn_id,))
 
     # --- /stats -----------------------------------------------------------------------
     async def questions_by_channel(self, since: float, below: int) -> tuple[int, int]:

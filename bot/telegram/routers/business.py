@@ -23,8 +23,9 @@ What is decided is services/business.py's; here it becomes Telegram:
   an action the turn proposed goes with it: Send (or the owner's rewrite) posts its
   ✅/✖ card in the customer's chat, where a press takes the same path as in the bot's
   chat (bot/telegram/routers/actions.py); Discard withdraws it;
-- an edit of a customer's message is not answered again (the answer stands); deleted
-  messages discard the drafts that answered them.
+- an edit of a customer's message is not answered again (the answer stands); a message
+  the customer deleted before its answer was posted is not answered (a running turn's
+  answer is not sent, a waiting draft is discarded) and its turn leaves the memory.
 """
 
 from __future__ import annotations
@@ -227,7 +228,17 @@ async def _customer_message(
     if verdict not in (Verdict.ANSWER, Verdict.DRAFT):
         if verdict is Verdict.NOT_SERVED:
             log.info("business message of connection %s not served", incoming.connection_id)
+        elif verdict is Verdict.TOO_OLD:
+            log.info(
+                "business message of connection %s is %.0f h old, past Telegram's 24-hour "
+                "reply window: not answered",
+                incoming.connection_id,
+                (time.time() - incoming.date) / 3600,
+            )
         await ctx.outbox.ignore(f"business_{verdict.value}")
+        return
+    if service.was_deleted(incoming.connection_id, incoming.chat_id, message.message_id):
+        await ctx.outbox.ignore("business_deleted_before_answer")  # the model is not asked
         return
     if not message.text:  # a photo, a voice note, a sticker: the owner's to answer
         await ctx.outbox.ignore("business_not_text")
@@ -331,9 +342,7 @@ async def _answer(
         reply = await ask_model(
             message, message.text, deps.chat_service, ctx.update_id, language=ctx.language
         )
-    if service.owner_wrote(incoming.connection_id, incoming.chat_id, started):
-        log.info("business chat %s: the owner wrote during the turn; not sent", incoming.chat_id)
-        await ctx.outbox.ignore("business_owner_took_over")
+    if await _not_posted(message, ctx, service, incoming, reply.turn_id, started):
         return
     me = await deps.sender.bot.me()
     view = turn_view(reply, ctx.texts, _business_side(ctx, words, me.username or ""))
@@ -345,6 +354,31 @@ async def _answer(
         return
     text = f"{view.text}\n\n{words(ctx.language, 'owner_will_answer')}"
     await ctx.outbox.send(text, turn_id=reply.turn_id, reply_markup=view.markup, also=[asked])
+
+
+async def _not_posted(
+    message: Message,
+    ctx: UpdateContext,
+    service: BusinessService,
+    incoming: Incoming,
+    turn_id: str | None,
+    started: float | None,
+) -> bool:
+    """While the turn ran the customer deleted the message, or (`started` given) the owner
+    wrote in the chat: the answer is not posted and leaves the conversation's memory
+    (with the question, when the customer deleted it). True when it is not posted."""
+    connection_id, chat_id = incoming.connection_id, incoming.chat_id
+    if service.was_deleted(connection_id, chat_id, message.message_id):
+        log.info("business chat %s: the customer deleted the message; not answered", chat_id)
+        await service.not_read(turn_id, deleted=True)
+        await ctx.outbox.ignore("business_deleted_before_answer")
+        return True
+    if started is not None and service.owner_wrote(connection_id, chat_id, started):
+        log.info("business chat %s: the owner wrote during the turn; not sent", chat_id)
+        await service.not_read(turn_id, deleted=False)
+        await ctx.outbox.ignore("business_owner_took_over")
+        return True
+    return False
 
 
 async def _owner_asked(
@@ -389,6 +423,8 @@ async def _draft_for_owner(
     reply = await ask_model(
         message, message.text, deps.chat_service, ctx.update_id, language=ctx.language
     )
+    if await _not_posted(message, ctx, service, incoming, reply.turn_id, None):
+        return  # deleted meanwhile (the owner writing does not stop a draft: they decide)
     me = await deps.sender.bot.me()
     side = _business_side(ctx, words, me.username or "")
     view = turn_view(reply, ctx.texts, side)
@@ -601,10 +637,15 @@ async def _remove_buttons(sender: Sender, query: CallbackQuery) -> None:
 
 
 def stored_signal(service: BusinessService) -> SignalHook:
-    """Sees each update as it is stored: the owner's own message in a chat stops a turn
-    already running there (it would otherwise wait behind the turn in the chat's queue)."""
+    """Sees each update as it is stored: the owner's own message in a chat, or the
+    customer's deletion of a message, stops the answer of a turn already running there
+    (either would otherwise wait behind the turn in the chat's queue)."""
 
     def signal(payload: dict[str, Any]) -> None:
+        deleted = payload.get("deleted_business_messages")
+        if isinstance(deleted, dict):
+            _note_deleted(service, deleted)
+            return
         message = payload.get("business_message")
         if not isinstance(message, dict) or message.get("sender_business_bot"):
             return
@@ -616,6 +657,16 @@ def stored_signal(service: BusinessService) -> SignalHook:
                 service.note_stored(connection, chat_id, from_id)
 
     return signal
+
+
+def _note_deleted(service: BusinessService, deleted: dict[str, Any]) -> None:
+    """A stored `deleted_business_messages` (BusinessMessagesDeleted, Bot API 7.2+)."""
+    chat, connection = deleted.get("chat"), deleted.get("business_connection_id")
+    ids = deleted.get("message_ids")
+    if isinstance(chat, dict) and isinstance(connection, str) and isinstance(ids, list):
+        chat_id = chat.get("id")
+        if isinstance(chat_id, int):
+            service.note_deleted(connection, chat_id, [i for i in ids if isinstance(i, int)])
 
 
 def stats_section(service: BusinessService, words: BusinessWords) -> StatsSection:
