@@ -242,3 +242,47 @@ async def test_in_approval_mode_the_card_goes_with_the_draft_and_discard_withdra
         (SECOND, "expired"),
         (SECOND, "declined"),
     ]
+
+
+async def test_an_outcome_the_background_sweep_finds_reaches_the_customer_as_the_owner(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    fake_shop_api: FakeShopApi,
+    database_path: Path,
+) -> None:
+    """The shop stops answering once the card is shown: the press says it is being
+    checked; the sweeper's asks end the action needing a person's check, and that message
+    — stored in the durable outbox with the outcome — goes to the customer through the
+    owner's connection, once."""
+    await start(
+        start_bot,
+        fake_telegram,
+        fake_openai,
+        fake_shop_api,
+        SHOP_TIMEOUT_S="0.5",
+        ACTION_RETRY_ATTEMPTS="2",
+        ACTION_RETRY_FIRST_S="0.5",
+    )
+    customer_says(fake_telegram, f"Отмените заказ {FIRST}")
+    card = await next_in(fake_telegram, CUSTOMER, 0)
+    fake_shop_api.actions_hang = True
+    await press(fake_telegram, card, 0)
+    checking = await next_in(fake_telegram, CUSTOMER, 1)
+    assert seen_text(checking.text) == RU.action_checking
+    assert checking.params["business_connection_id"] == CONNECTION
+
+    told = await next_in(fake_telegram, CUSTOMER, 2)
+    assert seen_text(told.text) == RU.action_needs_attention
+    assert told.params["business_connection_id"] == CONNECTION
+    await wait_for_db(
+        database_path,
+        "SELECT chat_id, business_connection_id, status FROM outgoing_messages"
+        " WHERE message_key LIKE '%:customer'",
+        [(CUSTOMER, CONNECTION, "delivered")],
+    )
+    # nothing more: a question answered now is the next message
+    customer_says(fake_telegram, "Спасибо")
+    after = await next_in(fake_telegram, CUSTOMER, 3)
+    assert "Результат" in seen_text(after.text)
+    assert fake_shop_api.cancellations == []
