@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 
 from bot.telegram.texts import RU
-from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, tool_step, wait_for_db
+from tests.e2e.chat_helpers import (
+    WAIT_S,
+    StartBot,
+    note_of_press,
+    query,
+    seen_text,
+    tool_step,
+    wait_for_db,
+)
 from tests.e2e.test_actions import ASK_CONFIRM, _calls, _model, card_buttons
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.shop_api import TOKEN, FakeShopApi, order
@@ -78,14 +86,7 @@ async def press(
     update = business_callback_update(
         CONNECTION, CUSTOMER, data, message_id=card.message_id, owner_id=OWNER, user_id=user
     )
-    query_id = update["callback_query"]["id"]
-    telegram.enqueue_update(update)
-    call = await telegram.wait_for_call(
-        "answerCallbackQuery",
-        lambda c: c.params.get("callback_query_id") == query_id,
-        within=WAIT_S,
-    )
-    return str(call.params.get("text") or "")
+    return await note_of_press(telegram, update)
 
 
 def actions(database: Path) -> list[tuple[Any, ...]]:
