@@ -243,6 +243,9 @@ class BusinessService:
     async def set_approval(self, owner_id: int, approval: bool) -> int:
         return await self._repo.set_approval(owner_id, approval)
 
+    async def connection(self, connection_id: str) -> Connection | None:
+        return await self._repo.connection(connection_id)
+
     async def connections_of(self, owner_id: int) -> list[Connection]:
         return await self._repo.of_owner(owner_id)
 

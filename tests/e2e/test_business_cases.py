@@ -204,7 +204,11 @@ async def test_a_deleted_message_drops_its_waiting_draft(
     deleted = fake_telegram.enqueue_update(
         deleted_business_messages_update(CONNECTION, CUSTOMER, [question])
     )
-    await finished(database_path, deleted, "business_deleted")
+    told = await next_in(fake_telegram, OWNER, 2)
+    assert "deleted" in seen_text(told.text) or "удалил" in seen_text(told.text)
+    await wait_for_db(
+        database_path, "SELECT status FROM updates WHERE update_id = ?", [("delivered",)], deleted
+    )
     assert query(database_path, "SELECT status FROM business_drafts") == [("discarded",)]
     assert history(database_path) == []  # question and draft both left the memory
 

@@ -47,6 +47,7 @@ from aiogram.types import (
     BusinessConnection,
     BusinessMessagesDeleted,
     CallbackQuery,
+    Chat,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     Message,
@@ -134,8 +135,7 @@ def _to_owner(chat_id: int, text: str, markup: InlineKeyboardMarkup | None = Non
     )
 
 
-def _name_of(message: Message) -> str:
-    chat = message.chat
+def _name_of(chat: Chat) -> str:
     name = " ".join(p for p in (chat.first_name, chat.last_name) if p)
     return name or (f"@{chat.username}" if chat.username else str(chat.id))
 
@@ -168,12 +168,28 @@ def build_business_router(
 
     @router.deleted_business_messages()
     async def on_deleted(deleted: BusinessMessagesDeleted, ctx: UpdateContext) -> None:
-        await service.deleted(
-            deleted.business_connection_id, deleted.chat.id, list(deleted.message_ids)
-        )
-        await ctx.outbox.ignore("business_deleted")
+        await _customer_deleted(deleted, ctx, service, words)
 
     return router
+
+
+async def _customer_deleted(
+    deleted: BusinessMessagesDeleted,
+    ctx: UpdateContext,
+    service: BusinessService,
+    words: BusinessWords,
+) -> None:
+    """The customer deleted messages: drafts that answered them are dropped, and the
+    owner is told (their draft's buttons would otherwise only say "Already decided")."""
+    connection_id, chat_id = deleted.business_connection_id, deleted.chat.id
+    dropped = await service.deleted(connection_id, chat_id, list(deleted.message_ids))
+    connection = await service.connection(connection_id) if dropped else None
+    if connection is None:
+        await ctx.outbox.ignore("business_deleted")
+        return
+    log.info("business chat %s: the customer deleted a message; its draft is dropped", chat_id)
+    notice = words(ctx.language, "draft_dropped", name=_name_of(deleted.chat))
+    await ctx.outbox.send_parts([_to_owner(connection.owner_chat_id, notice)])
 
 
 async def _connection_changed(
@@ -307,7 +323,7 @@ async def _owner_took_over(
         text=words(ctx.language, "give_back"),
         callback_data=ResumeButton(chat_id=message.chat.id).pack(),
     )
-    notice = words(ctx.language, "paused", name=_name_of(message))
+    notice = words(ctx.language, "paused", name=_name_of(message.chat))
     markup = InlineKeyboardMarkup(inline_keyboard=[[button]])
     await ctx.outbox.send_parts([_to_owner(connection.owner_chat_id, notice, markup)])
 
@@ -402,7 +418,7 @@ async def _owner_asked(
         text=words(ctx.language, "give_back"),
         callback_data=ResumeButton(chat_id=incoming.chat_id).pack(),
     )
-    notice = words(ctx.language, "owner_asked", name=_name_of(message), reason=asked.reason)
+    notice = words(ctx.language, "owner_asked", name=_name_of(message.chat), reason=asked.reason)
     markup = InlineKeyboardMarkup(inline_keyboard=[[button]])
     return _to_owner(owner_chat_id, notice, markup)
 
@@ -435,7 +451,7 @@ async def _draft_for_owner(
         card = DraftCard(operation_id=proposed[0], words=proposed[1], markup=keyboard)
     draft = await service.new_draft(incoming, message.message_id, view.text, reply.turn_id, card)
     owner_language = ctx.language  # the owner reads the card in the customer's language
-    text = words(owner_language, "draft", name=_name_of(message), text=view.text)
+    text = words(owner_language, "draft", name=_name_of(message.chat), text=view.text)
     if card is not None:
         text = f"{text}\n\n{words(owner_language, 'draft_action')}"
     buttons = [
