@@ -46,16 +46,16 @@ from bot.runtime.config import (
     load_shop_settings,
 )
 from bot.runtime.exit_codes import ExitCode
-from bot.runtime.feature_parts import Needs
-from bot.telegram.features.actions import ACTIONS
-from bot.telegram.features.catalog import (
+from bot.runtime.feature_catalog import (
     FeatureSpec,
+    Needs,
     build_chat_parts,
     own_of,
     system_prompt,
     tools_of,
     words_of,
 )
+from bot.telegram.features.actions import ACTIONS
 from bot.telegram.features.knowledge import KNOWLEDGE
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.replies import customer_text
@@ -213,7 +213,7 @@ class BotWiring:
     list (bot/telegram/features/registry.py): the features' parts in a turn, never Telegram's."""
 
     def __init__(
-        self, settings: Settings, specs: Sequence[FeatureSpec[Any, Any]] = FEATURES
+        self, settings: Settings, specs: Sequence[FeatureSpec[Any, Any, Any]] = FEATURES
     ) -> None:
         self._settings = settings
         self._specs = specs

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 
 from bot.runtime.config import FeatureSettings, Settings, SettingsError, load_feature_settings
+from bot.runtime.exit_codes import CannotStart
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
@@ -28,7 +29,6 @@ from bot.telegram.gaps_view import GAPS_WORDS, render_draft, render_gaps, words
 from bot.telegram.menu import feature_entry
 from bot.telegram.routers.gaps import build_gap_answer_router, build_gaps_router
 from bot.telegram.sender import Sender
-from bot.telegram.startup import CannotStart
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language
 from services.answer_drafts import AnswerDrafter

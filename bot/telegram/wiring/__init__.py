@@ -20,21 +20,14 @@ from typing import Any
 from aiogram import Bot, Dispatcher
 
 from bot.runtime.config import Settings
+from bot.runtime.feature_catalog import Needs, build_chat_parts, system_prompt, tools_of
 from bot.runtime.health import Health
 from bot.runtime.intake import Intake
 from bot.runtime.leadership import Leadership
 from bot.runtime.metrics import Metrics
 from bot.telegram.features import Feature
 from bot.telegram.features.actions import actions_off_feature
-from bot.telegram.features.catalog import (
-    FeatureSpec,
-    Needs,
-    TelegramNeeds,
-    build_chat_parts,
-    system_prompt,
-    telegram_features,
-    tools_of,
-)
+from bot.telegram.features.catalog import FeatureSpec, TelegramNeeds, telegram_features
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.menu import Menu
 from bot.telegram.routers import get_menu
