@@ -145,6 +145,13 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--only", action="append", default=[], help="run only scenarios with this id (repeatable)"
     )
+    _add_bounds(parser)
+    _add_draft_writing(parser)
+
+
+def _add_bounds(parser: argparse.ArgumentParser) -> None:
+    """How long a run and the whole simulation may take: a model endpoint that hangs
+    costs minutes, not an hour."""
     parser.add_argument(
         "--scenario-timeout",
         type=_seconds,
@@ -159,6 +166,11 @@ def add_parser(sub: Any) -> None:
         help="seconds the whole simulation may take: no run starts after it, the report "
         f"says how many did not; 0 for no limit (default {DEFAULT_TIME_LIMIT_S:g})",
     )
+
+
+def _add_draft_writing(parser: argparse.ArgumentParser) -> None:
+    """Instead of running: scenario drafts written from what customers disliked or the
+    bot could not answer."""
     parser.add_argument(
         "--from-feedback", action="store_true", help="write scenario drafts from 👎-rated answers"
     )
