@@ -31,7 +31,13 @@ from storage.knowledge import (
     PassageRecord,
     SourceCopy,
 )
-from tools.knowledge.embedder import Embedder, EmbedderError, Vectors, similarities
+from tools.knowledge.embedder import (
+    Embedder,
+    EmbedderError,
+    Vectors,
+    query_vector,
+    similarities,
+)
 from tools.knowledge.fusion import reciprocal_rank_fusion
 from tools.knowledge.text import query_stems, query_words, script_of, stems
 
@@ -374,16 +380,12 @@ class KnowledgeBase:
         # the question's vector is made while the index's state is read (the database
         # is busy with the words' search first): one does not wait for the other
         state, vector = await asyncio.gather(
-            self._repo.index_state(), embedder.embed_query(query), return_exceptions=True
+            self._repo.index_state(), query_vector(embedder, query)
         )
-        if isinstance(state, BaseException):
-            raise state
-        if state.embedder != embedder.name or isinstance(vector, EmbedderError):
-            # the stored vectors are another embedder's: words only until re-embedded;
-            # an embedder that fails leaves the words too
+        if state.embedder != embedder.name or vector is None:
+            # the stored vectors are another embedder's (words only until re-embedded),
+            # or the embedder failed or is too busy: the words alone
             return Nearest([], 0.0)
-        if isinstance(vector, BaseException):
-            raise vector
         cache = await self._cache.current(self._repo, state.generation)
         return cache.nearest(vector, CANDIDATES)
 

