@@ -31,7 +31,6 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.runtime.languages import Language
-from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.shop.orders import OrderNumberRule, rule_from_setting
 
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -122,7 +121,7 @@ class SettingsError(Exception):
     """A human-readable, single-line description of what is wrong with the settings."""
 
 
-def _split_csv(value: Any) -> Any:
+def split_csv(value: Any) -> Any:
     if isinstance(value, str):
         return [item.strip() for item in value.split(",") if item.strip()]
     return value
@@ -361,18 +360,8 @@ class Settings(ShopSettings):
     model_price_cached_input_per_1m: float | None = Field(default=None, ge=0, le=1_000_000)
     model_price_currency: str = Field(default="USD", min_length=1, max_length=8)
 
-    # Actions the customer confirms (bot/telegram/features/actions.py): the ones on, by name
-    # (cancel_order, request_return, change_address; comma-separated); empty: no actions at all
-    actions_enabled: Annotated[tuple[str, ...], NoDecode] = ()
-    # how long a confirmation card can be pressed (seconds)
-    action_confirm_ttl_s: float = Field(default=900.0, ge=10, le=7 * 24 * 3600)
-    # an outcome the shop left unknown: asked again in the background this many times,
-    # the first after ACTION_RETRY_FIRST_S, then twice as long each time; then a person
-    action_retry_attempts: int = Field(default=5, ge=1, le=20)
-    action_retry_first_s: float = Field(default=30.0, ge=0.5, le=3600)
-    # SHOP_BACKEND=local: a request to the shop's people nobody answered in this time
-    # (seconds) is reminded of once
-    action_request_escalate_s: float = Field(default=4 * 3600.0, ge=1, le=7 * 24 * 3600)
+    # Actions the customer confirms: their settings (ACTIONS_ENABLED, ACTION_*) are the
+    # actions feature's own (bot/telegram/features/actions.py `ActionsSettings`)
 
     # Order updates (README "Order updates"): "notify me when it moves" under an
     # answer that showed a customer their own order, /updates, the shop's pushes and the
@@ -441,7 +430,7 @@ class Settings(ShopSettings):
     @field_validator("admin_ids", mode="before")
     @classmethod
     def _parse_admin_ids(cls, value: Any) -> Any:
-        items = _split_csv(value)
+        items = split_csv(value)
         if isinstance(items, list):
             try:
                 return frozenset(int(item) for item in items)
@@ -470,20 +459,8 @@ class Settings(ShopSettings):
     @field_validator("openai_fallback_models", mode="before")
     @classmethod
     def _parse_fallback_models(cls, value: Any) -> Any:
-        items = _split_csv(value)
+        items = split_csv(value)
         return tuple(items) if isinstance(items, list) else items
-
-    @field_validator("actions_enabled", mode="before")
-    @classmethod
-    def _parse_actions(cls, value: Any) -> Any:
-        items = _split_csv(value)
-        if not isinstance(items, list):
-            return items
-        known = [definition.name for definition in BUILT_IN_ACTIONS]
-        unknown = [item for item in items if item not in known]
-        if unknown:
-            raise ValueError(f"unknown action {unknown[0]!r}; known: {', '.join(known)}")
-        return tuple(dict.fromkeys(items))
 
     @field_validator("telegram_api_url", "openai_base_url")
     @classmethod

@@ -104,23 +104,6 @@ class Texts:
     menu_phone: str
     menu_forget_phone: str
     menu_stats: str  # admins only
-    # actions with confirmation (bot/telegram/features/actions.py), only when ACTIONS_ENABLED
-    action_confirm_button: str
-    action_decline_button: str
-    action_working: str  # the press's short note while the shop is asked
-    action_not_yours: str  # the press's note: the card was sent to someone else
-    action_already: str  # the press's note: what this card offered is already done
-    action_answered: str  # the press's note: the card was answered, nothing more to do
-    action_no_longer_offered: str  # the press's note: not an offer of this chat (any more)
-    action_not_supported: str  # the shop answered that it does not do this; nothing changed
-    action_needs_attention: str  # the shop never confirmed: a person checks and writes
-    action_declined: str
-    action_expired: str  # the card is too old, or a newer card for the order replaced it
-    action_state_changed: str  # on ✅ the order no longer allows it (e.g. shipped)
-    action_failed: str  # the shop refused or could not be reached; nothing changed
-    action_checking: str  # the shop's answer stayed unknown: asked again in the background
-    action_requested: str  # imported data: sent to the shop's people, a person confirms
-    action_refused: str  # a person refused the request; their reason follows
     # order updates (bot/telegram/routers/order_updates.py), only with ORDER_UPDATES_ENABLED;
     # {order} (the order's number) is required in each, filled in per message
     order_updates_button: str  # under an answer that showed the customer their own order
@@ -283,41 +266,6 @@ RU_TEMPLATES = Texts(
     menu_phone="Подтвердить номер телефона",
     menu_forget_phone="Удалить мой номер телефона",
     menu_stats="Статистика поддержки",
-    action_confirm_button="✅ Подтвердить",
-    action_decline_button="✖ Не нужно",
-    action_working="Выполняю…",
-    action_not_yours="Эта кнопка — не для вас.",
-    action_already="Это уже сделано.",
-    action_answered="На эту карточку уже ответили.",
-    action_no_longer_offered="Это предложение больше не действует.",
-    action_needs_attention=(
-        "Магазин так и не подтвердил, выполнено ли это действие. Сотрудник магазина "
-        "проверит и напишет вам; нажимать ещё раз не нужно."
-    ),
-    action_not_supported=(
-        "К сожалению, магазин не выполняет это действие через бота, ничего не изменилось. "
-        "Если нужно, пожалуйста, свяжитесь с магазином напрямую."
-    ),
-    action_declined="Хорошо, ничего не меняю.",
-    action_expired=(
-        "Это подтверждение устарело — ничего не изменено. Если нужно, попросите ещё раз."
-    ),
-    action_state_changed=(
-        "Не получилось: заказ за это время изменился, и сделать это уже нельзя. Ничего не изменено."
-    ),
-    action_failed=(
-        "Не получилось: магазин не смог это выполнить, ничего не изменено. "
-        "Попробуйте позже или свяжитесь с магазином."
-    ),
-    action_checking=(
-        "Магазин пока не подтвердил результат. Я проверю ещё раз сам и напишу вам; "
-        "повторно ничего не выполняется."
-    ),
-    action_requested=(
-        "Запрос передан сотрудникам магазина. Пока ничего не изменилось: сотрудник "
-        "проверит и подтвердит, а я сразу напишу вам здесь."
-    ),
-    action_refused="К сожалению, магазин не может это выполнить. Ответ сотрудника:",
     order_updates_button="🔔 Сообщить, когда заказ {order} сдвинется",
     order_updates_subscribed=(
         "Хорошо: напишу здесь, когда статус заказа {order} изменится. "
@@ -421,42 +369,6 @@ EN_TEMPLATES = Texts(
     menu_phone="Verify my phone number",
     menu_forget_phone="Remove my phone number",
     menu_stats="Support statistics",
-    action_confirm_button="✅ Confirm",
-    action_decline_button="✖ No, thanks",
-    action_working="Working on it…",
-    action_not_yours="This button is not for you.",
-    action_already="This has already been done.",
-    action_answered="This card has already been answered.",
-    action_no_longer_offered="This offer is no longer available.",
-    action_needs_attention=(
-        "The shop has not confirmed whether this was done. A member of the shop's staff "
-        "will check and write to you; there is no need to press again."
-    ),
-    action_not_supported=(
-        "Sorry, the shop does not do this through the bot; nothing was changed. "
-        "If you need it, please contact the shop directly."
-    ),
-    action_declined="All right, nothing was changed.",
-    action_expired=(
-        "This confirmation has expired, nothing was changed. Ask again if you still need it."
-    ),
-    action_state_changed=(
-        "That did not work: the order has changed in the meantime and this is no longer "
-        "possible. Nothing was changed."
-    ),
-    action_failed=(
-        "That did not work: the shop could not do it, nothing was changed. Please try "
-        "again later or contact the shop."
-    ),
-    action_checking=(
-        "The shop has not confirmed the result yet. I will check again and write to you; "
-        "nothing is done twice."
-    ),
-    action_requested=(
-        "I have passed your request to the shop's staff. Nothing has changed yet: a person "
-        "will check and confirm, and I will write to you here as soon as they do."
-    ),
-    action_refused="Sorry, the shop cannot do this. The staff's answer:",
     order_updates_button="🔔 Notify me when order {order} moves",
     order_updates_subscribed=(
         "Done: I will write here when the status of order {order} changes. "
