@@ -363,28 +363,8 @@ class Settings(ShopSettings):
     # Actions the customer confirms: their settings (ACTIONS_ENABLED, ACTION_*) are the
     # actions feature's own (bot/telegram/features/actions.py `ActionsSettings`)
 
-    # Order updates (README "Order updates"): "notify me when it moves" under an
-    # answer that showed a customer their own order, /updates, the shop's pushes and the
-    # polling fallback. Off: none of it exists.
-    order_updates_enabled: bool = False
-    # the polling fallback reads each subscribed, unfinished order at most this often
-    # (0: no polling, pushes only) ...
-    order_updates_poll_minutes: float = Field(default=15.0, ge=0, le=10_080)
-    # ... and at most this many orders per round (the shop API's budget)
-    order_updates_poll_budget: int = Field(default=60, ge=1, le=100_000)
-    # the shared secret of the generic push endpoint (POST /shop/events, HMAC-SHA256 of
-    # the body); unset: no push endpoint
-    shop_webhook_secret: SecretStr | None = None
-    # Shopify's orders/updated webhook (the app's client secret) and WooCommerce's
-    # order.updated webhook (the webhook's secret): unset, no such route
-    shopify_webhook_secret: SecretStr | None = None
-    woocommerce_webhook_secret: SecretStr | None = None
-    # a push body larger than this is refused (413) unread
-    shop_webhook_max_bytes: int = Field(default=65_536, ge=1024, le=10_485_760)
-    # no notification between these hours, HH-HH (e.g. 22-8) at ORDER_UPDATES_UTC_OFFSET
-    # hours from UTC (unset: any time); the ones due go out when the quiet hours end
-    order_updates_quiet_hours: str | None = None
-    order_updates_utc_offset: int = Field(default=0, ge=-12, le=14)
+    # Order updates (README "Order updates"): their settings (ORDER_UPDATES_*, the shops'
+    # push secrets) are the feature's own (bot/telegram/features/order_updates.py)
 
     # Several instances on one PostgreSQL database (DATABASE_URL): this instance's name in
     # the chat claims and heartbeats (unique per running process; default host:pid:random)
@@ -439,13 +419,6 @@ class Settings(ShopSettings):
                     "expected comma-separated Telegram user ids, e.g. 123,456"
                 ) from None
         return items
-
-    @field_validator("order_updates_quiet_hours")
-    @classmethod
-    def _check_quiet_hours(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"([01]?\d|2[0-3])-([01]?\d|2[0-3])", value):
-            raise ValueError("expected HH-HH in whole hours, e.g. 22-8")
-        return value
 
     @field_validator("stats_timezone")
     @classmethod

@@ -104,31 +104,6 @@ class Texts:
     menu_phone: str
     menu_forget_phone: str
     menu_stats: str  # admins only
-    # order updates (bot/telegram/routers/order_updates.py), only with ORDER_UPDATES_ENABLED;
-    # {order} (the order's number) is required in each, filled in per message
-    order_updates_button: str  # under an answer that showed the customer their own order
-    order_updates_subscribed: str
-    order_updates_already: str
-    order_updates_finished: str
-    order_updates_not_yours: str  # missing, someone else's and public orders alike
-    order_updates_stopped: str
-    order_updates_stop_button: str
-    # without a placeholder
-    order_updates_private_only: str
-    order_updates_unavailable: str
-    order_updates_list: str  # above the list of orders (/updates)
-    order_updates_none: str
-    # the message when an order moves: one per status, in the shop's own words
-    order_update_processing: str
-    order_update_in_transit: str
-    order_update_ready_for_pickup: str
-    order_update_delivered: str
-    order_update_cancelled: str
-    menu_updates: str  # only with ORDER_UPDATES_ENABLED
-
-    def for_order(self, key: str, order: str) -> str:
-        """An order-updates text with its {order} filled in."""
-        return str(getattr(self, key)).format(order=order)
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -143,26 +118,7 @@ TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts) if not f.kw_onl
 MENU_PREFIX = "menu_"
 MENU_WORDS_LIMIT = 256
 # Which placeholders a text may use, and which it must (see the module docstring).
-_RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
-    "too_long": frozenset({"limit"}),
-    **{
-        key: frozenset({"order"})
-        for key in (
-            "order_updates_button",
-            "order_updates_subscribed",
-            "order_updates_already",
-            "order_updates_finished",
-            "order_updates_not_yours",
-            "order_updates_stopped",
-            "order_updates_stop_button",
-            "order_update_processing",
-            "order_update_in_transit",
-            "order_update_ready_for_pickup",
-            "order_update_delivered",
-            "order_update_cancelled",
-        )
-    },
-}
+_RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {"too_long": frozenset({"limit"})}
 _RUNTIME_KEYS = frozenset(_RUNTIME_PLACEHOLDERS)
 _REQUIRED: Mapping[str, frozenset[str]] = {
     "start": frozenset({"contacts"}),
@@ -266,34 +222,6 @@ RU_TEMPLATES = Texts(
     menu_phone="Подтвердить номер телефона",
     menu_forget_phone="Удалить мой номер телефона",
     menu_stats="Статистика поддержки",
-    order_updates_button="🔔 Сообщить, когда заказ {order} сдвинется",
-    order_updates_subscribed=(
-        "Хорошо: напишу здесь, когда статус заказа {order} изменится. "
-        "Уведомления о заказах — /updates."
-    ),
-    order_updates_already="Уведомления о заказе {order} уже включены. Список — /updates.",
-    order_updates_finished="Заказ {order} уже завершён — изменений по нему больше не будет.",
-    order_updates_not_yours=(
-        "Не могу включить уведомления о заказе {order}: они доступны только владельцу "
-        "заказа. Проверьте номер или подтвердите телефон — /phone."
-    ),
-    order_updates_stopped="Уведомления о заказе {order} выключены.",
-    order_updates_stop_button="Выключить: заказ {order}",
-    order_updates_private_only="Уведомления о заказах доступны только в личном чате с ботом.",
-    order_updates_unavailable=(
-        "Не получилось связаться с магазином. Попробуйте, пожалуйста, чуть позже."
-    ),
-    order_updates_list="Я сообщу вам об изменениях этих заказов:",
-    order_updates_none=(
-        "Уведомлений о заказах нет. Спросите о своём заказе, и под ответом будет кнопка "
-        "«Сообщить, когда заказ сдвинется»."
-    ),
-    order_update_processing="Заказ {order} снова в обработке.",
-    order_update_in_transit="Заказ {order} передан в доставку.",
-    order_update_ready_for_pickup="Заказ {order} ждёт вас в пункте выдачи.",
-    order_update_delivered="Заказ {order} доставлен.",
-    order_update_cancelled="Заказ {order} отменён.",
-    menu_updates="Уведомления о заказах",
 )
 
 _EN_START_BODY = (
@@ -369,32 +297,6 @@ EN_TEMPLATES = Texts(
     menu_phone="Verify my phone number",
     menu_forget_phone="Remove my phone number",
     menu_stats="Support statistics",
-    order_updates_button="🔔 Notify me when order {order} moves",
-    order_updates_subscribed=(
-        "Done: I will write here when the status of order {order} changes. "
-        "Your order notifications: /updates."
-    ),
-    order_updates_already="Notifications for order {order} are already on. The list: /updates.",
-    order_updates_finished="Order {order} is already completed: nothing more will change.",
-    order_updates_not_yours=(
-        "I cannot turn on notifications for order {order}: only the order's owner can. "
-        "Please check the number or verify your phone with /phone."
-    ),
-    order_updates_stopped="Notifications for order {order} are off.",
-    order_updates_stop_button="Stop: order {order}",
-    order_updates_private_only="Order notifications are available in a private chat with the bot.",
-    order_updates_unavailable="I could not reach the shop. Please try again a little later.",
-    order_updates_list="I will tell you when these orders move:",
-    order_updates_none=(
-        "You have no order notifications. Ask about your order, and the answer will have a "
-        '"Notify me when it moves" button.'
-    ),
-    order_update_processing="Order {order} is being processed again.",
-    order_update_in_transit="Order {order} is on its way.",
-    order_update_ready_for_pickup="Order {order} is ready for pickup.",
-    order_update_delivered="Order {order} has been delivered.",
-    order_update_cancelled="Order {order} has been cancelled.",
-    menu_updates="Order notifications",
 )
 
 _TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}
@@ -509,8 +411,6 @@ def _shown(texts: Texts, key: str) -> str:
         return texts.too_long_for(TELEGRAM_TEXT_LIMIT)
     if key == "start":
         return texts.start_with(_LONGEST_EXAMPLES)
-    if _RUNTIME_PLACEHOLDERS.get(key) == frozenset({"order"}):
-        return texts.for_order(key, "X" * 64)
     return str(getattr(texts, key))
 
 
