@@ -53,6 +53,12 @@ ANSWER = (
     "назначит. Если что-то изменится, напишите мне, я проверю ещё раз. Могу ещё чем-то "
     "помочь?"
 )
+ANSWER_EN = (
+    "Order {order} has been handed to the courier and is on its way; it should arrive in "
+    "two to three days. We will text you the tracking number as soon as the carrier "
+    "assigns it. If anything changes, write to me and I will check again. Is there "
+    "anything else I can help with?"
+)
 SUMMARY = (
     "Клиент спрашивал о заказах {orders} (в пути), о доставке по выходным, о возврате "
     "наушников (14 дней, упаковка сохранена) и о способах оплаты; всё получил."
@@ -71,7 +77,9 @@ def counter() -> tuple[str, Callable[[str], int]]:
 
 
 def script(orders: Sequence[str]) -> Callable[[list[Message], ToolChoice | None], object]:
-    """A question naming an order gets the order tool first; answers are ~300 characters."""
+    """A question naming an order gets the order tool first; answers are ~300 characters,
+    in the customer's language (an answer in another one would be asked again)."""
+    language = {"en": ANSWER_EN, "ru": ANSWER}
 
     def answer(messages: list[Message], tool_choice: ToolChoice | None) -> object:
         if len(messages) == 2 and "<messages>" in str(messages[1].get("content")):
@@ -81,7 +89,9 @@ def script(orders: Sequence[str]) -> Callable[[list[Message], ToolChoice | None]
         named = [order for order in orders if order in asked]
         if named and tool_choice != "none":
             return tool_calls_response(tool_call("get_order_status", {"order_id": named[0]}))
-        return text_response(ANSWER.format(order=orders[0]))
+        customer = next(str(m.get("content")) for m in reversed(messages) if m["role"] == "user")
+        cyrillic = any("а" <= c.lower() <= "я" for c in customer)
+        return text_response(language["ru" if cyrillic else "en"].format(order=orders[0]))
 
     return answer
 

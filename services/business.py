@@ -15,9 +15,13 @@ incoming message in the last 24 hours). What this module decides, with no Telegr
   sent on their behalf) silences the bot there for BUSINESS_PAUSE_HOURS; `/ai on` or the
   button gives it back. A turn already running when the owner wrote is not sent
   (`owner_wrote`, noted the moment the owner's message is stored);
+- **deleted messages**: a customer's message deleted before its answer was posted is not
+  answered (`was_deleted`, noted the moment the deletion is stored; a waiting draft is
+  discarded), and its turn leaves the conversation's memory;
 - **the window**: a message older than 24 hours is not answered (Telegram would refuse);
-- **approval mode** (per connection): the answer becomes a draft the owner sends,
-  rewrites or discards; each draft is decided once.
+- **approval mode** (per connection): the answer (with the action card the turn
+  proposed, if any) becomes a draft the owner sends, rewrites or discards; each draft is
+  decided once.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ log = logging.getLogger(__name__)
 # significant bits, so no bot chat is ever here).
 BUSINESS_CHATS_BELOW = -(2**62)
 REPLY_WINDOW_S = 24 * 3600.0
+_DELETIONS_KEPT_S = 3600.0
 
 
 def conversation_id(connection_id: str, chat_id: int) -> int:
@@ -95,6 +100,16 @@ class Incoming:
 
 
 @dataclass(frozen=True, slots=True)
+class DraftCard:
+    """The action card a drafted turn proposed: its operation, its words (the exact
+    effect) and its keyboard (JSON), kept with the draft until the owner decides."""
+
+    operation_id: str
+    words: str
+    markup: str
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     verdict: Verdict
     connection: Connection | None = None
@@ -119,6 +134,8 @@ class BusinessService:
         self._clock = clock
         # (connection, chat) → when the owner's own message was stored (see `owner_wrote`)
         self._owner_wrote: dict[tuple[str, int], float] = {}
+        # (connection, chat, message) → when the customer's deletion of it was stored
+        self._deleted: dict[tuple[str, int, int], float] = {}
 
     @property
     def owners(self) -> frozenset[int]:
@@ -157,6 +174,28 @@ class BusinessService:
         """The owner wrote in the chat after `since` (the turn's start): no answer."""
         wrote = self._owner_wrote.get((connection_id, chat_id))
         return wrote is not None and wrote >= since
+
+    def note_deleted(self, connection_id: str, chat_id: int, message_ids: list[int]) -> None:
+        """Right after a deletion is stored (before its turn in the queue): a message
+        whose turn is running or waiting is not answered (`was_deleted`). Kept for an
+        hour (a turn takes far less)."""
+        now = self._clock()
+        for key in [k for k, at in self._deleted.items() if now - at > _DELETIONS_KEPT_S]:
+            del self._deleted[key]
+        for message_id in message_ids:
+            self._deleted[(connection_id, chat_id, message_id)] = now
+
+    def was_deleted(self, connection_id: str, chat_id: int, message_id: int) -> bool:
+        """The customer deleted this message before its answer was posted."""
+        return (connection_id, chat_id, message_id) in self._deleted
+
+    async def not_read(self, turn_id: str | None, *, deleted: bool) -> None:
+        """A turn whose answer was not posted (the owner wrote meanwhile, or the customer
+        deleted the message) leaves the conversation's memory: its answer, and the
+        question too when the customer deleted it (so the model never acts on what they
+        took back)."""
+        if turn_id is not None:
+            await self._repo.forget_turn(turn_id, question=deleted)
 
     async def decide(self, message: Incoming) -> Decision:
         connection = await self._repo.connection(message.connection_id)
@@ -204,13 +243,23 @@ class BusinessService:
     async def set_approval(self, owner_id: int, approval: bool) -> int:
         return await self._repo.set_approval(owner_id, approval)
 
+    async def connection(self, connection_id: str) -> Connection | None:
+        return await self._repo.connection(connection_id)
+
     async def connections_of(self, owner_id: int) -> list[Connection]:
         return await self._repo.of_owner(owner_id)
 
     # --- approval mode ----------------------------------------------------------------
     async def new_draft(
-        self, message: Incoming, message_id: int, text: str, turn_id: str | None = None
+        self,
+        message: Incoming,
+        message_id: int,
+        text: str,
+        turn_id: str | None = None,
+        card: DraftCard | None = None,
     ) -> Draft:
+        """The answer (and the action card the turn proposed, if any) waits for the
+        owner: the customer sees nothing, so the card cannot be pressed until Send."""
         draft = Draft(
             draft_id=secrets.token_hex(8),
             connection_id=message.connection_id,
@@ -220,6 +269,9 @@ class BusinessService:
             status=WAITING,
             asked_at=message.date,
             turn_id=turn_id,
+            operation_id=None if card is None else card.operation_id,
+            card=None if card is None else card.words,
+            card_markup=None if card is None else card.markup,
         )
         await self._repo.add_draft(draft)
         return draft
@@ -245,7 +297,9 @@ class BusinessService:
         return await self._repo.editing(ids)
 
     async def deleted(self, connection_id: str, chat_id: int, message_ids: list[int]) -> int:
-        """The customer deleted messages: drafts answering them are not sent."""
+        """The customer deleted messages: drafts answering them are discarded, as by the
+        owner's Discard (their action cards expire), and their turns leave the history,
+        question and answer. A message already answered keeps its answer."""
         return await self._repo.discard_for_messages(connection_id, chat_id, message_ids)
 
     async def questions_by_channel(self, since: float) -> tuple[int, int]:

@@ -540,7 +540,7 @@ class ChatOptions:
     # the answer follows the customer's language (asked once more when it does not)
     reply_language_check: bool = True
     # the system instruction, composed from the fragments of the features that are on
-    # (bot/telegram/features/catalog.py)
+    # (bot/runtime/feature_catalog.py)
     system_prompt: SystemPrompt = PLAIN_SYSTEM_PROMPT
 
 

@@ -539,6 +539,26 @@ async def _add_history(tx: Tx, chat_id: int, words: str, *, key: str, now: float
         )
 
 
+async def withdraw_unseen(tx: Tx, operation_id: str, *, now: float) -> None:
+    """A card the customer never saw (the owner discarded its draft): it can no longer be
+    confirmed — expired, reason `discarded`."""
+    await tx.execute(
+        "UPDATE pending_actions SET status = 'expired', reason = 'discarded', updated_at = ?"
+        " WHERE operation_id = ? AND status = 'pending'",
+        (now, operation_id),
+    )
+
+
+async def shown_now(tx: Tx, operation_id: str, *, now: float) -> None:
+    """A card posted later than proposed (the owner sent its draft): its time to be
+    pressed starts now, as long as it was when proposed."""
+    await tx.execute(
+        "UPDATE pending_actions SET expires_at = ? + (expires_at - created_at), updated_at = ?"
+        " WHERE operation_id = ? AND status = 'pending'",
+        (now, now, operation_id),
+    )
+
+
 CancelOutcome = Literal["done", "not_processing", "missing"]
 ReturnOutcome = Literal["done", "missing"]
 

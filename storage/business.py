@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from storage.actions import shown_now, withdraw_unseen
 from storage.backend import Database, Row
 
 WAITING = "waiting"
@@ -50,6 +51,11 @@ class Draft:
     status: str
     asked_at: float  # when the customer's message was sent (the 24-hour window)
     turn_id: str | None = None  # the turn that wrote it (its answer in the history)
+    # the action the turn proposed: its card's words and ✅/✖ keyboard (JSON), posted with
+    # the draft on Send
+    operation_id: str | None = None
+    card: str | None = None
+    card_markup: str | None = None
 
 
 def _connection(row: Row) -> Connection:
@@ -73,10 +79,16 @@ def _draft(row: Row) -> Draft:
         status=str(row["status"]),
         asked_at=float(row["asked_at"]),
         turn_id=None if row["turn_id"] is None else str(row["turn_id"]),
+        operation_id=None if row["operation_id"] is None else str(row["operation_id"]),
+        card=None if row["card"] is None else str(row["card"]),
+        card_markup=None if row["card_markup"] is None else str(row["card_markup"]),
     )
 
 
-_DRAFT_COLUMNS = "draft_id, connection_id, chat_id, message_id, text, status, asked_at, turn_id"
+_DRAFT_COLUMNS = (
+    "draft_id, connection_id, chat_id, message_id, text, status, asked_at, turn_id,"
+    " operation_id, card, card_markup"
+)
 
 
 class BusinessRepository:
@@ -197,7 +209,7 @@ class BusinessRepository:
     async def add_draft(self, draft: Draft) -> None:
         await self._db.write(
             f"INSERT INTO business_drafts ({_DRAFT_COLUMNS}, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (
                 draft.draft_id,
                 draft.connection_id,
@@ -207,6 +219,9 @@ class BusinessRepository:
                 draft.status,
                 draft.asked_at,
                 draft.turn_id,
+                draft.operation_id,
+                draft.card,
+                draft.card_markup,
                 self._clock(),
             ),
         )
@@ -230,30 +245,44 @@ class BusinessRepository:
         return None if row is None else _draft(row)
 
     async def move_draft(
-        self, draft_id: str, *, to: str, from_: tuple[str, ...], text: str | None = None
+        self,
+        draft_id: str,
+        *,
+        to: str,
+        from_: tuple[str, ...],
+        text: str | None = None,
+        withdrawn: bool = False,
     ) -> bool:
         """One conditional move; False when the draft was not in one of `from_`. In the
-        same transaction the history follows what the customer read: a discarded draft's
-        answer leaves it, a rewrite replaces it."""
+        same transaction the history follows what the customer read (a discarded draft's
+        answer leaves it — with the customer's question when they `withdrawn` it by
+        deleting it —, a rewrite replaces it) and so does its action card (discarded: it
+        can no longer be confirmed; sent: its time to be pressed starts now)."""
         marks = ",".join("?" * len(from_))
+        now = self._clock()
         async with self._db.transaction() as tx:
             changed = await tx.execute(
                 "UPDATE business_drafts SET status = ?, decided_at = ?, "
                 f"text = COALESCE(?, text) WHERE draft_id = ? AND status IN ({marks})",
-                (to, self._clock(), text, draft_id, *from_),
+                (to, now, text, draft_id, *from_),
             )
             if changed != 1:
                 return False
             row = await tx.fetch_one(
-                "SELECT turn_id FROM business_drafts WHERE draft_id = ?", (draft_id,)
+                "SELECT turn_id, operation_id FROM business_drafts WHERE draft_id = ?",
+                (draft_id,),
             )
             turn_id = None if row is None else row["turn_id"]
+            operation_id = None if row is None else row["operation_id"]
+            if operation_id is not None and to == DISCARDED:
+                await withdraw_unseen(tx, str(operation_id), now=now)
+            elif operation_id is not None and to == SENT:
+                await shown_now(tx, str(operation_id), now=now)
             if turn_id is None:
                 return True
             if to == DISCARDED:
-                await tx.execute(
-                    "DELETE FROM messages WHERE turn_id = ? AND role = 'assistant'", (turn_id,)
-                )
+                roles = "" if withdrawn else " AND role = 'assistant'"
+                await tx.execute(f"DELETE FROM messages WHERE turn_id = ?{roles}", (turn_id,))
             elif to == SENT and text is not None:
                 await tx.execute(
                     "UPDATE messages SET content = ? WHERE turn_id = ? AND role = 'assistant'",
@@ -264,15 +293,31 @@ class BusinessRepository:
     async def discard_for_messages(
         self, connection_id: str, chat_id: int, message_ids: list[int]
     ) -> int:
-        """The customer deleted the messages: their waiting drafts are discarded."""
+        """The customer deleted the messages: their undecided drafts are discarded, each
+        as the owner's Discard would (the action card is withdrawn), and their turns leave
+        the history, question and answer."""
         if not message_ids:
             return 0
         marks = ",".join("?" * len(message_ids))
-        return await self._db.write(
-            "UPDATE business_drafts SET status = ?, decided_at = ? WHERE connection_id = ? "
-            f"AND chat_id = ? AND status IN (?, ?) AND message_id IN ({marks})",
-            (DISCARDED, self._clock(), connection_id, chat_id, WAITING, EDITING, *message_ids),
+        rows = await self._db.fetch_all(
+            "SELECT draft_id FROM business_drafts WHERE connection_id = ? AND chat_id = ? "
+            f"AND status IN (?, ?) AND message_id IN ({marks})",
+            (connection_id, chat_id, WAITING, EDITING, *message_ids),
         )
+        moved = 0
+        for row in rows:
+            draft_id = str(row["draft_id"])
+            moved += await self.move_draft(
+                draft_id, to=DISCARDED, from_=(WAITING, EDITING), withdrawn=True
+            )
+        return moved
+
+    async def forget_turn(self, turn_id: str, *, question: bool) -> int:
+        """A turn whose answer the customer never read leaves the history: its answer,
+        and (`question`) the customer's message too when they deleted it. The turn itself
+        stays in the records (turns, /stats)."""
+        roles = "" if question else " AND role <> 'user'"
+        return await self._db.write(f"DELETE FROM messages WHERE turn_id = ?{roles}", (turn_id,))
 
     # --- /stats -----------------------------------------------------------------------
     async def questions_by_channel(self, since: float, below: int) -> tuple[int, int]:

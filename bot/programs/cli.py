@@ -30,7 +30,7 @@ from bot.runtime.config import (
     load_shop_settings,
 )
 from bot.runtime.exit_codes import ExitCode
-from bot.telegram.features.catalog import words_of
+from bot.runtime.feature_catalog import words_of
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.texts import TextsError, TextTable, describe_table, load_text_table
 

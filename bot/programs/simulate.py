@@ -46,16 +46,16 @@ from bot.runtime.config import (
     load_shop_settings,
 )
 from bot.runtime.exit_codes import ExitCode
-from bot.runtime.feature_parts import Needs
-from bot.telegram.features.actions import ACTIONS
-from bot.telegram.features.catalog import (
+from bot.runtime.feature_catalog import (
     FeatureSpec,
+    Needs,
     build_chat_parts,
     own_of,
     system_prompt,
     tools_of,
     words_of,
 )
+from bot.telegram.features.actions import ACTIONS
 from bot.telegram.features.knowledge import KNOWLEDGE
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.replies import customer_text
@@ -145,6 +145,13 @@ def add_parser(sub: Any) -> None:
     parser.add_argument(
         "--only", action="append", default=[], help="run only scenarios with this id (repeatable)"
     )
+    _add_bounds(parser)
+    _add_draft_writing(parser)
+
+
+def _add_bounds(parser: argparse.ArgumentParser) -> None:
+    """How long a run and the whole simulation may take: a model endpoint that hangs
+    costs minutes, not an hour."""
     parser.add_argument(
         "--scenario-timeout",
         type=_seconds,
@@ -159,6 +166,11 @@ def add_parser(sub: Any) -> None:
         help="seconds the whole simulation may take: no run starts after it, the report "
         f"says how many did not; 0 for no limit (default {DEFAULT_TIME_LIMIT_S:g})",
     )
+
+
+def _add_draft_writing(parser: argparse.ArgumentParser) -> None:
+    """Instead of running: scenario drafts written from what customers disliked or the
+    bot could not answer."""
     parser.add_argument(
         "--from-feedback", action="store_true", help="write scenario drafts from 👎-rated answers"
     )
@@ -213,7 +225,7 @@ class BotWiring:
     list (bot/telegram/features/registry.py): the features' parts in a turn, never Telegram's."""
 
     def __init__(
-        self, settings: Settings, specs: Sequence[FeatureSpec[Any, Any]] = FEATURES
+        self, settings: Settings, specs: Sequence[FeatureSpec[Any, Any, Any]] = FEATURES
     ) -> None:
         self._settings = settings
         self._specs = specs

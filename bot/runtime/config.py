@@ -656,7 +656,7 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 class FeatureSettings(BaseSettings):
-    """A feature's settings group (bot/telegram/features/catalog.py `FeatureSpec.settings`): read
+    """A feature's settings group (bot/runtime/feature_catalog.py `FeatureSpec.settings`): read
     from the environment and `.env` like `Settings`, validated when the bot is wired."""
 
     model_config = SettingsConfigDict(

@@ -16,3 +16,8 @@ class ExitCode(IntEnum):
     OK = 0
     FAILED = 1
     CANNOT_START = 2
+
+
+class CannotStart(Exception):
+    """A setting cannot be used as given (e.g. WEB_PORT is taken); the message names it.
+    The program prints the message alone and ends with `ExitCode.CANNOT_START`."""

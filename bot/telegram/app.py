@@ -30,14 +30,14 @@ from aiohttp import web
 
 from bot.runtime.config import BotMode, DatabaseChoice, Settings
 from bot.runtime.demo_data import settle_demo_data
-from bot.runtime.exit_codes import ExitCode
+from bot.runtime.exit_codes import CannotStart, ExitCode
 from bot.runtime.health import build_health_app
 from bot.runtime.logs import CHATTY_LOGGERS, ClientErrorFilter, build_formatter
 from bot.runtime.metrics import add_metrics_route
 from bot.telegram.menu import menu_calls, set_commands
 from bot.telegram.polling import Poller
 from bot.telegram.sender import RETRYABLE_FAILURES
-from bot.telegram.startup import CannotStart, check_model, check_shop, check_token, listen
+from bot.telegram.startup import check_model, check_shop, check_token, listen
 from bot.telegram.texts import BUILT_IN, TextTable
 from bot.telegram.webhook import build_runner, build_web_app
 from bot.telegram.wiring import Application, build_application

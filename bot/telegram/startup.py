@@ -2,11 +2,11 @@
 
 `check_token` (getMe: BOT_TOKEN), `check_model` (GET /models: OPENAI_API_KEY,
 OPENAI_MODEL, OPENAI_FALLBACK_MODELS) and `listen` (WEB_HOST/WEB_PORT) raise
-`CannotStart`, which bot/telegram/app.py prints and turns into exit status 2; a feature's own
-check (e.g. OPERATOR_CHAT_ID, bot/telegram/features/handoff.py) raises it too, and so does
-`check_shop` (SHOP_BACKEND other than local: SHOP_API_TOKEN rejected, SHOP_API_URL not
-the API). Telegram, the model endpoint or the shop API unreachable is a retrying
-WARNING, not fatal.
+`CannotStart` (bot/runtime/exit_codes.py), which bot/telegram/app.py prints and turns
+into exit status 2; a feature's own check (e.g. OPERATOR_CHAT_ID,
+bot/telegram/features/handoff.py) raises it too, and so does `check_shop` (SHOP_BACKEND
+other than local: SHOP_API_TOKEN rejected, SHOP_API_URL not the API). Telegram, the
+model endpoint or the shop API unreachable is a retrying WARNING, not fatal.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from aiogram.methods import GetMe
 from aiohttp import web
 
 from bot.runtime.config import Settings
+from bot.runtime.exit_codes import CannotStart
 from services.llm.client import OpenAIChatModel
 from services.llm.errors import LLMAuthenticationError, LLMError
 from services.llm.types import ModelCheck
@@ -36,10 +37,6 @@ from tools.shop.backend import ShopSetupError, ShopUnavailable
 from tools.shop.directory import ShopDirectory
 
 log = logging.getLogger("bot")
-
-
-class CannotStart(Exception):
-    """A setting cannot be used as given (e.g. WEB_PORT is taken); the message names it."""
 
 
 class TokenRejected(CannotStart):

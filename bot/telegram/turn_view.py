@@ -75,22 +75,26 @@ def turn_view(
     text = customer_text(reply, texts)
     if handoff_notice is not None:
         text = f"{text}\n\n{handoff_notice}"
-    card = _card(reply, side)
+    card = action_card(reply, side)
     if card is not None:
-        effect = card.effect.get(side.language) or next(iter(card.effect.values()), "")
+        operation_id, effect = card
         text = f"{text}\n\n{effect}"
-        return TurnView(text=text, markup=action_keyboard(card.operation_id, texts))
+        return TurnView(text=text, markup=action_keyboard(operation_id, texts))
     if share:
         text = f"{text}\n\n{side.phone_hint or texts.phone_hint}"
     button = share and side.phone_hint is None
     return TurnView(text=text, markup=_markup(reply, texts, side, share=button))
 
 
-def _card(reply: TurnReply, side: ChatSide) -> ConfirmAction | None:
-    """The turn's last proposed action (one keyboard per message; an earlier one of the
-    same turn stays pending until it expires)."""
+def action_card(reply: TurnReply, side: ChatSide) -> tuple[str, str] | None:
+    """The turn's last proposed action shown on its card: (operation id, its exact effect
+    in the reply's language). One keyboard per message; an earlier one of the same turn
+    stays pending until it expires."""
     cards = [o for o in reply.offers if isinstance(o, ConfirmAction)]
-    return cards[-1] if cards and side.private_chat else None
+    if not cards or not side.private_chat:
+        return None
+    effect = cards[-1].effect
+    return cards[-1].operation_id, effect.get(side.language) or next(iter(effect.values()), "")
 
 
 def _shares_phone(reply: TurnReply, side: ChatSide) -> bool:

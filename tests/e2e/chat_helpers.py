@@ -113,6 +113,19 @@ async def ask(telegram: FakeTelegramServer, chat_id: int, text: str, **kwargs: A
     return seen_text(messages[before].text)
 
 
+async def note_of_press(telegram: FakeTelegramServer, update: dict[str, Any]) -> str:
+    """Enqueue a button press (a `callback_query` update); the note its button showed
+    (the text of the answerCallbackQuery that answered it, "" for none)."""
+    query_id = update["callback_query"]["id"]
+    telegram.enqueue_update(update)
+    call = await telegram.wait_for_call(
+        "answerCallbackQuery",
+        lambda c: c.params.get("callback_query_id") == query_id,
+        within=WAIT_S,
+    )
+    return str(call.params.get("text") or "")
+
+
 def finished_sql(update_ids: list[int]) -> str:
     marks = ",".join("?" * len(update_ids))
     return (

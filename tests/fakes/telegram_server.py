@@ -19,7 +19,8 @@ Drafts (`sendMessageDraft`, streamed answers) are recorded in `drafts`; set
 Business mode (Telegram Business, "Chat Automation" in the app; shapes from the Bot API
 documentation, version 10.3 — https://core.telegram.org/bots/api#businessconnection,
 #businessbotrights, #businessmessagesdeleted, and the `business_connection_id`
-parameter of sendMessage, sendChatAction and editMessageReplyMarkup): `connect_business`
+parameter of sendMessage, sendChatAction and editMessageReplyMarkup — a message sent on
+the owner's behalf is edited only through its connection): `connect_business`
 records a connection (getBusinessConnection answers it) and returns the
 `business_connection` update to enqueue; `business_message_update`,
 `edited_business_message_update`, `deleted_business_messages_update` and
@@ -792,8 +793,14 @@ class FakeTelegramServer:
     ) -> web.Response:
         chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
         await self._wait_on_hold(chat_id, request, "editMessageReplyMarkup")
+        business = params.get("business_connection_id")
         for index, sent in enumerate(self.messages):
             if sent.chat_id == chat_id and sent.message_id == message_id:
+                if sent.params.get("business_connection_id") != business:
+                    # a message sent on the owner's behalf is edited through the same
+                    # connection (editMessageReplyMarkup's business_connection_id); any
+                    # other message is not found there
+                    break
                 markup = params.get("reply_markup")
                 new_params = {**sent.params, "reply_markup": markup}
                 self.messages[index] = SentMessage(
@@ -1167,11 +1174,18 @@ def deleted_business_messages_update(
 
 
 def business_callback_update(
-    connection_id: str, chat_id: int, data: str, *, message_id: int, owner_id: int
+    connection_id: str,
+    chat_id: int,
+    data: str,
+    *,
+    message_id: int,
+    owner_id: int,
+    user_id: int | None = None,
 ) -> dict[str, Any]:
-    """A customer's press of an inline button under the bot's message in a business chat
-    (the message carries the connection id; it was sent on the owner's behalf)."""
-    update = callback_update(chat_id, data, message_id=message_id)
+    """A press of an inline button under the bot's message in a business chat (the
+    message carries the connection id; it was sent on the owner's behalf): by the
+    customer, or (`user_id`) by someone else who sees it, e.g. the owner."""
+    update = callback_update(chat_id, data, message_id=message_id, user_id=user_id)
     message = update["callback_query"]["message"]
     message["business_connection_id"] = connection_id
     message["from"] = {"id": owner_id, "is_bot": False, "first_name": f"Owner{owner_id}"}

@@ -371,14 +371,19 @@ class KnowledgeBase:
         embedder = self._embedder
         if embedder is None:
             return Nearest([], 0.0)
-        state = await self._repo.index_state()
-        if state.embedder != embedder.name:
-            # the stored vectors are another embedder's: words only until re-embedded
+        # the question's vector is made while the index's state is read (the database
+        # is busy with the words' search first): one does not wait for the other
+        state, vector = await asyncio.gather(
+            self._repo.index_state(), embedder.embed_query(query), return_exceptions=True
+        )
+        if isinstance(state, BaseException):
+            raise state
+        if state.embedder != embedder.name or isinstance(vector, EmbedderError):
+            # the stored vectors are another embedder's: words only until re-embedded;
+            # an embedder that fails leaves the words too
             return Nearest([], 0.0)
-        try:
-            vector = await embedder.embed_query(query)
-        except EmbedderError:
-            return Nearest([], 0.0)
+        if isinstance(vector, BaseException):
+            raise vector
         cache = await self._cache.current(self._repo, state.generation)
         return cache.nearest(vector, CANDIDATES)
 

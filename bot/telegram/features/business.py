@@ -87,9 +87,15 @@ WORDS: dict[Language, dict[str, str]] = {
         "approval_off": "Теперь отвечаю клиентам сразу.",
         "no_connection": "Бот не подключён к вашему аккаунту: Настройки → Telegram для бизнеса.",
         "draft": "Черновик ответа для {name}:\n\n{text}",
+        "draft_action": (
+            "⚠️ С ответом уйдёт карточка действия (выше) с ✅/✖ для клиента: в магазине "
+            "ничего не изменится, пока клиент не нажмёт ✅. «Отправить» и «Изменить» "
+            "отправят и её, «Удалить» её отменит."
+        ),
         "send": "Отправить",
         "edit": "Изменить",
         "discard": "Удалить",
+        "draft_dropped": "{name} удалил(а) своё сообщение — черновик ответа на него удалён.",
         "sent": "Отправлено.",
         "discarded": "Удалено.",
         "edit_prompt": "Пришлите исправленный текст следующим сообщением — я отправлю его.",
@@ -133,9 +139,15 @@ WORDS: dict[Language, dict[str, str]] = {
         "approval_off": "From now on I answer customers at once.",
         "no_connection": "The bot is not connected to your account: Settings → Telegram Business.",
         "draft": "Draft answer for {name}:\n\n{text}",
+        "draft_action": (
+            "⚠️ The action card (above) goes with it, with ✅/✖ for the customer: nothing "
+            "changes in the shop until they press ✅. Send and Edit post it too; Discard "
+            "withdraws it."
+        ),
         "send": "Send",
         "edit": "Edit",
         "discard": "Discard",
+        "draft_dropped": "{name} deleted their message, so the draft answering it is dropped.",
         "sent": "Sent.",
         "discarded": "Discarded.",
         "edit_prompt": "Send the corrected text as your next message and I will post it.",

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -20,6 +21,7 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 
 from bot.runtime.config import FeatureSettings, Settings, SettingsError, load_feature_settings
+from bot.runtime.exit_codes import CannotStart
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
@@ -28,7 +30,6 @@ from bot.telegram.gaps_view import GAPS_WORDS, render_draft, render_gaps, words
 from bot.telegram.menu import feature_entry
 from bot.telegram.routers.gaps import build_gap_answer_router, build_gaps_router
 from bot.telegram.sender import Sender
-from bot.telegram.startup import CannotStart
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language
 from services.answer_drafts import AnswerDrafter
@@ -159,9 +160,22 @@ class DraftProposer:
             await asyncio.sleep(every_s)
 
 
-def gaps_on_telegram(
-    needs: Needs, telegram: TelegramNeeds, _own: None, conf: GapsSettings
-) -> Feature:
+@dataclass(frozen=True, slots=True)
+class GapsParts:
+    """The learning loop's pieces: `answers` only with the knowledge search on (an
+    admin's answer is added to it), `drafts` only then and with operators, whose
+    answers are drafted from."""
+
+    gaps: GapsService
+    reader: ConversationReader
+    answers: GapAnswers | None
+    drafts: AnswerDrafter | None
+    admins: frozenset[int]
+    timezone: tzinfo
+    language: Language
+
+
+def gaps_parts(needs: Needs, telegram: TelegramNeeds) -> GapsParts:
     settings = needs.settings
     repo = OutcomeRepository(needs.db)
     try:
@@ -172,10 +186,6 @@ def gaps_on_telegram(
     # with the knowledge search off, gaps are grouped by words and none can be answered
     learning = knowledge_conf.knowledge_enabled
     gaps = GapsService(repo, embedder=knowledge.embedder if learning else lambda: None)
-    reader = ConversationReader(repo)
-    tz = ZoneInfo(settings.stats_timezone)
-    admins = frozenset(settings.admin_ids)
-
     language = telegram.texts.default_language
     drafts = None
     if learning and settings.operator_chat_id is not None:  # operators answer customers
@@ -187,59 +197,92 @@ def gaps_on_telegram(
         if learning
         else None
     )
+    return GapsParts(
+        gaps,
+        ConversationReader(repo),
+        answers,
+        drafts,
+        admins=frozenset(settings.admin_ids),
+        timezone=ZoneInfo(settings.stats_timezone),
+        language=language,
+    )
+
+
+def gaps_routers(parts: GapsParts) -> Callable[[HandlerDeps], FeatureRouters]:
+    """/gaps and /chat with their buttons; an admin's answer to a gap only where gaps
+    can be answered (`parts.answers`)."""
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
         router = build_gaps_router(
             deps,
-            gaps=gaps,
-            reader=reader,
-            admin_ids=admins,
-            timezone=tz,
-            answers=answers,
-            drafts=drafts,
+            gaps=parts.gaps,
+            reader=parts.reader,
+            admin_ids=parts.admins,
+            timezone=parts.timezone,
+            answers=parts.answers,
+            drafts=parts.drafts,
         )
-        if answers is None:
+        if parts.answers is None:
             return FeatureRouters(commands=(router,))
         return FeatureRouters(
-            commands=(router,), messages=(build_gap_answer_router(answers, admins),)
+            commands=(router,), messages=(build_gap_answer_router(parts.answers, parts.admins),)
         )
 
-    async def stats_section(report: StatsReport) -> TableSection:
-        missed = report.outcomes.by_outcome.get("dont_know", 0)
+    return routers
 
-        def lines(language: Language) -> list[str]:
-            return [words(language)["gaps_stats"].format(n=missed)] if missed else []
 
-        return lines
+async def gaps_stats_section(report: StatsReport) -> TableSection:
+    """The /stats line that points to /gaps, only when something went unanswered."""
+    missed = report.outcomes.by_outcome.get("dont_know", 0)
 
+    def lines(language: Language) -> list[str]:
+        return [words(language)["gaps_stats"].format(n=missed)] if missed else []
+
+    return lines
+
+
+def gaps_work(
+    parts: GapsParts, needs: Needs, telegram: TelegramNeeds, conf: GapsSettings
+) -> list[Callable[[], Coroutine[Any, Any, None]]]:
+    """Its background work: the weekly digest (GAPS_DIGEST_ENABLED) and the drafts from
+    closed handoffs put before the admins (when drafting is on and someone is an admin)."""
+    admins = tuple(sorted(parts.admins))
     work: list[Callable[[], Coroutine[Any, Any, None]]] = []
     if conf.gaps_digest_enabled:
         digest = Digest(
-            gaps,
+            parts.gaps,
             needs.db,
             telegram.sender,
-            admins=tuple(sorted(admins)),
-            language=language,
-            tz=tz,
+            admins=admins,
+            language=parts.language,
+            tz=parts.timezone,
             conf=conf,
         )
         work.append(digest.run)
-    if drafts is not None and admins:
-        proposer = DraftProposer(drafts, telegram.sender, tuple(sorted(admins)), language)
+    if parts.drafts is not None and admins:
+        proposer = DraftProposer(parts.drafts, telegram.sender, admins, parts.language)
         every_s = conf.answer_drafts_every_s
         work.append(lambda: proposer.run(every_s))
+    return work
+
+
+def gaps_on_telegram(
+    needs: Needs, telegram: TelegramNeeds, _own: None, conf: GapsSettings
+) -> Feature:
+    parts = gaps_parts(needs, telegram)
+    work = gaps_work(parts, needs, telegram, conf)
 
     async def background() -> None:
         await asyncio.gather(*(start() for start in work))
 
     return Feature(
         name="gaps",
-        routers=routers,
+        routers=gaps_routers(parts),
         admin_menu=(
             feature_entry("gaps", "menu_gaps", GAPS_WORDS),
             feature_entry("chat", "menu_chat", GAPS_WORDS),
         ),
-        stats_sections=(stats_section,),
+        stats_sections=(gaps_stats_section,),
         background=background if work else None,
     )
 

@@ -21,6 +21,7 @@ from aiogram.types import Message
 from pydantic import Field, field_validator
 
 from bot.runtime.config import FeatureSettings
+from bot.runtime.exit_codes import CannotStart
 from bot.runtime.metrics import Metrics
 from bot.telegram.context import AfterTurn, HandlerDeps, TurnAddition, UpdateContext
 from bot.telegram.features import Feature, FeatureRouters
@@ -34,7 +35,6 @@ from bot.telegram.routers.handoff import (
     build_handoff_commands_router,
     build_operator_router,
 )
-from bot.telegram.startup import CannotStart
 from bot.telegram.stats_view.handoff import handoff_block
 from bot.telegram.stats_view.table import TableSection
 from bot.telegram.texts import Language

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.runtime.config import Settings
-from bot.telegram.features.catalog import Built, FeatureSpec, Needs, build_chat_parts
+from bot.runtime.feature_catalog import Built, FeatureSpec, Needs, build_chat_parts
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.texts import LANGUAGES, TEXT_KEYS
 from bot.telegram.wiring.core import build_shop_directory, build_storage_retry, build_tools
@@ -36,7 +36,7 @@ ALL_ON: dict[str, Any] = {
 }
 
 
-def problems(built: Sequence[Built], shop_tools: Iterable[str]) -> list[str]:
+def problems(built: Sequence[Built[Any]], shop_tools: Iterable[str]) -> list[str]:
     """What disagrees: fragments naming tools their feature does not register, words
     missing in a language."""
     own_shop = tuple(shop_tools)
@@ -55,11 +55,11 @@ def problems(built: Sequence[Built], shop_tools: Iterable[str]) -> list[str]:
     return found
 
 
-def spec_name(b: Built) -> str:
+def spec_name(b: Built[Any]) -> str:
     return b.spec.name
 
 
-def word_problems(spec: FeatureSpec[Any, Any]) -> list[str]:
+def word_problems(spec: FeatureSpec[Any, Any, Any]) -> list[str]:
     if not spec.words:
         return []
     keys = {language: set(spec.words.get(language, {})) for language in LANGUAGES}
@@ -71,7 +71,7 @@ def word_problems(spec: FeatureSpec[Any, Any]) -> list[str]:
     ]
 
 
-def word_clashes(specs: Sequence[FeatureSpec[Any, Any]]) -> list[str]:
+def word_clashes(specs: Sequence[FeatureSpec[Any, Any, Any]]) -> list[str]:
     """A feature's word key that is one of the bot's own texts or another feature's:
     `TEXTS_FILE` could not tell which one it rewords."""
     owner: dict[str, str] = {}
@@ -87,7 +87,7 @@ def word_clashes(specs: Sequence[FeatureSpec[Any, Any]]) -> list[str]:
     return found
 
 
-async def check(specs: Sequence[FeatureSpec[Any, Any]] = FEATURES) -> list[str]:
+async def check(specs: Sequence[FeatureSpec[Any, Any, Any]] = FEATURES) -> list[str]:
     settings = Settings(_env_file=None, **ALL_ON)  # type: ignore[call-arg]
     with tempfile.TemporaryDirectory() as tmp:
         db = await open_database(Path(tmp) / "lint.sqlite3", pool_size=1)

@@ -3,7 +3,8 @@
 The one list the bot (bot/telegram/wiring/) and `support-bot simulate` (bot/programs/simulate.py)
 build
 from: a feature added here works in both. Each entry is declared in its own module
-(`FeatureSpec`, bot/telegram/features/catalog.py).
+(`FeatureSpec`: bot/runtime/feature_catalog.py, its Telegram side typed by
+bot/telegram/features/catalog.py).
 """
 
 from __future__ import annotations

@@ -303,6 +303,7 @@ def build_action_router(
     operator_chat_id: int | None,
     staff: Staff,
 ) -> Router:
+    """The customer's ✅/✖ press on an action's card (the module docstring: in order)."""
     router = Router(name="actions")
     sender = deps.sender
 
@@ -321,12 +322,6 @@ def build_action_router(
             said = result_words(outcome, texts, ctx.language)
             return f"{service.card_words(row, ctx.language)}\n{said}"
 
-        async def working() -> None:
-            await _ack(sender, query, words.action_working)
-
-        async def settled() -> None:
-            await _remove_buttons(sender, message)
-
         press = await service.press(
             parsed.operation_id,
             chat_id=conversation_of(message),  # a business chat: its own conversation
@@ -334,7 +329,7 @@ def build_action_router(
             update_id=ctx.update_id,
             confirm=parsed.choice is ActionChoice.CONFIRM,
             history=history,
-            steps=PressSteps(working=working, settled=settled),
+            steps=_press_steps(sender, query, message, texts),
             language=ctx.language,
         )
         if press.kind is ClaimKind.EXPIRED:
@@ -349,15 +344,44 @@ def build_action_router(
         if press.kind is ClaimKind.DECLINED:
             await _ack(sender, query, None)
         said = result_words(outcome, texts, ctx.language)
-        also: tuple[StoredReply, ...] = ()
-        if outcome.kind is ResultKind.DONE and operator_chat_id is not None:
-            line = operators_line(row, outcome, staff.words)
-            also = (StoredReply(html=html.escape(line), plain=line, chat_id=operator_chat_id),)
-        if outcome.kind is ResultKind.REQUESTED:
-            also = request_cards(row, service.card_words(row, staff.language), staff)
+        also = _others_told(service, row, outcome, operator_chat_id, staff)
         await ctx.outbox.send(said, also=also)
 
     return router
+
+
+def _press_steps(
+    sender: Sender, query: CallbackQuery, message: Message, texts: Texts
+) -> PressSteps:
+    """Telegram's part on the way of a press: the button's "working on it" note before
+    the shop is asked (the customer's client stops waiting), the card's buttons removed
+    once it is answered."""
+
+    async def working() -> None:
+        await _ack(sender, query, texts.of(ACTION_WORDS).action_working)
+
+    async def settled() -> None:
+        await _remove_buttons(sender, message)
+
+    return PressSteps(working=working, settled=settled)
+
+
+def _others_told(
+    service: ActionService,
+    row: ActionRow,
+    outcome: Outcome,
+    operator_chat_id: int | None,
+    staff: Staff,
+) -> tuple[StoredReply, ...]:
+    """Who besides the customer hears of the result, in the same stored reply: the
+    operators' one line of an executed action (handoff on), or the staff's request cards
+    (imported data: a person carries it out)."""
+    if outcome.kind is ResultKind.DONE and operator_chat_id is not None:
+        line = operators_line(row, outcome, staff.words)
+        return (StoredReply(html=html.escape(line), plain=line, chat_id=operator_chat_id),)
+    if outcome.kind is ResultKind.REQUESTED:
+        return request_cards(row, service.card_words(row, staff.language), staff)
+    return ()
 
 
 def build_actions_off_router(deps: HandlerDeps) -> Router:

@@ -20,13 +20,18 @@ What is decided is services/business.py's; here it becomes Telegram:
 - the owner's own message in a chat: silence there, and one notice with a button that
   gives the chat back; the bot's own messages (echoed by Telegram) change nothing;
 - approval mode: the answer goes to the owner as a draft card, Send / Edit / Discard;
-- an edit of a customer's message is not answered again (the answer stands); deleted
-  messages discard the drafts that answered them.
+  an action the turn proposed goes with it: Send (or the owner's rewrite) posts its
+  ✅/✖ card in the customer's chat, where a press takes the same path as in the bot's
+  chat (bot/telegram/routers/actions.py); Discard withdraws it;
+- an edit of a customer's message is not answered again (the answer stands); a message
+  the customer deleted before its answer was posted is not answered (a running turn's
+  answer is not sent, a waiting draft is discarded) and its turn leaves the memory.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -42,6 +47,7 @@ from aiogram.types import (
     BusinessConnection,
     BusinessMessagesDeleted,
     CallbackQuery,
+    Chat,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     Message,
@@ -60,17 +66,18 @@ from bot.telegram.sender import Sender
 from bot.telegram.stats_view.table import TableSection, kv
 from bot.telegram.stats_view.wording import format_int
 from bot.telegram.texts import language_for
-from bot.telegram.turn_view import ChatSide, turn_view
+from bot.telegram.turn_view import ChatSide, action_card, turn_view
 from services.business import (
     BusinessService,
     Change,
     Decision,
+    DraftCard,
     Incoming,
     Verdict,
 )
 from services.offers import Offer, OwnerWillAnswer
 from services.stats import StatsReport
-from storage.business import Connection
+from storage.business import Connection, Draft
 from storage.inbox import StoredReply
 
 log = logging.getLogger(__name__)
@@ -128,8 +135,7 @@ def _to_owner(chat_id: int, text: str, markup: InlineKeyboardMarkup | None = Non
     )
 
 
-def _name_of(message: Message) -> str:
-    chat = message.chat
+def _name_of(chat: Chat) -> str:
     name = " ".join(p for p in (chat.first_name, chat.last_name) if p)
     return name or (f"@{chat.username}" if chat.username else str(chat.id))
 
@@ -162,12 +168,28 @@ def build_business_router(
 
     @router.deleted_business_messages()
     async def on_deleted(deleted: BusinessMessagesDeleted, ctx: UpdateContext) -> None:
-        await service.deleted(
-            deleted.business_connection_id, deleted.chat.id, list(deleted.message_ids)
-        )
-        await ctx.outbox.ignore("business_deleted")
+        await _customer_deleted(deleted, ctx, service, words)
 
     return router
+
+
+async def _customer_deleted(
+    deleted: BusinessMessagesDeleted,
+    ctx: UpdateContext,
+    service: BusinessService,
+    words: BusinessWords,
+) -> None:
+    """The customer deleted messages: drafts that answered them are dropped, and the
+    owner is told (their draft's buttons would otherwise only say "Already decided")."""
+    connection_id, chat_id = deleted.business_connection_id, deleted.chat.id
+    dropped = await service.deleted(connection_id, chat_id, list(deleted.message_ids))
+    connection = await service.connection(connection_id) if dropped else None
+    if connection is None:
+        await ctx.outbox.ignore("business_deleted")
+        return
+    log.info("business chat %s: the customer deleted a message; its draft is dropped", chat_id)
+    notice = words(ctx.language, "draft_dropped", name=_name_of(deleted.chat))
+    await ctx.outbox.send_parts([_to_owner(connection.owner_chat_id, notice)])
 
 
 async def _connection_changed(
@@ -222,7 +244,17 @@ async def _customer_message(
     if verdict not in (Verdict.ANSWER, Verdict.DRAFT):
         if verdict is Verdict.NOT_SERVED:
             log.info("business message of connection %s not served", incoming.connection_id)
+        elif verdict is Verdict.TOO_OLD:
+            log.info(
+                "business message of connection %s is %.0f h old, past Telegram's 24-hour "
+                "reply window: not answered",
+                incoming.connection_id,
+                (time.time() - incoming.date) / 3600,
+            )
         await ctx.outbox.ignore(f"business_{verdict.value}")
+        return
+    if service.was_deleted(incoming.connection_id, incoming.chat_id, message.message_id):
+        await ctx.outbox.ignore("business_deleted_before_answer")  # the model is not asked
         return
     if not message.text:  # a photo, a voice note, a sticker: the owner's to answer
         await ctx.outbox.ignore("business_not_text")
@@ -291,7 +323,7 @@ async def _owner_took_over(
         text=words(ctx.language, "give_back"),
         callback_data=ResumeButton(chat_id=message.chat.id).pack(),
     )
-    notice = words(ctx.language, "paused", name=_name_of(message))
+    notice = words(ctx.language, "paused", name=_name_of(message.chat))
     markup = InlineKeyboardMarkup(inline_keyboard=[[button]])
     await ctx.outbox.send_parts([_to_owner(connection.owner_chat_id, notice, markup)])
 
@@ -326,9 +358,7 @@ async def _answer(
         reply = await ask_model(
             message, message.text, deps.chat_service, ctx.update_id, language=ctx.language
         )
-    if service.owner_wrote(incoming.connection_id, incoming.chat_id, started):
-        log.info("business chat %s: the owner wrote during the turn; not sent", incoming.chat_id)
-        await ctx.outbox.ignore("business_owner_took_over")
+    if await _not_posted(message, ctx, service, incoming, reply.turn_id, started):
         return
     me = await deps.sender.bot.me()
     view = turn_view(reply, ctx.texts, _business_side(ctx, words, me.username or ""))
@@ -340,6 +370,31 @@ async def _answer(
         return
     text = f"{view.text}\n\n{words(ctx.language, 'owner_will_answer')}"
     await ctx.outbox.send(text, turn_id=reply.turn_id, reply_markup=view.markup, also=[asked])
+
+
+async def _not_posted(
+    message: Message,
+    ctx: UpdateContext,
+    service: BusinessService,
+    incoming: Incoming,
+    turn_id: str | None,
+    started: float | None,
+) -> bool:
+    """While the turn ran the customer deleted the message, or (`started` given) the owner
+    wrote in the chat: the answer is not posted and leaves the conversation's memory
+    (with the question, when the customer deleted it). True when it is not posted."""
+    connection_id, chat_id = incoming.connection_id, incoming.chat_id
+    if service.was_deleted(connection_id, chat_id, message.message_id):
+        log.info("business chat %s: the customer deleted the message; not answered", chat_id)
+        await service.not_read(turn_id, deleted=True)
+        await ctx.outbox.ignore("business_deleted_before_answer")
+        return True
+    if started is not None and service.owner_wrote(connection_id, chat_id, started):
+        log.info("business chat %s: the owner wrote during the turn; not sent", chat_id)
+        await service.not_read(turn_id, deleted=False)
+        await ctx.outbox.ignore("business_owner_took_over")
+        return True
+    return False
 
 
 async def _owner_asked(
@@ -363,7 +418,7 @@ async def _owner_asked(
         text=words(ctx.language, "give_back"),
         callback_data=ResumeButton(chat_id=incoming.chat_id).pack(),
     )
-    notice = words(ctx.language, "owner_asked", name=_name_of(message), reason=asked.reason)
+    notice = words(ctx.language, "owner_asked", name=_name_of(message.chat), reason=asked.reason)
     markup = InlineKeyboardMarkup(inline_keyboard=[[button]])
     return _to_owner(owner_chat_id, notice, markup)
 
@@ -377,16 +432,28 @@ async def _draft_for_owner(
     decision: Decision,
     incoming: Incoming,
 ) -> None:
-    """Approval mode: the answer goes to the owner's chat with the bot as a draft card."""
+    """Approval mode: the answer goes to the owner's chat with the bot as a draft card;
+    an action the turn proposed is shown there and kept with the draft, so Send posts its
+    ✅/✖ card in the customer's chat (Discard withdraws it)."""
     assert message.text is not None and decision.connection is not None
     reply = await ask_model(
         message, message.text, deps.chat_service, ctx.update_id, language=ctx.language
     )
+    if await _not_posted(message, ctx, service, incoming, reply.turn_id, None):
+        return  # deleted meanwhile (the owner writing does not stop a draft: they decide)
     me = await deps.sender.bot.me()
-    view = turn_view(reply, ctx.texts, _business_side(ctx, words, me.username or ""))
-    draft = await service.new_draft(incoming, message.message_id, view.text, reply.turn_id)
+    side = _business_side(ctx, words, me.username or "")
+    view = turn_view(reply, ctx.texts, side)
+    proposed = action_card(reply, side)
+    card = None
+    if proposed is not None and view.markup is not None:
+        keyboard = json.dumps(markup_to_json(view.markup))
+        card = DraftCard(operation_id=proposed[0], words=proposed[1], markup=keyboard)
+    draft = await service.new_draft(incoming, message.message_id, view.text, reply.turn_id, card)
     owner_language = ctx.language  # the owner reads the card in the customer's language
-    card = words(owner_language, "draft", name=_name_of(message), text=view.text)
+    text = words(owner_language, "draft", name=_name_of(message.chat), text=view.text)
+    if card is not None:
+        text = f"{text}\n\n{words(owner_language, 'draft_action')}"
     buttons = [
         InlineKeyboardButton(
             text=words(owner_language, key),
@@ -397,7 +464,7 @@ async def _draft_for_owner(
     markup = InlineKeyboardMarkup(inline_keyboard=[buttons])
     owner_chat = decision.connection.owner_chat_id
     asked = await _owner_asked(message, ctx, service, words, reply.offers, incoming, owner_chat)
-    parts = [_to_owner(owner_chat, card, markup)]
+    parts = [_to_owner(owner_chat, text, markup)]
     await ctx.outbox.send_parts(parts if asked is None else [*parts, asked])
 
 
@@ -506,7 +573,7 @@ async def _draft_pressed(
     if choice == "s" and await service.send(draft.draft_id):
         await _ack(sender, query, words(language, "sent"))
         await _remove_buttons(sender, query)
-        await ctx.outbox.send_parts(_posted(draft.connection_id, draft.chat_id, draft.text))
+        await ctx.outbox.send_parts(_posted(draft, draft.text, draft.card_markup))
     elif choice == "e" and await service.edit(draft.draft_id):
         await _ack(sender, query, None)
         await ctx.outbox.send(words(language, "edit_prompt"))
@@ -544,20 +611,25 @@ async def _rewritten(
         chat_id=draft.chat_id,
         business_connection_id=draft.connection_id,
     )
+    # the action card the draft carried follows the owner's words as its own message
+    card = [] if draft.card is None else _posted(draft, draft.card, draft.card_markup)
     sent = words(ctx.language, "sent")
-    await ctx.outbox.send_parts([posted, _to_owner(message.chat.id, sent)])
+    await ctx.outbox.send_parts([posted, *card, _to_owner(message.chat.id, sent)])
 
 
-def _posted(connection_id: str, chat_id: int, markdown: str) -> list[StoredReply]:
-    """A draft's Markdown as the parts posted in the customer's chat, as the owner."""
+def _posted(draft: Draft, markdown: str, markup: str | None) -> list[StoredReply]:
+    """Markdown as the parts posted in the draft's customer's chat, as the owner; the
+    action card's ✅/✖ (`markup`, JSON) under the last part."""
+    parts = markdown_to_messages(markdown)
     return [
         StoredReply(
             html=part.html,
             plain=part.plain,
-            chat_id=chat_id,
-            business_connection_id=connection_id,
+            chat_id=draft.chat_id,
+            business_connection_id=draft.connection_id,
+            reply_markup=json.loads(markup) if markup and i == len(parts) - 1 else None,
         )
-        for part in markdown_to_messages(markdown)
+        for i, part in enumerate(parts)
     ]
 
 
@@ -581,10 +653,15 @@ async def _remove_buttons(sender: Sender, query: CallbackQuery) -> None:
 
 
 def stored_signal(service: BusinessService) -> SignalHook:
-    """Sees each update as it is stored: the owner's own message in a chat stops a turn
-    already running there (it would otherwise wait behind the turn in the chat's queue)."""
+    """Sees each update as it is stored: the owner's own message in a chat, or the
+    customer's deletion of a message, stops the answer of a turn already running there
+    (either would otherwise wait behind the turn in the chat's queue)."""
 
     def signal(payload: dict[str, Any]) -> None:
+        deleted = payload.get("deleted_business_messages")
+        if isinstance(deleted, dict):
+            _note_deleted(service, deleted)
+            return
         message = payload.get("business_message")
         if not isinstance(message, dict) or message.get("sender_business_bot"):
             return
@@ -596,6 +673,16 @@ def stored_signal(service: BusinessService) -> SignalHook:
                 service.note_stored(connection, chat_id, from_id)
 
     return signal
+
+
+def _note_deleted(service: BusinessService, deleted: dict[str, Any]) -> None:
+    """A stored `deleted_business_messages` (BusinessMessagesDeleted, Bot API 7.2+)."""
+    chat, connection = deleted.get("chat"), deleted.get("business_connection_id")
+    ids = deleted.get("message_ids")
+    if isinstance(chat, dict) and isinstance(connection, str) and isinstance(ids, list):
+        chat_id = chat.get("id")
+        if isinstance(chat_id, int):
+            service.note_deleted(connection, chat_id, [i for i in ids if isinstance(i, int)])
 
 
 def stats_section(service: BusinessService, words: BusinessWords) -> StatsSection:

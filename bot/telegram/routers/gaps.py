@@ -112,15 +112,20 @@ def build_gaps_router(
         await _admin_press(query, ctx, reader, timezone, answers, drafts)
 
     if answers is not None:
-
-        @router.message(IsCommand(), FromUsers(admin_ids), Command("cancel"), Answering(answers))
-        async def cancel(message: Message, ctx: UpdateContext) -> None:
-            assert message.from_user is not None
-            await answers.cancel(message.from_user.id)
-            text = words(ctx.language)["answer_cancelled"]
-            await ctx.outbox.send_rendered([Rendered(html.escape(text, quote=False), text)])
-
+        _add_cancel(router, answers, admin_ids)
     return router
+
+
+def _add_cancel(router: Router, answers: GapAnswers, admin_ids: frozenset[int]) -> None:
+    """/cancel while an admin is writing an answer to a gap: nothing is added to the
+    knowledge (only where gaps can be answered at all)."""
+
+    @router.message(IsCommand(), FromUsers(admin_ids), Command("cancel"), Answering(answers))
+    async def cancel(message: Message, ctx: UpdateContext) -> None:
+        assert message.from_user is not None
+        await answers.cancel(message.from_user.id)
+        text = words(ctx.language)["answer_cancelled"]
+        await ctx.outbox.send_rendered([Rendered(html.escape(text, quote=False), text)])
 
 
 async def _admin_press(

@@ -342,6 +342,31 @@ async def _download(bot: Bot, sender: Sender, file_id: str) -> bytes | None:
     return data if len(data) <= MAX_DOWNLOAD_BYTES else None
 
 
+async def _add_with_progress(
+    live: LiveMessage,
+    w: _Words,
+    ctx: UpdateContext,
+    source: str,
+    work: Callable[[Progress], Awaitable[Added]],
+) -> None:
+    """Adding a source takes a while (pages fetched, passages embedded): one message,
+    edited as the sync reports progress, ends with what was added or why nothing was;
+    the update itself needs no stored reply."""
+    await live.start(w("knowledge_working", source=source))
+
+    def progress(done: int, total: int, what: str) -> None:
+        live.update(w("knowledge_progress", source=source, done=done, total=total, what=what))
+
+    try:
+        added = await work(progress)
+    except KnowledgeInputError as exc:
+        await live.finish(w("knowledge_failed", source=source, error=str(exc)))
+        await ctx.outbox.ignore("knowledge_not_added")
+        return
+    await live.finish(outcome_text(source, added, w))
+    await ctx.outbox.ignore("knowledge_added")
+
+
 def build_knowledge_admin_router(
     deps: HandlerDeps,
     admin_ids: frozenset[int],
@@ -363,20 +388,7 @@ def build_knowledge_admin_router(
         work: Callable[[Progress], Awaitable[Added]],
     ) -> None:
         w = _words(words, ctx.texts)
-        live = LiveMessage(sender, message.chat.id)
-        await live.start(w("knowledge_working", source=source))
-
-        def progress(done: int, total: int, what: str) -> None:
-            live.update(w("knowledge_progress", source=source, done=done, total=total, what=what))
-
-        try:
-            added = await work(progress)
-        except KnowledgeInputError as exc:
-            await live.finish(w("knowledge_failed", source=source, error=str(exc)))
-            await ctx.outbox.ignore("knowledge_not_added")
-            return
-        await live.finish(outcome_text(source, added, w))
-        await ctx.outbox.ignore("knowledge_added")
+        await _add_with_progress(LiveMessage(sender, message.chat.id), w, ctx, source, work)
 
     @router.message(F.text, Command("knowledge"))
     async def knowledge_command(

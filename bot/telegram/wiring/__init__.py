@@ -20,6 +20,7 @@ from typing import Any
 from aiogram import Bot, Dispatcher
 
 from bot.runtime.config import Settings
+from bot.runtime.feature_catalog import Built, Needs, build_chat_parts, system_prompt, tools_of
 from bot.runtime.health import Health
 from bot.runtime.intake import Intake
 from bot.runtime.leadership import Leadership
@@ -28,12 +29,9 @@ from bot.telegram.features import Feature
 from bot.telegram.features.actions import actions_off_feature
 from bot.telegram.features.catalog import (
     FeatureSpec,
-    Needs,
     TelegramNeeds,
-    build_chat_parts,
-    system_prompt,
+    TelegramSide,
     telegram_features,
-    tools_of,
 )
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.menu import Menu
@@ -80,8 +78,8 @@ async def build_application(
     *,
     specs: Sequence[FeatureSpec[Any, Any]] = FEATURES,
 ) -> Application:
-    """Wire every object; nothing here talks to Telegram or the model yet. `specs`: the
-    features (bot/telegram/features/registry.py)."""
+    """Wire every object, in the order things must exist; nothing here talks to Telegram
+    or the model yet. `specs`: the features (bot/telegram/features/registry.py)."""
     retry = core.build_storage_retry(settings)
     model = core.build_model(settings)
     transport = telegram.build_transport(settings, db)
@@ -93,10 +91,7 @@ async def build_application(
     voice_notes = VoiceNoteRepository(db)
     instances = transport.instances
     on_telegram = TelegramNeeds(transport.sender, texts, model, turn_slots, voice_notes, instances)
-    features = telegram_features(built, needs, on_telegram)
-    if not any(feature.name == "actions" for feature in features):
-        # old cards' presses get an answer; actions left unfinished end
-        features = (*features, actions_off_feature(needs, on_telegram))
+    features = _telegram_sides(built, needs, on_telegram)
 
     registry = core.build_tools(settings, tools_of(built), shop=shop)
     metrics = operations.build_metrics(settings, registry.names)
@@ -114,10 +109,7 @@ async def build_application(
     pipeline = telegram.build_pipeline(
         settings, db, transport, core=chat, texts=texts, features=features, voice_notes=voice_notes
     )
-    health = operations.build_health(settings, db, pipeline, shop)
-    if metrics is not None:
-        operations.watch_state(metrics, pipeline, transport.sender, features)
-        operations.watch_shop(metrics, shop)
+    health = _watch(settings, db, pipeline, transport, features, metrics, shop)
     return Application(
         settings=settings,
         db=db,
@@ -136,3 +128,33 @@ async def build_application(
         metrics=metrics,
         shop=shop,
     )
+
+
+def _telegram_sides(
+    built: Sequence[Built[TelegramSide[Any, Any]]], needs: Needs, on_telegram: TelegramNeeds
+) -> tuple[Feature, ...]:
+    """The Telegram sides of the features that are on; with actions off, their off side
+    all the same, so a press on a card sent while they were on gets an answer and
+    actions left unfinished end."""
+    features = telegram_features(built, needs, on_telegram)
+    if any(feature.name == "actions" for feature in features):
+        return features
+    return (*features, actions_off_feature(needs, on_telegram))
+
+
+def _watch(
+    settings: Settings,
+    db: Database,
+    pipeline: telegram.Pipeline,
+    transport: telegram.Transport,
+    features: Sequence[Feature],
+    metrics: Metrics | None,
+    shop: ShopDirectory,
+) -> Health:
+    """Health and the numbers /metrics reads at scrape time, built last: they read the
+    pipeline, the sender, the features and the shop, which must exist first."""
+    health = operations.build_health(settings, db, pipeline, shop)
+    if metrics is not None:
+        operations.watch_state(metrics, pipeline, transport.sender, features)
+        operations.watch_shop(metrics, shop)
+    return health

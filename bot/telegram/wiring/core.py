@@ -127,7 +127,7 @@ def build_core(
 ) -> Core:
     """The loop over `registry` and the chat service that runs it, turn by turn;
     `system_prompt`: composed from the fragments of the features that are on
-    (bot/telegram/features/catalog.py:system_prompt)."""
+    (bot/runtime/feature_catalog.py:system_prompt)."""
     loop = BoundedToolLoop(
         model,
         registry,

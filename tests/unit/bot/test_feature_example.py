@@ -13,7 +13,7 @@ import pytest
 from aiogram import Router
 
 from bot.programs.simulate import BotWiring
-from bot.telegram.features.catalog import words_of
+from bot.runtime.feature_catalog import words_of
 from bot.telegram.features.lint import check
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.texts import TextsError, load_text_table

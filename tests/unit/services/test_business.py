@@ -121,3 +121,16 @@ async def test_a_draft_is_decided_once_and_only_inside_the_window(
     assert stored is not None and stored.text == "Mine"
     clock.advance(REPLY_WINDOW_S + 1)
     assert not service.in_window(draft)
+
+
+async def test_a_deleted_message_is_remembered_until_its_turn_ends_and_then_forgotten(
+    service: BusinessService, clock: FakeClock
+) -> None:
+    service.note_deleted(CONNECTION, CUSTOMER, [10, 11])
+    assert service.was_deleted(CONNECTION, CUSTOMER, 10)
+    assert not service.was_deleted(CONNECTION, CUSTOMER, 12)
+    assert not service.was_deleted("bc-2", CUSTOMER, 10)  # another connection's chat
+    clock.advance(2 * 3600.0)
+    service.note_deleted(CONNECTION, CUSTOMER, [12])  # older notes are let go
+    assert not service.was_deleted(CONNECTION, CUSTOMER, 10)
+    assert service.was_deleted(CONNECTION, CUSTOMER, 12)
