@@ -235,8 +235,7 @@ class BotWiring:
         """The bot's settings as a scenario runs them: its own changes, the throwaway
         database's orders (never a live shop), and handoff on."""
         changes = {k: v for k, v in settings.model_dump().items() if v is not None}
-        if "actions_enabled" in changes:
-            changes["actions_enabled"] = tuple(changes["actions_enabled"])
+        changes.pop("actions_enabled", None)  # the actions feature's (`groups_for`)
         operator = self._settings.operator_chat_id or SIMULATED_OPERATOR_CHAT_ID
         return self._settings.model_copy(
             update={**changes, "shop_backend": "local", "operator_chat_id": operator}
@@ -245,7 +244,8 @@ class BotWiring:
     def __call__(self, db: Database, model: ChatModel, settings: ScenarioSettings) -> SimulatedBot:
         bot = self.settings_for(settings)
         shop = build_shop_directory(bot, db)
-        built = build_chat_parts(self._specs, Needs(bot, db, shop, self._retry))
+        needs = Needs(bot, db, shop, self._retry)
+        built = build_chat_parts(self._specs, needs, groups_for(settings))
         registry = build_tools(bot, extra=tools_of(built), shop=shop)
         core = build_core(
             bot,
@@ -266,6 +266,13 @@ class BotWiring:
             actions.service if actions else None,
             knowledge.knowledge if knowledge else None,
         )
+
+
+def groups_for(settings: ScenarioSettings) -> dict[str, dict[str, Any]]:
+    """A scenario's changes to features' settings groups, by feature name."""
+    if settings.actions_enabled is None:
+        return {}
+    return {ACTIONS.name: {"actions_enabled": tuple(settings.actions_enabled)}}
 
 
 def _shown(texts: TextTable) -> Any:

@@ -31,7 +31,6 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.runtime.languages import Language
-from tools.actions.builtin import BUILT_IN_ACTIONS
 from tools.shop.orders import OrderNumberRule, rule_from_setting
 
 _WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -122,7 +121,7 @@ class SettingsError(Exception):
     """A human-readable, single-line description of what is wrong with the settings."""
 
 
-def _split_csv(value: Any) -> Any:
+def split_csv(value: Any) -> Any:
     if isinstance(value, str):
         return [item.strip() for item in value.split(",") if item.strip()]
     return value
@@ -361,41 +360,11 @@ class Settings(ShopSettings):
     model_price_cached_input_per_1m: float | None = Field(default=None, ge=0, le=1_000_000)
     model_price_currency: str = Field(default="USD", min_length=1, max_length=8)
 
-    # Actions the customer confirms (bot/telegram/features/actions.py): the ones on, by name
-    # (cancel_order, request_return, change_address; comma-separated); empty: no actions at all
-    actions_enabled: Annotated[tuple[str, ...], NoDecode] = ()
-    # how long a confirmation card can be pressed (seconds)
-    action_confirm_ttl_s: float = Field(default=900.0, ge=10, le=7 * 24 * 3600)
-    # an outcome the shop left unknown: asked again in the background this many times,
-    # the first after ACTION_RETRY_FIRST_S, then twice as long each time; then a person
-    action_retry_attempts: int = Field(default=5, ge=1, le=20)
-    action_retry_first_s: float = Field(default=30.0, ge=0.5, le=3600)
-    # SHOP_BACKEND=local: a request to the shop's people nobody answered in this time
-    # (seconds) is reminded of once
-    action_request_escalate_s: float = Field(default=4 * 3600.0, ge=1, le=7 * 24 * 3600)
+    # Actions the customer confirms: their settings (ACTIONS_ENABLED, ACTION_*) are the
+    # actions feature's own (bot/telegram/features/actions.py `ActionsSettings`)
 
-    # Order updates (README "Order updates"): "notify me when it moves" under an
-    # answer that showed a customer their own order, /updates, the shop's pushes and the
-    # polling fallback. Off: none of it exists.
-    order_updates_enabled: bool = False
-    # the polling fallback reads each subscribed, unfinished order at most this often
-    # (0: no polling, pushes only) ...
-    order_updates_poll_minutes: float = Field(default=15.0, ge=0, le=10_080)
-    # ... and at most this many orders per round (the shop API's budget)
-    order_updates_poll_budget: int = Field(default=60, ge=1, le=100_000)
-    # the shared secret of the generic push endpoint (POST /shop/events, HMAC-SHA256 of
-    # the body); unset: no push endpoint
-    shop_webhook_secret: SecretStr | None = None
-    # Shopify's orders/updated webhook (the app's client secret) and WooCommerce's
-    # order.updated webhook (the webhook's secret): unset, no such route
-    shopify_webhook_secret: SecretStr | None = None
-    woocommerce_webhook_secret: SecretStr | None = None
-    # a push body larger than this is refused (413) unread
-    shop_webhook_max_bytes: int = Field(default=65_536, ge=1024, le=10_485_760)
-    # no notification between these hours, HH-HH (e.g. 22-8) at ORDER_UPDATES_UTC_OFFSET
-    # hours from UTC (unset: any time); the ones due go out when the quiet hours end
-    order_updates_quiet_hours: str | None = None
-    order_updates_utc_offset: int = Field(default=0, ge=-12, le=14)
+    # Order updates (README "Order updates"): their settings (ORDER_UPDATES_*, the shops'
+    # push secrets) are the feature's own (bot/telegram/features/order_updates.py)
 
     # Several instances on one PostgreSQL database (DATABASE_URL): this instance's name in
     # the chat claims and heartbeats (unique per running process; default host:pid:random)
@@ -441,7 +410,7 @@ class Settings(ShopSettings):
     @field_validator("admin_ids", mode="before")
     @classmethod
     def _parse_admin_ids(cls, value: Any) -> Any:
-        items = _split_csv(value)
+        items = split_csv(value)
         if isinstance(items, list):
             try:
                 return frozenset(int(item) for item in items)
@@ -450,13 +419,6 @@ class Settings(ShopSettings):
                     "expected comma-separated Telegram user ids, e.g. 123,456"
                 ) from None
         return items
-
-    @field_validator("order_updates_quiet_hours")
-    @classmethod
-    def _check_quiet_hours(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"([01]?\d|2[0-3])-([01]?\d|2[0-3])", value):
-            raise ValueError("expected HH-HH in whole hours, e.g. 22-8")
-        return value
 
     @field_validator("stats_timezone")
     @classmethod
@@ -470,20 +432,8 @@ class Settings(ShopSettings):
     @field_validator("openai_fallback_models", mode="before")
     @classmethod
     def _parse_fallback_models(cls, value: Any) -> Any:
-        items = _split_csv(value)
+        items = split_csv(value)
         return tuple(items) if isinstance(items, list) else items
-
-    @field_validator("actions_enabled", mode="before")
-    @classmethod
-    def _parse_actions(cls, value: Any) -> Any:
-        items = _split_csv(value)
-        if not isinstance(items, list):
-            return items
-        known = [definition.name for definition in BUILT_IN_ACTIONS]
-        unknown = [item for item in items if item not in known]
-        if unknown:
-            raise ValueError(f"unknown action {unknown[0]!r}; known: {', '.join(known)}")
-        return tuple(dict.fromkeys(items))
 
     @field_validator("telegram_api_url", "openai_base_url")
     @classmethod

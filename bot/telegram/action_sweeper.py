@@ -26,6 +26,7 @@ from collections.abc import Iterable
 
 from aiogram.types import InlineKeyboardMarkup
 
+from bot.telegram.action_words import ActionStaffWords, staff_words
 from bot.telegram.formatting import markdown_to_messages
 from bot.telegram.keyboards import markup_to_json, request_keyboard
 from bot.telegram.outgoing import OutgoingDelivery
@@ -38,13 +39,15 @@ from storage.outgoing import Outgoing
 log = logging.getLogger(__name__)
 
 
-def attention_line(row: ActionRow, outcome: Outcome) -> str:
+def attention_line(row: ActionRow, outcome: Outcome, words: ActionStaffWords) -> str:
     """The shop's people's line about an action whose outcome stayed unknown."""
-    answer = outcome.detail or row.last_answer or "no answer"
-    return (
-        f"⚠️ {row.action}: order {row.order_number} needs a person's check — the shop never "
-        f"confirmed the outcome (its last answer: {answer}). Customer {row.user_id}, "
-        f"op {row.operation_id[:8]}. Please check the order in the shop and tell the customer."
+    answer = outcome.detail or row.last_answer or words.staff_no_answer
+    return words.attention(
+        action=row.action,
+        order=row.order_number,
+        answer=answer,
+        customer=row.user_id,
+        op=row.operation_id[:8],
     )
 
 
@@ -66,6 +69,7 @@ class ActionSweeper:
         self._service = service
         self._delivery = delivery
         self._texts = texts
+        self._staff_words = staff_words(texts)  # in the shop's language
         self._staff = tuple(dict.fromkeys(staff_chats))
         self._operators = operator_chat_id
         self._every_s = every_s
@@ -95,11 +99,10 @@ class ActionSweeper:
     def _reminders(self, request: ActionRequest) -> list[Outgoing]:
         """One reminder per staff chat for a request nobody answered in time."""
         assert self._escalate_after_s is not None and self._requests_staff is not None
-        hours = self._escalate_after_s / 3600
-        line = (
-            f"⏰ Reminder: the request for order {request.order_number} "
-            f"(op {request.operation_id[:8]}) has had no answer for {hours:.1f} h. "
-            "The customer is waiting: press ✅ Done or ✖ Refuse on its card."
+        line = self._staff_words.reminder(
+            order=request.order_number,
+            op=request.operation_id[:8],
+            hours=self._escalate_after_s / 3600,
         )
         key = f"request:{request.operation_id}:reminder"
         return [_plain(f"{key}:{chat}", chat, line) for chat in self._requests_staff.chats]
@@ -119,18 +122,19 @@ class ActionSweeper:
         (part, *_) = markdown_to_messages(self._words(row, outcome))
         messages = [Outgoing(f"{key}:customer", row.chat_id, part.html, part.plain)]
         if outcome.kind is ResultKind.REQUESTED and self._requests_staff is not None:
-            card = request_card(row, self._service.card_words(row, "en"))
-            markup = request_keyboard(row.operation_id)
+            staff = self._requests_staff
+            card = request_card(row, self._service.card_words(row, staff.language), staff.words)
+            markup = request_keyboard(row.operation_id, staff.words)
             messages += [
                 _plain(f"{key}:request:{chat}", chat, card, markup)
                 for chat in self._requests_staff.chats
             ]
         elif outcome.kind is ResultKind.NEEDS_ATTENTION:
-            line = attention_line(row, outcome)
+            line = attention_line(row, outcome, self._staff_words)
             chats = (*self._staff, *((self._operators,) if self._operators else ()))
             messages += [_plain(f"{key}:attention:{chat}", chat, line) for chat in chats]
         elif outcome.kind is ResultKind.DONE and self._operators is not None:
-            line = operators_line(row, outcome)
+            line = operators_line(row, outcome, self._staff_words)
             messages.append(_plain(f"{key}:operators", self._operators, line))
         return messages
 

@@ -34,6 +34,7 @@ from aiogram.types import (
     ReplyKeyboardRemove,
 )
 
+from bot.telegram.action_words import ACTION_WORDS, ActionStaffWords
 from bot.telegram.handoff_view import HANDOFF_WORDS
 from bot.telegram.sender import ReplyMarkup
 from bot.telegram.texts import Texts
@@ -222,17 +223,18 @@ class ActionButton(CallbackData, prefix="act"):
 
 def action_keyboard(operation_id: str, texts: Texts) -> InlineKeyboardMarkup:
     """The card's two buttons: confirm, decline."""
+    words = texts.of(ACTION_WORDS)
     return InlineKeyboardMarkup(
         inline_keyboard=[
             [
                 InlineKeyboardButton(
-                    text=texts.action_confirm_button,
+                    text=words.action_confirm_button,
                     callback_data=ActionButton(
                         operation_id=operation_id, choice=ActionChoice.CONFIRM
                     ).pack(),
                 ),
                 InlineKeyboardButton(
-                    text=texts.action_decline_button,
+                    text=words.action_decline_button,
                     callback_data=ActionButton(
                         operation_id=operation_id, choice=ActionChoice.DECLINE
                     ).pack(),
@@ -259,19 +261,19 @@ class RequestButton(CallbackData, prefix="req"):
         return _exactly(cls, data)
 
 
-def request_keyboard(operation_id: str) -> InlineKeyboardMarkup:
-    """The staff's card's two buttons (the staff's words are English, as their lines)."""
+def request_keyboard(operation_id: str, words: ActionStaffWords) -> InlineKeyboardMarkup:
+    """The staff's card's two buttons (in the staff's words, as their lines)."""
     return InlineKeyboardMarkup(
         inline_keyboard=[
             [
                 InlineKeyboardButton(
-                    text="✅ Done",
+                    text=words.staff_done_button,
                     callback_data=RequestButton(
                         operation_id=operation_id, choice=RequestChoice.DONE
                     ).pack(),
                 ),
                 InlineKeyboardButton(
-                    text="✖ Refuse",
+                    text=words.staff_refuse_button,
                     callback_data=RequestButton(
                         operation_id=operation_id, choice=RequestChoice.REFUSE
                     ).pack(),

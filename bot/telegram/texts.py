@@ -104,48 +104,6 @@ class Texts:
     menu_phone: str
     menu_forget_phone: str
     menu_stats: str  # admins only
-    # actions with confirmation (bot/telegram/features/actions.py), only when ACTIONS_ENABLED
-    action_confirm_button: str
-    action_decline_button: str
-    action_working: str  # the press's short note while the shop is asked
-    action_not_yours: str  # the press's note: the card was sent to someone else
-    action_already: str  # the press's note: what this card offered is already done
-    action_answered: str  # the press's note: the card was answered, nothing more to do
-    action_no_longer_offered: str  # the press's note: not an offer of this chat (any more)
-    action_not_supported: str  # the shop answered that it does not do this; nothing changed
-    action_needs_attention: str  # the shop never confirmed: a person checks and writes
-    action_declined: str
-    action_expired: str  # the card is too old, or a newer card for the order replaced it
-    action_state_changed: str  # on ✅ the order no longer allows it (e.g. shipped)
-    action_failed: str  # the shop refused or could not be reached; nothing changed
-    action_checking: str  # the shop's answer stayed unknown: asked again in the background
-    action_requested: str  # imported data: sent to the shop's people, a person confirms
-    action_refused: str  # a person refused the request; their reason follows
-    # order updates (bot/telegram/routers/order_updates.py), only with ORDER_UPDATES_ENABLED;
-    # {order} (the order's number) is required in each, filled in per message
-    order_updates_button: str  # under an answer that showed the customer their own order
-    order_updates_subscribed: str
-    order_updates_already: str
-    order_updates_finished: str
-    order_updates_not_yours: str  # missing, someone else's and public orders alike
-    order_updates_stopped: str
-    order_updates_stop_button: str
-    # without a placeholder
-    order_updates_private_only: str
-    order_updates_unavailable: str
-    order_updates_list: str  # above the list of orders (/updates)
-    order_updates_none: str
-    # the message when an order moves: one per status, in the shop's own words
-    order_update_processing: str
-    order_update_in_transit: str
-    order_update_ready_for_pickup: str
-    order_update_delivered: str
-    order_update_cancelled: str
-    menu_updates: str  # only with ORDER_UPDATES_ENABLED
-
-    def for_order(self, key: str, order: str) -> str:
-        """An order-updates text with its {order} filled in."""
-        return str(getattr(self, key)).format(order=order)
 
     def too_long_for(self, limit: int) -> str:
         return self.too_long.format(limit=limit)
@@ -160,26 +118,7 @@ TEXT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Texts) if not f.kw_onl
 MENU_PREFIX = "menu_"
 MENU_WORDS_LIMIT = 256
 # Which placeholders a text may use, and which it must (see the module docstring).
-_RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
-    "too_long": frozenset({"limit"}),
-    **{
-        key: frozenset({"order"})
-        for key in (
-            "order_updates_button",
-            "order_updates_subscribed",
-            "order_updates_already",
-            "order_updates_finished",
-            "order_updates_not_yours",
-            "order_updates_stopped",
-            "order_updates_stop_button",
-            "order_update_processing",
-            "order_update_in_transit",
-            "order_update_ready_for_pickup",
-            "order_update_delivered",
-            "order_update_cancelled",
-        )
-    },
-}
+_RUNTIME_PLACEHOLDERS: Mapping[str, frozenset[str]] = {"too_long": frozenset({"limit"})}
 _RUNTIME_KEYS = frozenset(_RUNTIME_PLACEHOLDERS)
 _REQUIRED: Mapping[str, frozenset[str]] = {
     "start": frozenset({"contacts"}),
@@ -283,69 +222,6 @@ RU_TEMPLATES = Texts(
     menu_phone="Подтвердить номер телефона",
     menu_forget_phone="Удалить мой номер телефона",
     menu_stats="Статистика поддержки",
-    action_confirm_button="✅ Подтвердить",
-    action_decline_button="✖ Не нужно",
-    action_working="Выполняю…",
-    action_not_yours="Эта кнопка — не для вас.",
-    action_already="Это уже сделано.",
-    action_answered="На эту карточку уже ответили.",
-    action_no_longer_offered="Это предложение больше не действует.",
-    action_needs_attention=(
-        "Магазин так и не подтвердил, выполнено ли это действие. Сотрудник магазина "
-        "проверит и напишет вам; нажимать ещё раз не нужно."
-    ),
-    action_not_supported=(
-        "К сожалению, магазин не выполняет это действие через бота, ничего не изменилось. "
-        "Если нужно, пожалуйста, свяжитесь с магазином напрямую."
-    ),
-    action_declined="Хорошо, ничего не меняю.",
-    action_expired=(
-        "Это подтверждение устарело — ничего не изменено. Если нужно, попросите ещё раз."
-    ),
-    action_state_changed=(
-        "Не получилось: заказ за это время изменился, и сделать это уже нельзя. Ничего не изменено."
-    ),
-    action_failed=(
-        "Не получилось: магазин не смог это выполнить, ничего не изменено. "
-        "Попробуйте позже или свяжитесь с магазином."
-    ),
-    action_checking=(
-        "Магазин пока не подтвердил результат. Я проверю ещё раз сам и напишу вам; "
-        "повторно ничего не выполняется."
-    ),
-    action_requested=(
-        "Запрос передан сотрудникам магазина. Пока ничего не изменилось: сотрудник "
-        "проверит и подтвердит, а я сразу напишу вам здесь."
-    ),
-    action_refused="К сожалению, магазин не может это выполнить. Ответ сотрудника:",
-    order_updates_button="🔔 Сообщить, когда заказ {order} сдвинется",
-    order_updates_subscribed=(
-        "Хорошо: напишу здесь, когда статус заказа {order} изменится. "
-        "Уведомления о заказах — /updates."
-    ),
-    order_updates_already="Уведомления о заказе {order} уже включены. Список — /updates.",
-    order_updates_finished="Заказ {order} уже завершён — изменений по нему больше не будет.",
-    order_updates_not_yours=(
-        "Не могу включить уведомления о заказе {order}: они доступны только владельцу "
-        "заказа. Проверьте номер или подтвердите телефон — /phone."
-    ),
-    order_updates_stopped="Уведомления о заказе {order} выключены.",
-    order_updates_stop_button="Выключить: заказ {order}",
-    order_updates_private_only="Уведомления о заказах доступны только в личном чате с ботом.",
-    order_updates_unavailable=(
-        "Не получилось связаться с магазином. Попробуйте, пожалуйста, чуть позже."
-    ),
-    order_updates_list="Я сообщу вам об изменениях этих заказов:",
-    order_updates_none=(
-        "Уведомлений о заказах нет. Спросите о своём заказе, и под ответом будет кнопка "
-        "«Сообщить, когда заказ сдвинется»."
-    ),
-    order_update_processing="Заказ {order} снова в обработке.",
-    order_update_in_transit="Заказ {order} передан в доставку.",
-    order_update_ready_for_pickup="Заказ {order} ждёт вас в пункте выдачи.",
-    order_update_delivered="Заказ {order} доставлен.",
-    order_update_cancelled="Заказ {order} отменён.",
-    menu_updates="Уведомления о заказах",
 )
 
 _EN_START_BODY = (
@@ -421,68 +297,6 @@ EN_TEMPLATES = Texts(
     menu_phone="Verify my phone number",
     menu_forget_phone="Remove my phone number",
     menu_stats="Support statistics",
-    action_confirm_button="✅ Confirm",
-    action_decline_button="✖ No, thanks",
-    action_working="Working on it…",
-    action_not_yours="This button is not for you.",
-    action_already="This has already been done.",
-    action_answered="This card has already been answered.",
-    action_no_longer_offered="This offer is no longer available.",
-    action_needs_attention=(
-        "The shop has not confirmed whether this was done. A member of the shop's staff "
-        "will check and write to you; there is no need to press again."
-    ),
-    action_not_supported=(
-        "Sorry, the shop does not do this through the bot; nothing was changed. "
-        "If you need it, please contact the shop directly."
-    ),
-    action_declined="All right, nothing was changed.",
-    action_expired=(
-        "This confirmation has expired, nothing was changed. Ask again if you still need it."
-    ),
-    action_state_changed=(
-        "That did not work: the order has changed in the meantime and this is no longer "
-        "possible. Nothing was changed."
-    ),
-    action_failed=(
-        "That did not work: the shop could not do it, nothing was changed. Please try "
-        "again later or contact the shop."
-    ),
-    action_checking=(
-        "The shop has not confirmed the result yet. I will check again and write to you; "
-        "nothing is done twice."
-    ),
-    action_requested=(
-        "I have passed your request to the shop's staff. Nothing has changed yet: a person "
-        "will check and confirm, and I will write to you here as soon as they do."
-    ),
-    action_refused="Sorry, the shop cannot do this. The staff's answer:",
-    order_updates_button="🔔 Notify me when order {order} moves",
-    order_updates_subscribed=(
-        "Done: I will write here when the status of order {order} changes. "
-        "Your order notifications: /updates."
-    ),
-    order_updates_already="Notifications for order {order} are already on. The list: /updates.",
-    order_updates_finished="Order {order} is already completed: nothing more will change.",
-    order_updates_not_yours=(
-        "I cannot turn on notifications for order {order}: only the order's owner can. "
-        "Please check the number or verify your phone with /phone."
-    ),
-    order_updates_stopped="Notifications for order {order} are off.",
-    order_updates_stop_button="Stop: order {order}",
-    order_updates_private_only="Order notifications are available in a private chat with the bot.",
-    order_updates_unavailable="I could not reach the shop. Please try again a little later.",
-    order_updates_list="I will tell you when these orders move:",
-    order_updates_none=(
-        "You have no order notifications. Ask about your order, and the answer will have a "
-        '"Notify me when it moves" button.'
-    ),
-    order_update_processing="Order {order} is being processed again.",
-    order_update_in_transit="Order {order} is on its way.",
-    order_update_ready_for_pickup="Order {order} is ready for pickup.",
-    order_update_delivered="Order {order} has been delivered.",
-    order_update_cancelled="Order {order} has been cancelled.",
-    menu_updates="Order notifications",
 )
 
 _TEMPLATES: dict[Language, Texts] = {"ru": RU_TEMPLATES, "en": EN_TEMPLATES}
@@ -597,8 +411,6 @@ def _shown(texts: Texts, key: str) -> str:
         return texts.too_long_for(TELEGRAM_TEXT_LIMIT)
     if key == "start":
         return texts.start_with(_LONGEST_EXAMPLES)
-    if _RUNTIME_PLACEHOLDERS.get(key) == frozenset({"order"}):
-        return texts.for_order(key, "X" * 64)
     return str(getattr(texts, key))
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.telegram.texts import RU
+from bot.telegram.action_words import ACTION_STAFF_WORDS, ACTION_WORDS
 from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, wait_for_db
 from tests.e2e.test_actions import (
     CUSTOMER,
@@ -36,6 +36,8 @@ from tests.fakes.telegram_server import (
 pytestmark = pytest.mark.both_backends
 
 ADMIN, OTHER_ADMIN = 7690, 7691
+# the staff read the shop's language (DEFAULT_LANGUAGE, Russian unless set)
+STAFF_RU = ACTION_STAFF_WORDS["ru"]
 
 
 def request_buttons(message: SentMessage) -> list[dict[str, Any]]:
@@ -85,19 +87,22 @@ async def test_a_request_is_done_or_refused_by_a_person_and_the_customer_hears_o
         ADMIN_IDS=f"{ADMIN},{OTHER_ADMIN}",
     )
     answer, card = await requested(fake_telegram, MINE)
-    assert seen_text(answer.text) == RU.action_requested  # never "cancelled" yet
-    assert f"cancel_order, order {MINE}" in card.plain_text
-    assert f"Cancel order {MINE}?" in card.plain_text  # the action's details
-    assert [b["text"] for b in request_buttons(card)] == ["✅ Done", "✖ Refuse"]
+    assert seen_text(answer.text) == ACTION_WORDS["ru"].action_requested  # never "cancelled" yet
+    assert f"cancel_order, заказ {MINE}" in card.plain_text
+    assert f"Отменить заказ {MINE}?" in card.plain_text  # the action's details
+    assert [b["text"] for b in request_buttons(card)] == [
+        STAFF_RU.staff_done_button,
+        STAFF_RU.staff_refuse_button,
+    ]
     [other_card] = await fake_telegram.wait_for_messages(OTHER_ADMIN, 1, within=WAIT_S)
     assert status_of(database_path, MINE) == "processing"  # only a person changes it
 
     # anyone else's press (a forged one from the customer's own chat) changes nothing
     assert await staff_press(fake_telegram, card, 0, user=STRANGER, chat=STRANGER) == (
-        RU.action_not_yours
+        ACTION_WORDS["ru"].action_not_yours
     )
     assert await staff_press(fake_telegram, card, 0, user=CUSTOMER, chat=CUSTOMER) == (
-        RU.action_not_yours
+        ACTION_WORDS["ru"].action_not_yours
     )
     assert status_of(database_path, MINE) == "processing"
 
@@ -127,13 +132,16 @@ async def test_a_request_is_done_or_refused_by_a_person_and_the_customer_hears_o
     before = len(fake_telegram.messages_to(ADMIN))
     await staff_press(fake_telegram, card, 1, user=ADMIN, chat=ADMIN)
     [*_, asked] = await fake_telegram.wait_for_messages(ADMIN, before + 1, within=WAIT_S)
-    assert "reason" in asked.plain_text
+    assert asked.plain_text == STAFF_RU.for_order("staff_ask_reason", MINE_TOO)
     fake_telegram.enqueue_update(message_update(ADMIN, text="Заказ уже передан в доставку"))
     await fake_telegram.wait_for_messages(ADMIN, before + 2, within=WAIT_S)
     await fake_telegram.wait_for_messages(CUSTOMER, 7, within=WAIT_S)
     messages = await settled(fake_telegram, 7)
     refusal = seen_text(messages[6].text)
-    assert refusal.startswith(RU.action_refused) and "уже передан в доставку" in refusal
+    assert (
+        refusal.startswith(ACTION_WORDS["ru"].action_refused)
+        and "уже передан в доставку" in refusal
+    )
     assert status_of(database_path, MINE_TOO) == "processing"
     # a Done after the refusal changes nothing and tells the customer nothing more
     assert await staff_press(fake_telegram, card, 0, user=OTHER_ADMIN, chat=OTHER_ADMIN)
@@ -165,10 +173,10 @@ async def test_a_request_nobody_answers_is_reminded_of_once(
     await requested(fake_telegram, MINE)
 
     def reminders() -> list[SentMessage]:
-        return [m for m in fake_telegram.messages_to(ADMIN) if "Reminder" in m.plain_text]
+        return [m for m in fake_telegram.messages_to(ADMIN) if "Напоминание" in m.plain_text]
 
     await fake_telegram.wait_until(lambda: len(reminders()) >= 1, within=WAIT_S)
-    assert f"order {MINE}" in reminders()[0].plain_text
+    assert f"заказу {MINE}" in reminders()[0].plain_text
     await wait_for_db(
         database_path,
         "SELECT count(*) FROM action_requests WHERE escalated_at IS NOT NULL",

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bot.telegram.texts import RU
+from bot.telegram.action_words import ACTION_WORDS
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,
@@ -165,7 +165,7 @@ async def staff_done_update(
             (
                 m
                 for m in telegram.messages_to(chat)
-                if f"order {order} —" in m.plain_text and m.reply_markup
+                if f"заказ {order} —" in m.plain_text and m.reply_markup
             ),
             None,
         )
@@ -203,15 +203,17 @@ async def test_propose_confirm_cancelled_told_and_the_next_answer_knows(
     assert ASK_CONFIRM in card.plain_text
     assert f"Отменить заказ {MINE}?" in card.plain_text  # the exact effect
     assert [b["text"] for b in card_buttons(card)] == [
-        RU.action_confirm_button,
-        RU.action_decline_button,
+        ACTION_WORDS["ru"].action_confirm_button,
+        ACTION_WORDS["ru"].action_decline_button,
     ]
     assert status_of(database_path, MINE) == "processing"  # nothing happened yet
     assert query(database_path, "SELECT status FROM pending_actions") == [("pending",)]
 
-    assert await press(fake_telegram, card) == RU.action_working
+    assert await press(fake_telegram, card) == ACTION_WORDS["ru"].action_working
     [_, requested] = await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
-    assert seen_text(requested.text) == RU.action_requested  # imported data: a person confirms
+    assert (
+        seen_text(requested.text) == ACTION_WORDS["ru"].action_requested
+    )  # imported data: a person confirms
     assert status_of(database_path, MINE) == "processing"
     await staff_done(fake_telegram, MINE)
     [*_, result] = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
@@ -245,11 +247,13 @@ async def test_presses_twice_by_another_after_expiry_or_after_shipping_act_at_mo
     await setup(start_bot, bot_base_env, tmp_path, fake_openai)
     card = await say(fake_telegram, f"Отмените заказ {MINE}")
     # someone else presses first: refused, nothing changes
-    assert await press(fake_telegram, card, user=STRANGER) == RU.action_not_yours
+    assert await press(fake_telegram, card, user=STRANGER) == ACTION_WORDS["ru"].action_not_yours
     assert query(database_path, "SELECT status FROM pending_actions") == [("pending",)]
     # ✅ twice
-    assert await press(fake_telegram, card) == RU.action_working
-    assert await press(fake_telegram, card) == RU.action_working  # with the staff already
+    assert await press(fake_telegram, card) == ACTION_WORDS["ru"].action_working
+    assert (
+        await press(fake_telegram, card) == ACTION_WORDS["ru"].action_working
+    )  # with the staff already
     await staff_done(fake_telegram, MINE)
     await wait_for_db(database_path, "SELECT status FROM pending_actions", [("done",)])
     await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)  # requested, the result
@@ -262,14 +266,14 @@ async def test_presses_twice_by_another_after_expiry_or_after_shipping_act_at_mo
     # the order shipped between the card and the press
     card_again = await say(fake_telegram, f"Отмените заказ {MINE_TOO}")
     query(database_path, "UPDATE orders SET status = 'in_transit' WHERE order_id = ?", MINE_TOO)
-    assert await press(fake_telegram, card_again) == RU.action_working
+    assert await press(fake_telegram, card_again) == ACTION_WORDS["ru"].action_working
 
     messages = await settled(fake_telegram, 7)
     words = [m.plain_text for m in messages]
-    assert words[1] == RU.action_requested
+    assert words[1] == ACTION_WORDS["ru"].action_requested
     assert words[2] == f"Заказ {MINE} отменён."
-    assert words[4] == RU.action_expired
-    assert words[6] == RU.action_state_changed
+    assert words[4] == ACTION_WORDS["ru"].action_expired
+    assert words[6] == ACTION_WORDS["ru"].action_state_changed
     assert status_of(database_path, MINE) == "cancelled"
     assert status_of(database_path, MINE_TOO) == "in_transit"
     assert cancellations(database_path) == 1
@@ -328,9 +332,9 @@ async def _crash_at(
     await staff_done(telegram, MINE)
     await telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
     messages = await settled(telegram, 3)
-    assert messages[1].plain_text == RU.action_requested
+    assert messages[1].plain_text == ACTION_WORDS["ru"].action_requested
     assert messages[2].plain_text == f"Заказ {MINE} отменён."
-    cards = [m for m in telegram.messages_to(STAFF) if m.plain_text.startswith("🛎 Request")]
+    cards = [m for m in telegram.messages_to(STAFF) if m.plain_text.startswith("🛎 Запрос")]
     assert len(cards) == 1
     assert status_of(database, MINE) == "cancelled"
     assert cancellations(database) == 1
@@ -400,14 +404,14 @@ async def test_with_handoff_the_operators_get_one_line_per_executed_action(
     await staff_done(fake_telegram, MINE, chat=operators, user=7801)
     await fake_telegram.wait_for_messages(CUSTOMER, 5, within=WAIT_S)
     messages = await settled(fake_telegram, 5)
-    assert messages[1].plain_text == RU.action_declined
-    assert messages[3].plain_text == RU.action_requested
+    assert messages[1].plain_text == ACTION_WORDS["ru"].action_declined
+    assert messages[3].plain_text == ACTION_WORDS["ru"].action_requested
     assert messages[4].plain_text == f"Заказ {MINE} отменён."
     await fake_telegram.wait_for_messages(operators, 2, within=WAIT_S)
     [request, line] = fake_telegram.messages_to(operators)
-    assert f"cancel_order, order {MINE}" in request.plain_text
+    assert f"cancel_order, заказ {MINE}" in request.plain_text
     assert str(CUSTOMER) in request.plain_text
-    assert f"Order {MINE}: recorded as done" in line.plain_text
+    assert f"Заказ {MINE}: отмечено как сделанное" in line.plain_text
     assert status_of(database_path, MINE_TOO) == "processing"
     assert "SECRET-REASON" not in bot.output
 
@@ -526,7 +530,7 @@ async def test_http_shop_that_declares_no_actions_is_offered_none_and_a_501_ends
     assert "propose_cancel_order" in offered and "propose_request_return" not in offered
     await press(fake_telegram, card)
     messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
-    assert messages[-1].plain_text == RU.action_not_supported
+    assert messages[-1].plain_text == ACTION_WORDS["ru"].action_not_supported
     assert fake_shop_api.cancellations == []
     third = f"А всё-таки отмените заказ {MINE}"
     again = await say(fake_telegram, third)  # no longer offered: no card
@@ -582,15 +586,18 @@ async def test_a_shop_that_never_answers_ends_needing_attention_told_once(
         [("needs_attention", "timeout")],
     )
     messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
-    assert [m.plain_text for m in messages[1:]] == [RU.action_checking, RU.action_needs_attention]
+    assert [m.plain_text for m in messages[1:]] == [
+        ACTION_WORDS["ru"].action_checking,
+        ACTION_WORDS["ru"].action_needs_attention,
+    ]
     [line] = await fake_telegram.wait_for_messages(admin, 1, within=WAIT_S)
-    assert f"order {MINE} needs a person's check" in line.plain_text
+    assert f"заказ {MINE} требует проверки" in line.plain_text
     assert "timeout" in line.plain_text
     fake_telegram.enqueue_update(message_update(admin, text="/stats", language_code="ru"))
     table = (await fake_telegram.wait_for_messages(admin, 2, within=WAIT_S))[1]
     assert re.search(rf"сейчас ждёт проверки: заказ {MINE}\s+cancel_order", table.plain_text)
     assert await settled(fake_telegram, 3)  # nothing more to the customer
-    told = [m for m in fake_telegram.messages_to(admin) if "person's check" in m.plain_text]
+    told = [m for m in fake_telegram.messages_to(admin) if "требует проверки" in m.plain_text]
     assert len(told) == 1  # told once
     assert fake_shop_api.cancellations == []
 
@@ -621,9 +628,9 @@ async def test_telegram_down_when_the_sweeper_tells_delays_its_messages_never_lo
         [(2,)],
     )
     messages = await fake_telegram.wait_for_messages(CUSTOMER, 3, within=WAIT_S)
-    assert messages[2].plain_text == RU.action_needs_attention
+    assert messages[2].plain_text == ACTION_WORDS["ru"].action_needs_attention
     assert await settled(fake_telegram, 3)  # once
-    told = [m for m in fake_telegram.messages_to(admin) if "person's check" in m.plain_text]
+    told = [m for m in fake_telegram.messages_to(admin) if "требует проверки" in m.plain_text]
     assert len(told) == 1
     tries = [
         c
@@ -654,10 +661,10 @@ async def test_presses_get_an_honest_note_even_once_actions_are_off(
         lambda c: c.params.get("callback_query_id") == group["callback_query"]["id"],
         within=WAIT_S,
     )
-    assert note.params.get("text") == RU.action_not_yours
+    assert note.params.get("text") == ACTION_WORDS["ru"].action_not_yours
     await bot.terminate()
     await start_bot()  # ACTIONS_ENABLED unset: actions off
-    assert await press(fake_telegram, card) == RU.action_no_longer_offered
+    assert await press(fake_telegram, card) == ACTION_WORDS["ru"].action_no_longer_offered
     assert status_of(database_path, MINE) == "processing"
     assert await settled(fake_telegram, 1)
 
@@ -686,7 +693,7 @@ async def test_an_answer_no_parser_can_read_leaves_nothing_stranded(
     fake_shop_api.nested_answers = 1_000_000
     await press(fake_telegram, card)
     messages = await fake_telegram.wait_for_messages(CUSTOMER, 2, within=WAIT_S)
-    assert messages[1].plain_text == RU.action_checking
+    assert messages[1].plain_text == ACTION_WORDS["ru"].action_checking
     assert query(database_path, "SELECT status FROM pending_actions") == [("executing",)]
     await bot.terminate()
     fake_shop_api.nested_answers = 0  # the shop's answers readable again

@@ -22,7 +22,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.telegram.texts import RU
+from bot.telegram.action_words import ACTION_WORDS
 from tests.e2e.chat_helpers import WAIT_S, StartBot, import_shop, query, tool_step, wait_for_db
 from tests.e2e.harness import free_port, post_update, webhook_env
 from tests.e2e.test_actions import (
@@ -105,7 +105,7 @@ async def test_two_racing_presses_on_two_instances_cancel_once_with_one_result(
     messages = await fake_telegram.wait_for_messages(CUSTOMER, 4, within=WAIT_S)
     assert "/new" in messages[-1].plain_text
     assert len(messages) == 4, [m.plain_text for m in messages]  # card, requested, result, /help
-    assert messages[1].plain_text == RU.action_requested
+    assert messages[1].plain_text == ACTION_WORDS["ru"].action_requested
     assert messages[2].plain_text == f"Заказ {MINE} отменён."
     assert status_of(database_path, MINE) == "cancelled"
     assert cancellations(database_path) == 1
@@ -128,6 +128,8 @@ async def test_two_racing_presses_on_two_instances_cancel_once_with_one_result(
     )
     # the press that claimed it is being worked on; the other, handled before the staff's
     # Done or after it, is told the same or that it is done already (never done twice)
-    assert RU.action_working in notes, notes
-    assert set(notes) <= {RU.action_working, RU.action_already}, notes
+    assert ACTION_WORDS["ru"].action_working in notes, notes
+    assert set(notes) <= {ACTION_WORDS["ru"].action_working, ACTION_WORDS["ru"].action_already}, (
+        notes
+    )
     assert query(database_path, "SELECT count(*) FROM pending_actions") == [(1,)]

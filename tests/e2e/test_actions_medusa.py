@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from bot.telegram.texts import RU
+from bot.telegram.action_words import ACTION_WORDS
 from tests.e2e.chat_helpers import WAIT_S, StartBot, results_for, tool_step
 from tests.e2e.test_actions import ASK_CONFIRM, _model, card_buttons
 from tests.e2e.test_live_shop_medusa import ANNA_PHONE, say
@@ -88,10 +88,12 @@ async def test_cancel_a_live_medusa_order_confirmed_told_and_the_next_answer_kno
     status = medusa_engine.admin("GET", f"/admin/orders/{order_id}?fields=id,status")
     assert status["order"]["status"] != "canceled"  # nothing happened before the press
 
-    assert await press(fake_telegram, card) == RU.action_working
+    assert await press(fake_telegram, card) == ACTION_WORDS["ru"].action_working
     result = (await fake_telegram.wait_for_messages(ANNA, cards_before + 2, within=WAIT_S))[-1]
     assert result.plain_text == f"Заказ {number} отменён."
-    assert await press(fake_telegram, card) == RU.action_already  # a second ✅: nothing more
+    assert (
+        await press(fake_telegram, card) == ACTION_WORDS["ru"].action_already
+    )  # a second ✅: nothing more
     after = medusa_engine.admin("GET", f"/admin/orders/{order_id}?fields=id,status")
     assert after["order"]["status"] == "canceled"  # in the engine itself
 
@@ -154,7 +156,7 @@ async def test_a_new_delivery_address_confirmed_reaches_the_engine_and_a_shipped
     before = medusa_engine.admin("GET", f"/admin/orders/{order_id}?fields={fields}")
     assert before["order"]["shipping_address"]["address_1"] == "Tverskaya 1"
 
-    assert await press(fake_telegram, card) == RU.action_working
+    assert await press(fake_telegram, card) == ACTION_WORDS["ru"].action_working
     result = (await fake_telegram.wait_for_messages(ANNA, seen + 2, within=WAIT_S))[-1]
     assert result.plain_text == f"Адрес доставки заказа {number} изменён: {where}."
     after = medusa_engine.admin("GET", f"/admin/orders/{order_id}?fields={fields}")
@@ -164,7 +166,7 @@ async def test_a_new_delivery_address_confirmed_reaches_the_engine_and_a_shipped
         "apt. 12",
         "Kazan",
     )
-    assert await press(fake_telegram, card) == RU.action_already
+    assert await press(fake_telegram, card) == ACTION_WORDS["ru"].action_already
 
     fake_telegram.enqueue_update(
         message_update(ANNA, text=f"Доставьте заказ #{shipped} на Ленина 5")

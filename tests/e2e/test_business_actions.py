@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.telegram.texts import RU
+from bot.telegram.action_words import ACTION_WORDS
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,
@@ -109,16 +109,16 @@ async def test_a_card_in_the_owners_chat_executes_once_and_declines(
     assert card.params["business_connection_id"] == CONNECTION
     assert ASK_CONFIRM in card.plain_text and f"Отменить заказ {FIRST}?" in card.plain_text
     assert [b["text"] for b in card_buttons(card)] == [
-        RU.action_confirm_button,
-        RU.action_decline_button,
+        ACTION_WORDS["ru"].action_confirm_button,
+        ACTION_WORDS["ru"].action_decline_button,
     ]
 
     # the owner sees the card in their own chat too: it is not theirs to press
-    assert await press(fake_telegram, card, 0, user=OWNER) == RU.action_not_yours
+    assert await press(fake_telegram, card, 0, user=OWNER) == ACTION_WORDS["ru"].action_not_yours
     assert fake_shop_api.cancellations == []
 
     # the customer's ✅: carried out once, told through the connection, buttons gone
-    assert await press(fake_telegram, card, 0) == RU.action_working
+    assert await press(fake_telegram, card, 0) == ACTION_WORDS["ru"].action_working
     result = await next_in(fake_telegram, CUSTOMER, 1)
     assert seen_text(result.text) == f"Заказ {FIRST} отменён."
     assert result.params["business_connection_id"] == CONNECTION
@@ -132,7 +132,7 @@ async def test_a_card_in_the_owners_chat_executes_once_and_declines(
     await fake_telegram.wait_until(lambda: not card_buttons(fake_telegram.messages_to(CUSTOMER)[0]))
 
     # a second press of the same card changes nothing
-    assert await press(fake_telegram, card, 0) == RU.action_already
+    assert await press(fake_telegram, card, 0) == ACTION_WORDS["ru"].action_already
     assert fake_shop_api.cancellations == [FIRST]
 
     # ✖ on another card declines: nothing changes in the shop
@@ -140,7 +140,7 @@ async def test_a_card_in_the_owners_chat_executes_once_and_declines(
     other = await next_in(fake_telegram, CUSTOMER, 2)
     await press(fake_telegram, other, 1)
     declined = await next_in(fake_telegram, CUSTOMER, 3)
-    assert seen_text(declined.text) == RU.action_declined
+    assert seen_text(declined.text) == ACTION_WORDS["ru"].action_declined
     assert declined.params["business_connection_id"] == CONNECTION
     assert fake_shop_api.cancellations == [FIRST]
     assert actions(database_path) == [(FIRST, "done", None), (SECOND, "declined", None)]
@@ -180,10 +180,10 @@ async def test_in_approval_mode_the_card_goes_with_the_draft_and_discard_withdra
     card = await next_in(fake_telegram, CUSTOMER, 0)
     assert card.params["business_connection_id"] == CONNECTION
     assert ASK_CONFIRM in card.plain_text and f"Отменить заказ {FIRST}?" in card.plain_text
-    assert await press(fake_telegram, card, 0) == RU.action_working
+    assert await press(fake_telegram, card, 0) == ACTION_WORDS["ru"].action_working
     result = await next_in(fake_telegram, CUSTOMER, 1)
     assert seen_text(result.text) == f"Заказ {FIRST} отменён."
-    assert await press(fake_telegram, card, 0) == RU.action_already
+    assert await press(fake_telegram, card, 0) == ACTION_WORDS["ru"].action_already
     assert fake_shop_api.cancellations == [FIRST]
 
     # Discard: the card is withdrawn; a forged press of its buttons runs nothing
@@ -218,7 +218,7 @@ async def test_in_approval_mode_the_card_goes_with_the_draft_and_discard_withdra
     )
     await press(fake_telegram, forged, 0)
     expired = await next_in(fake_telegram, CUSTOMER, 2)
-    assert seen_text(expired.text) == RU.action_expired
+    assert seen_text(expired.text) == ACTION_WORDS["ru"].action_expired
     assert fake_shop_api.cancellations == [FIRST]
 
     # Edit: the owner's words, then the card as its own message; ✖ declines it
@@ -236,7 +236,7 @@ async def test_in_approval_mode_the_card_goes_with_the_draft_and_discard_withdra
     assert rewritten_card.params["business_connection_id"] == CONNECTION
     await press(fake_telegram, rewritten_card, 1)
     declined = await next_in(fake_telegram, CUSTOMER, 5)
-    assert seen_text(declined.text) == RU.action_declined
+    assert seen_text(declined.text) == ACTION_WORDS["ru"].action_declined
     assert fake_shop_api.cancellations == [FIRST]
     assert [r[:2] for r in actions(database_path)] == [
         (FIRST, "done"),
@@ -270,11 +270,11 @@ async def test_an_outcome_the_background_sweep_finds_reaches_the_customer_as_the
     fake_shop_api.actions_hang = True
     await press(fake_telegram, card, 0)
     checking = await next_in(fake_telegram, CUSTOMER, 1)
-    assert seen_text(checking.text) == RU.action_checking
+    assert seen_text(checking.text) == ACTION_WORDS["ru"].action_checking
     assert checking.params["business_connection_id"] == CONNECTION
 
     told = await next_in(fake_telegram, CUSTOMER, 2)
-    assert seen_text(told.text) == RU.action_needs_attention
+    assert seen_text(told.text) == ACTION_WORDS["ru"].action_needs_attention
     assert told.params["business_connection_id"] == CONNECTION
     await wait_for_db(
         database_path,

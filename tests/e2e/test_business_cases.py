@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from bot.telegram.action_words import ACTION_WORDS
 from bot.telegram.texts import RU
 from tests.e2e.chat_helpers import WAIT_S, StartBot, last_user_text, query, seen_text, wait_for_db
 from tests.e2e.harness import BotProcess
@@ -304,12 +305,12 @@ async def test_imported_data_a_request_answered_by_staff_reaches_the_customer_as
             )
         )
         told = await next_in(fake_telegram, CUSTOMER, seen + 1)
-        assert seen_text(told.text) == RU.action_requested  # a person confirms
+        assert seen_text(told.text) == ACTION_WORDS["ru"].action_requested  # a person confirms
         assert told.params["business_connection_id"] == CONNECTION
 
         def request_card() -> SentMessage | None:
             return next(
-                (m for m in fake_telegram.messages_to(staff) if f"order {order} —" in m.plain_text),
+                (m for m in fake_telegram.messages_to(staff) if f"заказ {order} —" in m.plain_text),
                 None,
             )
 
@@ -340,12 +341,12 @@ async def test_imported_data_a_request_answered_by_staff_reaches_the_customer_as
     card = await requested(MINE_TOO, 3)
     staff_presses(card, ":r")
     await fake_telegram.wait_until(
-        lambda: any("reason" in m.plain_text for m in fake_telegram.messages_to(staff)),
+        lambda: any("причину" in m.plain_text for m in fake_telegram.messages_to(staff)),
         within=WAIT_S,
     )
     fake_telegram.enqueue_update(message_update(staff, text="Заказ уже в пути"))
     refused = await next_in(fake_telegram, CUSTOMER, 5)
-    assert seen_text(refused.text).startswith(RU.action_refused)
+    assert seen_text(refused.text).startswith(ACTION_WORDS["ru"].action_refused)
     assert "уже в пути" in seen_text(refused.text)
     assert refused.params["business_connection_id"] == CONNECTION
     assert query(database_path, "SELECT status FROM action_requests ORDER BY created_at") == [

@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 
 from bot.runtime.shop_push import generic_signature
-from bot.telegram.texts import EN
+from bot.telegram.order_update_words import ORDER_UPDATE_WORDS
 from tests.e2e.chat_helpers import (
     WAIT_S,
     StartBot,
@@ -45,10 +45,12 @@ from tests.fakes.telegram_server import (
     message_update,
 )
 
+EN_WORDS = ORDER_UPDATE_WORDS["en"]
+
 CUSTOMER, STRANGER, ADMIN = 7301, 7302, 7399
 OWNED, OTHERS = "8141", "8142"
 SECRET = "push-secret-for-tests"
-MOVED = EN.for_order("order_update_in_transit", OWNED)
+MOVED = EN_WORDS.for_order("order_update_in_transit", OWNED)
 
 
 def shop() -> dict[str, Any]:
@@ -171,7 +173,7 @@ async def test_subscribe_push_exactly_one_message_and_nothing_more(
     )
     [notify] = [b for b in inline(answer) if b["callback_data"].startswith("ou:")]
     assert notify == {
-        "text": EN.for_order("order_updates_button", OWNED),
+        "text": EN_WORDS.for_order("order_updates_button", OWNED),
         "callback_data": f"ou:on:{OWNED}",
     }
     missed = await say(
@@ -183,13 +185,13 @@ async def test_subscribe_push_exactly_one_message_and_nothing_more(
 
     # a forged press by someone else subscribes nobody
     refused = await say(fake_telegram, STRANGER, press(STRANGER, f"ou:on:{OWNED}"))
-    assert seen_text(refused.text) == EN.for_order("order_updates_not_yours", OWNED)
+    assert seen_text(refused.text) == EN_WORDS.for_order("order_updates_not_yours", OWNED)
     assert query(database_path, "SELECT count(*) FROM order_subscriptions") == [(0,)]
 
     done = await say(fake_telegram, CUSTOMER, press(CUSTOMER, notify["callback_data"]))
-    assert seen_text(done.text) == EN.for_order("order_updates_subscribed", OWNED)
+    assert seen_text(done.text) == EN_WORDS.for_order("order_updates_subscribed", OWNED)
     again = await say(fake_telegram, CUSTOMER, press(CUSTOMER, notify["callback_data"]))
-    assert seen_text(again.text) == EN.for_order("order_updates_already", OWNED)
+    assert seen_text(again.text) == EN_WORDS.for_order("order_updates_already", OWNED)
 
     async with aiohttp.ClientSession() as http:
         # refused pushes change nothing
@@ -259,11 +261,11 @@ async def test_subscribe_push_exactly_one_message_and_nothing_more(
     listed = await say(
         fake_telegram, CUSTOMER, message_update(CUSTOMER, text="/updates", language_code="en")
     )
-    assert EN.order_updates_list in seen_text(listed.text)
+    assert EN_WORDS.order_updates_list in seen_text(listed.text)
     [stop] = inline(listed)
     assert stop["callback_data"] == f"ou:off:{OWNED}"
     stopped = await say(fake_telegram, CUSTOMER, press(CUSTOMER, stop["callback_data"]))
-    assert seen_text(stopped.text) == EN.for_order("order_updates_stopped", OWNED)
+    assert seen_text(stopped.text) == EN_WORDS.for_order("order_updates_stopped", OWNED)
     move(database_path, OWNED, "delivered", "2026-11-30T15:00:00+00:00")
     async with aiohttp.ClientSession() as http:
         status, answer_body = await push(http, port, event("evt-4", OWNED))
@@ -271,8 +273,8 @@ async def test_subscribe_push_exactly_one_message_and_nothing_more(
     none = await say(
         fake_telegram, CUSTOMER, message_update(CUSTOMER, text="/updates", language_code="en")
     )
-    assert seen_text(none.text) == seen_text(EN.order_updates_none)
-    delivered = EN.for_order("order_update_delivered", OWNED)
+    assert seen_text(none.text) == seen_text(EN_WORDS.order_updates_none)
+    delivered = EN_WORDS.for_order("order_update_delivered", OWNED)
     assert delivered not in texts_to(fake_telegram, CUSTOMER)
 
 
@@ -372,7 +374,7 @@ async def test_two_instances_on_postgresql_send_one_message_whichever_gets_the_p
     )
     [notify] = [b for b in inline(answer) if b["callback_data"].startswith("ou:")]
     done = await post(ports[1], press(CUSTOMER, notify["callback_data"]))
-    assert seen_text(done.text) == EN.for_order("order_updates_subscribed", OWNED)
+    assert seen_text(done.text) == EN_WORDS.for_order("order_updates_subscribed", OWNED)
 
     before = len(fake_telegram.messages_to(CUSTOMER))
     move(db, OWNED, "in_transit", "2026-11-30T12:00:00+00:00")
@@ -447,7 +449,7 @@ async def test_live_http_shop_push_and_polling_read_the_shop_not_a_cache(
     before = len(fake_telegram.messages_to(CUSTOMER))
     status, body = await push(http, port, event("evt-live", number))
     assert (status, body["stored"]) == (200, True)
-    ready = EN.for_order("order_update_ready_for_pickup", number)
+    ready = EN_WORDS.for_order("order_update_ready_for_pickup", number)
     moved = await fake_telegram.wait_for_messages(CUSTOMER, before + 1, within=WAIT_S)
     assert seen_text(moved[before].text) == ready
     assert texts_to(fake_telegram, CUSTOMER).count(ready) == 1
@@ -513,7 +515,7 @@ async def test_a_notification_cut_off_by_sigkill_is_sent_once_more_never_a_third
     assert texts_to(fake_telegram, CUSTOMER).count(MOVED) == 1
 
     # cut off at the first send and again at the next start's: failed, never a third
-    ready = EN.for_order("order_update_ready_for_pickup", OWNED)
+    ready = EN_WORDS.for_order("order_update_ready_for_pickup", OWNED)
     hold = fake_telegram.hold_send_message(CUSTOMER)
     move(database_path, OWNED, "ready_for_pickup", "2026-11-30T13:00:00+00:00")
     assert (await push(http, port, event("evt-k3", OWNED)))[0] == 200

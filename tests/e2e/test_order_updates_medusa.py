@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.telegram.texts import EN
+from bot.telegram.order_update_words import ORDER_UPDATE_WORDS
 from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, tool_step, wait_for_db
 from tests.fakes.openai_server import FakeOpenAIServer, fake_call
 from tests.fakes.telegram_server import (
@@ -27,6 +27,8 @@ from tests.fakes.telegram_server import (
     message_update,
 )
 from tests.shop_engine.medusa_engine import MedusaEngine
+
+EN_WORDS = ORDER_UPDATE_WORDS["en"]
 
 pytestmark = [pytest.mark.medusa, pytest.mark.both_backends, pytest.mark.timeout(900)]
 
@@ -105,11 +107,11 @@ async def test_medusa_polling_tells_each_change_once_and_a_restart_nothing_more(
     done = await say(
         fake_telegram, ANNA, callback_update(ANNA, notify["callback_data"], language_code="en")
     )
-    assert seen_text(done.text) == EN.for_order("order_updates_subscribed", number)
+    assert seen_text(done.text) == EN_WORDS.for_order("order_updates_subscribed", number)
     assert query(database_path, "SELECT told_status FROM order_subscriptions") == [("processing",)]
 
     # staff ship it in Medusa: one message, and later rounds reading it again add none
-    moved = EN.for_order("order_update_in_transit", number)
+    moved = EN_WORDS.for_order("order_update_in_transit", number)
     before = len(fake_telegram.messages_to(ANNA))
     medusa_engine.ship(int(number), "TRK-POLL")
     told = await fake_telegram.wait_for_messages(ANNA, before + 1, within=ROUNDS_WITHIN_S)
@@ -129,7 +131,7 @@ async def test_medusa_polling_tells_each_change_once_and_a_restart_nothing_more(
     assert len(fake_telegram.messages_to(ANNA)) == stopped
 
     # delivered in Medusa: exactly one more message
-    delivered = EN.for_order("order_update_delivered", number)
+    delivered = EN_WORDS.for_order("order_update_delivered", number)
     medusa_engine.deliver(int(number))
     told = await fake_telegram.wait_for_messages(ANNA, stopped + 1, within=ROUNDS_WITHIN_S)
     assert seen_text(told[stopped].text) == delivered

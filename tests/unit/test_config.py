@@ -13,7 +13,9 @@ from bot.runtime.config import (
     load_settings,
     load_shop_settings,
 )
+from bot.telegram.features.actions import ActionsSettings
 from bot.telegram.features.handoff import HandoffSettings
+from bot.telegram.features.order_updates import OrderUpdatesSettings
 
 BASE = {"BOT_TOKEN": "1:secret-token", "OPENAI_API_KEY": "sk-secret-key"}
 
@@ -290,6 +292,56 @@ def test_operator_hours_shape_is_checked(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "OPERATOR_HOURS: expected HH:MM-HH:MM" in str(info.value)
     with pytest.raises(SettingsError, match="OPERATOR_UTC_OFFSET"):
         handoff(monkeypatch, OPERATOR_HOURS="", OPERATOR_UTC_OFFSET="15")
+
+
+def test_actions_and_order_updates_read_the_names_owners_have_always_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Their settings moved into the features' groups; a .env keeps working unchanged."""
+    env = {
+        "ACTIONS_ENABLED": "cancel_order, change_address,cancel_order",
+        "ACTION_CONFIRM_TTL_S": "600",
+        "ACTION_RETRY_ATTEMPTS": "3",
+        "ACTION_RETRY_FIRST_S": "2.5",
+        "ACTION_REQUEST_ESCALATE_S": "7200",
+        "ORDER_UPDATES_ENABLED": "true",
+        "ORDER_UPDATES_POLL_MINUTES": "5",
+        "ORDER_UPDATES_POLL_BUDGET": "10",
+        "SHOP_WEBHOOK_SECRET": "generic-secret",
+        "SHOPIFY_WEBHOOK_SECRET": "shopify-secret",
+        "WOOCOMMERCE_WEBHOOK_SECRET": "woo-secret",
+        "SHOP_WEBHOOK_MAX_BYTES": "4096",
+        "ORDER_UPDATES_QUIET_HOURS": "22-8",
+        "ORDER_UPDATES_UTC_OFFSET": "3",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    make(monkeypatch)  # the rest of the settings do not mind them
+    actions = load_feature_settings(ActionsSettings)
+    assert actions.actions_enabled == ("cancel_order", "change_address")
+    assert (actions.action_confirm_ttl_s, actions.action_retry_attempts) == (600, 3)
+    assert (actions.action_retry_first_s, actions.action_request_escalate_s) == (2.5, 7200)
+    updates = load_feature_settings(OrderUpdatesSettings)
+    assert updates.order_updates_enabled is True
+    assert (updates.order_updates_poll_minutes, updates.order_updates_poll_budget) == (5, 10)
+    secrets = (
+        updates.shop_webhook_secret,
+        updates.shopify_webhook_secret,
+        updates.woocommerce_webhook_secret,
+    )
+    assert [s.get_secret_value() for s in secrets if s] == [
+        "generic-secret",
+        "shopify-secret",
+        "woo-secret",
+    ]
+    assert updates.shop_webhook_max_bytes == 4096
+    assert (updates.order_updates_quiet_hours, updates.order_updates_utc_offset) == ("22-8", 3)
+
+
+def test_an_unknown_action_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACTIONS_ENABLED", "cancel_order,refund")
+    with pytest.raises(SettingsError, match="ACTIONS_ENABLED: unknown action 'refund'"):
+        load_feature_settings(ActionsSettings)
 
 
 def test_feedback_and_stats_settings(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,9 @@ bot/telegram/turn_view.py. Orders are read through the ShopDirectory the order t
 implements itself, or, with imported data (local), a request to the shop's people
 (tools/shop/backends/local_actions.py) whose card, Done/Refuse presses and refusal
 reasons this feature's routers handle (bot/telegram/routers/actions.py). A backend without actions
-leaves the feature off, with a warning.
+leaves the feature off, with a warning. Its settings are `ActionsSettings` (ACTIONS_ENABLED,
+ACTION_*), its words `ACTION_WORDS` (customers) and `ACTION_STAFF_WORDS` (the shop's people,
+in the shop's language): bot/telegram/action_words.py.
 """
 
 from __future__ import annotations
@@ -19,13 +21,17 @@ import functools
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from bot.runtime.config import NoSettings, Settings
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
+
+from bot.runtime.config import FeatureSettings, Settings, load_feature_settings, split_csv
 from bot.telegram.action_sweeper import ActionSweeper
+from bot.telegram.action_words import ACTION_STAFF_WORDS, ACTION_WORDS
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
+from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds, word_table
 from bot.telegram.outgoing import OutgoingDelivery
 from bot.telegram.routers.actions import (
     Staff,
@@ -65,8 +71,37 @@ CAPABILITIES_RETRY_S = 30.0  # the shop could not say yet
 CAPABILITIES_REFRESH_S = 600.0  # the shop said: ask again now and then
 
 
-def enabled_actions(settings: Settings) -> tuple[ActionDefinition[Any], ...]:
-    return tuple(d for d in BUILT_IN_ACTIONS if d.name in settings.actions_enabled)
+class ActionsSettings(FeatureSettings):
+    """The actions' own settings (the names owners have always set)."""
+
+    # the actions on, by name (cancel_order, request_return, change_address;
+    # comma-separated); empty: no actions at all
+    actions_enabled: Annotated[tuple[str, ...], NoDecode] = ()
+    # how long a confirmation card can be pressed (seconds)
+    action_confirm_ttl_s: float = Field(default=900.0, ge=10, le=7 * 24 * 3600)
+    # an outcome the shop left unknown: asked again in the background this many times,
+    # the first after ACTION_RETRY_FIRST_S, then twice as long each time; then a person
+    action_retry_attempts: int = Field(default=5, ge=1, le=20)
+    action_retry_first_s: float = Field(default=30.0, ge=0.5, le=3600)
+    # SHOP_BACKEND=local: a request to the shop's people nobody answered in this time
+    # (seconds) is reminded of once
+    action_request_escalate_s: float = Field(default=4 * 3600.0, ge=1, le=7 * 24 * 3600)
+
+    @field_validator("actions_enabled", mode="before")
+    @classmethod
+    def _parse_actions(cls, value: Any) -> Any:
+        items = split_csv(value)
+        if not isinstance(items, list):
+            return items
+        known = [definition.name for definition in BUILT_IN_ACTIONS]
+        unknown = [item for item in items if item not in known]
+        if unknown:
+            raise ValueError(f"unknown action {unknown[0]!r}; known: {', '.join(known)}")
+        return tuple(dict.fromkeys(items))
+
+
+def enabled_actions(conf: ActionsSettings) -> tuple[ActionDefinition[Any], ...]:
+    return tuple(d for d in BUILT_IN_ACTIONS if d.name in conf.actions_enabled)
 
 
 def backend_actions(directory: ShopDirectory, db: Database) -> OrderActions | None:
@@ -91,6 +126,7 @@ class ActionParts:
 
 def action_parts(
     settings: Settings,
+    conf: ActionsSettings,
     db: Database,
     directory: ShopDirectory,
     *,
@@ -99,7 +135,7 @@ def action_parts(
 ) -> ActionParts | None:
     """The service and tools of the actions on, or None when none is on (or the backend
     cannot carry them out). The bot's feature and `support-bot simulate` share it."""
-    chosen = enabled_actions(settings) if definitions is None else definitions
+    chosen = enabled_actions(conf) if definitions is None else definitions
     if not chosen:
         return None
     actions = backend_actions(directory, db)
@@ -125,7 +161,7 @@ def action_parts(
         chosen,
         storage_retry=storage_retry,
         capabilities=capabilities,
-        sweep=sweep_of(settings),
+        sweep=sweep_of(conf),
         clock=time.time,
         people=people,
     )
@@ -134,7 +170,7 @@ def action_parts(
             definition,
             actual,
             repo,
-            expiry_s=settings.action_confirm_ttl_s,
+            expiry_s=conf.action_confirm_ttl_s,
             lookups_per_hour=settings.order_lookups_per_hour,
             offered=functools.partial(capabilities.supports, definition.name),
         )
@@ -178,6 +214,7 @@ def actions_off_feature(needs: Needs, telegram: TelegramNeeds) -> Feature:
     outcome still unknown): one never carried out ends failed, one the shop may have
     done needs a person — each told once, like the sweeper tells it with actions on."""
     settings = needs.settings
+    conf = load_feature_settings(ActionsSettings)  # checked already: the feature is off
     repo = ActionRepository(needs.db, clock=time.time)
     # no definition: the shop is never asked (see ActionService._carry_out)
     unused: ActionShop = DirectoryActions(needs.shop, LocalRequestActions(repo))
@@ -187,7 +224,7 @@ def actions_off_feature(needs: Needs, telegram: TelegramNeeds) -> Feature:
         ShopRepository(needs.db),
         (),
         storage_retry=needs.storage_retry,
-        sweep=sweep_of(settings),
+        sweep=sweep_of(conf),
         clock=time.time,
     )
     sweeper = ActionSweeper(
@@ -196,12 +233,12 @@ def actions_off_feature(needs: Needs, telegram: TelegramNeeds) -> Feature:
             OutgoingRepository(needs.db, clock=time.time),
             telegram.sender,
             storage_retry=needs.storage_retry,
-            first_retry_s=min(settings.action_retry_first_s, 15.0),
+            first_retry_s=min(conf.action_retry_first_s, 15.0),
         ),
         telegram.texts,
         staff_chats=sorted(settings.admin_ids),
         operator_chat_id=settings.operator_chat_id,
-        every_s=min(settings.action_retry_first_s, 15.0),
+        every_s=min(conf.action_retry_first_s, 15.0),
     )
 
     def routers(deps: HandlerDeps) -> FeatureRouters:
@@ -210,22 +247,24 @@ def actions_off_feature(needs: Needs, telegram: TelegramNeeds) -> Feature:
     return Feature(name="actions_off", routers=routers, background=sweeper.run)
 
 
-def sweep_of(settings: Settings) -> Sweep:
-    first = settings.action_retry_first_s
-    return Sweep(quiet_for_s=2 * first, first_wait_s=first, attempts=settings.action_retry_attempts)
+def sweep_of(conf: ActionsSettings) -> Sweep:
+    first = conf.action_retry_first_s
+    return Sweep(quiet_for_s=2 * first, first_wait_s=first, attempts=conf.action_retry_attempts)
 
 
-def actions_in_turns(needs: Needs, _conf: NoSettings) -> ChatPart[ActionParts] | None:
+def actions_in_turns(needs: Needs, conf: ActionsSettings) -> ChatPart[ActionParts] | None:
     """The proposing tools and the rule that lets the model propose (in place of the
     read-only one), or None when no action is on."""
-    parts = action_parts(needs.settings, needs.db, needs.shop, storage_retry=needs.storage_retry)
+    parts = action_parts(
+        needs.settings, conf, needs.db, needs.shop, storage_retry=needs.storage_retry
+    )
     if parts is None:
         return None
     return ChatPart(parts, tools=parts.tools, prompt=(ORDER_ACTIONS_V2,))
 
 
 def actions_on_telegram(
-    needs: Needs, telegram: TelegramNeeds, parts: ActionParts, _conf: NoSettings
+    needs: Needs, telegram: TelegramNeeds, parts: ActionParts, conf: ActionsSettings
 ) -> Feature:
     """The ✅/✖ router among the commands, the /stats block, the shop's capabilities learnt
     at start and the sweeper that ends unknown outcomes (background)."""
@@ -234,7 +273,7 @@ def actions_on_telegram(
     service = parts.service
     chosen = service.names
 
-    staff = Staff(settings.admin_ids, operator_chat_id)
+    staff = Staff(settings.admin_ids, operator_chat_id, telegram.texts)
     local = needs.shop.backend_name == "local"
 
     async def on_start() -> None:
@@ -245,7 +284,7 @@ def actions_on_telegram(
                 "shop's people, but neither ADMIN_IDS nor OPERATOR_CHAT_ID is set"
             )
 
-    sweeper = _sweeper(needs, telegram, service, staff)
+    sweeper = _sweeper(needs, telegram, service, staff, conf)
 
     async def background() -> None:
         await asyncio.gather(keep_capabilities(parts), sweeper.run())
@@ -269,7 +308,11 @@ def actions_on_telegram(
 
 
 def _sweeper(
-    needs: Needs, telegram: TelegramNeeds, service: ActionService, staff: Staff
+    needs: Needs,
+    telegram: TelegramNeeds,
+    service: ActionService,
+    staff: Staff,
+    conf: ActionsSettings,
 ) -> ActionSweeper:
     """The background work that settles unknown outcomes and reminds staff of open
     requests: its own delivery, so a reminder survives a restart like any reply."""
@@ -278,7 +321,7 @@ def _sweeper(
         OutgoingRepository(needs.db, clock=time.time),
         telegram.sender,
         storage_retry=needs.storage_retry,
-        first_retry_s=min(settings.action_retry_first_s, 15.0),
+        first_retry_s=min(conf.action_retry_first_s, 15.0),
     )
     return ActionSweeper(
         service,
@@ -286,9 +329,9 @@ def _sweeper(
         telegram.texts,
         staff_chats=sorted(settings.admin_ids),
         operator_chat_id=settings.operator_chat_id,
-        every_s=min(settings.action_retry_first_s, 15.0),
+        every_s=min(conf.action_retry_first_s, 15.0),
         staff=staff,
-        escalate_after_s=settings.action_request_escalate_s,
+        escalate_after_s=conf.action_request_escalate_s,
     )
 
 
@@ -308,6 +351,12 @@ def _stats_section(service: ActionService) -> StatsSection:
     return stats_section
 
 
-ACTIONS: FeatureSpec[ActionParts, NoSettings] = FeatureSpec(
-    name="actions", chat=actions_in_turns, telegram=actions_on_telegram
+# customers' words in their language, the staff's in the shop's (bot/telegram/action_words.py)
+ACTIONS: FeatureSpec[ActionParts, ActionsSettings] = FeatureSpec(
+    name="actions",
+    chat=actions_in_turns,
+    telegram=actions_on_telegram,
+    settings=ActionsSettings,
+    words=word_table(ACTION_WORDS, ACTION_STAFF_WORDS),
+    turned_on={"actions_enabled": tuple(d.name for d in BUILT_IN_ACTIONS)},
 )

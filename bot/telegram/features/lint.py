@@ -25,15 +25,13 @@ from bot.telegram.wiring.core import build_shop_directory, build_storage_retry, 
 from services.prompts.composed import unregistered
 from services.prompts.support_chat import SUPPORT_CHAT_FRAME
 from storage.database import open_database
-from tools.actions.builtin import BUILT_IN_ACTIONS
 
-# every feature's setting on (the instances feature needs PostgreSQL: it has no words)
+# the shared settings that turn features on (a group's own: its spec's `turned_on`; the
+# instances feature needs PostgreSQL: it has no words)
 ALL_ON: dict[str, Any] = {
     "bot_token": "1:lint",
     "openai_api_key": "sk-lint",
     "operator_chat_id": -1000000000000,
-    "actions_enabled": tuple(d.name for d in BUILT_IN_ACTIONS),
-    "order_updates_enabled": True,
     "stream_answers": True,
 }
 

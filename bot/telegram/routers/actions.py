@@ -39,6 +39,7 @@ from aiogram.filters import Filter
 from aiogram.methods import AnswerCallbackQuery, EditMessageReplyMarkup, TelegramMethod
 from aiogram.types import CallbackQuery, Message
 
+from bot.telegram.action_words import ACTION_WORDS, ActionStaffWords, staff_words
 from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.filters import conversation_of
 from bot.telegram.formatting import markdown_to_messages
@@ -51,7 +52,7 @@ from bot.telegram.keyboards import (
     request_keyboard,
 )
 from bot.telegram.sender import Sender
-from bot.telegram.texts import Texts, TextTable, language_for
+from bot.telegram.texts import Language, Texts, TextTable, language_for
 from services.actions import (
     ActionService,
     AnswerKind,
@@ -87,9 +88,10 @@ class IsRequestPress(Filter):
         return (query.data or "").startswith(_REQUEST_PREFIX)
 
 
-def result_words(outcome: Outcome, texts: Texts, language: str) -> str:
+def result_words(outcome: Outcome, shop_texts: Texts, language: str) -> str:
     if outcome.kind is ResultKind.DONE and outcome.words:
         return words_in(outcome.words, language)
+    texts = shop_texts.of(ACTION_WORDS)
     if outcome.kind is ResultKind.REFUSED:
         return f"{texts.action_refused} {outcome.refusal or ''}".strip()
     if outcome.kind is ResultKind.FAILED and outcome.reason == NOT_SUPPORTED:
@@ -105,8 +107,9 @@ def result_words(outcome: Outcome, texts: Texts, language: str) -> str:
     }[outcome.kind]
 
 
-def press_note(press: Press, texts: Texts) -> str:
+def press_note(press: Press, shop_texts: Texts) -> str:
     """The button's note for a press that changed nothing: the honest word for it."""
+    texts = shop_texts.of(ACTION_WORDS)
     if press.kind is ClaimKind.NOT_YOURS:
         return texts.action_not_yours
     row = press.row
@@ -119,28 +122,32 @@ def press_note(press: Press, texts: Texts) -> str:
     return texts.action_no_longer_offered
 
 
-def operators_line(row: ActionRow, outcome: Outcome) -> str:
+def operators_line(row: ActionRow, outcome: Outcome, words: ActionStaffWords) -> str:
     """The operators' one line about an executed action (no customer's words)."""
     reference = f", {outcome.reference}" if outcome.reference else ""
-    return (
-        f"✅ {row.action}: order {row.order_number}{reference} — customer {row.user_id}, "
-        f"op {row.operation_id[:8]}"
+    return words.action_done(
+        action=row.action,
+        order=row.order_number,
+        reference=reference,
+        customer=row.user_id,
+        op=row.operation_id[:8],
     )
 
 
-def request_card(row: ActionRow, details: str) -> str:
+def request_card(row: ActionRow, details: str, words: ActionStaffWords) -> str:
     """The staff's card of a request (the action's details: the customer's card)."""
-    return (
-        f"🛎 Request: {row.action}, order {row.order_number} — customer {row.user_id}, "
-        f"op {row.operation_id[:8]}.\n{details}\n"
-        "The bot has not changed the shop. Do it in the shop, then press ✅ Done (the "
-        "customer is told it is done); or ✖ Refuse and write the reason for the customer."
+    return words.request_card(
+        action=row.action,
+        order=row.order_number,
+        customer=row.user_id,
+        op=row.operation_id[:8],
+        details=details,
     )
 
 
 def request_cards(row: ActionRow, details: str, staff: Staff) -> tuple[StoredReply, ...]:
-    markup = markup_to_json(request_keyboard(row.operation_id))
-    text = request_card(row, details)
+    markup = markup_to_json(request_keyboard(row.operation_id, staff.words))
+    text = request_card(row, details, staff.words)
     return tuple(
         StoredReply(html=html.escape(text), plain=text, chat_id=chat, reply_markup=markup)
         for chat in staff.chats
@@ -149,11 +156,16 @@ def request_cards(row: ActionRow, details: str, staff: Staff) -> tuple[StoredRep
 
 class Staff:
     """Who answers requests: the operators' group when handoff is on (anyone in it), else
-    the admins (ADMIN_IDS) in their private chats; an admin may answer anywhere."""
+    the admins (ADMIN_IDS) in their private chats; an admin may answer anywhere. They
+    read the shop's language (`texts`' default), as the shop worded it."""
 
-    def __init__(self, admin_ids: frozenset[int], operator_chat_id: int | None) -> None:
+    def __init__(
+        self, admin_ids: frozenset[int], operator_chat_id: int | None, texts: TextTable
+    ) -> None:
         self.admin_ids = admin_ids
         self.operator_chat_id = operator_chat_id
+        self.words = staff_words(texts)
+        self.language: Language = texts.default_language
 
     @property
     def chats(self) -> tuple[int, ...]:
@@ -193,11 +205,11 @@ def build_request_router(
         parsed = RequestButton.read(query.data)
         message = query.message if isinstance(query.message, Message) else None
         if parsed is None or message is None:
-            await _ack(sender, query, ctx.texts.action_no_longer_offered)
+            await _ack(sender, query, ctx.texts.of(ACTION_WORDS).action_no_longer_offered)
             await ctx.outbox.ignore("request_no_such_card")
             return
         if not staff.may_answer(query.from_user.id, message.chat.id):
-            await _ack(sender, query, ctx.texts.action_not_yours)
+            await _ack(sender, query, ctx.texts.of(ACTION_WORDS).action_not_yours)
             await ctx.outbox.ignore("request_not_staff")
             return
         answer = await service.answer(
@@ -210,22 +222,20 @@ def build_request_router(
         row = answer.row
         if answer.kind is AnswerKind.ASK_REASON and row is not None:
             await _ack(sender, query, None)
-            await ctx.outbox.send(
-                f"✖ Order {row.order_number}: write the reason in your next message here; "
-                "the customer will read it."
-            )
+            await ctx.outbox.send(staff.words.for_order("staff_ask_reason", row.order_number))
             return
         if answer.kind is AnswerKind.DONE and row is not None and answer.outcome is not None:
             await _ack(sender, query, None)
             await _remove_buttons(sender, message)
             to_customer = said(row, answer.outcome)
             await ctx.outbox.send(
-                f"✅ Order {row.order_number}: recorded as done; the customer is told.",
+                staff.words.for_order("staff_recorded_done", row.order_number),
                 also=(await _to(service, row, to_customer),),
             )
             return
-        note = "Already answered." if answer.kind is AnswerKind.ALREADY else None
-        await _ack(sender, query, note or ctx.texts.action_no_longer_offered)
+        already = answer.kind is AnswerKind.ALREADY
+        note = staff.words.staff_already_answered if already else None
+        await _ack(sender, query, note or ctx.texts.of(ACTION_WORDS).action_no_longer_offered)
         await ctx.outbox.ignore(f"request_{answer.kind}")
 
     return router
@@ -267,11 +277,11 @@ def build_refusal_router(service: ActionService, staff: Staff, texts: TextTable)
         row = answer.row
         if answer.kind is AnswerKind.REFUSED and answer.outcome is not None:
             await ctx.outbox.send(
-                f"✖ Order {row.order_number}: refused; the customer is told your reason.",
+                staff.words.for_order("staff_refused", row.order_number),
                 also=(await _to(service, row, said(row, answer.outcome)),),
             )
             return
-        await ctx.outbox.send(f"Order {row.order_number}: already answered; nothing sent.")
+        await ctx.outbox.send(staff.words.for_order("staff_refusal_already", row.order_number))
 
     return router
 
@@ -291,7 +301,7 @@ def build_action_router(
     service: ActionService,
     *,
     operator_chat_id: int | None,
-    staff: Staff | None = None,
+    staff: Staff,
 ) -> Router:
     """The customer's ✅/✖ press on an action's card (the module docstring: in order)."""
     router = Router(name="actions")
@@ -300,10 +310,11 @@ def build_action_router(
     @router.callback_query(IsActionPress())
     async def on_action(query: CallbackQuery, ctx: UpdateContext) -> None:
         texts = ctx.texts
+        words = texts.of(ACTION_WORDS)
         parsed = ActionButton.read(query.data)
         message = query.message if isinstance(query.message, Message) else None
         if parsed is None or message is None:
-            await _ack(sender, query, texts.action_no_longer_offered)
+            await _ack(sender, query, words.action_no_longer_offered)
             await ctx.outbox.ignore("action_no_such_card")
             return
 
@@ -323,7 +334,7 @@ def build_action_router(
         )
         if press.kind is ClaimKind.EXPIRED:
             await _ack(sender, query, None)
-            await ctx.outbox.send(texts.action_expired)
+            await ctx.outbox.send(words.action_expired)
             return
         if press.outcome is None or press.row is None:
             await _ack(sender, query, press_note(press, texts))
@@ -347,7 +358,7 @@ def _press_steps(
     once it is answered."""
 
     async def working() -> None:
-        await _ack(sender, query, texts.action_working)
+        await _ack(sender, query, texts.of(ACTION_WORDS).action_working)
 
     async def settled() -> None:
         await _remove_buttons(sender, message)
@@ -360,16 +371,16 @@ def _others_told(
     row: ActionRow,
     outcome: Outcome,
     operator_chat_id: int | None,
-    staff: Staff | None,
+    staff: Staff,
 ) -> tuple[StoredReply, ...]:
     """Who besides the customer hears of the result, in the same stored reply: the
     operators' one line of an executed action (handoff on), or the staff's request cards
     (imported data: a person carries it out)."""
     if outcome.kind is ResultKind.DONE and operator_chat_id is not None:
-        line = operators_line(row, outcome)
+        line = operators_line(row, outcome, staff.words)
         return (StoredReply(html=html.escape(line), plain=line, chat_id=operator_chat_id),)
-    if outcome.kind is ResultKind.REQUESTED and staff is not None:
-        return request_cards(row, service.card_words(row, "en"), staff)
+    if outcome.kind is ResultKind.REQUESTED:
+        return request_cards(row, service.card_words(row, staff.language), staff)
     return ()
 
 
@@ -380,7 +391,7 @@ def build_actions_off_router(deps: HandlerDeps) -> Router:
 
     @router.callback_query(IsActionPress())
     async def on_old_card(query: CallbackQuery, ctx: UpdateContext) -> None:
-        await _ack(deps.sender, query, ctx.texts.action_no_longer_offered)
+        await _ack(deps.sender, query, ctx.texts.of(ACTION_WORDS).action_no_longer_offered)
         await ctx.outbox.ignore("action_off")
 
     return router

@@ -21,13 +21,13 @@ from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.filters import AddressedToBot, IsCommand, caller_of
 from bot.telegram.keyboards import OrderUpdatesButton
 from bot.telegram.menu import MenuEntry
+from bot.telegram.order_update_words import ORDER_UPDATE_WORDS, OrderUpdateWords
 from bot.telegram.sender import Sender
-from bot.telegram.texts import Texts
 from services.order_updates import OrderUpdates, Subscribed
 
 log = logging.getLogger(__name__)
 
-MENU = (MenuEntry("updates", lambda t: t.menu_updates),)
+MENU = (MenuEntry("updates", lambda t: t.of(ORDER_UPDATE_WORDS).menu_updates),)
 
 _OUTCOME_TEXT = {
     Subscribed.SUBSCRIBED: "order_updates_subscribed",
@@ -37,7 +37,7 @@ _OUTCOME_TEXT = {
 }
 
 
-def subscribe_words(outcome: Subscribed, texts: Texts, order: str) -> str:
+def subscribe_words(outcome: Subscribed, texts: OrderUpdateWords, order: str) -> str:
     if outcome is Subscribed.PRIVATE_ONLY:
         return texts.order_updates_private_only
     if outcome is Subscribed.UNAVAILABLE:
@@ -65,7 +65,7 @@ def build_order_updates_router(deps: HandlerDeps, updates: OrderUpdates) -> Rout
         if message is None:
             await ctx.outbox.ignore("order_updates_no_message")
             return
-        number, texts = callback_data.order, ctx.texts
+        number, texts = callback_data.order, ctx.texts.of(ORDER_UPDATE_WORDS)
         private = message.chat.type == "private" and message.chat.id == query.from_user.id
         if callback_data.action == "off":
             stopped = private and await updates.stop(message.chat.id, number)
@@ -85,7 +85,7 @@ def build_order_updates_router(deps: HandlerDeps, updates: OrderUpdates) -> Rout
 
     @router.message(IsCommand(), AddressedToBot(), Command("updates"))
     async def list_updates(message: Message, ctx: UpdateContext) -> None:
-        texts = ctx.texts
+        texts = ctx.texts.of(ORDER_UPDATE_WORDS)
         caller = caller_of(message)
         if not caller.private_chat or caller.is_chat:
             await ctx.outbox.send(texts.order_updates_private_only)

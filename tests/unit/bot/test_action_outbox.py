@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.telegram.action_sweeper import ActionSweeper
+from bot.telegram.action_words import ACTION_WORDS
 from bot.telegram.outgoing import HOLD_S, OutgoingDelivery
 from bot.telegram.routers.actions import Staff
 from bot.telegram.sender import SendResult
-from bot.telegram.texts import BUILT_IN, RU
+from bot.telegram.texts import BUILT_IN
 from services.actions import ActionService, ResultKind
 from services.business import conversation_id
 from storage.actions import ActionStatus
@@ -81,7 +82,7 @@ def _sweeper(w: World, telegram: Telegram, backend: Any, *, escalate: bool = Fal
         staff_chats=[ADMIN],
         operator_chat_id=None,
         every_s=1,
-        staff=Staff(frozenset({ADMIN}), None) if escalate else None,
+        staff=Staff(frozenset({ADMIN}), None, BUILT_IN) if escalate else None,
         escalate_after_s=3600 if escalate else None,
     )
 
@@ -120,9 +121,9 @@ async def test_telegram_down_when_the_sweep_ends_an_action_delays_the_message_no
     telegram.down = False
     world.clock.advance(60)
     await sweeper.sweep_once()
-    assert telegram.to(OWNER) == [RU.action_needs_attention]
+    assert telegram.to(OWNER) == [ACTION_WORDS["ru"].action_needs_attention]
     [line] = telegram.to(ADMIN)
-    assert "order 1001 needs a person's check" in line
+    assert "заказ 1001 требует проверки" in line
     for _ in range(3):  # sent once: later sweeps send nothing more
         world.clock.advance(1000)
         await sweeper.sweep_once()
@@ -148,7 +149,7 @@ async def test_a_crash_between_the_record_and_the_send_loses_no_message(world: W
     restarted = _sweeper(world, telegram, never)
     await restarted.sweep_once()
     await restarted.sweep_once()
-    assert telegram.to(OWNER) == [RU.action_needs_attention]
+    assert telegram.to(OWNER) == [ACTION_WORDS["ru"].action_needs_attention]
     assert len(telegram.to(ADMIN)) == 1
 
 
@@ -197,7 +198,7 @@ async def test_a_reminder_while_telegram_is_down_arrives_later_once(world: World
         world.clock.advance(1000)
         await sweeper.sweep_once()
     [reminder] = telegram.to(ADMIN)
-    assert "Reminder: the request for order 1001" in reminder
+    assert "Напоминание: на запрос по заказу 1001" in reminder
 
 
 async def test_actions_left_unfinished_when_actions_are_switched_off_end_and_are_told(
@@ -235,9 +236,11 @@ async def test_actions_left_unfinished_when_actions_are_switched_off_end_and_are
     died = await world.repo.get(died_op)
     assert unknown is not None and unknown.status is ActionStatus.NEEDS_ATTENTION
     assert died is not None and died.status is ActionStatus.FAILED
-    assert sorted(telegram.to(OWNER)) == sorted([RU.action_needs_attention, RU.action_failed])
+    assert sorted(telegram.to(OWNER)) == sorted(
+        [ACTION_WORDS["ru"].action_needs_attention, ACTION_WORDS["ru"].action_failed]
+    )
     [line] = telegram.to(ADMIN)
-    assert "order 1001 needs a person's check" in line and "switched off" in line
+    assert "заказ 1001 требует проверки" in line and "switched off" in line
     assert await world.status("1006") == "processing"
 
 

@@ -49,18 +49,20 @@ def test_stats_block_in_both_languages() -> None:
     assert "УВЕДОМЛЕНИЯ О ЗАКАЗАХ" in ru
 
 
-def test_settings_off_by_default_and_quiet_hours_checked() -> None:
-    from bot.runtime.config import Settings
+def test_settings_off_by_default_and_quiet_hours_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.runtime.config import SettingsError, load_feature_settings
+    from bot.telegram.features.order_updates import OrderUpdatesSettings
 
-    base = {"bot_token": "1:" + "a" * 35, "openai_api_key": "x"}
-    settings = Settings(**base)  # type: ignore[arg-type]
+    for name in ("ORDER_UPDATES_ENABLED", "SHOP_WEBHOOK_SECRET", "ORDER_UPDATES_QUIET_HOURS"):
+        monkeypatch.delenv(name, raising=False)
+    settings = load_feature_settings(OrderUpdatesSettings)
     assert settings.order_updates_enabled is False
     assert settings.shop_webhook_secret is None
     for good in ("22-8", "0-6", "9-18"):
-        Settings(**base, order_updates_quiet_hours=good)  # type: ignore[arg-type]
+        load_feature_settings(OrderUpdatesSettings, order_updates_quiet_hours=good)
     for bad in ("24-1", "22:00-08:00", "x", "8"):
-        with pytest.raises(ValueError, match="order_updates_quiet_hours"):
-            Settings(**base, order_updates_quiet_hours=bad)  # type: ignore[arg-type]
+        with pytest.raises(SettingsError, match="ORDER_UPDATES_QUIET_HOURS: expected HH-HH"):
+            load_feature_settings(OrderUpdatesSettings, order_updates_quiet_hours=bad)
 
 
 class BrokenPushes:

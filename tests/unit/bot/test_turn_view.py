@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from bot.telegram.action_words import ACTION_WORDS
 from bot.telegram.features.order_updates import notify_rows
 from bot.telegram.keyboards import ActionButton, ActionChoice, HandoffButton, markup_to_json
 from bot.telegram.texts import EN
@@ -104,7 +105,10 @@ def test_the_card_wins_states_the_effect_in_the_customers_language_and_has_yes_n
     assert view.text == "Your order is on its way.\n\nCancel order 5530?"
     data = markup_to_json(view.markup) if view.markup else {}
     [[yes, no]] = data["inline_keyboard"]
-    assert (yes["text"], no["text"]) == (EN.action_confirm_button, EN.action_decline_button)
+    assert (yes["text"], no["text"]) == (
+        ACTION_WORDS["en"].action_confirm_button,
+        ACTION_WORDS["en"].action_decline_button,
+    )
     assert ActionButton.read(yes["callback_data"]) == ActionButton(
         operation_id="c" * 32, choice=ActionChoice.CONFIRM
     )
