@@ -122,6 +122,7 @@ async def test_a_message_past_the_24_hour_window_is_not_answered_with_one_info_l
     assert status[0] != "pending"  # done with, never retried
     assert sent_to_customer(fake_telegram) == []  # no reply attempted, not even typing
     assert asked(fake_openai, "Still there?") == 0
+    await bot.wait_for_line("24-hour reply window")  # the log is read after the update row
     lines = [line for line in bot.lines if "24-hour reply window" in line]
     assert len(lines) == 1 and "INFO" in lines[0], lines
     assert "Still there?" not in bot.output and str(CUSTOMER) not in lines[0]
@@ -241,7 +242,7 @@ async def test_the_owner_writing_while_a_turn_runs_is_never_answered_over(
     [[give_back]] = notice.reply_markup["inline_keyboard"]  # type: ignore[index]
     assert give_back["callback_data"] == f"bzr:{CUSTOMER}"
     assert fake_telegram.messages_to(CUSTOMER) == []
-    assert "the owner wrote during the turn; not sent" in bot.output
+    await bot.wait_for_line("the owner wrote during the turn; not sent")
     # the customer's question stays in the memory; the answer they never read does not
     assert history(database_path) == [("user", "slow: which size fits me?")]
 
