@@ -23,7 +23,10 @@ Tool calls written as text (services/text_calls.py: JSON naming a tool, a ```jso
 structured call) are never an answer. With `read_text_calls` (the default), the calls
 read from such a text are run exactly like structured ones — the same executor, argument
 validation, access rules, limits and audit, under turn-unique ids `text_s<step>_<n>` — and
-the conversation carries them as structured calls, so the next step reads their results.
+the conversation carries them as structured calls, so the next step reads their results,
+followed by one short system line (`RESULT_NOTE`, in the turn's language when known): reply
+to the customer from these results, a "nothing found" or "cannot be done" included, never
+only "I cannot help" (the 1.5B model's reflex after such results).
 An action tool run this way can only propose (its card); the customer's button stays the
 only way to carry it out. A text the loop cannot run (reading is off, it is the last step,
 or it is markup with no readable call: a tool schema, a broken call) gets the model a
@@ -89,7 +92,7 @@ from services.loop_types import (
     model_call_record,
 )
 from services.output_guard import quotable_data
-from services.reply_language import in_other_language, no_answer, note, signals
+from services.reply_language import NAMES, in_other_language, no_answer, note, signals
 from services.text_calls import Scan, scan, visible_draft
 from storage.records import AuditStatus
 from tools.base import ActionProposed, ToolCall, ToolContext, ToolOutcome
@@ -115,6 +118,25 @@ TEXT_CALL_MESSAGE = (
     "markup written as text. To use a tool, call it through the tool-calling interface; "
     "otherwise answer the customer in plain words only, without JSON, tags or tool names."
 )
+# After the results of calls a model wrote as text (a small local model's habit), one
+# short line before its next step: Qwen2.5-Coder-1.5B answered 18 of 23 "nothing found"
+# or "refused" results with "I can't assist with that" (docs/simulations.md). Models that
+# use the tool-calling interface never get it: no tokens and no change for them.
+RESULT_NOTE = (
+    "The tool results above are for the customer's last message. Reply to the customer "
+    "now, {language}, in plain words, from these results; if nothing was found or it "
+    "cannot be done, say so, why, and what they can do. Never reply only that you "
+    "cannot help."
+)
+
+
+def result_note(language: str | None) -> str:
+    """The line after a text step's tool results, in the turn's language when known."""
+    name = NAMES.get(language or "")
+    said = f"in {name}" if name else "in the language of the customer's last message"
+    return RESULT_NOTE.format(language=said)
+
+
 # markup that may be dropped from an answer that has words besides it (an echoed tag)
 _DROPPABLE = frozenset({"internal_tag", "template_token"})
 CANCELLED_CODE = "cancelled"
@@ -401,6 +423,7 @@ class BoundedToolLoop:
                 response, text="", tool_calls=tuple(calls), raw_assistant_message=None
             )
             turn.repeated_step = await self._run_tools(turn, as_calls, calls)
+            turn.conversation.append({"role": "system", "content": result_note(turn.language)})
             return None
         log.info("model wrote tool markup as text (%s); asked it to correct", kinds)
         error = {"ok": False, "error": {"code": TEXT_CALL_CODE, "message": TEXT_CALL_MESSAGE}}

@@ -1,12 +1,13 @@
 """Tables of a simulation's runs (`support-bot simulate --runs FILE`), for docs/simulations.md.
 
-    .venv/bin/python scripts/local-model/measure.py runs.jsonl [more.jsonl ...]
+    .venv/bin/python scripts/local-model/measure.py runs.jsonl [more.jsonl ...] [--only=ID ...]
 
 pass^1 / pass^k overall and per scenario family (the suite file), tool-choice accuracy
 (runs of scenarios that expect a tool whose `tools` expectation held), calls made
 through the interface and written as text, replies the customer saw that carry tool
 markup or internal tags (services/text_calls.py; the goal is 0), model answers in
-another language than the customer's, and the time per scenario run. Then the language
+another language than the customer's, the model's stock refusals, and the time per
+scenario run (`--only=ID`: those scenarios' runs alone, to compare a subset). Then the language
 check (REPLY_LANGUAGE_CHECK): answers asked again because their words were in another
 language (a plain-text answer followed by one more call in the same turn), how many of
 those retries came back in the customer's language, and how much of a delivered answer
@@ -37,6 +38,15 @@ TOOL_NAMES = (
     "propose_cancel_order",
     "propose_request_return",
     "propose_change_address",
+    "search_knowledge",
+    "search_products",
+    "get_product",
+)
+# the model's stock refusal ("I'm sorry, but I can't assist with that."), in both languages
+_REFUSAL = re.compile(
+    r"can'?t assist|cannot assist|can'?t help with|cannot help with|unable to assist"
+    r"|не могу (?:помочь|с этим)",
+    re.IGNORECASE,
 )
 _CYRILLIC = re.compile("[а-яё]", re.IGNORECASE)
 _LATIN = re.compile("[a-z]", re.IGNORECASE)
@@ -93,6 +103,13 @@ def draft_delay(runs: list[dict[str, Any]]) -> tuple[float, float, int]:
     return mean(chars), mean(shares), len(chars)
 
 
+def refusals(runs: list[dict[str, Any]]) -> tuple[int, int, int]:
+    """(answers, refusals among them, refusals in a turn where a tool ran)."""
+    answers = [e for run in runs for e in run["exchanges"] if e["answer"]]
+    refused = [e for e in answers if _REFUSAL.search(e["answer"])]
+    return len(answers), len(refused), sum(bool(e["tools"]) for e in refused)
+
+
 def pass_rates(runs: list[dict[str, Any]]) -> tuple[float, float, int]:
     by_scenario: dict[str, list[bool]] = defaultdict(list)
     for run in runs:
@@ -102,8 +119,11 @@ def pass_rates(runs: list[dict[str, Any]]) -> tuple[float, float, int]:
     return p1, pk, len(by_scenario)
 
 
-def main(paths: list[str]) -> None:
+def main(args: list[str]) -> None:
+    only = {a.removeprefix("--only=") for a in args if a.startswith("--only=")}
+    paths = [a for a in args if not a.startswith("--only=")]
     runs = [json.loads(line) for p in paths for line in Path(p).read_text().splitlines() if line]
+    runs = [run for run in runs if not only or run["scenario"] in only]
     trials = max(run["trial"] for run in runs)
     exchanges = [(run, e) for run in runs for e in run["exchanges"]]
     answers = [(run, e) for run, e in exchanges if e["answer"]]
@@ -124,6 +144,12 @@ def main(paths: list[str]) -> None:
         f"| {sum(marked(e['shown']) for _, e in exchanges)} of {len(exchanges)} "
         f"| {sum(wrong_language(e['answer'], r['language']) for r, e in answers)} "
         f"of {len(answers)} | {len(calls)} | {mean(seconds):.1f} / {max(seconds):.1f} |"
+    )
+    answered, refused, after_tool = refusals(runs)
+    print()
+    print(
+        f'Refusals ("I can\'t assist with that" and the like): {refused} of {answered} '
+        f"answers, {after_tool} of them in a turn where a tool had returned its result."
     )
     asked, fixed = language_retries(runs)
     chars, share, drafts = draft_delay(runs)

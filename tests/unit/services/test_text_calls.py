@@ -11,7 +11,7 @@ import pytest
 
 from services.answer_stream import DraftRelay
 from services.llm.types import Message, ToolChoice
-from services.loop import ANSWER_NOW, TEXT_CALL_CODE, BoundedToolLoop
+from services.loop import ANSWER_NOW, TEXT_CALL_CODE, BoundedToolLoop, result_note
 from services.loop_types import ProtocolError, StopReason
 from services.text_calls import scan, visible_draft
 from storage.records import AuditStatus
@@ -171,8 +171,10 @@ async def test_a_valid_read_only_call_as_text_runs_once_and_is_never_the_answer(
     # the next step sees it as a structured call with its result, never the raw text
     second = llm.requests[1].messages
     assert_tool_messages_paired(second)
-    assert second[-2]["tool_calls"][0]["function"]["name"] == "lookup"
-    assert second[-2]["content"] == ""
+    assert second[-3]["tool_calls"][0]["function"]["name"] == "lookup"
+    assert second[-3]["content"] == ""
+    # then one line: answer from the results, a "not found" included
+    assert second[-1] == {"role": "system", "content": result_note(None)}
 
 
 async def test_reading_off_the_model_is_told_and_the_call_never_runs() -> None:
@@ -320,3 +322,27 @@ async def test_an_action_written_as_text_only_proposes_its_card() -> None:
     assert result.text == "Проверьте карточку ниже."
     assert [r.tool_choice for r in llm.requests] == ["auto", "none"]
     assert [type(n) for n in ctx.notes] == [ActionProposed] and tools.calls == ["lookup:x"]
+
+
+async def test_after_results_of_a_text_call_the_model_is_told_to_answer_in_its_language() -> None:
+    """The line after a text step's results names the customer's language; a structured
+    call's results get no such line (models that use the interface pay nothing)."""
+    for as_text in (True, False):
+        tools = FakeTools()
+
+        def script(messages: list[Message], tool_choice: ToolChoice | None, text: bool = as_text):
+            if tool_results(messages):
+                return text_response("Ключ x: value-of-x.")
+            if text:
+                return text_response(CALL)
+            return tool_calls_response(tool_call("lookup", '{"key": "x"}'))
+
+        llm = ScriptedLLM(script)
+        loop = make_loop(llm, tools)
+        await loop.run(USER, context(), prompt_ref=PROMPT, language="ru")
+        last = llm.requests[1].messages[-1]
+        if as_text:
+            assert last == {"role": "system", "content": result_note("ru")}
+            assert "in Russian" in last["content"] and "cannot help" in last["content"]
+        else:
+            assert last["role"] == "tool"

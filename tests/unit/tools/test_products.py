@@ -216,3 +216,13 @@ async def test_by_meaning_the_filters_stay_exact(db: Database) -> None:
     )
     assert found.hits == ()
     assert [p.title for p in found.out_of_stock] == ["Пуховик Arctic"]
+
+
+async def test_every_optional_filter_written_as_null_is_a_search_without_filters(
+    db: Database,
+) -> None:
+    """Small models write each optional argument, unset ones as null (in_stock_only
+    included): that is the plain search, not an invalid call."""
+    nulls = {"size": None, "colour": None, "in_stock_only": None}
+    data = await call(db, "search_products", {"query": "кроссовки", **nulls})
+    assert titles(data) == ["Кроссовки Runner"]
