@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 
 from bot.telegram.action_words import ACTION_STAFF_WORDS, ACTION_WORDS
-from tests.e2e.chat_helpers import WAIT_S, StartBot, query, seen_text, wait_for_db
+from tests.e2e.chat_helpers import (
+    WAIT_S,
+    StartBot,
+    note_of_press,
+    query,
+    seen_text,
+    wait_for_db,
+)
 from tests.e2e.test_actions import (
     CUSTOMER,
     MINE,
@@ -51,14 +58,7 @@ async def staff_press(
     """Press ✅ Done (0) or ✖ Refuse (1) on a request card; the note on the button."""
     data = request_buttons(card)[index]["callback_data"]
     update = callback_update(chat, data=data, message_id=card.message_id, user_id=user)
-    query_id = update["callback_query"]["id"]
-    telegram.enqueue_update(update)
-    call = await telegram.wait_for_call(
-        "answerCallbackQuery",
-        lambda c: c.params.get("callback_query_id") == query_id,
-        within=WAIT_S,
-    )
-    return str(call.params.get("text") or "")
+    return await note_of_press(telegram, update)
 
 
 async def requested(telegram: FakeTelegramServer, order: str) -> tuple[SentMessage, SentMessage]:

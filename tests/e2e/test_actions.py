@@ -26,6 +26,7 @@ from tests.e2e.chat_helpers import (
     StartBot,
     import_shop,
     last_user_text,
+    note_of_press,
     query,
     results_for,
     seen_text,
@@ -129,14 +130,7 @@ async def press(
 ) -> str:
     """Press ✅ (0) or ✖ (1); the note on the button (answerCallbackQuery)."""
     update = press_update(card, index, user=user)
-    query_id = update["callback_query"]["id"]
-    telegram.enqueue_update(update)
-    call = await telegram.wait_for_call(
-        "answerCallbackQuery",
-        lambda c: c.params.get("callback_query_id") == query_id,
-        within=WAIT_S,
-    )
-    return str(call.params.get("text") or "")
+    return await note_of_press(telegram, update)
 
 
 async def settled(telegram: FakeTelegramServer, expected: int) -> list[SentMessage]:

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from bot.telegram.action_words import ACTION_WORDS
-from tests.e2e.chat_helpers import WAIT_S, StartBot, results_for, tool_step
+from tests.e2e.chat_helpers import WAIT_S, StartBot, note_of_press, results_for, tool_step
 from tests.e2e.test_actions import ASK_CONFIRM, _model, card_buttons
 from tests.e2e.test_live_shop_medusa import ANNA_PHONE, say
 from tests.fakes.openai_server import Body, FakeOpenAIServer, fake_call
@@ -44,14 +44,7 @@ async def press(telegram: FakeTelegramServer, card: SentMessage) -> str:
     """Anna presses ✅ on the card; the note on the button (answerCallbackQuery)."""
     data = card_buttons(card)[0]["callback_data"]
     update = callback_update(ANNA, data=data, message_id=card.message_id, user_id=ANNA)
-    query_id = update["callback_query"]["id"]
-    telegram.enqueue_update(update)
-    call = await telegram.wait_for_call(
-        "answerCallbackQuery",
-        lambda c: c.params.get("callback_query_id") == query_id,
-        within=WAIT_S,
-    )
-    return str(call.params.get("text") or "")
+    return await note_of_press(telegram, update)
 
 
 async def test_cancel_a_live_medusa_order_confirmed_told_and_the_next_answer_knows(

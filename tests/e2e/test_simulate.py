@@ -61,10 +61,14 @@ def _fifo(tmp_path: Path) -> Path:
     return path
 
 
-ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{b}: &{b} [*{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}]\n"
-    for a, b in zip("abcdefgh", "bcdefghi", strict=True)
-) + "scenario: [{id: bomb, turns: [hi], expect: {must_contain: *i}}]\n"
+ALIAS_BOMB = (
+    "a: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(
+        f"{b}: &{b} [*{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}]\n"
+        for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    + "scenario: [{id: bomb, turns: [hi], expect: {must_contain: *i}}]\n"
+)
 
 # each: the file, and what its one line says
 PATHOLOGICAL: dict[str, tuple[Callable[[Path], Path], str]] = {
