@@ -83,6 +83,7 @@ from services.output_guard import SystemPromptGuard
 from services.prompts import PromptRegistry, RenderedPrompt
 from services.prompts.composed import SystemPrompt, compose
 from services.prompts.support_chat import SUPPORT_CHAT_FRAME
+from services.prompts.tool_guide import ToolGuide
 from services.reply_language import customer_language
 from services.similar import same_question
 from services.summarizer import ConversationSummarizer
@@ -157,8 +158,11 @@ class ChatService:
         clock: Callable[[], float] = time.time,
         system_prompt: SystemPrompt = PLAIN_SYSTEM_PROMPT,
         reply_language_check: bool = True,
+        tool_guide: bool = False,
     ) -> None:
         self._loop = loop
+        # TOOL_GUIDE: the offered tools named at the instruction's end (small models)
+        self._tool_guide = ToolGuide() if tool_guide else None
         self._reply_language_check = reply_language_check
         # composed from the features' fragments once; the shop's name is its only variable
         self._instruction = system_prompt.render(shop_name=shop_name)
@@ -397,6 +401,8 @@ class ChatService:
         )
         summary, window = await self._summarizer.memory(turn.session_id)
         rendered = self._instruction
+        if self._tool_guide is not None:
+            rendered = self._tool_guide.apply(rendered, self._loop.tool_schemas)
         turn.prompt_ref = rendered.ref
         turn.instruction = rendered.text
         turn.shop_data.append(self._shop_name)  # the tools add what they return
@@ -542,6 +548,8 @@ class ChatOptions:
     # the system instruction, composed from the fragments of the features that are on
     # (bot/runtime/feature_catalog.py)
     system_prompt: SystemPrompt = PLAIN_SYSTEM_PROMPT
+    # one line per offered tool after the instruction (services/prompts/tool_guide.py)
+    tool_guide: bool = False
 
 
 def build_chat_service(
@@ -588,4 +596,5 @@ def build_chat_service(
         draft_interval_s=options.draft_interval_s,
         system_prompt=options.system_prompt,
         reply_language_check=options.reply_language_check,
+        tool_guide=options.tool_guide,
     )

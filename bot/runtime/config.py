@@ -290,6 +290,10 @@ class Settings(ShopSettings):
     # structured one when it names an offered tool with valid arguments; false: the model
     # is told to use the interface. The customer never sees such text either way.
     read_text_tool_calls: bool = True
+    # The offered tools named at the end of the instruction, one line each from its own
+    # description (~25 tokens per tool in every call): for small local models, which
+    # call far fewer tools when the instruction names none (docs/simulations.md).
+    tool_guide: bool = False
     # The answer follows the customer's language: one in another language is asked once
     # more (one extra model call at most), and its draft is never shown.
     reply_language_check: bool = True

@@ -157,6 +157,7 @@ simulate() {
     # `kill -INT` ends the simulation with a report of the runs finished.
     OPENAI_BASE_URL=http://127.0.0.1:$PORT/v1 OPENAI_API_KEY=local OPENAI_MODEL=$ALIAS \
     OPENAI_TIMEOUT_S=${OPENAI_TIMEOUT_S:-600} TURN_TIMEOUT_S=${TURN_TIMEOUT_S:-600} \
+    TOOL_GUIDE=${TOOL_GUIDE:-true} \
         env --default-signal=INT \
         "${SUPPORT_BOT:-$REPO/.venv/bin/support-bot}" simulate "$@"
 }

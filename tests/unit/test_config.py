@@ -390,4 +390,5 @@ def test_sampling_and_text_call_settings(monkeypatch: pytest.MonkeyPatch) -> Non
     assert make(monkeypatch, LLM_TEMPERATURE="").llm_temperature is None  # sends none
     assert make(monkeypatch, LLM_TEMPERATURE="0.7").llm_temperature == 0.7
     assert make(monkeypatch, READ_TEXT_TOOL_CALLS="false").read_text_tool_calls is False
+    assert make(monkeypatch, TOOL_GUIDE="true").tool_guide is True
     assert "LLM_TEMPERATURE" in error_for(monkeypatch, LLM_TEMPERATURE="3")

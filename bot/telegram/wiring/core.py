@@ -153,6 +153,7 @@ def build_core(
             draft_interval_s=settings.draft_interval_s,
             system_prompt=system_prompt,
             reply_language_check=settings.reply_language_check,
+            tool_guide=settings.tool_guide,
         ),
         storage_retry=storage_retry,
         record_observer=record_observer,
