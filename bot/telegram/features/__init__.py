@@ -1,11 +1,12 @@
 """Optional features as units: what each adds to the bot's Telegram side (`Feature`).
 
-A feature is declared in its module (`FeatureSpec`: bot/runtime/feature_catalog.py, its
-part in a turn — tools, prompt fragments; bot/telegram/features/catalog.py, this Telegram
-side) and listed once in bot/telegram/features/registry.py; where its setting leaves it
-off the wiring (bot/telegram/wiring/) adds nothing of it: no tool, no router, no command,
-no check, no gauge, no /stats section, no part in the core's work. The core classes take
-what a feature adds there as typed collaborators whose default is "nothing" (the intake's
+A feature is declared in its module as a `TelegramFeatureSpec` (its part in a turn —
+tools, prompt fragments — channel-neutral, bot/runtime/feature_catalog.py; this Telegram
+side typed, bot/telegram/features/catalog.py) and listed once in
+bot/telegram/features/registry.py; where its setting leaves it off the wiring
+(bot/telegram/wiring/) adds nothing of it: no tool, no router, no command, no check, no
+gauge, no /stats section, no part in the core's work. The core classes take what a
+feature adds there as typed collaborators whose default is "nothing" (the intake's
 signals and scheduler, the inbox's fence, the responder's lost-topic fallback, the chat
 path's drafts and after-turn parts); the wiring fills them from the features, and what
 the core bot does not know about a feature stays in its module.

@@ -31,7 +31,13 @@ from bot.telegram.action_sweeper import ActionSweeper
 from bot.telegram.action_words import ACTION_STAFF_WORDS, ACTION_WORDS
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds, word_table
+from bot.telegram.features.catalog import (
+    ChatPart,
+    Needs,
+    TelegramFeatureSpec,
+    TelegramNeeds,
+    word_table,
+)
 from bot.telegram.outgoing import OutgoingDelivery
 from bot.telegram.routers.actions import (
     Staff,
@@ -352,7 +358,7 @@ def _stats_section(service: ActionService) -> StatsSection:
 
 
 # customers' words in their language, the staff's in the shop's (bot/telegram/action_words.py)
-ACTIONS: FeatureSpec[ActionParts, ActionsSettings] = FeatureSpec(
+ACTIONS: TelegramFeatureSpec[ActionParts, ActionsSettings] = TelegramFeatureSpec(
     name="actions",
     chat=actions_in_turns,
     telegram=actions_on_telegram,

@@ -20,7 +20,7 @@ from bot.runtime.config import FeatureSettings
 from bot.runtime.languages import Language
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
+from bot.telegram.features.catalog import Needs, TelegramFeatureSpec, TelegramNeeds, on
 from bot.telegram.routers.business import (
     BusinessWords,
     build_business_router,
@@ -191,7 +191,7 @@ def business_on_telegram(
     )
 
 
-BUSINESS: FeatureSpec[None, BusinessSettings] = FeatureSpec(
+BUSINESS: TelegramFeatureSpec[None, BusinessSettings] = TelegramFeatureSpec(
     name="business",
     chat=lambda _needs, conf: on(conf.business_enabled),
     telegram=business_on_telegram,

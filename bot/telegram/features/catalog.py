@@ -1,6 +1,6 @@
 """The Telegram side of the feature catalog: what a feature's Telegram part is built from
-(`TelegramNeeds`), its type (`TelegramSide`, the third parameter of a feature's
-`FeatureSpec`; `FeatureSpec` here is the neutral spec with that side filled in, what the
+(`TelegramNeeds`), its type (`TelegramSide`, the third parameter of the neutral
+`FeatureSpec`; `TelegramFeatureSpec` is that spec with this side filled in, what the
 feature modules declare) and how the bot builds those parts (`telegram_features`).
 
 What a feature declares and its part in a turn are channel-neutral
@@ -25,13 +25,13 @@ from services.limits import TurnSlots
 from services.llm.client import OpenAIChatModel
 from storage.voice import VoiceNoteRepository
 
-if TYPE_CHECKING:  # its module declares a FeatureSpec too
+if TYPE_CHECKING:  # its module declares a TelegramFeatureSpec too
     from bot.telegram.features.instances import Instances
 
 __all__ = [  # re-exported: a feature module imports what it declares from here
     "ChatPart",
-    "FeatureSpec",
     "Needs",
+    "TelegramFeatureSpec",
     "TelegramNeeds",
     "on",
     "word_table",
@@ -55,7 +55,7 @@ TelegramSide = Callable[[Needs, TelegramNeeds, Own, Conf], Feature | None]
 
 
 @dataclass(frozen=True, slots=True)
-class FeatureSpec(feature_catalog.FeatureSpec[Own, Conf, TelegramSide[Own, Conf]]):
+class TelegramFeatureSpec(feature_catalog.FeatureSpec[Own, Conf, TelegramSide[Own, Conf]]):
     """A feature of the bot: the channel-neutral spec with its Telegram side typed (what
     the feature modules declare and `FEATURES` holds; simulate reads it as the neutral
     spec and never calls `telegram`)."""

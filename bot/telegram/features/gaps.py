@@ -24,7 +24,7 @@ from bot.runtime.config import FeatureSettings, Settings, SettingsError, load_fe
 from bot.runtime.exit_codes import CannotStart
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
+from bot.telegram.features.catalog import Needs, TelegramFeatureSpec, TelegramNeeds, on
 from bot.telegram.features.knowledge import KnowledgeSettings, build_knowledge
 from bot.telegram.gaps_view import GAPS_WORDS, render_draft, render_gaps, words
 from bot.telegram.menu import feature_entry
@@ -288,7 +288,7 @@ def gaps_on_telegram(
 
 
 # always on: nothing in a turn; the admins' commands only where ADMIN_IDS names someone
-GAPS: FeatureSpec[None, GapsSettings] = FeatureSpec(
+GAPS: TelegramFeatureSpec[None, GapsSettings] = TelegramFeatureSpec(
     name="gaps",
     chat=lambda _needs, _conf: on(True),
     telegram=gaps_on_telegram,

@@ -25,7 +25,13 @@ from bot.runtime.exit_codes import CannotStart
 from bot.runtime.metrics import Metrics
 from bot.telegram.context import AfterTurn, HandlerDeps, TurnAddition, UpdateContext
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds, word_table
+from bot.telegram.features.catalog import (
+    ChatPart,
+    Needs,
+    TelegramFeatureSpec,
+    TelegramNeeds,
+    word_table,
+)
 from bot.telegram.handoff import HandoffDesk, HandoffSetupError
 from bot.telegram.handoff_view import HANDOFF_WORDS, OPERATOR_WORDS
 from bot.telegram.routers.handoff import (
@@ -170,7 +176,7 @@ def handoff_feature(desk: HandoffDesk) -> Feature:
 
 
 # customers' words in their language, operators' in the shop's (bot/telegram/handoff_view.py)
-HANDOFF: FeatureSpec[HandoffService, HandoffSettings] = FeatureSpec(
+HANDOFF: TelegramFeatureSpec[HandoffService, HandoffSettings] = TelegramFeatureSpec(
     name="handoff",
     chat=handoff_in_turns,
     telegram=handoff_on_telegram,

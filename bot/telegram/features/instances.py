@@ -19,7 +19,7 @@ from bot.runtime.config import BotMode, NoSettings, Settings
 from bot.runtime.leadership import Leadership, polling_leadership
 from bot.runtime.metrics import Metrics
 from bot.telegram.features import ChatOwnership, Feature
-from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
+from bot.telegram.features.catalog import Needs, TelegramFeatureSpec, TelegramNeeds, on
 from bot.telegram.sender import Sender, guard_requests
 from storage.coordination import ClaimRepository
 from storage.database import Database
@@ -82,7 +82,7 @@ def instances_on_telegram(
 
 
 # Telegram only (the claims and the poller's election); on with PostgreSQL
-INSTANCES: FeatureSpec[None, NoSettings] = FeatureSpec(
+INSTANCES: TelegramFeatureSpec[None, NoSettings] = TelegramFeatureSpec(
     name="instances",
     chat=lambda needs, _conf: on(needs.db.dialect.name == "postgres"),
     telegram=instances_on_telegram,

@@ -19,7 +19,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from bot.runtime.config import FeatureSettings, Settings
 from bot.telegram.features import Feature
-from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
+from bot.telegram.features.catalog import ChatPart, Needs, TelegramFeatureSpec, TelegramNeeds
 from bot.telegram.knowledge_admin import admin_parts
 from bot.telegram.menu import feature_entry
 from bot.telegram.routers.knowledge_admin import KNOWLEDGE_WORDS, MAX_DOWNLOAD_BYTES
@@ -189,7 +189,7 @@ def knowledge_on_telegram(
     )
 
 
-KNOWLEDGE: FeatureSpec[KnowledgeParts, KnowledgeSettings] = FeatureSpec(
+KNOWLEDGE: TelegramFeatureSpec[KnowledgeParts, KnowledgeSettings] = TelegramFeatureSpec(
     name="knowledge",
     chat=knowledge_in_turns,
     telegram=knowledge_on_telegram,

@@ -32,7 +32,7 @@ from bot.runtime.shop_push import PushSecrets, add_shop_push_routes
 from bot.telegram.channel import TelegramChannel
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on, word_table
+from bot.telegram.features.catalog import Needs, TelegramFeatureSpec, TelegramNeeds, on, word_table
 from bot.telegram.keyboards import OrderUpdatesButton
 from bot.telegram.order_update_words import ORDER_UPDATE_WORDS
 from bot.telegram.routers.admin import StatsSection
@@ -264,7 +264,7 @@ def order_updates_on_telegram(
 
 
 # Telegram only: the lookup's "own order shown" note is the core's; the button is this
-ORDER_UPDATES: FeatureSpec[None, OrderUpdatesSettings] = FeatureSpec(
+ORDER_UPDATES: TelegramFeatureSpec[None, OrderUpdatesSettings] = TelegramFeatureSpec(
     name="order_updates",
     chat=lambda _needs, conf: on(conf.order_updates_enabled),
     telegram=order_updates_on_telegram,

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from bot.runtime.config import FeatureSettings
 from bot.telegram.features import Feature
-from bot.telegram.features.catalog import ChatPart, FeatureSpec, Needs, TelegramNeeds
+from bot.telegram.features.catalog import ChatPart, Needs, TelegramFeatureSpec, TelegramNeeds
 from services.prompts.products import PRODUCTS_V2
 from tools.products import product_tools
 from tools.shop.backend import ShopUnavailable
@@ -68,7 +68,7 @@ def products_on_telegram(
     return Feature(name="products", background=warm)
 
 
-PRODUCTS: FeatureSpec[ProductCatalog, ProductsSettings] = FeatureSpec(
+PRODUCTS: TelegramFeatureSpec[ProductCatalog, ProductsSettings] = TelegramFeatureSpec(
     name="products",
     chat=products_in_turns,
     telegram=products_on_telegram,

@@ -3,8 +3,8 @@
 The one list the bot (bot/telegram/wiring/) and `support-bot simulate` (bot/programs/simulate.py)
 build
 from: a feature added here works in both. Each entry is declared in its own module
-(`FeatureSpec`: bot/runtime/feature_catalog.py, its Telegram side typed by
-bot/telegram/features/catalog.py).
+(a `TelegramFeatureSpec`, bot/telegram/features/catalog.py: the neutral `FeatureSpec`
+of bot/runtime/feature_catalog.py with its Telegram side typed).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.telegram.features.actions import ACTIONS
 from bot.telegram.features.business import BUSINESS
-from bot.telegram.features.catalog import FeatureSpec
+from bot.telegram.features.catalog import TelegramFeatureSpec
 from bot.telegram.features.gaps import GAPS
 from bot.telegram.features.handoff import HANDOFF
 from bot.telegram.features.instances import INSTANCES
@@ -23,7 +23,7 @@ from bot.telegram.features.products import PRODUCTS
 from bot.telegram.features.streaming import STREAMING
 from bot.telegram.features.voice import VOICE
 
-FEATURES: tuple[FeatureSpec[Any, Any], ...] = (
+FEATURES: tuple[TelegramFeatureSpec[Any, Any], ...] = (
     HANDOFF,
     VOICE,
     STREAMING,

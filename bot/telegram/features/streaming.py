@@ -17,7 +17,7 @@ from bot.runtime.config import NoSettings, Settings
 from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.drafts import Drafts
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on
+from bot.telegram.features.catalog import Needs, TelegramFeatureSpec, TelegramNeeds, on
 from bot.telegram.sender import Sender
 from services.limits import TurnSlots
 
@@ -61,7 +61,7 @@ def streaming_on_telegram(
 
 
 # Telegram only: nothing of it in a turn's tools or words
-STREAMING: FeatureSpec[None, NoSettings] = FeatureSpec(
+STREAMING: TelegramFeatureSpec[None, NoSettings] = TelegramFeatureSpec(
     name="streaming",
     chat=lambda needs, _conf: on(needs.settings.stream_answers),
     telegram=streaming_on_telegram,

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 from bot.runtime.config import FeatureSettings
 from bot.telegram.context import HandlerDeps
 from bot.telegram.features import Feature, FeatureRouters
-from bot.telegram.features.catalog import FeatureSpec, Needs, TelegramNeeds, on, word_table
+from bot.telegram.features.catalog import Needs, TelegramFeatureSpec, TelegramNeeds, on, word_table
 from bot.telegram.routers.voice import VOICE_WORDS, build_voice_router
 from services.llm.client import OpenAIChatModel
 from services.voice import VoiceTranscription
@@ -73,7 +73,7 @@ def voice_on_telegram(
 
 
 # always there (a voice note gets "text only" without TRANSCRIPTION_MODEL); Telegram only
-VOICE: FeatureSpec[None, VoiceSettings] = FeatureSpec(
+VOICE: TelegramFeatureSpec[None, VoiceSettings] = TelegramFeatureSpec(
     name="voice",
     chat=lambda _needs, _conf: on(True),
     telegram=voice_on_telegram,

@@ -28,7 +28,7 @@ from bot.runtime.metrics import Metrics
 from bot.telegram.features import Feature
 from bot.telegram.features.actions import actions_off_feature
 from bot.telegram.features.catalog import (
-    FeatureSpec,
+    TelegramFeatureSpec,
     TelegramNeeds,
     TelegramSide,
     telegram_features,
@@ -76,7 +76,7 @@ async def build_application(
     db: Database,
     texts: TextTable = BUILT_IN,
     *,
-    specs: Sequence[FeatureSpec[Any, Any]] = FEATURES,
+    specs: Sequence[TelegramFeatureSpec[Any, Any]] = FEATURES,
 ) -> Application:
     """Wire every object, in the order things must exist; nothing here talks to Telegram
     or the model yet. `specs`: the features (bot/telegram/features/registry.py)."""

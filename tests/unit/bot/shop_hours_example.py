@@ -23,8 +23,8 @@ from bot.telegram.context import HandlerDeps, UpdateContext
 from bot.telegram.features import Feature, FeatureRouters
 from bot.telegram.features.catalog import (
     ChatPart,
-    FeatureSpec,
     Needs,
+    TelegramFeatureSpec,
     TelegramNeeds,
     word_table,
 )
@@ -95,7 +95,7 @@ def hours_on_telegram(
     return Feature(name="shop_hours", routers=routers)
 
 
-SHOP_HOURS: FeatureSpec[str, ShopHoursSettings] = FeatureSpec(
+SHOP_HOURS: TelegramFeatureSpec[str, ShopHoursSettings] = TelegramFeatureSpec(
     name="shop_hours",
     chat=hours_in_turns,
     telegram=hours_on_telegram,
