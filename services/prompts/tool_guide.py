@@ -18,10 +18,14 @@ from typing import Any
 
 from services.prompts.template import RenderedPrompt
 
-TOOL_GUIDE_REF = "tool_guide@1"
+# @2 adds that such questions are the assistant's job: Qwen2.5-Coder-1.5B answered half
+# of the suite's questions with "I'm sorry, but I can't assist with that." under @1
+TOOL_GUIDE_REF = "tool_guide@2"
 _HEAD = (
-    "Tools: when the customer's message needs one, call it first and answer from its "
-    "result; never only say that you will call it."
+    "Questions about orders, returns, delivery, payment, products and the shop, and a "
+    "request for a person, are your job: never refuse them. Call the tool the message "
+    "needs first, then answer from its result; never only say that you will call it.\n"
+    "Tools:"
 )
 _FIRST_SENTENCE = re.compile(r"^(.+?)(?:\.(?:\s|$)|$)", re.DOTALL)
 _MAX_CHARS = 200

@@ -77,7 +77,7 @@ async def test_with_the_guide_the_instruction_names_each_offered_tool_by_its_own
     service = _service(db, llm, guide=True, shop_does=shop_does)
     try:
         text, ref = await _instruction_and_ref(service, llm, db)
-        assert ref == "support_chat@5+tool_guide@1"
+        assert ref == "support_chat@5+tool_guide@2"
         assert text.startswith(service.instruction.text)
         guide = text[len(service.instruction.text) :]
         # every tool the model is offered, with the first sentence of its description
