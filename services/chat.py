@@ -161,11 +161,11 @@ class ChatService:
         tool_guide: bool = False,
     ) -> None:
         self._loop = loop
-        # TOOL_GUIDE: the offered tools named at the instruction's end (small models)
-        self._tool_guide = ToolGuide() if tool_guide else None
         self._reply_language_check = reply_language_check
         # composed from the features' fragments once; the shop's name is its only variable
         self._instruction = system_prompt.render(shop_name=shop_name)
+        # TOOL_GUIDE: the offered tools named at the instruction's end (small models)
+        self._tool_guide = ToolGuide(self._instruction) if tool_guide else None
         self._draft_interval_s = draft_interval_s
         self._conversations = conversations
         self._recorder = recorder
@@ -402,7 +402,7 @@ class ChatService:
         summary, window = await self._summarizer.memory(turn.session_id)
         rendered = self._instruction
         if self._tool_guide is not None:
-            rendered = self._tool_guide.apply(rendered, self._loop.tool_schemas)
+            rendered = self._tool_guide.apply(self._loop.tool_schemas)
         turn.prompt_ref = rendered.ref
         turn.instruction = rendered.text
         turn.shop_data.append(self._shop_name)  # the tools add what they return

@@ -18,14 +18,16 @@ from typing import Any
 
 from services.prompts.template import RenderedPrompt
 
-# @2 adds that such questions are the assistant's job: Qwen2.5-Coder-1.5B answered half
-# of the suite's questions with "I'm sorry, but I can't assist with that." under @1
-TOOL_GUIDE_REF = "tool_guide@2"
+# @2 added that such questions are the assistant's job: Qwen2.5-Coder-1.5B answered half
+# of the suite's questions with "I'm sorry, but I can't assist with that." under @1.
+# @3: a request for a person is named only when a tool hands the chat over (request_human,
+# the handoff feature), so a model without one is never told to take such requests.
+TOOL_GUIDE_REF = "tool_guide@3"
+_HANDOFF_TOOL = "request_human"
 _HEAD = (
-    "Questions about orders, returns, delivery, payment, products and the shop, and a "
-    "request for a person, are your job: never refuse them. Call the tool the message "
-    "needs first, then answer from its result; never only say that you will call it.\n"
-    "Tools:"
+    "Questions about orders, returns, delivery, payment, products and the shop{person} are "
+    "your job: never refuse them. Call the tool the message needs first, then answer from "
+    "its result; never only say that you will call it.\nTools:"
 )
 _FIRST_SENTENCE = re.compile(r"^(.+?)(?:\.(?:\s|$)|$)", re.DOTALL)
 _MAX_CHARS = 200
@@ -44,8 +46,13 @@ def first_sentence(description: str) -> str:
 
 def guide_text(tools: Iterable[tuple[str, str]]) -> str:
     """The guide for `tools` (name, description), in the order given; empty for none."""
+    tools = tuple(tools)
+    if not tools:
+        return ""
+    person = ", and a request for a person," if _HANDOFF_TOOL in dict(tools) else ""
+    head = _HEAD.format(person=person)
     lines = [f"- {name}: {first_sentence(description)}" for name, description in tools]
-    return "\n".join([_HEAD, *lines]) if lines else ""
+    return "\n".join([head, *lines])
 
 
 def schema_entries(schemas: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
@@ -56,30 +63,27 @@ def schema_entries(schemas: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str
 
 
 class ToolGuide:
-    """The instruction with the guide for the tools offered now, remembered per tool set
+    """`instruction` with the guide for the tools offered now, remembered per tool set
     (the text changes only when what is offered does, so the prompt's prefix stays
     stable for providers' caches)."""
 
-    def __init__(self) -> None:
+    def __init__(self, instruction: RenderedPrompt) -> None:
+        self._instruction = instruction
         self._made: dict[tuple[tuple[str, str], ...], RenderedPrompt] = {}
-        self._base: RenderedPrompt | None = None
 
-    def apply(
-        self, instruction: RenderedPrompt, schemas: Iterable[Mapping[str, Any]]
-    ) -> RenderedPrompt:
-        """`instruction` followed by the guide (its ref gains `+tool_guide@1`)."""
-        if instruction != self._base:
-            self._made.clear()
-            self._base = instruction
+    def apply(self, schemas: Iterable[Mapping[str, Any]]) -> RenderedPrompt:
+        """The instruction followed by the guide (its ref gains `+tool_guide@3`)."""
         tools = schema_entries(schemas)
         made = self._made.get(tools)
         if made is None:
             guide = guide_text(tools)
-            if not guide:
-                made = instruction
-            else:
-                made = RenderedPrompt(
-                    text=f"{instruction.text}\n\n{guide}", ref=f"{instruction.ref}+{TOOL_GUIDE_REF}"
+            made = (
+                RenderedPrompt(
+                    text=f"{self._instruction.text}\n\n{guide}",
+                    ref=f"{self._instruction.ref}+{TOOL_GUIDE_REF}",
                 )
+                if guide
+                else self._instruction
+            )
             self._made[tools] = made
         return made

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from services.chat import ChatOptions, ChatService, build_chat_service
 from services.loop import BoundedToolLoop
 from services.prompts import build_prompt_registry
+from services.prompts.tool_guide import guide_text
 from storage.database import Database
 from storage.shop import ShopRepository
 from tests.doubles import ScriptedLLM, text_response
@@ -77,7 +78,7 @@ async def test_with_the_guide_the_instruction_names_each_offered_tool_by_its_own
     service = _service(db, llm, guide=True, shop_does=shop_does)
     try:
         text, ref = await _instruction_and_ref(service, llm, db)
-        assert ref == "support_chat@5+tool_guide@2"
+        assert ref == "support_chat@5+tool_guide@3"
         assert text.startswith(service.instruction.text)
         guide = text[len(service.instruction.text) :]
         # every tool the model is offered, with the first sentence of its description
@@ -85,6 +86,8 @@ async def test_with_the_guide_the_instruction_names_each_offered_tool_by_its_own
         assert "known_topics" not in guide  # get_shop_info's second sentence
         for name in ("get_return_policy", "get_shop_info"):
             assert f"- {name}: " in guide
+        # no tool hands the chat to a person here, so such requests are not its job
+        assert "never refuse them" in guide and "a request for a person" not in guide
         # an action the shop does not carry out is not named, so never suggested
         assert "propose_gift_wrap" not in guide
 
@@ -105,3 +108,11 @@ async def test_without_the_guide_the_instruction_names_no_tool(db: Database) -> 
         assert "get_order_status" not in text and "propose_gift_wrap" not in text
     finally:
         await service.aclose()
+
+
+def test_a_request_for_a_person_is_named_only_beside_a_tool_that_hands_over() -> None:
+    handoff = ("request_human", "Hand the chat over to a person from the shop's team.")
+    order = ("get_order_status", "The status of one order.")
+    assert "a request for a person" in guide_text([order, handoff])
+    assert "a request for a person" not in guide_text([order])
+    assert guide_text([]) == ""
