@@ -242,3 +242,20 @@ async def test_sigterm_during_a_turn_still_sends_the_answer(
     assert await bot.wait_exit() == 0
     [answer] = fake_telegram.messages_to(CHAT)
     assert "8041" in answer.plain_text
+
+
+async def test_with_the_tool_guide_the_model_is_told_the_offered_tools_and_the_turn_names_it(
+    start_bot: StartBot,
+    fake_telegram: FakeTelegramServer,
+    fake_openai: FakeOpenAIServer,
+    database_path: Path,
+) -> None:
+    await start_bot(TOOL_GUIDE="true", STREAM_ANSWERS="false")
+    fake_telegram.enqueue_update(message_update(CHAT, text="Где заказ 8041?", user_id=CHAT))
+    await fake_telegram.wait_for_messages(CHAT, 1)
+    system = next(m for m in fake_openai.chat_requests[0]["messages"] if m["role"] == "system")
+    guide = str(system["content"]).split("\nTools:\n", 1)[1]
+    offered = [t["function"]["name"] for t in fake_openai.chat_requests[0]["tools"]]
+    assert [line.split(":", 1)[0] for line in guide.splitlines()] == [f"- {n}" for n in offered]
+    [(prompt,)] = query(database_path, "SELECT prompt FROM turns")
+    assert prompt.endswith("+tool_guide@3")
