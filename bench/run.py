@@ -374,6 +374,17 @@ class Bench:
                     return times
                 await asyncio.sleep(0.05)  # bounded poll for an observable condition
 
+    async def _signs(self, run: BotRun) -> dict[str, int]:
+        """Typing indicators and drafts the bot has sent so far: Bot API requests that
+        are not answers (and count against Telegram's limits like any other)."""
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{run.telegram_url}/_fake/signs") as response:
+                signs: list[dict[str, Any]] = (await response.json())["result"]
+        counts = {"sendChatAction": 0, "sendMessageDraft": 0}
+        for sign in signs:
+            counts[sign["method"]] += 1
+        return counts
+
     async def stop_bot(self, run: BotRun) -> int | None:
         for other in run.others:
             await other.stop(within=60)
@@ -406,6 +417,7 @@ class Bench:
         await self.new_timings()  # skip what came before
         bots_cpu_before = self._bots_cpu(run)
         fakes_before = self._fakes_cpu(run)
+        signs_before = await self._signs(run)
         machine_before = _machine_cpu()
         driver_before = _own_cpu_s()
         deadline = time.monotonic() + self.plan.phase_timeout_s
@@ -434,9 +446,12 @@ class Bench:
         machine_after = _machine_cpu()
         driver_cpu_s = _own_cpu_s() - driver_before
         timings = await self.new_timings()
+        signs_after = await self._signs(run)
         result = await self._summarise(
             name, run, turns, timings, problems, planned=len(chats) * messages
         )
+        # Bot API requests besides the answers, counted by the fake Telegram
+        result["signs"] = {m: signs_after[m] - signs_before[m] for m in signs_after}
         result["fakes_cpu_s"] = fakes_after - fakes_before
         result["webhook_connections_opened"] = driver.webhook_connections_opened
         # the customers' side (this process): POSTing to a webhook costs it more than
@@ -659,6 +674,8 @@ def _brief(result: dict[str, Any]) -> str:
         f"machine busy {result.get('machine_cpu_busy_pct', math.nan):.0f} %, "
         f"driver {result.get('driver_cpu_s', math.nan):.1f} / fakes "
         f"{result.get('fakes_cpu_s', math.nan):.1f} CPU-s, "
+        f"typing {result.get('signs', {}).get('sendChatAction', 0)}, drafts "
+        f"{result.get('signs', {}).get('sendMessageDraft', 0)}, "
         f"e2e p50 {result['e2e_ms']['p50']:.0f} ms, self p50/p95/p99 "
         f"{result['self_ms']['p50']:.1f}/{result['self_ms']['p95']:.1f}/"
         f"{result['self_ms']['p99']:.1f} ms"
@@ -837,6 +854,8 @@ def _plan(args: argparse.Namespace) -> Plan:
         plan = Plan(**{**plan.__dict__, "distinct_concurrency": args.distinct_concurrency})
     if args.load_chats is not None:  # e.g. a shared machine that 1,000 chats would swamp
         plan = Plan(**{**plan.__dict__, "load_chats": args.load_chats})
+    if args.load_messages is not None:  # a longer load phase: less noise in one run
+        plan = Plan(**{**plan.__dict__, "load_messages": args.load_messages})
     if args.pairs is not None:
         plan = Plan(**{**plan.__dict__, "mode_pairs": args.pairs})
     return plan
@@ -1167,6 +1186,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--load-chats", type=int, help="customers at once in the load phases (default 1000)"
+    )
+    parser.add_argument(
+        "--load-messages",
+        type=int,
+        help="messages per chat in the load phases (default 6); more lengthens each run"
+        " and narrows its noise",
     )
     parser.add_argument("--profile", action="store_true", help="also run the bot under cProfile")
     parser.add_argument("--skip-stats", action="store_true", help="skip the /stats timing")
