@@ -149,6 +149,9 @@ class Driver:
         self.stray_replies = 0  # answers to a chat with no question waiting
         self.order_violations = 0  # an answer that belongs to a later question of its chat
         self.webhook_errors = 0
+        # each webhook POST from its start (waiting for one of the `webhook_connections`
+        # included, as an update waits at Telegram) to the bot's answer, in ms
+        self.webhook_post_ms: list[float] = []
         # TCP connections the webhook POSTs opened: with keep-alive at most
         # `webhook_connections` per phase, however many updates went over them
         self.webhook_connections_opened = 0
@@ -270,6 +273,7 @@ class Driver:
     async def _post_webhook(self, turn: Turn) -> None:
         assert self._posts is not None and self._webhook_urls is not None
         turn.sent_at = time.time()
+        started = time.perf_counter()
         try:
             async with self._posts.post(
                 next(self._webhook_urls),
@@ -278,6 +282,7 @@ class Driver:
             ) as response:
                 if response.status != 200:
                     self.webhook_errors += 1
+            self.webhook_post_ms.append((time.perf_counter() - started) * 1000)
         except aiohttp.ClientError:
             self.webhook_errors += 1
 

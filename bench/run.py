@@ -454,6 +454,8 @@ class Bench:
         result["signs"] = {m: signs_after[m] - signs_before[m] for m in signs_after}
         result["fakes_cpu_s"] = fakes_after - fakes_before
         result["webhook_connections_opened"] = driver.webhook_connections_opened
+        if driver.webhook_post_ms:  # how long updates wait at "Telegram" for the bot
+            result["webhook_post_ms"] = pcts(driver.webhook_post_ms)
         # the customers' side (this process): POSTing to a webhook costs it more than
         # queueing updates for a poll, on the same cores as the bot
         result["driver_cpu_s"] = driver_cpu_s
@@ -674,7 +676,12 @@ def _brief(result: dict[str, Any]) -> str:
         f"machine busy {result.get('machine_cpu_busy_pct', math.nan):.0f} %, "
         f"driver {result.get('driver_cpu_s', math.nan):.1f} / fakes "
         f"{result.get('fakes_cpu_s', math.nan):.1f} CPU-s, "
-        f"typing {result.get('signs', {}).get('sendChatAction', 0)}, drafts "
+        + (
+            f"webhook POST p50 {result['webhook_post_ms']['p50']:.0f} ms, "
+            if "webhook_post_ms" in result
+            else ""
+        )
+        + f"typing {result.get('signs', {}).get('sendChatAction', 0)}, drafts "
         f"{result.get('signs', {}).get('sendMessageDraft', 0)}, "
         f"e2e p50 {result['e2e_ms']['p50']:.0f} ms, self p50/p95/p99 "
         f"{result['self_ms']['p50']:.1f}/{result['self_ms']['p95']:.1f}/"
