@@ -39,6 +39,7 @@ import signal
 import socket
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -63,7 +64,7 @@ from bench.knowledge_turns import knowledge_rows, phase_knowledge
 from bench.live_shop import phase_live_shop
 from bench.modes import modes_rows, phase_modes
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
-from bench.streaming import phase_streaming, streaming_rows
+from bench.streaming import fetch_signs, phase_streaming, streaming_rows
 from bot.runtime.config import Settings
 
 TOKEN = "123456:BENCH-TOKEN"
@@ -374,16 +375,11 @@ class Bench:
                     return times
                 await asyncio.sleep(0.05)  # bounded poll for an observable condition
 
-    async def _signs(self, run: BotRun) -> dict[str, int]:
-        """Typing indicators and drafts the bot has sent so far: Bot API requests that
-        are not answers (and count against Telegram's limits like any other)."""
-        async with aiohttp.ClientSession() as http:
-            async with http.get(f"{run.telegram_url}/_fake/signs") as response:
-                signs: list[dict[str, Any]] = (await response.json())["result"]
-        counts = {"sendChatAction": 0, "sendMessageDraft": 0}
-        for sign in signs:
-            counts[sign["method"]] += 1
-        return counts
+    async def _signs(self, run: BotRun) -> Counter[str]:
+        """Typing indicators and drafts the bot has sent so far, by method: Bot API
+        requests that are not answers (and count against Telegram's limits like any
+        other)."""
+        return Counter(sign["method"] for sign in await fetch_signs(run.telegram_url))
 
     async def stop_bot(self, run: BotRun) -> int | None:
         for other in run.others:
@@ -451,7 +447,10 @@ class Bench:
             name, run, turns, timings, problems, planned=len(chats) * messages
         )
         # Bot API requests besides the answers, counted by the fake Telegram
-        result["signs"] = {m: signs_after[m] - signs_before[m] for m in signs_after}
+        result["signs"] = {
+            method: signs_after[method] - signs_before[method]
+            for method in ("sendChatAction", "sendMessageDraft")
+        }
         result["fakes_cpu_s"] = fakes_after - fakes_before
         result["webhook_connections_opened"] = driver.webhook_connections_opened
         if driver.webhook_post_ms:  # how long updates wait at "Telegram" for the bot

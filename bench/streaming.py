@@ -53,7 +53,8 @@ async def _configure_model(bench: BenchLike, **config: float) -> None:
             response.raise_for_status()
 
 
-async def _signs(telegram_url: str) -> list[dict[str, Any]]:
+async def fetch_signs(telegram_url: str) -> list[dict[str, Any]]:
+    """Every draft and typing indicator the fake Bot API has recorded, in order."""
     async with aiohttp.ClientSession() as http:
         async with http.get(f"{telegram_url}/_fake/signs?after=0") as response:
             result: list[dict[str, Any]] = (await response.json())["result"]
@@ -134,7 +135,7 @@ async def _one_setting(bench: BenchLike, label: str, **extra: str) -> dict[str, 
     result: dict[str, Any] = {"startup": run.startup}
     messages = max(2, plan.latency_messages // 3)  # 4 in the full run: 300 words take 6.5 s
     turns, timings = await _closed_loop(bench, run, range(1, plan.latency_chats + 1), messages)
-    result["latency"] = latency_figures(turns, timings, await _signs(run.telegram_url))
+    result["latency"] = latency_figures(turns, timings, await fetch_signs(run.telegram_url))
     load_chats = range(200_001, 200_001 + plan.load_chats)
     bot_before, fakes_before = sample(run.bot.pid).cpu_s, bench._fakes_cpu(run)
     turns, _ = await _closed_loop(bench, run, load_chats, max(2, plan.load_messages // 2))
