@@ -31,6 +31,7 @@ from enum import StrEnum
 
 from storage.records import AuditRecord, AuditStatus
 from tools.base import ActionProposed, ErrorCode, HandoffRequested, TurnNote
+from tools.request_human import REQUEST_HUMAN
 
 # how long after a question a handoff, a 👎 or the same question again still counts
 # against it (the resolution rate's window)
@@ -40,7 +41,7 @@ FOLLOW_UP_S = 24 * 3600.0
 # no, an answer with facts)
 KNOWLEDGE_TOOLS = frozenset({"get_shop_info", "get_return_policy", "search_knowledge"})
 # tools whose success is not a fact the answer stands on
-_NOT_FACTS = frozenset({"request_human"})
+_NOT_FACTS = frozenset({REQUEST_HUMAN})
 _ACTION_PREFIX = "propose_"
 
 

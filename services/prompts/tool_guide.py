@@ -17,13 +17,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from services.prompts.template import RenderedPrompt
+from tools.request_human import REQUEST_HUMAN
 
 # @2 added that such questions are the assistant's job: Qwen2.5-Coder-1.5B answered half
 # of the suite's questions with "I'm sorry, but I can't assist with that." under @1.
 # @3: a request for a person is named only when a tool hands the chat over (request_human,
 # the handoff feature), so a model without one is never told to take such requests.
 TOOL_GUIDE_REF = "tool_guide@3"
-_HANDOFF_TOOL = "request_human"
 _HEAD = (
     "Questions about orders, returns, delivery, payment, products and the shop{person} are "
     "your job: never refuse them. Call the tool the message needs first, then answer from "
@@ -49,7 +49,7 @@ def guide_text(tools: Iterable[tuple[str, str]]) -> str:
     tools = tuple(tools)
     if not tools:
         return ""
-    person = ", and a request for a person," if _HANDOFF_TOOL in dict(tools) else ""
+    person = ", and a request for a person," if REQUEST_HUMAN in dict(tools) else ""
     head = _HEAD.format(person=person)
     lines = [f"- {name}: {first_sentence(description)}" for name, description in tools]
     return "\n".join([head, *lines])
