@@ -128,6 +128,20 @@ async def test_the_same_update_twice_in_one_batch_is_processed_once(
     assert recorder.processed == [6]
 
 
+async def test_a_batch_larger_than_one_insert_is_recorded_whole(
+    intake: Intake, recorder: Recorder, inbox: InboxRepository
+) -> None:
+    # the inbox inserts up to a hundred rows per statement: a redelivered id, a new one
+    # and the same id twice must come out as they would one by one, in every chunk
+    await intake.accept([update(n, 1000 + n) for n in range(1, 51)])
+    batch = [update(n, 1000 + n) for n in range(1, 251)] + [update(250, 1250)]
+    assert await intake.accept(batch) == list(range(51, 251))
+    await settle(intake)
+    assert sorted(recorder.processed) == list(range(1, 251))
+    row = await inbox.get(250)
+    assert row is not None and row.chat_id == 1250 and row.payload["message"]["text"] == "hi"
+
+
 async def test_ids_need_not_increase(intake: Intake, recorder: Recorder) -> None:
     await intake.accept([update(900, 10)])
     await intake.accept([update(100, 11)])  # smaller id, new update: still processed
