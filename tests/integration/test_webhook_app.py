@@ -143,6 +143,55 @@ async def test_updates_arriving_during_a_commit_share_the_next_one() -> None:
     assert intake.batches == [[1], [2, 3]]  # one commit for the two that waited
 
 
+class StepClock:
+    """The commits' clock: moves only when the test says; `asked` is set on every read."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.asked = asyncio.Event()
+
+    def __call__(self) -> float:
+        self.asked.set()
+        return self.now
+
+
+async def _commit_slowly(commits: GroupCommit, intake: SlowIntake, clock: StepClock) -> None:
+    """A first commit of three updates that takes long on the clock (load)."""
+    wave = [asyncio.create_task(commits.accept({"update_id": n})) for n in (1, 2, 3)]
+    await intake.entered.wait()
+    clock.now += 4000
+    intake.gate.set()
+    await asyncio.gather(*wave)
+    assert intake.batches == [[1, 2, 3]]
+
+
+async def test_the_next_wave_after_a_slow_commit_is_committed_together() -> None:
+    # under load a commit answers its POSTs at once and the next updates come back over
+    # those connections one by one: the first of them must not be committed alone, or
+    # the rest wait for its commit and then their own
+    intake = SlowIntake()
+    clock = StepClock()
+    commits = GroupCommit(intake, fill_max_s=3600, clock=clock)  # type: ignore[arg-type]
+    await _commit_slowly(commits, intake, clock)
+    clock.asked.clear()
+    first = asyncio.create_task(commits.accept({"update_id": 4}))
+    await clock.asked.wait()  # the commit for update 4 has started deciding
+    await asyncio.gather(commits.accept({"update_id": 5}), commits.accept({"update_id": 6}))
+    await first
+    assert intake.batches == [[1, 2, 3], [4, 5, 6]]
+
+
+async def test_an_update_after_a_quiet_moment_is_committed_at_once() -> None:
+    intake = SlowIntake()
+    clock = StepClock()
+    # a wrongful wait for the wave would last an hour and time the test out
+    commits = GroupCommit(intake, fill_max_s=3600, clock=clock)  # type: ignore[arg-type]
+    await _commit_slowly(commits, intake, clock)
+    clock.now += 5000  # nothing arrived for longer than the last commit took
+    await commits.accept({"update_id": 4})
+    assert intake.batches == [[1, 2, 3], [4]]
+
+
 async def test_a_failed_shared_commit_fails_every_update_in_it() -> None:
     intake = SlowIntake()
     intake.gate.set()
