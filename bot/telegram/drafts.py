@@ -42,12 +42,12 @@ from typing import Any
 from aiogram.enums import ChatAction
 from aiogram.methods import SendChatAction
 
+from bot.runtime.responder import TYPING_REFRESH_S
 from bot.telegram.formatting import markdown_to_messages
 from bot.telegram.sender import Sender
 
 log = logging.getLogger(__name__)
 
-TYPING_REFRESH_S = 4.0  # Telegram shows "typing…" for about 5 s per chat action
 DRAFT_REFRESH_S = 20.0  # a draft lasts about 30 s unless updated
 _DRAFT_ID_SPACE = 2_147_483_647
 
