@@ -119,7 +119,8 @@ class Responder:
 
     async def deliver(self, row: InboxRow) -> None:
         """Send the parts Telegram has not accepted yet; finish the row."""
-        for part in row.undelivered:
+        parts = row.undelivered
+        for index, part in enumerate(parts):
             # a part names its chat, or goes to the update's (an update without a chat,
             # e.g. a business connection, is answered only in chats its parts name)
             chat_id = part.chat_id if part.chat_id is not None else row.chat_id
@@ -134,6 +135,9 @@ class Responder:
                 return
             if result.status == "delivered" and result.message_id is not None:
                 self.failing_since = None
+                if index == len(parts) - 1:
+                    await self._finish_delivered(row.update_id, result.message_id)
+                    return
                 await self._record_part(row.update_id, result.message_id)
                 continue
             status = UNKNOWN if result.status == "unknown" else FAILED
@@ -165,6 +169,13 @@ class Responder:
         await self._retry.run(
             f"recording a delivered part of update {update_id}",
             lambda: self._inbox.add_message_id(update_id, message_id),
+        )
+
+    async def _finish_delivered(self, update_id: int, last_message_id: int) -> None:
+        """The last part's id and the row's end in one write (see `finish_delivered`)."""
+        await self._retry.run(
+            f"finishing update {update_id}",
+            lambda: self._inbox.finish_delivered(update_id, last_message_id),
         )
 
     async def _finish(self, update_id: int, status: str, reason: str | None) -> None:

@@ -240,6 +240,7 @@ async def test_reply_is_stored_then_sent_and_message_ids_recorded(inbox: InboxRe
     assert done is not None
     assert (done.status, done.message_ids, done.turn_id) == ("delivered", (71, 72), "t1")
     assert [s[2] for s in sender.sent] == ["a", "b"]
+    assert inbox.finished == {"delivered": 1}  # /metrics counts it once
     # a second reply to the same update is refused: never answered twice
     await responder.reply(row, [StoredReply("again", "again")])
     assert len(sender.sent) == 2
