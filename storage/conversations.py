@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from storage.backend import Database, Row, Tx
+from storage.backend import Database, Row, Statement, Tx
 
 Clock = Callable[[], float]
 
@@ -39,8 +39,13 @@ class SessionSummary:
     updated_at: float
 
 
-async def insert_pair(
-    tx: Tx,
+_INSERT_MESSAGE = (
+    "INSERT INTO messages(session_id, role, content, turn_id, created_at, transcribed) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+
+
+def pair_statements(
     *,
     session_id: int,
     user_text: str,
@@ -48,24 +53,21 @@ async def insert_pair(
     turn_id: str | None,
     created_at: float,
     user_transcribed: bool = False,
-) -> tuple[int, int]:
-    """Insert one user/assistant pair inside the caller's transaction; returns both ids.
+) -> list[Statement]:
+    """The user/assistant pair as two INSERTs, for a caller's `Database.write_all`.
 
     `user_transcribed`: the user's message is the transcript of a voice note.
     """
-    ids: list[int] = []
-    for role, content, transcribed in (
-        ("user", user_text, user_transcribed),
-        ("assistant", assistant_text, False),
-    ):
-        row = await tx.fetch_one(
-            "INSERT INTO messages(session_id, role, content, turn_id, created_at, transcribed) "
-            "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+    return [
+        (
+            _INSERT_MESSAGE,
             (session_id, role, content, turn_id, created_at, 1 if transcribed else 0),
         )
-        assert row is not None
-        ids.append(int(row[0]))
-    return ids[0], ids[1]
+        for role, content, transcribed in (
+            ("user", user_text, user_transcribed),
+            ("assistant", assistant_text, False),
+        )
+    ]
 
 
 def _message(row: Row) -> StoredMessage:

@@ -30,7 +30,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 import asyncpg
 
-from storage.backend import POSTGRES, Dialect, Row
+from storage.backend import POSTGRES, Dialect, Row, Statement
 from storage.database import DatabaseOpenError, corruption, storage_fault
 from storage.migrations import Migration, MigrationError, load_migrations
 
@@ -281,6 +281,13 @@ class PgDatabase:
             raise
         self._write_fault = None
         return rowcount(status)
+
+    async def write_all(self, statements: Sequence[Statement]) -> None:
+        """The statements in one transaction (a pool holds many connections, so holding
+        one for a few round trips keeps no other writer waiting)."""
+        async with self.transaction() as tx:
+            for sql, params in statements:
+                await tx.execute(sql, params)
 
     async def fetch_one(self, sql: str, params: Sequence[object] = ()) -> Row | None:
         try:

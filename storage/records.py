@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from storage.backend import Database, Dialect, Tx
-from storage.conversations import insert_pair
+from storage.backend import Database, Dialect, Statement
+from storage.conversations import pair_statements
 from storage.database import is_unique_violation
 
 log = logging.getLogger(__name__)
@@ -222,59 +222,32 @@ class TurnRecorder:
         model_calls: Sequence[ModelCallRecord],
         history: HistoryPair | None,
     ) -> None:
-        async with self._db.transaction() as tx:
-            await tx.execute(
-                "INSERT INTO turns(id, session_id, chat_id, user_id, started_at, duration_ms, "
-                "status, stop_reason, error_code, model_steps, tool_calls, prompt_tokens, "
-                "completion_tokens, total_tokens, prompt, request_key, cached_tokens, offers, "
-                "outcome, fact_tools, repeat_of) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    turn.id,
-                    turn.session_id,
-                    turn.chat_id,
-                    turn.user_id,
-                    turn.started_at,
-                    turn.duration_ms,
-                    turn.status,
-                    turn.stop_reason,
-                    turn.error_code,
-                    turn.model_steps,
-                    turn.tool_calls,
-                    turn.prompt_tokens,
-                    turn.completion_tokens,
-                    turn.total_tokens,
-                    turn.prompt,
-                    turn.request_key,
-                    turn.cached_tokens,
-                    turn.offers,
-                    turn.outcome,
-                    turn.fact_tools,
-                    turn.repeat_of,
-                ),
+        statements: list[Statement] = [
+            _turn_insert(turn),
+            _daily_totals(self._db.dialect, turn),
+            *(_audit_insert(audit, turn) for audit in audit_records),
+            *(
+                _model_call_insert(call, turn_id=turn.id, session_id=turn.session_id)
+                for call in model_calls
+            ),
+        ]
+        if history is not None:
+            statements += pair_statements(
+                session_id=turn.session_id,
+                user_text=history.user_text,
+                assistant_text=history.assistant_text,
+                turn_id=turn.id,
+                created_at=turn.started_at + turn.duration_ms / 1000.0,
+                user_transcribed=history.user_transcribed,
             )
-            await _add_to_daily_totals(tx, self._db.dialect, turn)
-            for audit in audit_records:
-                await _insert_audit(tx, audit, turn)
-            for call in model_calls:
-                await _insert_model_call(tx, call, turn_id=turn.id, session_id=turn.session_id)
-            if history is not None:
-                await insert_pair(
-                    tx,
-                    session_id=turn.session_id,
-                    user_text=history.user_text,
-                    assistant_text=history.assistant_text,
-                    turn_id=turn.id,
-                    created_at=turn.started_at + turn.duration_ms / 1000.0,
-                    user_transcribed=history.user_transcribed,
-                )
+        # every turn writes this, so it is one round trip for the one writer
+        await self._db.write_all(statements)
 
     async def save_model_call(
         self, call: ModelCallRecord, *, session_id: int | None, turn_id: str | None = None
     ) -> None:
         """A model call outside a turn's transaction (the summarizer's)."""
-        async with self._db.transaction() as tx:
-            await _insert_model_call(tx, call, turn_id=turn_id, session_id=session_id)
+        await self._db.write(*_model_call_insert(call, turn_id=turn_id, session_id=session_id))
         if self._observer is not None:
             try:
                 self._observer.model_call_saved(call)
@@ -288,6 +261,39 @@ DAY_S = 86_400.0
 def day_of(started_at: float) -> float:
     """The UTC midnight (unix seconds) of the day `started_at` falls in."""
     return math.floor(started_at / DAY_S) * DAY_S
+
+
+def _turn_insert(turn: TurnRecord) -> Statement:
+    return (
+        "INSERT INTO turns(id, session_id, chat_id, user_id, started_at, duration_ms, "
+        "status, stop_reason, error_code, model_steps, tool_calls, prompt_tokens, "
+        "completion_tokens, total_tokens, prompt, request_key, cached_tokens, offers, "
+        "outcome, fact_tools, repeat_of) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            turn.id,
+            turn.session_id,
+            turn.chat_id,
+            turn.user_id,
+            turn.started_at,
+            turn.duration_ms,
+            turn.status,
+            turn.stop_reason,
+            turn.error_code,
+            turn.model_steps,
+            turn.tool_calls,
+            turn.prompt_tokens,
+            turn.completion_tokens,
+            turn.total_tokens,
+            turn.prompt,
+            turn.request_key,
+            turn.cached_tokens,
+            turn.offers,
+            turn.outcome,
+            turn.fact_tools,
+            turn.repeat_of,
+        ),
+    )
 
 
 def _daily_totals_upsert(dialect: Dialect) -> str:
@@ -309,10 +315,10 @@ def _daily_totals_upsert(dialect: Dialect) -> str:
     )
 
 
-async def _add_to_daily_totals(tx: Tx, dialect: Dialect, turn: TurnRecord) -> None:
+def _daily_totals(dialect: Dialect, turn: TurnRecord) -> Statement:
     """The turn's share of `turn_totals_daily`, in the turn's own transaction (/stats)."""
     known = turn.prompt_tokens is not None and turn.completion_tokens is not None
-    await tx.execute(
+    return (
         _daily_totals_upsert(dialect),
         (
             day_of(turn.started_at),
@@ -327,9 +333,9 @@ async def _add_to_daily_totals(tx: Tx, dialect: Dialect, turn: TurnRecord) -> No
     )
 
 
-async def _insert_audit(tx: Tx, audit: AuditRecord, turn: TurnRecord) -> None:
+def _audit_insert(audit: AuditRecord, turn: TurnRecord) -> Statement:
     # the turn's own ids win: the audit row belongs to the turn it is stored with
-    await tx.execute(
+    return (
         "INSERT INTO tool_calls(turn_id, session_id, chat_id, user_id, call_id, tool_name, "
         "started_at, duration_ms, status, error_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
@@ -347,14 +353,10 @@ async def _insert_audit(tx: Tx, audit: AuditRecord, turn: TurnRecord) -> None:
     )
 
 
-async def _insert_model_call(
-    tx: Tx,
-    call: ModelCallRecord,
-    *,
-    turn_id: str | None,
-    session_id: int | None,
-) -> None:
-    await tx.execute(
+def _model_call_insert(
+    call: ModelCallRecord, *, turn_id: str | None, session_id: int | None
+) -> Statement:
+    return (
         "INSERT INTO llm_calls(turn_id, session_id, purpose, requested_model, model, fallback, "
         "started_at, latency_ms, status, error_code, finish_reason, prompt_tokens, "
         "completion_tokens, total_tokens, response_id, cached_tokens) "

@@ -18,13 +18,14 @@ import sqlite3
 import stat
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import aiosqlite
 
-from storage.backend import SQLITE, Dialect, Row
+from storage.backend import SQLITE, Dialect, Row, Statement
 from storage.database import INTEGRITY_CHECK_S, DatabaseOpenError, corruption, storage_fault
 from storage.migrations import apply_migrations, check_supported_version
 
@@ -183,6 +184,24 @@ class SqliteDatabase:
             self._write_fault = None
             return int(cursor.rowcount)
 
+    async def write_all(self, statements: Sequence[Statement]) -> None:
+        """The statements as one transaction, run whole in aiosqlite's thread.
+
+        `transaction()` pays a round trip to that thread per statement, and between them
+        the holder of the write lock waits for its turn on the busy event loop while
+        every other writer waits for the lock; here the lock is held for one round trip.
+        Once queued the call runs to its end even if the caller is cancelled (COMMIT or
+        ROLLBACK included), and the thread runs calls in order, so the next writer's
+        statements never land inside it.
+        """
+        async with self._write_lock:
+            try:
+                await _in_thread(self._conn, partial(_run_all, statements=statements))
+            except Exception as exc:
+                self._note_failure(exc)
+                raise
+            self._write_fault = None
+
     def _note_failure(self, exc: BaseException) -> None:
         self._corruption = self._corruption or corruption(exc)
         kind = storage_fault(exc)
@@ -252,6 +271,35 @@ class SqliteDatabase:
 
     async def close(self) -> None:
         await self._conn.close()
+
+
+async def _in_thread(
+    connection: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], None]
+) -> None:
+    """Run `fn` with the raw connection in the connection's own thread, one round trip.
+
+    aiosqlite 0.22 has no public call for this; its own methods queue their work with
+    `_execute`, as this does (the version is bounded in pyproject.toml, and the tests of
+    `write_all` run through here).
+    """
+    raw = connection._conn
+    await connection._execute(fn, raw)  # type: ignore[no-untyped-call]
+
+
+def _run_all(conn: sqlite3.Connection, *, statements: Sequence[Statement]) -> None:
+    """BEGIN, the statements and COMMIT; ROLLBACK if any of them fails (in the thread)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, params in statements:
+            conn.execute(sql, tuple(params))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                log.exception("rollback failed; the connection is still in a transaction")
+        raise
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:

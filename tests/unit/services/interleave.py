@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from storage.backend import Dialect, Row, Tx
+from storage.backend import Dialect, Row, Statement, Tx
 from storage.database import Database
 from tests.waits import OUTER_LIMIT_S
 
@@ -33,7 +33,8 @@ class Interleaved:
     """`Database` over `inner`, counting this caller's statements (a transaction's included).
 
     With `pause_after`, it stops right after that statement (`paused` is set) until `go`.
-    `writing` counts the calls waiting to get into a write (`write`, `transaction`), so a
+    `writing` counts the calls waiting to get into a write (`write`, `write_all`,
+    `transaction`), so a
     caller blocked behind SQLite's one writer can be seen; `in_transaction` says whether
     this caller is inside a transaction's block.
     """
@@ -82,6 +83,15 @@ class Interleaved:
             self.writing -= 1
         await self._after_statement()
         return changed
+
+    async def write_all(self, statements: Sequence[Statement]) -> None:
+        """Atomic, so the whole of it counts as one statement."""
+        self.writing += 1
+        try:
+            await self.inner.write_all(statements)
+        finally:
+            self.writing -= 1
+        await self._after_statement()
 
     async def fetch_one(self, sql: str, params: Sequence[object] = ()) -> Row | None:
         row = await self.inner.fetch_one(sql, params)

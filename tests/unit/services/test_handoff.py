@@ -9,9 +9,10 @@ import pytest
 
 from services.handoff import OPERATOR_PREFIX, HandoffService, OperatorHours
 from services.stats import handoff_stats
-from storage.conversations import ConversationRepository, insert_pair
+from storage.conversations import ConversationRepository
 from storage.database import Database
 from storage.handoffs import HandoffCounts, HandoffRepository
+from tests.doubles.history import insert_pair
 
 CHAT = 501
 

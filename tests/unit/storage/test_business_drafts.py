@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from storage.actions import ActionRepository, ActionStatus, NewAction
 from storage.business import DISCARDED, SENT, WAITING, BusinessRepository, Draft
-from storage.conversations import ConversationRepository, insert_pair
+from storage.conversations import ConversationRepository
 from storage.database import Database
+from tests.doubles.history import insert_pair
 from tests.unit.tools.conftest import FakeClock
 
 TTL_S = 900.0
