@@ -107,12 +107,15 @@ class Database(Protocol):
         """One write statement on its own (autocommit); return how many rows it changed."""
         ...
 
-    async def write_all(self, statements: Sequence[Statement]) -> None:
-        """The statements, in order, as one write transaction whose results are not read.
+    async def write_all(
+        self, statements: Sequence[Statement], *, lock: str | None = None
+    ) -> list[int]:
+        """The statements, in order, as one write transaction; how many rows each changed.
 
         For the hot writes made on every turn: SQLite runs BEGIN, the statements and
         COMMIT in one call in its database thread, so the one writer is held for one
-        round trip instead of one per statement (docs/benchmarks.md).
+        round trip instead of one per statement (docs/benchmarks.md). `lock` is taken
+        first, as `Tx.lock` would.
         """
         ...
 

@@ -282,12 +282,15 @@ class PgDatabase:
         self._write_fault = None
         return rowcount(status)
 
-    async def write_all(self, statements: Sequence[Statement]) -> None:
+    async def write_all(
+        self, statements: Sequence[Statement], *, lock: str | None = None
+    ) -> list[int]:
         """The statements in one transaction (a pool holds many connections, so holding
         one for a few round trips keeps no other writer waiting)."""
         async with self.transaction() as tx:
-            for sql, params in statements:
-                await tx.execute(sql, params)
+            if lock is not None:
+                await tx.lock(lock)
+            return [await tx.execute(sql, params) for sql, params in statements]
 
     async def fetch_one(self, sql: str, params: Sequence[object] = ()) -> Row | None:
         try:

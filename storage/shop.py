@@ -90,34 +90,30 @@ class ShopRepository:
         orders were looked up after `since`. Returns whether the lookup was recorded.
         Rows older than `since` are dropped on the way.
         """
-        async with self._db.transaction() as tx:
-            # the count and the insert must not interleave with the same user's lookup
-            # in another chat (on another instance)
-            await tx.lock(f"lookups:{user_id}")
-            await tx.execute(
-                "DELETE FROM order_lookups WHERE user_id = ? AND looked_up_at <= ?",
-                (user_id, since),
-            )
-            seen = (
-                await tx.fetch_one(
-                    "SELECT 1 FROM order_lookups WHERE user_id = ? AND order_id = ?",
-                    (user_id, order_id),
-                )
-                is not None
-            )
-            if not seen:
-                row = await tx.fetch_one(
-                    "SELECT COUNT(*) FROM order_lookups WHERE user_id = ?", (user_id,)
-                )
-                if row is not None and int(row[0]) >= max_distinct:
-                    return False
-            await tx.execute(
-                "INSERT INTO order_lookups(user_id, order_id, looked_up_at) VALUES (?, ?, ?)"
-                " ON CONFLICT(user_id, order_id)"
-                " DO UPDATE SET looked_up_at = excluded.looked_up_at",
-                (user_id, order_id, now),
-            )
-            return True
+        # one call: every order question makes it, and on SQLite each round trip holds
+        # the one writer. The lock keeps the count and the insert from interleaving with
+        # the same user's lookup in another chat (on another instance).
+        dialect = self._db.dialect
+        changed = await self._db.write_all(
+            [
+                (
+                    "DELETE FROM order_lookups WHERE user_id = ? AND looked_up_at <= ?",
+                    (user_id, since),
+                ),
+                (
+                    "INSERT INTO order_lookups(user_id, order_id, looked_up_at)"
+                    f" SELECT CAST(? AS BIGINT), CAST(? AS TEXT), {dialect.float_param}"
+                    " WHERE EXISTS (SELECT 1 FROM order_lookups"
+                    " WHERE user_id = ? AND order_id = ?)"
+                    " OR (SELECT COUNT(*) FROM order_lookups WHERE user_id = ?) < ?"
+                    " ON CONFLICT(user_id, order_id)"
+                    " DO UPDATE SET looked_up_at = excluded.looked_up_at",
+                    (user_id, order_id, now, user_id, order_id, user_id, max_distinct),
+                ),
+            ],
+            lock=f"lookups:{user_id}",
+        )
+        return changed[1] == 1
 
     # -- verified phones (a customer's own number, shared as their Telegram contact) ----
 

@@ -2,10 +2,11 @@
 
 WAL lets readers proceed while the writer commits; `synchronous=NORMAL` is durable
 across application crashes in WAL mode; the busy timeout covers a second process
-(e.g. `import-data`) touching the file. Writes go through `transaction()`, which
-serialises them on one asyncio lock so that statements of different coroutines never
-end up inside each other's transaction on the shared connection. That one writer is
-also why `SqliteTx.lock` costs nothing: every write transaction already runs alone.
+(e.g. `import-data`) touching the file. aiosqlite runs every call in one thread, in
+the order they were queued. A write made in one call (`write`, `write_all`) is therefore
+whole and alone; `transaction()`, whose statements are queued one by one, holds an
+asyncio lock meanwhile so that no other coroutine's statements land inside it. That one
+writer is also why `SqliteTx.lock` costs nothing: every write transaction runs alone.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import aiosqlite
 
@@ -30,6 +32,7 @@ from storage.database import INTEGRITY_CHECK_S, DatabaseOpenError, corruption, s
 from storage.migrations import apply_migrations, check_supported_version
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 5000
 # less free space than this next to the database is reported as a full filesystem
@@ -73,6 +76,9 @@ class SqliteDatabase:
         self._conn = connection
         self._path = path
         self._write_lock = asyncio.Lock()
+        # set whenever no `transaction()` holds the write lock (`_one_call`)
+        self._no_transaction = asyncio.Event()
+        self._no_transaction.set()
         try:
             self._identity = _file_identity(path)
         except OSError:
@@ -149,7 +155,7 @@ class SqliteDatabase:
         transaction within a transaction". A failed COMMIT is rolled back for the same
         reason; a cancelled COMMIT still commits in the connection's thread.
         """
-        async with self._write_lock:
+        async with self._write_lock, self._holding():
             try:
                 await self._conn.execute("BEGIN IMMEDIATE")
                 yield SqliteTx(self._conn)
@@ -172,10 +178,10 @@ class SqliteDatabase:
 
         A single statement is atomic in autocommit mode, so it needs no BEGIN/COMMIT:
         one round trip to aiosqlite's thread instead of three (the inbox makes several
-        such updates per turn; see docs/benchmarks.md). It still takes the write lock,
-        so it never lands inside another coroutine's open transaction.
+        such updates per turn; see docs/benchmarks.md). Like `write_all` it never lands
+        inside another coroutine's open transaction (`_one_call`).
         """
-        async with self._write_lock:
+        async with self._one_call():
             try:
                 cursor = await self._conn.execute(sql, tuple(params))
             except Exception as exc:
@@ -184,7 +190,9 @@ class SqliteDatabase:
             self._write_fault = None
             return int(cursor.rowcount)
 
-    async def write_all(self, statements: Sequence[Statement]) -> None:
+    async def write_all(
+        self, statements: Sequence[Statement], *, lock: str | None = None
+    ) -> list[int]:
         """The statements as one transaction, run whole in aiosqlite's thread.
 
         `transaction()` pays a round trip to that thread per statement, and between them
@@ -192,15 +200,40 @@ class SqliteDatabase:
         every other writer waits for the lock; here the lock is held for one round trip.
         Once queued the call runs to its end even if the caller is cancelled (COMMIT or
         ROLLBACK included), and the thread runs calls in order, so the next writer's
-        statements never land inside it.
+        statements never land inside it. `lock` costs nothing here (`SqliteTx.lock`).
         """
-        async with self._write_lock:
+        async with self._one_call():
             try:
-                await _in_thread(self._conn, partial(_run_all, statements=statements))
+                changed = await _in_thread(self._conn, partial(_run_all, statements=statements))
             except Exception as exc:
                 self._note_failure(exc)
                 raise
             self._write_fault = None
+            return changed
+
+    @asynccontextmanager
+    async def _one_call(self) -> AsyncIterator[None]:
+        """The way in for a write that is one call to aiosqlite's thread.
+
+        The thread runs calls in the order they were queued, so such a write needs the
+        write lock only to stay out of a `transaction()`, whose statements are queued one
+        by one: while one holds the lock, it waits for that one to end; otherwise it is
+        queued at once. Under load that skips a wait per write for the lock to be handed
+        over on the busy event loop (docs/benchmarks.md), and the writes that waited for
+        a transaction all go on when it ends, not one by one.
+        """
+        while self._write_lock.locked():
+            await self._no_transaction.wait()
+        yield
+
+    @asynccontextmanager
+    async def _holding(self) -> AsyncIterator[None]:
+        """Marks the write lock held by a transaction, for the writes in `_one_call`."""
+        self._no_transaction.clear()
+        try:
+            yield
+        finally:
+            self._no_transaction.set()
 
     def _note_failure(self, exc: BaseException) -> None:
         self._corruption = self._corruption or corruption(exc)
@@ -273,9 +306,7 @@ class SqliteDatabase:
         await self._conn.close()
 
 
-async def _in_thread(
-    connection: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], None]
-) -> None:
+async def _in_thread(connection: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
     """Run `fn` with the raw connection in the connection's own thread, one round trip.
 
     aiosqlite 0.22 has no public call for this; its own methods queue their work with
@@ -283,16 +314,17 @@ async def _in_thread(
     `write_all` run through here).
     """
     raw = connection._conn
-    await connection._execute(fn, raw)  # type: ignore[no-untyped-call]
+    result: T = await connection._execute(fn, raw)  # type: ignore[no-untyped-call]
+    return result
 
 
-def _run_all(conn: sqlite3.Connection, *, statements: Sequence[Statement]) -> None:
+def _run_all(conn: sqlite3.Connection, *, statements: Sequence[Statement]) -> list[int]:
     """BEGIN, the statements and COMMIT; ROLLBACK if any of them fails (in the thread)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for sql, params in statements:
-            conn.execute(sql, tuple(params))
+        changed = [int(conn.execute(sql, tuple(params)).rowcount) for sql, params in statements]
         conn.execute("COMMIT")
+        return changed
     except BaseException:
         if conn.in_transaction:
             try:

@@ -84,14 +84,17 @@ class Interleaved:
         await self._after_statement()
         return changed
 
-    async def write_all(self, statements: Sequence[Statement]) -> None:
+    async def write_all(
+        self, statements: Sequence[Statement], *, lock: str | None = None
+    ) -> list[int]:
         """Atomic, so the whole of it counts as one statement."""
         self.writing += 1
         try:
-            await self.inner.write_all(statements)
+            changed = await self.inner.write_all(statements, lock=lock)
         finally:
             self.writing -= 1
         await self._after_statement()
+        return changed
 
     async def fetch_one(self, sql: str, params: Sequence[object] = ()) -> Row | None:
         row = await self.inner.fetch_one(sql, params)

@@ -136,3 +136,30 @@ async def test_write_all_cancelled_at_any_moment_stores_all_or_nothing(
     await db.write(SESSION, (3, 0))  # the next write is not inside a leftover transaction
     rows = await db.fetch_all("SELECT chat_id FROM sessions ORDER BY chat_id")
     assert [r["chat_id"] for r in rows] in ([3], [1, 2, 3])
+
+
+async def test_writes_waiting_for_a_transaction_survive_its_rollback(db: Database) -> None:
+    inside = asyncio.Event()
+    release = asyncio.Event()
+
+    async def rolled_back() -> None:
+        async with db.transaction() as tx:
+            await tx.execute(SESSION, (1, 0))
+            inside.set()
+            await release.wait()
+            raise RuntimeError("roll this transaction back")
+
+    holder = asyncio.create_task(rolled_back())
+    await inside.wait()
+    writers = [
+        asyncio.create_task(db.write_all([(SESSION, (2, 0)), (SESSION, (3, 0))])),
+        asyncio.create_task(db.write(SESSION, (4, 0))),
+        asyncio.create_task(db.write_all([(SESSION, (5, 0))])),
+    ]
+    release.set()
+    with pytest.raises(RuntimeError):
+        await holder
+    assert await asyncio.gather(*writers) == [[1, 1], 1, [1]]
+
+    rows = await db.fetch_all("SELECT chat_id FROM sessions ORDER BY chat_id")
+    assert [r["chat_id"] for r in rows] == [2, 3, 4, 5]
