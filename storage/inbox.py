@@ -190,9 +190,9 @@ class InboxRepository:
 
         An id already present (a redelivery or a replay) is left untouched. The rows go
         in as multi-row INSERTs of up to `_RECORD_ROWS`: one round trip to the database
-        per hundred updates instead of one per update, so the write lock every turn
-        also needs is held for a moment, not for a hundred round trips (under load a
-        round trip waits behind the turns' reads: docs/benchmarks.md).
+        per hundred updates instead of one per update. While this transaction is open
+        every turn's writes wait for it, so it lasts a moment, not a hundred round trips
+        (under load a round trip waits behind the turns' reads: docs/benchmarks.md).
         """
         if not updates:
             return []
