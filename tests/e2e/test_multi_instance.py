@@ -4,8 +4,11 @@ The load balancer is played by the test: it posts each update to one instance or
 other in turn, some to both (Telegram retrying on another instance), and after the kill
 only to the survivor. Each instance has its own fake model endpoint, so the test knows
 when the doomed instance is in the middle of a turn: its endpoint answers a few questions
-and then keeps the next one waiting — that is when it is killed. The survivor takes over
-its chats when their claims' lease (CLAIM_LEASE_S) runs out.
+and then keeps the next one waiting. That is when it is killed, once the answers it did
+give are recorded as delivered: a kill between Telegram accepting a message and the bot
+recording it resends that message at the take-over (the inbox delivers at least once, at
+most twice), while this test is about the turn cut off mid-way, which must be answered
+once. The survivor takes over its chats when their claims' lease (CLAIM_LEASE_S) runs out.
 
 Every question must be answered exactly once, in order in its chat, with one history pair
 per question and every update delivered.
@@ -69,6 +72,7 @@ class FreezingModel:
 
     def __init__(self) -> None:
         self.turns = 0
+        self.answered: list[str] = []  # the questions it answered, in order
         self.frozen = asyncio.Event()
         self._never = asyncio.Event()
 
@@ -78,6 +82,7 @@ class FreezingModel:
             if self.turns > ANSWERED_BEFORE_FREEZE:
                 self.frozen.set()
                 await self._never.wait()
+            self.answered.append(last_user_text(body))
         return echo(body)
 
 
@@ -135,6 +140,7 @@ async def test_two_instances_answer_every_question_once_in_order_when_one_is_kil
     await start_instance(start_bot, env, "survivor", ports[1], fake_openai)
 
     asked: dict[int, list[str]] = defaultdict(list)
+    update_ids: dict[str, int] = {}  # question → its update's id
     turn = itertools.count()
     for number in range(1, QUESTIONS_BEFORE_KILL + 1):
         for chat_id in CHATS:
@@ -142,9 +148,22 @@ async def test_two_instances_answer_every_question_once_in_order_when_one_is_kil
             asked[chat_id].append(text)
             n = next(turn)
             targets = ports if n % 7 == 6 else [ports[n % 2]]  # every 7th: to both
-            await post_to_all(http, targets, message_update(chat_id, text=text))
+            update = message_update(chat_id, text=text)
+            update_ids[text] = update["update_id"]
+            await post_to_all(http, targets, update)
 
     await asyncio.wait_for(doomed.frozen.wait(), 60)  # the doomed instance is mid-turn
+    conn = await asyncpg.connect(pg_url)
+    try:  # ... and its answers so far are out and recorded (see the module's docstring)
+        await until_server_shows(
+            conn,
+            "SELECT count(*) = 0 FROM updates WHERE update_id = ANY($1::bigint[])"
+            " AND status <> 'delivered'",
+            [update_ids[text] for text in doomed.answered],
+            within=60,
+        )
+    finally:
+        await conn.close()
     await doomed_bot.kill()
 
     for number in range(
