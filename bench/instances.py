@@ -21,6 +21,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -44,6 +45,7 @@ class BenchLike(Protocol):
 
     plan: Any
     database_url: str | None
+    out: Path
 
     async def start_bot(self, label: str, **extra: Any) -> Any: ...
     async def stop_bot(self, run: Any) -> int | None: ...

@@ -7,11 +7,23 @@ modes` therefore runs fresh bots in ABBA order — webhook, polling, polling, we
 repeated `--pairs` times — each doing the same work (the 50-chat latency phase, then the
 1,000-chat load), and compares each mode's mean: a drift that is steady over the run adds
 the same to both means.
+
+The machine's speed also moves within minutes, so a pair's two runs (2-3 minutes each)
+can differ by 15 % with the same code. `--only modes-together` removes that: in each
+pair a webhook bot and a polling bot run at the same time, each answering the same
+customers' questions (half the load's chats) through its own fake Bot API, so both see
+the same machine. Both start at once; the pairs alternate which one's customers the
+driver sets going first. Each pair's turns/s are counted over the window in which both
+bots were answering (the one that finishes first would otherwise leave the other the
+whole machine).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import statistics
+from pathlib import Path
 from typing import Any
 
 from bench.instances import BenchLike
@@ -47,6 +59,102 @@ async def phase_modes(bench: BenchLike, plan: Any, *, pairs: int = 2) -> dict[st
         "runs": runs,
         "means": mode_means(runs),
     }
+
+
+async def phase_modes_together(bench: BenchLike, plan: Any, *, pairs: int = 2) -> dict[str, Any]:
+    """`pairs` pairs of a webhook and a polling bot answering at the same time."""
+    chats = range(200_001, 200_001 + max(1, plan.load_chats // 2))
+    results: list[dict[str, Any]] = []
+    for number in range(1, pairs + 1):
+        order = list(MODES) if number % 2 else list(reversed(MODES))
+        started = await asyncio.gather(
+            *(
+                bench.start_bot(f"together-{number}-{mode}", webhook=mode == "webhook")
+                for mode in order
+            )
+        )
+        runs = dict(zip(order, started, strict=True))
+        loads = await asyncio.gather(
+            *(bench.closed_loop(runs[mode], "load", chats, plan.load_messages) for mode in order)
+        )
+        pair: dict[str, Any] = {
+            "first": order[0],
+            "load": dict(zip(order, loads, strict=True)),
+        }
+        pair["exit_codes"] = {mode: await bench.stop_bot(runs[mode]) for mode in order}
+        replies = {
+            mode: await asyncio.to_thread(
+                reply_times, bench.out / f"turns-{runs[mode].label}-load.jsonl"
+            )
+            for mode in order
+        }
+        pair["both_answering"] = both_answering(replies)
+        results.append(pair)
+    return {"load_chats_each": len(chats), "pairs": results}
+
+
+def reply_times(path: Path) -> list[tuple[float, float]]:
+    """(sent, replied) per answered turn, from a phase's per-turn file."""
+    times: list[tuple[float, float]] = []
+    with open(path, encoding="utf-8") as rows:
+        for line in rows:
+            row = json.loads(line)
+            times.append((row["sent_at"], row["sent_at"] + row["e2e_ms"] / 1000.0))
+    return times
+
+
+def both_answering(replies: dict[str, list[tuple[float, float]]]) -> dict[str, Any]:
+    """Each mode's turns/s over the window in which both bots were answering: from the
+    later first question to the earlier last reply."""
+    if any(not times for times in replies.values()):
+        return {}
+    start = max(min(sent for sent, _ in times) for times in replies.values())
+    end = min(max(replied for _, replied in times) for times in replies.values())
+    seconds = end - start
+    if seconds <= 0:
+        return {}
+    return {
+        "seconds": seconds,
+        "turns_per_s": {
+            mode: sum(1 for _, replied in times if start < replied <= end) / seconds
+            for mode, times in replies.items()
+        },
+    }
+
+
+def together_rows(runs: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    """The webhook against polling comparison from `--only modes-together`."""
+    data = runs.get("modes-together")
+    if not data or not data["pairs"]:
+        return []
+    measured: list[str] = []
+    passed = True
+    errors = 0
+    for number, pair in enumerate(data["pairs"], start=1):
+        w, p = pair["load"]["webhook"], pair["load"]["polling"]
+        window = pair["both_answering"]
+        errors += w["errors"] + w["order_violations"] + p["errors"] + p["order_violations"]
+        if not window:
+            passed = False
+            measured.append(f"pair {number}: no common window")
+            continue
+        turns = window["turns_per_s"]["webhook"] / window["turns_per_s"]["polling"]
+        cpu = w["cpu_ms_per_turn"] / p["cpu_ms_per_turn"]
+        passed = passed and turns >= 0.95 and cpu <= 1.03
+        measured.append(
+            f"pair {number} ({pair['first']} first): {turns:.3f} turns/s "
+            f"({window['turns_per_s']['webhook']:.1f} vs {window['turns_per_s']['polling']:.1f}"
+            f" over {window['seconds']:.0f} s), {cpu:.3f} CPU "
+            f"({w['cpu_ms_per_turn']:.2f} vs {p['cpu_ms_per_turn']:.2f} ms)"
+        )
+    return [
+        (
+            f"webhook / polling side by side ({data['load_chats_each']} chats each), in every "
+            "pair: turns/s >= 0.95 at <= 1.03x CPU per turn, 0 errors",
+            "; ".join(measured) + f"; {errors} errors",
+            passed and errors == 0,
+        )
+    ]
 
 
 def mode_means(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:

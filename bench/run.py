@@ -62,7 +62,7 @@ from bench.driver import KNOWLEDGE_KINDS, Driver, Turn, closed_loop_chat, mixed_
 from bench.instances import create_database, instances_rows, phase_instances
 from bench.knowledge_turns import knowledge_rows, phase_knowledge
 from bench.live_shop import phase_live_shop
-from bench.modes import modes_rows, phase_modes
+from bench.modes import modes_rows, phase_modes, phase_modes_together, together_rows
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
 from bench.streaming import fetch_signs, phase_streaming, streaming_rows
 from bot.runtime.config import Settings
@@ -257,12 +257,15 @@ class Bench:
 
     async def new_timings(self) -> list[dict[str, Any]]:
         """Timing records of the fake model since the last call."""
+        return await self.timings_since(self._timings_seen)
+
+    async def timings_since(self, index: int) -> list[dict[str, Any]]:
+        """The fake model's timing records from `index` on. Two phases running at the same
+        time may both read them: a turn finds its own records by its marker."""
         async with aiohttp.ClientSession() as http:
-            async with http.get(
-                f"{self._openai_root}/_fake/timings?after={self._timings_seen}"
-            ) as response:
+            async with http.get(f"{self._openai_root}/_fake/timings?after={index}") as response:
                 records: list[dict[str, Any]] = await response.json()
-        self._timings_seen += len(records)
+        self._timings_seen = max(self._timings_seen, index + len(records))
         return records
 
     async def start_bot(
@@ -411,6 +414,7 @@ class Bench:
     ) -> dict[str, Any]:
         """`chats` customers at once, each asking `messages` questions one after another."""
         await self.new_timings()  # skip what came before
+        first_timing = self._timings_seen
         bots_cpu_before = self._bots_cpu(run)
         fakes_before = self._fakes_cpu(run)
         signs_before = await self._signs(run)
@@ -441,7 +445,7 @@ class Bench:
         fakes_after = self._fakes_cpu(run)
         machine_after = _machine_cpu()
         driver_cpu_s = _own_cpu_s() - driver_before
-        timings = await self.new_timings()
+        timings = await self.timings_since(first_timing)
         signs_after = await self._signs(run)
         result = await self._summarise(
             name, run, turns, timings, problems, planned=len(chats) * messages
@@ -829,6 +833,10 @@ async def _phase_modes(bench: Bench, plan: Plan) -> dict[str, Any]:
     return await phase_modes(bench, plan, pairs=plan.mode_pairs)
 
 
+async def _phase_modes_together(bench: Bench, plan: Plan) -> dict[str, Any]:
+    return await phase_modes_together(bench, plan, pairs=plan.mode_pairs)
+
+
 async def _phase_knowledge(bench: Bench, plan: Plan) -> dict[str, Any]:
     return await phase_knowledge(bench, plan, pairs=plan.mode_pairs)
 
@@ -847,6 +855,7 @@ PHASES: tuple[tuple[str, bool, Phase], ...] = (
     ("streaming", False, phase_streaming),  # issue 17: --only streaming
     ("instances", False, phase_instances),  # issue 20: --only instances
     ("modes", False, _phase_modes),  # issue 19: --only modes (--pairs N)
+    ("modes-together", False, _phase_modes_together),  # --only modes-together (--pairs N)
     ("live-shop", False, phase_live_shop),  # issue 31: --only live-shop
     ("knowledge", False, _phase_knowledge),  # issue 40: --only knowledge (--pairs N)
 )
@@ -969,6 +978,7 @@ def targets(results: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
         *streaming_rows(runs, plan),
         *instances_rows(runs),
         *modes_rows(runs),
+        *together_rows(runs),
         *knowledge_rows(runs),
     ]
     return [
@@ -1179,13 +1189,13 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         help="comma-separated runs: polling,sequential,conversation,webhook,stats"
         " (and, only when named: latency, load, webhook-load, memory, streaming, instances,"
-        " modes, live-shop, knowledge)",
+        " modes, modes-together, live-shop, knowledge)",
     )
     parser.add_argument(
         "--pairs",
         type=int,
-        help="--only modes: fresh bots per mode, run webhook, polling, polling, webhook, ..."
-        " (default 2)",
+        help="--only modes: fresh bots per mode, run webhook, polling, polling, webhook, ...;"
+        " --only modes-together: pairs of bots at the same time (default 2)",
     )
     parser.add_argument(
         "--distinct-concurrency", type=int, help="customers at once in the distinct-chats phase"

@@ -1,10 +1,18 @@
-"""`--only modes`: the ABBA order and the verdict from its runs (no processes, no timings)."""
+"""`--only modes` and `--only modes-together`: the order, the window both bots share and
+the verdicts from their runs (no processes, no timings)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bench.modes import abba_order, mode_means, modes_rows, pair_ratios
+from bench.modes import (
+    abba_order,
+    both_answering,
+    mode_means,
+    modes_rows,
+    pair_ratios,
+    together_rows,
+)
 
 
 def run(mode: str, turns_per_s: float, *, errors: int = 0) -> dict[str, Any]:
@@ -54,3 +62,39 @@ def test_every_pair_must_reach_the_goal_not_only_the_mean() -> None:
     even = [run("webhook", 100), run("polling", 100), run("polling", 100), run("webhook", 98)]
     data = {"modes": {"load_chats": 1000, "runs": even, "means": mode_means(even)}}
     assert modes_rows(data)[0][2] is True
+
+
+def test_side_by_side_counts_only_the_window_both_bots_were_answering() -> None:
+    # polling starts a second later and finishes at 10 s; the webhook goes on alone to 20 s
+    webhook = [(0.0, float(t)) for t in range(1, 21)]  # a reply every second, 1..20
+    polling = [(1.0, float(t)) for t in range(2, 11)]  # 2..10
+    window = both_answering({"webhook": webhook, "polling": polling})
+    assert window["seconds"] == 9.0  # from 1 s (the later start) to 10 s (the earlier end)
+    assert window["turns_per_s"] == {"webhook": 1.0, "polling": 1.0}
+    assert both_answering({"webhook": webhook, "polling": []}) == {}
+
+
+def pair(webhook_turns_per_s: float, *, cpu_ratio: float = 1.0, errors: int = 0) -> dict[str, Any]:
+    def load(cpu_ms: float, errors: int) -> dict[str, Any]:
+        return {"cpu_ms_per_turn": cpu_ms, "errors": errors, "order_violations": 0}
+
+    return {
+        "first": "webhook",
+        "load": {"webhook": load(10.0 * cpu_ratio, errors), "polling": load(10.0, 0)},
+        "both_answering": {
+            "seconds": 60.0,
+            "turns_per_s": {"webhook": webhook_turns_per_s, "polling": 100.0},
+        },
+    }
+
+
+def test_side_by_side_every_pair_must_reach_the_goal_with_no_errors() -> None:
+    def verdict(*pairs: dict[str, Any]) -> bool | None:
+        [row] = together_rows({"modes-together": {"load_chats_each": 500, "pairs": list(pairs)}})
+        return row[2]
+
+    assert verdict(pair(96.0), pair(101.0, cpu_ratio=1.03)) is True
+    assert verdict(pair(110.0), pair(94.0)) is False  # one pair below 0.95
+    assert verdict(pair(100.0), pair(100.0, cpu_ratio=1.05)) is False  # CPU per turn
+    assert verdict(pair(100.0, errors=1)) is False
+    assert together_rows({}) == []
