@@ -9,7 +9,11 @@ prompt carries less history on average. The window never includes messages a sum
 covers: the summary records the last message it covers, so the two never overlap.
 
 At most one summarisation runs per session; a turn stored while it runs gets it to run
-once more when it ends (what it read may predate that turn). A failure (model error, empty
+once more when it ends (what it read may predate that turn). Background runs share a few
+slots (`max_concurrent`), so a burst of folds queues instead of flooding the model; but a
+turn that must wait for its session's summary (`settle`) lets that run start at once:
+the waiting turn's own place among the turns in flight is spent on it, and a customer
+never waits behind other sessions' folds. A failure (model error, empty
 answer) keeps the previous summary and the pairs stay unfolded, so the next turn's run
 retries them.
 Each model call leaves an `llm_calls` row with purpose 'summary'.
@@ -18,9 +22,10 @@ Each model call leaves an `llm_calls` row with purpose 'summary'.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from enum import StrEnum
 
 from services.data_blocks import defuse_tags
@@ -87,6 +92,8 @@ class ConversationSummarizer:
         self._clock = clock
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._again: set[int] = set()  # scheduled while their run was in progress
+        # set when a turn waits for the session's run: it starts without waiting for a slot
+        self._wanted: dict[int, asyncio.Event] = {}
         self._closing = False
 
     # --- what a turn's prompt remembers -------------------------------------------
@@ -156,16 +163,18 @@ class ConversationSummarizer:
             running = self._tasks.get(session_id)
         if running is None:  # closing
             return False
+        self._wanted.setdefault(session_id, asyncio.Event()).set()
         done, _ = await asyncio.wait({running}, timeout=within_s)
         return bool(done)
 
     def _forget(self, session_id: int, task: asyncio.Task[None]) -> None:
         if self._tasks.get(session_id) is task:
             del self._tasks[session_id]
+            self._wanted.pop(session_id, None)
 
     async def _background(self, session_id: int) -> None:
         try:
-            async with self._slots:
+            async with self._slot(session_id):
                 await self.catch_up(session_id)
                 while session_id in self._again and not self._closing:
                     self._again.discard(session_id)
@@ -176,6 +185,37 @@ class ConversationSummarizer:
             log.exception("summary of session %s failed", session_id)
         finally:
             self._again.discard(session_id)
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, session_id: int) -> AsyncIterator[None]:
+        """One of the background slots, or none once a turn waits for this session."""
+        wanted = self._wanted.setdefault(session_id, asyncio.Event())
+        acquiring: asyncio.Future[bool] = asyncio.ensure_future(self._slots.acquire())
+        waking: asyncio.Future[bool] = asyncio.ensure_future(wanted.wait())
+        try:
+            await asyncio.wait({acquiring, waking}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled (shutdown): no slot kept
+            self._stop_waiting(acquiring, waking, keep=False)
+            raise
+        held = self._stop_waiting(acquiring, waking, keep=True)
+        try:
+            yield
+        finally:
+            if held:
+                self._slots.release()
+
+    def _stop_waiting(
+        self, acquiring: asyncio.Future[bool], waking: asyncio.Future[bool], *, keep: bool
+    ) -> bool:
+        """End `_slot`'s two waits; True when a slot is held. A slot handed to a pending
+        acquire goes to the next in line when the acquire is cancelled (asyncio's
+        Semaphore gives it back); one already granted is kept, or released unless `keep`."""
+        waking.cancel()
+        acquiring.cancel()  # no effect once it is done
+        granted = acquiring.done() and not acquiring.cancelled()
+        if granted and not keep:
+            self._slots.release()
+        return granted and keep
 
     async def wait_idle(self) -> None:
         """Wait until no summarisation is running (tests, shutdown)."""

@@ -32,7 +32,7 @@ CAP = 60
 
 
 def _summarizer(
-    db: Database, llm: ScriptedLLM, *, fold_to_percent: int = 100
+    db: Database, llm: ScriptedLLM, *, fold_to_percent: int = 100, max_concurrent: int = 4
 ) -> ConversationSummarizer:
     """Without hysteresis (100 %) unless a test is about it: a fold leaves a full window."""
     return ConversationSummarizer(
@@ -43,13 +43,14 @@ def _summarizer(
         history_token_budget=BUDGET,
         summary_max_tokens=CAP,
         fold_to_percent=fold_to_percent,
+        max_concurrent=max_concurrent,
     )
 
 
-async def _conversation(db: Database, pairs: int) -> tuple[int, list[int]]:
+async def _conversation(db: Database, pairs: int, *, chat: int = 1) -> tuple[int, list[int]]:
     """A session with numbered pairs; returns its id and each pair's assistant id."""
     repo = ConversationRepository(db)
-    session = await repo.open_session(1)
+    session = await repo.open_session(chat)
     last_ids = []
     for i in range(pairs):
         question, answer = _texts(i)
@@ -175,6 +176,41 @@ async def test_at_most_one_summarisation_per_session(db: Database) -> None:
     assert summary is not None and summary.covers_message_id == last_ids[2]
     assert summarizer.schedule(session)  # done, so a later turn may start one again
     await summarizer.wait_idle()
+
+
+async def test_a_turn_waiting_for_its_summary_does_not_queue_behind_other_sessions(
+    db: Database,
+) -> None:
+    """Background runs share the slots; a turn that needs its session's summary now
+    (its window leaves out unfolded messages) gets that run started at once."""
+    busy, _ = await _conversation(db, 5, chat=1)
+    mine, last_ids = await _conversation(db, 5, chat=2)
+    busy_started = asyncio.Event()
+    release = asyncio.Event()
+    calls = 0
+
+    async def script(messages: list[Message], tool_choice: ToolChoice | None) -> LLMResponse:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # the other session's fold holds the only slot until released
+            busy_started.set()
+            await release.wait()
+        return text_response(f"summary {calls}")
+
+    summarizer = _summarizer(db, ScriptedLLM(script), max_concurrent=1)  # type: ignore[arg-type]
+    assert summarizer.schedule(busy)
+    await busy_started.wait()
+    assert summarizer.schedule(mine)  # queued behind it
+
+    summary, window = await summarizer.memory(mine)  # the turn of the second session
+
+    assert not release.is_set()  # the other fold is still running
+    assert summary is not None and summary.covers_message_id >= last_ids[1]
+    assert [pair.user.content for pair in window if pair.user] == [_texts(i)[0] for i in (3, 4)]
+    release.set()
+    await summarizer.wait_idle()
+    other = await ConversationRepository(db).summary(busy)
+    assert other is not None  # and the slot was given back: the other fold finished
 
 
 async def test_catch_up_folds_a_long_backlog_in_bounded_chunks(db: Database) -> None:
