@@ -190,32 +190,22 @@ class ConversationSummarizer:
     async def _slot(self, session_id: int) -> AsyncIterator[None]:
         """One of the background slots, or none once a turn waits for this session."""
         wanted = self._wanted.setdefault(session_id, asyncio.Event())
-        acquiring: asyncio.Future[bool] = asyncio.ensure_future(self._slots.acquire())
-        waking: asyncio.Future[bool] = asyncio.ensure_future(wanted.wait())
+        acquiring = asyncio.ensure_future(self._slots.acquire())
+        waking = asyncio.ensure_future(wanted.wait())
+        held = False
         try:
-            await asyncio.wait({acquiring, waking}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # cancelled (shutdown): no slot kept
-            self._stop_waiting(acquiring, waking, keep=False)
-            raise
-        held = self._stop_waiting(acquiring, waking, keep=True)
-        try:
+            try:
+                await asyncio.wait({acquiring, waking}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waking.cancel()
+                # a slot handed to a still pending acquire goes to the next in line when
+                # it is cancelled (asyncio's Semaphore gives it back); a done one is kept
+                acquiring.cancel()
+                held = acquiring.done() and not acquiring.cancelled()
             yield
         finally:
             if held:
                 self._slots.release()
-
-    def _stop_waiting(
-        self, acquiring: asyncio.Future[bool], waking: asyncio.Future[bool], *, keep: bool
-    ) -> bool:
-        """End `_slot`'s two waits; True when a slot is held. A slot handed to a pending
-        acquire goes to the next in line when the acquire is cancelled (asyncio's
-        Semaphore gives it back); one already granted is kept, or released unless `keep`."""
-        waking.cancel()
-        acquiring.cancel()  # no effect once it is done
-        granted = acquiring.done() and not acquiring.cancelled()
-        if granted and not keep:
-            self._slots.release()
-        return granted and keep
 
     async def wait_idle(self) -> None:
         """Wait until no summarisation is running (tests, shutdown)."""

@@ -34,9 +34,8 @@ class Interleaved:
 
     With `pause_after`, it stops right after that statement (`paused` is set) until `go`.
     `writing` counts the calls waiting to get into a write (`write`, `write_all`,
-    `transaction`), so a
-    caller blocked behind SQLite's one writer can be seen; `in_transaction` says whether
-    this caller is inside a transaction's block.
+    `transaction`), so a caller blocked behind SQLite's one writer can be seen;
+    `in_transaction` says whether this caller is inside a transaction's block.
     """
 
     def __init__(self, inner: Database, *, pause_after: int | None = None) -> None:
