@@ -16,6 +16,9 @@ the same machine. Both start at once; the pairs alternate which one's customers 
 driver sets going first. Each pair's turns/s are counted over the window in which both
 bots were answering (the one that finishes first would otherwise leave the other the
 whole machine).
+
+`--control polling` (or `webhook`) runs the same pairs with two bots of one mode: the
+pairs of identical bots show how far a pair scatters with no difference to find.
 """
 
 from __future__ import annotations
@@ -61,36 +64,51 @@ async def phase_modes(bench: BenchLike, plan: Any, *, pairs: int = 2) -> dict[st
     }
 
 
-async def phase_modes_together(bench: BenchLike, plan: Any, *, pairs: int = 2) -> dict[str, Any]:
-    """`pairs` pairs of a webhook and a polling bot answering at the same time."""
+def pair_sides(control: str | None = None) -> dict[str, bool]:
+    """The two bots of a side-by-side pair, by name: whether each takes webhooks. Webhook
+    against polling, or with `control` two bots of that mode (named `<mode>-a`, `-b`)."""
+    if control is None:
+        return {mode: mode == "webhook" for mode in MODES}
+    if control not in MODES:
+        raise ValueError(f"--control takes one of {', '.join(MODES)}, not {control!r}")
+    return {f"{control}-{side}": control == "webhook" for side in "ab"}
+
+
+async def phase_modes_together(
+    bench: BenchLike, plan: Any, *, pairs: int = 2, control: str | None = None
+) -> dict[str, Any]:
+    """`pairs` pairs of bots answering at the same time (see `pair_sides`)."""
+    sides = pair_sides(control)
     chats = range(200_001, 200_001 + max(1, plan.load_chats // 2))
     results: list[dict[str, Any]] = []
     for number in range(1, pairs + 1):
-        order = list(MODES) if number % 2 else list(reversed(MODES))
+        order = list(sides) if number % 2 else list(reversed(sides))
         started = await asyncio.gather(
-            *(
-                bench.start_bot(f"together-{number}-{mode}", webhook=mode == "webhook")
-                for mode in order
-            )
+            *(bench.start_bot(f"together-{number}-{side}", webhook=sides[side]) for side in order)
         )
         runs = dict(zip(order, started, strict=True))
         loads = await asyncio.gather(
-            *(bench.closed_loop(runs[mode], "load", chats, plan.load_messages) for mode in order)
+            *(bench.closed_loop(runs[side], "load", chats, plan.load_messages) for side in order)
         )
         pair: dict[str, Any] = {
             "first": order[0],
             "load": dict(zip(order, loads, strict=True)),
         }
-        pair["exit_codes"] = {mode: await bench.stop_bot(runs[mode]) for mode in order}
+        pair["exit_codes"] = {side: await bench.stop_bot(runs[side]) for side in order}
         replies = {
-            mode: await asyncio.to_thread(
-                reply_times, bench.out / f"turns-{runs[mode].label}-load.jsonl"
+            side: await asyncio.to_thread(
+                reply_times, bench.out / f"turns-{runs[side].label}-load.jsonl"
             )
-            for mode in order
+            for side in order
         }
         pair["both_answering"] = both_answering(replies)
         results.append(pair)
-    return {"load_chats_each": len(chats), "pairs": results}
+    return {
+        "load_chats_each": len(chats),
+        "sides": list(sides),
+        "control": control,
+        "pairs": results,
+    }
 
 
 def reply_times(path: Path) -> list[tuple[float, float]]:
@@ -123,35 +141,54 @@ def both_answering(replies: dict[str, list[tuple[float, float]]]) -> dict[str, A
 
 
 def together_rows(runs: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
-    """The webhook against polling comparison from `--only modes-together`."""
+    """The first side against the second from `--only modes-together`: the goal's verdict
+    for webhook against polling; for a control, the scatter alone (no verdict)."""
     data = runs.get("modes-together")
     if not data or not data["pairs"]:
         return []
+    first, second = data.get("sides", MODES)
     measured: list[str] = []
+    ratios: list[float] = []
     passed = True
     errors = 0
     for number, pair in enumerate(data["pairs"], start=1):
-        w, p = pair["load"]["webhook"], pair["load"]["polling"]
+        a, b = pair["load"][first], pair["load"][second]
         window = pair["both_answering"]
-        errors += w["errors"] + w["order_violations"] + p["errors"] + p["order_violations"]
+        errors += a["errors"] + a["order_violations"] + b["errors"] + b["order_violations"]
         if not window:
             passed = False
             measured.append(f"pair {number}: no common window")
             continue
-        turns = window["turns_per_s"]["webhook"] / window["turns_per_s"]["polling"]
-        cpu = w["cpu_ms_per_turn"] / p["cpu_ms_per_turn"]
+        turns = window["turns_per_s"][first] / window["turns_per_s"][second]
+        cpu = a["cpu_ms_per_turn"] / b["cpu_ms_per_turn"]
+        ratios.append(turns)
         passed = passed and turns >= 0.95 and cpu <= 1.03
         measured.append(
             f"pair {number} ({pair['first']} first): {turns:.3f} turns/s "
-            f"({window['turns_per_s']['webhook']:.1f} vs {window['turns_per_s']['polling']:.1f}"
+            f"({window['turns_per_s'][first]:.1f} vs {window['turns_per_s'][second]:.1f}"
             f" over {window['seconds']:.0f} s), {cpu:.3f} CPU "
-            f"({w['cpu_ms_per_turn']:.2f} vs {p['cpu_ms_per_turn']:.2f} ms)"
+            f"({a['cpu_ms_per_turn']:.2f} vs {b['cpu_ms_per_turn']:.2f} ms)"
         )
+    spread = (
+        f"; median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}"
+        if ratios
+        else ""
+    )
+    details = "; ".join(measured) + spread + f"; {errors} errors"
+    if data.get("control"):
+        return [
+            (
+                f"control: {first} / {second} side by side ({data['load_chats_each']} chats "
+                "each, the same bot twice): how far a pair scatters",
+                details,
+                None,
+            )
+        ]
     return [
         (
             f"webhook / polling side by side ({data['load_chats_each']} chats each), in every "
             "pair: turns/s >= 0.95 at <= 1.03x CPU per turn, 0 errors",
-            "; ".join(measured) + f"; {errors} errors",
+            details,
             passed and errors == 0,
         )
     ]

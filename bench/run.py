@@ -62,7 +62,7 @@ from bench.driver import KNOWLEDGE_KINDS, Driver, Turn, closed_loop_chat, mixed_
 from bench.instances import create_database, instances_rows, phase_instances
 from bench.knowledge_turns import knowledge_rows, phase_knowledge
 from bench.live_shop import phase_live_shop
-from bench.modes import modes_rows, phase_modes, phase_modes_together, together_rows
+from bench.modes import MODES, modes_rows, phase_modes, phase_modes_together, together_rows
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
 from bench.streaming import fetch_signs, phase_streaming, streaming_rows
 from bot.runtime.config import Settings
@@ -95,6 +95,7 @@ class Plan:
     conversation_turns: int = 200
     profile_messages: int = 4
     mode_pairs: int = 2  # --only modes: fresh bots per mode, in ABBA order
+    together_control: str | None = None  # --only modes-together --control MODE
     stats_tool_calls: int = 1_000_000
     phase_timeout_s: float = 300.0
 
@@ -834,7 +835,9 @@ async def _phase_modes(bench: Bench, plan: Plan) -> dict[str, Any]:
 
 
 async def _phase_modes_together(bench: Bench, plan: Plan) -> dict[str, Any]:
-    return await phase_modes_together(bench, plan, pairs=plan.mode_pairs)
+    return await phase_modes_together(
+        bench, plan, pairs=plan.mode_pairs, control=plan.together_control
+    )
 
 
 async def _phase_knowledge(bench: Bench, plan: Plan) -> dict[str, Any]:
@@ -873,6 +876,8 @@ def _plan(args: argparse.Namespace) -> Plan:
         plan = Plan(**{**plan.__dict__, "load_messages": args.load_messages})
     if args.pairs is not None:
         plan = Plan(**{**plan.__dict__, "mode_pairs": args.pairs})
+    if args.control is not None:
+        plan = Plan(**{**plan.__dict__, "together_control": args.control})
     return plan
 
 
@@ -1196,6 +1201,12 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         help="--only modes: fresh bots per mode, run webhook, polling, polling, webhook, ...;"
         " --only modes-together: pairs of bots at the same time (default 2)",
+    )
+    parser.add_argument(
+        "--control",
+        choices=MODES,
+        help="--only modes-together: pairs of two bots of this mode instead of webhook"
+        " against polling (how far a pair scatters with nothing to find)",
     )
     parser.add_argument(
         "--distinct-concurrency", type=int, help="customers at once in the distinct-chats phase"

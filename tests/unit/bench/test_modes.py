@@ -11,6 +11,7 @@ from bench.modes import (
     mode_means,
     modes_rows,
     pair_ratios,
+    pair_sides,
     together_rows,
 )
 
@@ -98,3 +99,37 @@ def test_side_by_side_every_pair_must_reach_the_goal_with_no_errors() -> None:
     assert verdict(pair(100.0), pair(100.0, cpu_ratio=1.05)) is False  # CPU per turn
     assert verdict(pair(100.0, errors=1)) is False
     assert together_rows({}) == []
+
+
+def test_a_control_pairs_two_bots_of_one_mode_and_gives_no_verdict() -> None:
+    assert pair_sides() == {"webhook": True, "polling": False}
+    assert pair_sides("polling") == {"polling-a": False, "polling-b": False}
+    assert pair_sides("webhook") == {"webhook-a": True, "webhook-b": True}
+    try:
+        pair_sides("both")
+    except ValueError as exc:
+        assert "webhook, polling" in str(exc)
+    else:
+        raise AssertionError("an unknown mode was taken")
+
+    def control_pair(a_turns_per_s: float) -> dict[str, Any]:
+        load = {"cpu_ms_per_turn": 10.0, "errors": 0, "order_violations": 0}
+        return {
+            "first": "polling-a",
+            "load": {"polling-a": load, "polling-b": load},
+            "both_answering": {
+                "seconds": 60.0,
+                "turns_per_s": {"polling-a": a_turns_per_s, "polling-b": 100.0},
+            },
+        }
+
+    data = {
+        "load_chats_each": 500,
+        "sides": ["polling-a", "polling-b"],
+        "control": "polling",
+        "pairs": [control_pair(97.0), control_pair(101.0), control_pair(90.0)],
+    }
+    [(label, measured, verdict)] = together_rows({"modes-together": data})
+    assert label.startswith("control: polling-a / polling-b")
+    assert "median 0.970, range 0.900-1.010" in measured
+    assert verdict is None  # identical bots: nothing to pass or fail
