@@ -180,7 +180,7 @@ async def _health_server(app: Application) -> AsyncIterator[None]:
 # still came every ~0.2 s under load while a turn's objects live for seconds, so most
 # were walked young and many again in the middle generation (~12 middle collections per
 # 6,000 turns, ~105 ms each); at 50,000 the bot used 6-11 % less CPU per turn side by
-# side with the same bot at 10,000, for young pauses of ~70 ms instead of ~11 ms
+# side with the same bot at 10,000, for young pauses of ~70-90 ms instead of ~11 ms
 # (docs/benchmarks.md).
 GC_THRESHOLDS = (50_000, 20, 100)
 

@@ -209,8 +209,13 @@ async def test_a_turn_waiting_for_its_summary_does_not_queue_behind_other_sessio
     assert [pair.user.content for pair in window if pair.user] == [_texts(i)[0] for i in (3, 4)]
     release.set()
     await summarizer.wait_idle()
-    other = await ConversationRepository(db).summary(busy)
-    assert other is not None  # and the slot was given back: the other fold finished
+    assert await ConversationRepository(db).summary(busy) is not None  # it finished too
+    # the only slot is free again: a third session's background fold gets it and ends
+    # (a slot kept by the turn's start-at-once fold would leave this waiting forever)
+    third, _ = await _conversation(db, 5, chat=3)
+    assert summarizer.schedule(third)
+    await summarizer.wait_idle()
+    assert await ConversationRepository(db).summary(third) is not None
 
 
 async def test_catch_up_folds_a_long_backlog_in_bounded_chunks(db: Database) -> None:
