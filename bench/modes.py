@@ -19,6 +19,9 @@ whole machine).
 
 `--control polling` (or `webhook`) runs the same pairs with two bots of one mode: the
 pairs of identical bots show how far a pair scatters with no difference to find.
+`--floor openai` (or `aiohttp`) pairs the bot (polling) with `bench.naive_bot`, the
+support bot anyone would write first, calling the model through the SDK (or plain
+aiohttp, the lean floor): what the bot's guarantees cost against it.
 """
 
 from __future__ import annotations
@@ -27,11 +30,22 @@ import asyncio
 import json
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench.instances import BenchLike
 
 MODES = ("webhook", "polling")
+FLOOR_PROGRAM = "bench.naive_bot"
+FLOOR_CLIENTS = ("openai", "aiohttp")  # how the floor bot calls the model
+
+
+class Side(NamedTuple):
+    """One bot of a side-by-side pair: how it takes updates, which program it is, and
+    settings of its own."""
+
+    webhook: bool
+    program: str = "bot"
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def abba_order(pairs: int) -> list[str]:
@@ -64,27 +78,46 @@ async def phase_modes(bench: BenchLike, plan: Any, *, pairs: int = 2) -> dict[st
     }
 
 
-def pair_sides(control: str | None = None) -> dict[str, bool]:
-    """The two bots of a side-by-side pair, by name: whether each takes webhooks. Webhook
-    against polling, or with `control` two bots of that mode (named `<mode>-a`, `-b`)."""
+def pair_sides(control: str | None = None, *, floor: str | None = None) -> dict[str, Side]:
+    """The two bots of a side-by-side pair, by name. Webhook against polling; with
+    `control` two bots of that mode (named `<mode>-a`, `-b`); with `floor` (a model
+    client of `FLOOR_CLIENTS`) the bot (polling) against the naive floor bot."""
+    if floor is not None:
+        if floor not in FLOOR_CLIENTS:
+            raise ValueError(f"--floor takes one of {', '.join(FLOOR_CLIENTS)}, not {floor!r}")
+        naive = Side(False, FLOOR_PROGRAM, (("NAIVE_MODEL_CLIENT", floor),))
+        return {"bot": Side(webhook=False), f"naive-{floor}": naive}
     if control is None:
-        return {mode: mode == "webhook" for mode in MODES}
+        return {mode: Side(webhook=mode == "webhook") for mode in MODES}
     if control not in MODES:
         raise ValueError(f"--control takes one of {', '.join(MODES)}, not {control!r}")
-    return {f"{control}-{side}": control == "webhook" for side in "ab"}
+    return {f"{control}-{side}": Side(webhook=control == "webhook") for side in "ab"}
 
 
 async def phase_modes_together(
-    bench: BenchLike, plan: Any, *, pairs: int = 2, control: str | None = None
+    bench: BenchLike,
+    plan: Any,
+    *,
+    pairs: int = 2,
+    control: str | None = None,
+    floor: str | None = None,
 ) -> dict[str, Any]:
     """`pairs` pairs of bots answering at the same time (see `pair_sides`)."""
-    sides = pair_sides(control)
+    sides = pair_sides(control, floor=floor)
     chats = range(200_001, 200_001 + max(1, plan.load_chats // 2))
     results: list[dict[str, Any]] = []
     for number in range(1, pairs + 1):
         order = list(sides) if number % 2 else list(reversed(sides))
         started = await asyncio.gather(
-            *(bench.start_bot(f"together-{number}-{side}", webhook=sides[side]) for side in order)
+            *(
+                bench.start_bot(
+                    f"together-{number}-{side}",
+                    webhook=sides[side].webhook,
+                    program=sides[side].program,
+                    **dict(sides[side].env),
+                )
+                for side in order
+            )
         )
         runs = dict(zip(order, started, strict=True))
         loads = await asyncio.gather(
@@ -107,6 +140,7 @@ async def phase_modes_together(
         "load_chats_each": len(chats),
         "sides": list(sides),
         "control": control,
+        "floor": floor,
         "pairs": results,
     }
 
@@ -142,7 +176,8 @@ def both_answering(replies: dict[str, list[tuple[float, float]]]) -> dict[str, A
 
 def together_rows(runs: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     """The first side against the second from `--only modes-together`: the goal's verdict
-    for webhook against polling; for a control, the scatter alone (no verdict)."""
+    for webhook against polling; for a control or the floor, the ratios alone (no
+    verdict)."""
     data = runs.get("modes-together")
     if not data or not data["pairs"]:
         return []
@@ -175,6 +210,16 @@ def together_rows(runs: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
         else ""
     )
     details = "; ".join(measured) + spread + f"; {errors} errors"
+    if data.get("floor"):
+        return [
+            (
+                f"the bot / the naive floor bot ({data['floor']} client) side by side (polling,"
+                f" {data['load_chats_each']} chats each): turns/s and CPU per turn, the bot's"
+                " over the floor's",
+                details,
+                None,
+            )
+        ]
     if data.get("control"):
         return [
             (

@@ -62,7 +62,14 @@ from bench.driver import KNOWLEDGE_KINDS, Driver, Turn, closed_loop_chat, mixed_
 from bench.instances import create_database, instances_rows, phase_instances
 from bench.knowledge_turns import knowledge_rows, phase_knowledge
 from bench.live_shop import phase_live_shop
-from bench.modes import MODES, modes_rows, phase_modes, phase_modes_together, together_rows
+from bench.modes import (
+    FLOOR_CLIENTS,
+    MODES,
+    modes_rows,
+    phase_modes,
+    phase_modes_together,
+    together_rows,
+)
 from bench.procs import REPO_ROOT, Managed, ProcessGroup, sample
 from bench.streaming import fetch_signs, phase_streaming, streaming_rows
 from bot.runtime.config import Settings
@@ -96,6 +103,7 @@ class Plan:
     profile_messages: int = 4
     mode_pairs: int = 2  # --only modes: fresh bots per mode, in ABBA order
     together_control: str | None = None  # --only modes-together --control MODE
+    together_floor: str | None = None  # --only modes-together --floor CLIENT
     stats_tool_calls: int = 1_000_000
     phase_timeout_s: float = 300.0
 
@@ -277,12 +285,14 @@ class Bench:
         profile_to: Path | None = None,
         database_url: str | None = None,
         instances: int | None = None,
+        program: str = "bot",
         **extra: str,
     ) -> BotRun:
         """Start one run's fake Bot API and its bot process(es), ready for a phase.
 
         `database_url` (a PostgreSQL server) and `instances` override `--database-url`
-        and `--instances` for this run."""
+        and `--instances` for this run; `program` is the module run (`bench.naive_bot`:
+        the floor)."""
         self._runs += 1
         # None: --database-url (if any); "" (instances.SQLITE): a SQLite file regardless
         server_url = self.database_url if database_url is None else database_url
@@ -316,9 +326,9 @@ class Bench:
                 database=database,
                 **{**self.bot_env, **settings},
             )
-            args = ["-m", "bot"]
+            args = ["-m", program]
             if profile_to is not None and number == 0:
-                args = ["-m", "cProfile", "-o", str(profile_to), "-m", "bot"]
+                args = ["-m", "cProfile", "-o", str(profile_to), "-m", program]
             bot = await self.group.spawn_python(f"bot-{name}", args, env=env, cwd=workdir)
             await bot.wait_for_line("bot: ready", 120)
             bots.append(bot)
@@ -360,6 +370,8 @@ class Bench:
     async def _tool_rows(self, run: BotRun) -> list[ToolRow]:
         if run.database_url:
             return await postgres_tool_rows(run.database_url)
+        if not run.database.exists():  # the floor bot (bench.naive_bot) keeps no audit
+            return []
         return await asyncio.to_thread(sqlite_tool_rows, run.database)
 
     def _fakes_cpu(self, run: BotRun) -> float:
@@ -836,7 +848,11 @@ async def _phase_modes(bench: Bench, plan: Plan) -> dict[str, Any]:
 
 async def _phase_modes_together(bench: Bench, plan: Plan) -> dict[str, Any]:
     return await phase_modes_together(
-        bench, plan, pairs=plan.mode_pairs, control=plan.together_control
+        bench,
+        plan,
+        pairs=plan.mode_pairs,
+        control=plan.together_control,
+        floor=plan.together_floor,
     )
 
 
@@ -878,6 +894,8 @@ def _plan(args: argparse.Namespace) -> Plan:
         plan = Plan(**{**plan.__dict__, "mode_pairs": args.pairs})
     if args.control is not None:
         plan = Plan(**{**plan.__dict__, "together_control": args.control})
+    if args.floor is not None:
+        plan = Plan(**{**plan.__dict__, "together_floor": args.floor})
     return plan
 
 
@@ -1202,11 +1220,18 @@ def main(argv: list[str] | None = None) -> None:
         help="--only modes: fresh bots per mode, run webhook, polling, polling, webhook, ...;"
         " --only modes-together: pairs of bots at the same time (default 2)",
     )
-    parser.add_argument(
+    against = parser.add_mutually_exclusive_group()
+    against.add_argument(
         "--control",
         choices=MODES,
         help="--only modes-together: pairs of two bots of this mode instead of webhook"
         " against polling (how far a pair scatters with nothing to find)",
+    )
+    against.add_argument(
+        "--floor",
+        choices=FLOOR_CLIENTS,
+        help="--only modes-together: pairs of the bot (polling) and bench.naive_bot, the"
+        " naive support bot it is measured against, calling the model with this client",
     )
     parser.add_argument(
         "--distinct-concurrency", type=int, help="customers at once in the distinct-chats phase"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from bench.modes import (
+    FLOOR_PROGRAM,
+    Side,
     abba_order,
     both_answering,
     mode_means,
@@ -102,9 +104,9 @@ def test_side_by_side_every_pair_must_reach_the_goal_with_no_errors() -> None:
 
 
 def test_a_control_pairs_two_bots_of_one_mode_and_gives_no_verdict() -> None:
-    assert pair_sides() == {"webhook": True, "polling": False}
-    assert pair_sides("polling") == {"polling-a": False, "polling-b": False}
-    assert pair_sides("webhook") == {"webhook-a": True, "webhook-b": True}
+    assert pair_sides() == {"webhook": Side(webhook=True), "polling": Side(webhook=False)}
+    assert pair_sides("polling") == {"polling-a": Side(False), "polling-b": Side(False)}
+    assert pair_sides("webhook") == {"webhook-a": Side(True), "webhook-b": Side(True)}
     try:
         pair_sides("both")
     except ValueError as exc:
@@ -133,3 +135,29 @@ def test_a_control_pairs_two_bots_of_one_mode_and_gives_no_verdict() -> None:
     assert label.startswith("control: polling-a / polling-b")
     assert "median 0.970, range 0.900-1.010" in measured
     assert verdict is None  # identical bots: nothing to pass or fail
+
+
+def test_the_floor_pairs_the_polling_bot_with_the_naive_bot_and_gives_no_verdict() -> None:
+    sides = pair_sides(floor="aiohttp")
+    naive = Side(False, program=FLOOR_PROGRAM, env=(("NAIVE_MODEL_CLIENT", "aiohttp"),))
+    assert sides == {"bot": Side(webhook=False), "naive-aiohttp": naive}
+    try:
+        pair_sides(floor="httpx")
+    except ValueError as exc:
+        assert "openai, aiohttp" in str(exc)
+    else:
+        raise AssertionError("an unknown client was taken")
+    load = {"cpu_ms_per_turn": 10.0, "errors": 0, "order_violations": 0}
+    floor_pair = {
+        "first": "bot",
+        "load": {"bot": {**load, "cpu_ms_per_turn": 8.0}, "naive-aiohttp": load},
+        "both_answering": {
+            "seconds": 60.0,
+            "turns_per_s": {"bot": 110.0, "naive-aiohttp": 100.0},
+        },
+    }
+    data = {"load_chats_each": 500, "sides": list(sides), "floor": "aiohttp", "pairs": [floor_pair]}
+    [(label, measured, verdict)] = together_rows({"modes-together": data})
+    assert label.startswith("the bot / the naive floor bot")
+    assert "1.100 turns/s" in measured and "0.800 CPU" in measured
+    assert verdict is None
