@@ -1,4 +1,4 @@
-"""CPU per Chat Completions request of three ways to send it with the openai SDK.
+"""CPU per Chat Completions request of the ways to send it with the openai SDK, and without.
 
 Why: the LLM client skips `chat.completions.create()`'s recursive walk over its typed
 arguments (measured at 3-8 ms of CPU per request). This compares, on one realistic
@@ -11,7 +11,10 @@ tool-call step with two results, the registry's two strict tool schemas):
 - `post`: `client.post("/chat/completions", body=<the whole body>, cast_to=ChatCompletion)`
   — the client's way now (the SDK's request options hold the real body);
 - `client`: `OpenAIChatModel.complete()` end to end (the `post` way plus reducing the
-  response to `LLMResponse`).
+  response to `LLMResponse`);
+- `aiohttp`: the same body as JSON over a plain aiohttp session, the answer parsed to a
+  dict (no SDK: what a client of our own would start from, as `bench.naive_bot`'s lean
+  floor does).
 
 All ways use one `AsyncOpenAI` with the SDK's aiohttp transport against the fake OpenAI
 server started as its own process (its CPU is not counted). Rounds interleave the ways
@@ -32,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
@@ -81,7 +85,9 @@ def realistic_messages() -> list[dict[str, Any]]:
     ]
 
 
-def senders(sdk: AsyncOpenAI, model: OpenAIChatModel) -> dict[str, Send]:
+def senders(
+    sdk: AsyncOpenAI, model: OpenAIChatModel, session: aiohttp.ClientSession, base_url: str
+) -> dict[str, Send]:
     messages = realistic_messages()
     tools = build_registry().schemas()
     params: dict[str, Any] = {
@@ -112,7 +118,20 @@ def senders(sdk: AsyncOpenAI, model: OpenAIChatModel) -> dict[str, Send]:
             messages, tools=tools, tool_choice="auto", parallel_tool_calls=True
         )
 
-    return {"extra_body": extra_body, "typed": typed, "post": post, "client": client}
+    async def plain() -> Any:
+        body = {"model": "m", **params}
+        headers = {"Authorization": "Bearer k"}
+        async with session.post(f"{base_url}/chat/completions", json=body, headers=headers) as r:
+            r.raise_for_status()
+            return await r.json()
+
+    return {
+        "extra_body": extra_body,
+        "typed": typed,
+        "post": post,
+        "client": client,
+        "aiohttp": plain,
+    }
 
 
 async def cpu_ms_per_request(send: Send, requests: int, concurrency: int) -> float:
@@ -157,9 +176,10 @@ async def run(requests: int, concurrency: int, rounds: int) -> dict[str, list[fl
         http_client=openai.DefaultAioHttpClient(timeout=30),
     )
     model = OpenAIChatModel(api_key="k", model="m", base_url=base_url, max_retries=0)
+    session = aiohttp.ClientSession()
     results: dict[str, list[float]] = {}
     try:
-        ways = senders(sdk, model)
+        ways = senders(sdk, model, session, base_url.rstrip("/"))
         for send in ways.values():  # warm up connections, caches and lazy imports
             await cpu_ms_per_request(send, 50, concurrency)
         for round_index in range(rounds):
@@ -172,6 +192,7 @@ async def run(requests: int, concurrency: int, rounds: int) -> dict[str, list[fl
     finally:
         await sdk.close()
         await model.aclose()
+        await session.close()
         process.terminate()
         await process.wait()
     return results
